@@ -1,0 +1,221 @@
+# scalelab — build the harness (build/libsl_common.a), the kernels (build/libsl_kernels.a),
+# one program per technique (bin/<program>) and the unit tests (build/t/).
+#
+#   make                 build everything the machine has dependencies for
+#   make check           build, then run the TAP tests with prove
+#   make SANITIZE=1 check    the same under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make install PREFIX=/opt/scalelab
+#
+# Overrides: CUDA=0|1 NCCL=0|1 PAPI=0|1 CUDA_HOME=... MPICC=... SANITIZE=1 DEBUG=1 CUDA_ARCH="80 90"
+# Every dependency is probed below; one line per dependency says what it enables or disables.
+
+SHELL      := /bin/bash
+MPICC      ?= mpicc
+CUDA_HOME  ?= /usr/local/cuda
+CUDA_ARCH  ?= 80 90
+PREFIX     ?= /usr/local
+SANITIZE   ?= 0
+DEBUG      ?= 0
+BUILD      := build
+BIN        := bin
+
+# Dependency probes ---------------------------------------------------------------------------
+# A probe is a try-compile (and link) of a one-line program, so that a header without its
+# library (or the reverse) is reported as missing rather than failing half-way through the build.
+PROBE_DIR := $(BUILD)/probe
+try_link = $(shell mkdir -p $(PROBE_DIR) && printf '%b' '$(1)' > $(PROBE_DIR)/$(2).c && \
+             $(MPICC) $(PROBE_DIR)/$(2).c -o $(PROBE_DIR)/$(2) $(3) >/dev/null 2>&1 && echo 1 || echo 0)
+
+HAVE_MPICC := $(shell command -v $(MPICC) >/dev/null 2>&1 && echo 1 || echo 0)
+ifeq ($(HAVE_MPICC),1)
+HAVE_CBLAS := $(call try_link,\#include <cblas.h>\nint main(void){double a=1,b=1,c=0;cblas_dgemm(CblasRowMajor,CblasNoTrans,CblasNoTrans,1,1,1,1.0,&a,1,&b,1,0.0,&c,1);return (int)c-1;}\n,cblas,-lopenblas)
+HAVE_HWLOC := $(call try_link,\#include <hwloc.h>\nint main(void){hwloc_topology_t t;hwloc_topology_init(&t);hwloc_topology_destroy(t);return 0;}\n,hwloc,-lhwloc)
+PAPI_FOUND := $(call try_link,\#include <papi.h>\nint main(void){return PAPI_library_init(PAPI_VER_CURRENT)<0;}\n,papi,-lpapi)
+else
+HAVE_CBLAS := 0
+HAVE_HWLOC := 0
+PAPI_FOUND := 0
+endif
+HAVE_PROVE   := $(shell command -v prove >/dev/null 2>&1 && echo 1 || echo 0)
+HAVE_PYTHON3 := $(shell command -v python3 >/dev/null 2>&1 && echo 1 || echo 0)
+NVCC         := $(CUDA_HOME)/bin/nvcc
+CUDA_FOUND   := $(shell test -x $(NVCC) && test -e $(CUDA_HOME)/include/cublas_v2.h && \
+                  ls $(CUDA_HOME)/lib64/libcublas.so >/dev/null 2>&1 && echo 1 || echo 0)
+NCCL_FOUND   := $(shell (test -e $(CUDA_HOME)/include/nccl.h || test -e /usr/include/nccl.h || \
+                  test -e /usr/local/include/nccl.h) && (ls $(CUDA_HOME)/lib64/libnccl.so* || \
+                  ls /usr/lib/x86_64-linux-gnu/libnccl.so* || ls /usr/local/lib/libnccl.so*) \
+                  >/dev/null 2>&1 && echo 1 || echo 0)
+
+PAPI ?= $(PAPI_FOUND)
+CUDA ?= $(CUDA_FOUND)
+ifeq ($(CUDA),1)
+NCCL ?= $(NCCL_FOUND)
+else
+NCCL := 0
+endif
+
+ifeq ($(PAPI)$(PAPI_FOUND),10)
+$(error PAPI=1 was asked for but PAPI was not found (apt: libpapi-dev, dnf: papi-devel))
+endif
+ifeq ($(CUDA)$(CUDA_FOUND),10)
+$(error CUDA=1 was asked for but nvcc and cuBLAS were not found under CUDA_HOME=$(CUDA_HOME))
+endif
+ifeq ($(NCCL)$(NCCL_FOUND),10)
+$(error NCCL=1 was asked for but nccl.h and libnccl were not found)
+endif
+
+# What a missing required dependency needs, for the message and for scripts/install-deps.sh.
+MISSING_APT :=
+MISSING_DNF :=
+ifneq ($(HAVE_MPICC),1)
+MISSING_APT += openmpi-bin libopenmpi-dev
+MISSING_DNF += openmpi-devel
+endif
+ifneq ($(HAVE_CBLAS),1)
+MISSING_APT += libopenblas-dev
+MISSING_DNF += openblas-devel
+endif
+ifneq ($(HAVE_HWLOC),1)
+MISSING_APT += libhwloc-dev
+MISSING_DNF += hwloc-devel
+endif
+
+mark = $(if $(filter 1,$(1)),✓,✗)
+ifeq ($(filter clean,$(MAKECMDGOALS)),)
+$(info $(call mark,$(HAVE_MPICC)) MPI compiler ($(MPICC))      required: every program)
+$(info $(call mark,$(HAVE_CBLAS)) OpenBLAS CBLAS              required: CPU GEMM)
+$(info $(call mark,$(HAVE_HWLOC)) hwloc                       required: topology and rank binding in the manifest)
+$(info $(call mark,$(PAPI)) PAPI                        optional: --papi hardware counters$(if $(filter 1,$(PAPI)),, (disabled: --papi will say it was not built)))
+$(info $(call mark,$(CUDA)) CUDA nvcc + cuBLAS          optional: -B cuda backend$(if $(filter 1,$(CUDA)),, (disabled: -B cuda will say it was not built)))
+$(info $(call mark,$(NCCL)) NCCL                        optional: -C nccl collective$(if $(filter 1,$(NCCL)),, (disabled: -C nccl will say it was not built)))
+$(info $(call mark,$(HAVE_PROVE)) prove (perl)                required: make check)
+$(info $(call mark,$(HAVE_PYTHON3)) python3                     required: scripts/compare, scripts/report, run_all.sh summary)
+endif
+
+# Flags ---------------------------------------------------------------------------------------
+CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fopenmp -pthread -Icommon -Ikernels -I$(BUILD)
+ifeq ($(DEBUG),1)
+OPT := -O0 -g3
+else
+OPT := -O2 -g
+endif
+ifeq ($(SANITIZE),1)
+SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+endif
+DEFS := -DSL_HAVE_PAPI=$(PAPI) -DSL_HAVE_CUDA=$(CUDA) -DSL_HAVE_NCCL=$(NCCL)
+CFLAGS  += $(CFLAGS_BASE) $(OPT) $(SAN) $(DEFS)
+LDLIBS  := -lopenblas -lhwloc -lm
+ifeq ($(PAPI),1)
+LDLIBS  += -lpapi
+endif
+ifeq ($(CUDA),1)
+NVCCFLAGS := -O2 -g -std=c++17 $(DEFS) -Icommon -Ikernels -I$(BUILD) \
+             $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(a),code=sm_$(a)) \
+             -Xcompiler -Wall,-Wextra,-Werror,-fPIC --Werror all-warnings
+LDLIBS  += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
+ifeq ($(NCCL),1)
+NVCCFLAGS += -I/usr/local/include
+LDLIBS  += -lnccl
+endif
+endif
+LDFLAGS += -fopenmp -pthread $(SAN)
+
+# Sources: everything is found by wildcard, so a new file needs no Makefile edit -------------
+# common/*.c and kernels/*.c, kernels/cpu/*.c always; common/cuda/*.cu and kernels/cuda/*.cu
+# when CUDA=1, otherwise the host-only twins in common/nocuda/*.c and kernels/nocuda/*.c.
+COMMON_SRC := $(wildcard common/*.c)
+KERNEL_SRC := $(wildcard kernels/*.c kernels/cpu/*.c)
+ifeq ($(CUDA),1)
+COMMON_CU  := $(wildcard common/cuda/*.cu)
+KERNEL_CU  := $(wildcard kernels/cuda/*.cu)
+else
+COMMON_SRC += $(wildcard common/nocuda/*.c)
+KERNEL_SRC += $(wildcard kernels/nocuda/*.c)
+endif
+BENCH_SRC  := $(wildcard benchmarks/*.c)
+TEST_SRC   := $(wildcard t/unit/*.c)
+
+COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/%.o) $(COMMON_CU:%.cu=$(BUILD)/%.cu.o) $(BUILD)/build_info.o
+KERNEL_OBJ := $(KERNEL_SRC:%.c=$(BUILD)/%.o) $(KERNEL_CU:%.cu=$(BUILD)/%.cu.o)
+PROGRAMS   := $(BENCH_SRC:benchmarks/%.c=$(BIN)/%)
+TESTS      := $(TEST_SRC:t/unit/%.c=$(BUILD)/t/%)
+LIBS       := $(BUILD)/libsl_kernels.a $(BUILD)/libsl_common.a
+
+.PHONY: all check clean install deps FORCE
+.DEFAULT_GOAL := all
+
+# A missing required dependency: install it where we can (Debian/Ubuntu as root), else stop
+# with the package names. The install runs once, then make starts again with fresh probes.
+ifneq ($(strip $(MISSING_APT)),)
+CAN_AUTO_INSTALL := $(shell test "$$(id -u)" = 0 && command -v apt-get >/dev/null && echo 1 || echo 0)
+ifeq ($(CAN_AUTO_INSTALL)$(SL_DEPS_TRIED),1)
+all check install:
+	@echo "scalelab: installing missing packages with scripts/install-deps.sh: $(strip $(MISSING_APT))"
+	scripts/install-deps.sh $(MISSING_APT)
+	@$(MAKE) --no-print-directory SL_DEPS_TRIED=1 $@
+else
+all check install:
+	@echo "scalelab: missing required dependencies." >&2
+	@echo "  Debian/Ubuntu: apt-get install $(strip $(MISSING_APT))" >&2
+	@echo "  Fedora/RHEL:   dnf install $(strip $(MISSING_DNF))" >&2
+	@echo "  Spack/modules: spack load openmpi openblas hwloc   (or: module load openmpi openblas hwloc)" >&2
+	@echo "  Then run make again (MPICC=... points at another MPI compiler wrapper)." >&2
+	@exit 1
+endif
+else
+
+all: $(PROGRAMS) $(TESTS)
+
+check: all
+	@if [ "$(HAVE_PROVE)" != 1 ]; then echo "make check needs prove (apt: perl, dnf: perl-Test-Harness)" >&2; exit 1; fi
+	SL_SANITIZE=$(SANITIZE) prove -r t/
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/scalelab/scripts $(DESTDIR)$(PREFIX)/share/scalelab/labs
+	install -m 755 $(PROGRAMS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 run_all.sh $(DESTDIR)$(PREFIX)/share/scalelab/
+	install -m 755 scripts/sl-launch $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 benchmarks/labs/*.md results/schema.md $(DESTDIR)$(PREFIX)/share/scalelab/labs/
+endif
+
+# Build rules ---------------------------------------------------------------------------------
+# build_info.c carries git describe and the build options into the manifest; it is rewritten
+# only when its content changes, so an unchanged tree does not relink.
+$(BUILD)/build_info.c: FORCE
+	@mkdir -p $(BUILD)
+	@printf '/* generated by the Makefile */\nconst char *sl_build_git_describe = "%s";\nconst char *sl_build_options = "%s";\n' \
+	  "$$(git describe --always --dirty --tags 2>/dev/null || echo unknown)" \
+	  "CUDA=$(CUDA) NCCL=$(NCCL) PAPI=$(PAPI) SANITIZE=$(SANITIZE) DEBUG=$(DEBUG) CC=$$($(MPICC) -dumpversion 2>/dev/null)" \
+	  > $@.tmp
+	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(MPICC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/%.cu.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/libsl_common.a: $(COMMON_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/libsl_kernels.a: $(KERNEL_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BIN)/%: $(BUILD)/benchmarks/%.o $(LIBS)
+	@mkdir -p $(BIN)
+	$(MPICC) $(LDFLAGS) $< $(LIBS) $(LDLIBS) -o $@
+
+$(BUILD)/t/%: $(BUILD)/t/unit/%.o $(LIBS)
+	@mkdir -p $(dir $@)
+	$(MPICC) $(LDFLAGS) $< $(LIBS) $(LDLIBS) -o $@
+
+clean:
+	rm -rf $(BUILD) $(BIN)
+
+FORCE:
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

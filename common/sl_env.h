@@ -1,0 +1,43 @@
+/* sl_env.h — environment capture for manifest.json: hosts, CPU, hwloc topology and each
+ * rank's binding, MPI library, CUDA/NCCL/cuBLAS and GPUs where built, git describe. */
+#ifndef SL_ENV_H
+#define SL_ENV_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+struct sl_json;
+
+typedef struct sl_env_local {
+    char host[256];
+    char binding[256];  /* the CPUs this rank may run on, as a list ("0-3,8") */
+    int nbound_cpus;    /* how many */
+} sl_env_local;
+
+/* This rank's host and binding. */
+void sl_env_local_capture(sl_env_local *e);
+
+/* Fields from /proc/cpuinfo and hwloc (rank-independent). Return 0 on success. */
+int sl_env_cpu_model(char *buf, size_t len);
+/* "1 package, 1 NUMA node, 2 cores, 2 PUs, L3 32 MiB" */
+int sl_env_topology_summary(char *buf, size_t len, int *cores, int *pus);
+void sl_env_mpi_version(char *buf, size_t len);
+
+/* Device-side facts: filled by the CUDA build, "not built" otherwise. */
+typedef struct sl_env_gpu {
+    int built;            /* CUDA support compiled in */
+    int ndevices;
+    char cuda_runtime[32], cuda_driver[32], cublas[32], nccl[32];
+    char models[4][128];  /* first devices' names */
+    char note[128];       /* why there are no devices, if none */
+} sl_env_gpu;
+void sl_env_gpu_capture(sl_env_gpu *g);
+
+/* Collective: gathers every rank's sl_env_local; rank 0 writes the manifest object into j. */
+struct sl_ctx;
+void sl_env_manifest(struct sl_ctx *ctx, struct sl_json *j);
+
+extern const char *sl_build_git_describe; /* from the generated build/build_info.c */
+extern const char *sl_build_options;
+
+#endif

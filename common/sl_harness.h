@@ -1,0 +1,68 @@
+/* sl_harness.h — the life of a scalelab program: parse the command line, start MPI, open the
+ * results directory (manifest.json once per run, <benchmark>.jsonl), time iterations, emit
+ * results, finish with a verdict and an exit status.
+ *
+ *   static const sl_program prog = { .name = "mae_threads", ... };
+ *   int main(int argc, char **argv) {
+ *       sl_ctx ctx;
+ *       sl_init(&ctx, &prog, argc, argv);
+ *       ... sl_time_loop(&ctx, body, arg, &stats); sl_result_emit(&ctx, &r); ...
+ *       return sl_finalize(&ctx);
+ *   }
+ */
+#ifndef SL_HARNESS_H
+#define SL_HARNESS_H
+
+#include <limits.h>
+#include <mpi.h>
+#include <stdio.h>
+
+#include "sl_error.h"
+#include "sl_options.h"
+#include "sl_papi.h"
+#include "sl_results.h"
+#include "sl_stats.h"
+
+typedef struct sl_ctx {
+    const sl_program *prog;
+    sl_options opt;
+    MPI_Comm comm;
+    int rank, nranks;
+    char run_id[96];
+    char out_dir[PATH_MAX];
+    FILE *jsonl;             /* rank 0 only */
+    const sl_column *cols;   /* the stdout table */
+    int ncols;
+    int status;              /* exit status so far: 0, or 1 once a check failed */
+    int nrows, nfailed;
+    sl_papi papi;
+    char cmdline[1024];
+} sl_ctx;
+
+/* Parses the command line (usage error: message, exit 2; --help/--version: print, exit 0),
+ * initialises MPI, creates the results directory, writes manifest.json if this run has none
+ * yet, opens <benchmark>.jsonl and prints the run header. */
+void sl_init(sl_ctx *ctx, const sl_program *prog, int argc, char **argv);
+
+/* Prints the verdict line, writes the trace if --trace, finalises MPI and returns the exit
+ * status for main: 0, or 1 if any check failed on any rank. */
+int sl_finalize(sl_ctx *ctx);
+
+/* printf on rank 0 only (and not under --quiet). */
+void sl_print(const sl_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A note that is printed even under --quiet, on rank 0, prefixed with "# ". */
+void sl_note(const sl_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Runs body(arg) opt.warmup times untimed, then opt.iters times, each iteration between a
+ * barrier and a host timestamp on every rank; stats are over each iteration's slowest rank.
+ * PAPI counters (--papi) are read around the timed iterations into ctx->papi. */
+typedef void (*sl_body_fn)(void *arg);
+void sl_time_loop(sl_ctx *ctx, sl_body_fn body, void *arg, sl_stats *stats);
+/* The same with explicit counts (iters >= 1). */
+void sl_time_loop_n(sl_ctx *ctx, int warmup, int iters, sl_body_fn body, void *arg,
+                    sl_stats *stats);
+
+/* Adds the PAPI counters of the last timed loop to r (no-op without --papi). */
+void sl_result_add_counters(const sl_ctx *ctx, sl_result *r);
+
+#endif

@@ -1,0 +1,35 @@
+/* sl_mem.h — memory accounting by category, with peaks.
+ *
+ * Training techniques are judged by what they keep resident (ZeRO shards, vDNN offload,
+ * checkpointing): every large buffer is allocated through sl_alloc with a category, so the
+ * current and peak bytes per category (and their total) can be reported and compared with
+ * the analytic model. Device allocations are counted the same way under SL_MEM_DEVICE.
+ */
+#ifndef SL_MEM_H
+#define SL_MEM_H
+
+#include <stddef.h>
+
+typedef enum {
+    SL_MEM_PARAMS, SL_MEM_GRADS, SL_MEM_OPTIM, SL_MEM_ACTIV, SL_MEM_COMM, SL_MEM_DATA,
+    SL_MEM_OTHER, SL_MEM_NCATS
+} sl_mem_cat;
+
+typedef enum { SL_MEM_HOST, SL_MEM_DEVICE, SL_MEM_NSPACES } sl_mem_space;
+
+const char *sl_mem_cat_name(sl_mem_cat c); /* "params", "grads", ... */
+
+/* 64-byte aligned, zero-filled host allocation; out of memory is a runtime error (exit 3)
+ * naming the category and size. sl_free(NULL) is a no-op. */
+void *sl_alloc(sl_mem_cat cat, size_t bytes);
+void sl_free(void *p);
+
+/* For allocators outside sl_alloc (device memory): record +bytes or -bytes. */
+void sl_mem_track(sl_mem_space space, sl_mem_cat cat, long long delta);
+
+size_t sl_mem_current(sl_mem_space space, sl_mem_cat cat);
+size_t sl_mem_peak(sl_mem_space space, sl_mem_cat cat);
+size_t sl_mem_peak_total(sl_mem_space space); /* peak of the sum, not the sum of peaks */
+void sl_mem_reset_peaks(void);                /* peaks := current */
+
+#endif

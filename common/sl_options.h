@@ -1,0 +1,96 @@
+/* sl_options.h — the command line shared by every program (DESIGN.md, "Command line"), plus a
+ * per-program table of technique options.
+ *
+ * Parsing is strict: an unknown option, a missing or malformed value, a value out of range
+ * or an option that does not apply to the program is a usage error whose one-line message
+ * names the option and what it accepts. sl_options_parse reports it in `err` (for tests);
+ * sl_init prints it and exits 2.
+ */
+#ifndef SL_OPTIONS_H
+#define SL_OPTIONS_H
+
+#include <stddef.h>
+#include "sl_types.h"
+
+#define SL_MAX_LIST 32
+
+/* A comma-separated list of integers ("1,2,4"); `max` is allowed where the option says so
+ * and is resolved by the program (e.g. to the number of cores). */
+typedef struct sl_int_list {
+    int n;
+    long long v[SL_MAX_LIST];
+    int is_max;
+} sl_int_list;
+
+typedef enum {
+    SL_OPT_INT,      /* long long *dest, within [min, max] */
+    SL_OPT_SIZE,     /* size_t *dest, K/M/G suffixes (powers of 1024), within [min, max] */
+    SL_OPT_DOUBLE,   /* double *dest */
+    SL_OPT_STRING,   /* const char **dest */
+    SL_OPT_CHOICE,   /* int *dest = index of the value in choices "a|b|c" */
+    SL_OPT_FLAG,     /* int *dest = 1; takes no value */
+    SL_OPT_INT_LIST, /* sl_int_list *dest, each within [min, max]; "max" if allow_max */
+} sl_opt_type;
+
+typedef struct sl_opt {
+    const char *name;   /* long name without the dashes; NULL ends a table */
+    char short_name;    /* 0 when there is none */
+    sl_opt_type type;
+    void *dest;
+    long long min, max; /* INT, SIZE, INT_LIST bounds (inclusive) */
+    const char *choices;/* CHOICE: "a|b|c" */
+    int allow_max;      /* INT_LIST: accept the word "max" */
+    const char *help;   /* one line for --help */
+} sl_opt;
+
+/* Which shared options mean something to a program. */
+enum {
+    SL_USES_SIZES = 1 << 0,   /* -b -e -f */
+    SL_USES_DTYPE = 1 << 1,   /* -d */
+    SL_USES_BACKEND = 1 << 2, /* -B */
+    SL_USES_COLL = 1 << 3,    /* -C */
+};
+
+typedef struct sl_program {
+    const char *name;          /* "mae_threads"; also the results file stem */
+    const char *summary;       /* one line for --help */
+    unsigned uses;             /* SL_USES_* */
+    unsigned dtypes;           /* accepted dtypes, bit (1 << sl_dtype) */
+    sl_dtype default_dtype;
+    unsigned colls;            /* accepted collectives, bit (1 << sl_coll) */
+    sl_coll default_coll;
+    int default_iters, default_warmup;
+    size_t default_minbytes, default_maxbytes;
+    const sl_opt *extra;       /* technique options, ended by {0}; may be NULL */
+} sl_program;
+
+typedef struct sl_options {
+    size_t minbytes, maxbytes;
+    long long stepfactor;
+    long long iters, warmup;
+    unsigned dtypes;           /* bit (1 << sl_dtype) for each requested dtype */
+    long long check;           /* 1: validate against the reference (default) */
+    sl_backend backend;
+    unsigned colls;            /* bit (1 << sl_coll) for each requested collective */
+    const char *out;           /* results directory, NULL = default */
+    int trace;
+    const char *papi_events;   /* NULL = no counters */
+    int quiet;
+    int help, version;         /* set when --help / --version was given */
+} sl_options;
+
+/* Parses argv[1..argc) into o (defaults first, from p) and into p->extra's destinations.
+ * Returns 0 on success; SL_EXIT_USAGE with a one-line message in err on a usage error. */
+int sl_options_parse(const sl_program *p, int argc, char **argv, sl_options *o, char *err,
+                     size_t errlen);
+
+/* Writes the --help text for p to stdout. */
+void sl_options_print_help(const sl_program *p);
+
+/* Parses "64", "4K", "1M", "2G" (powers of 1024). Returns 0 on success. */
+int sl_parse_size(const char *s, size_t *out);
+
+/* Number of bits set: how many dtypes / collectives were asked for. */
+int sl_popcount(unsigned x);
+
+#endif

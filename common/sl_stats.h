@@ -1,0 +1,29 @@
+/* sl_stats.h — summary statistics of per-iteration times.
+ *
+ * Every figure scalelab reports is computed from per-iteration samples in which each
+ * iteration's time is the slowest rank's (sl_stats_slowest_rank), because a collective step
+ * is only done when its last rank is done.
+ */
+#ifndef SL_STATS_H
+#define SL_STATS_H
+
+#include <mpi.h>
+
+typedef struct sl_stats {
+    int n;                 /* samples */
+    double min, median, mean, max;
+    double p95;            /* linear interpolation between order statistics (R type 7) */
+    double stddev;         /* sample standard deviation (n-1); 0 for n < 2 */
+    double cv;             /* stddev / mean; 0 when the mean is 0 */
+} sl_stats;
+
+/* Fills s from x[0..n) (x is not modified). n == 0 gives all zeros. */
+void sl_stats_compute(const double *x, int n, sl_stats *s);
+
+/* Percentile q in [0,1] of sorted[0..n), linear interpolation. */
+double sl_percentile_sorted(const double *sorted, int n, double q);
+
+/* out[i] = max over ranks of local[i]: each iteration's time is its slowest rank's. */
+void sl_stats_slowest_rank(const double *local, double *out, int n, MPI_Comm comm);
+
+#endif
