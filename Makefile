@@ -20,17 +20,19 @@ BUILD      := build
 BIN        := bin
 
 # Dependency probes ---------------------------------------------------------------------------
-# A probe is a try-compile (and link) of a one-line program, so that a header without its
+# A probe is a try-compile (and link) of a small program in scripts/probes/, so that a header without its
 # library (or the reverse) is reported as missing rather than failing half-way through the build.
 PROBE_DIR := $(BUILD)/probe
-try_link = $(shell mkdir -p $(PROBE_DIR) && printf '%b' '$(1)' > $(PROBE_DIR)/$(2).c && \
-             $(MPICC) $(PROBE_DIR)/$(2).c -o $(PROBE_DIR)/$(2) $(3) >/dev/null 2>&1 && echo 1 || echo 0)
+try_link = $(shell mkdir -p $(PROBE_DIR) && $(MPICC) scripts/probes/$(1).c -o $(PROBE_DIR)/$(1) $(2) \
+             >/dev/null 2>&1 && echo 1 || echo 0)
 
 HAVE_MPICC := $(shell command -v $(MPICC) >/dev/null 2>&1 && echo 1 || echo 0)
 ifeq ($(HAVE_MPICC),1)
-HAVE_CBLAS := $(call try_link,\#include <cblas.h>\nint main(void){double a=1,b=1,c=0;cblas_dgemm(CblasRowMajor,CblasNoTrans,CblasNoTrans,1,1,1,1.0,&a,1,&b,1,0.0,&c,1);return (int)c-1;}\n,cblas,-lopenblas)
-HAVE_HWLOC := $(call try_link,\#include <hwloc.h>\nint main(void){hwloc_topology_t t;hwloc_topology_init(&t);hwloc_topology_destroy(t);return 0;}\n,hwloc,-lhwloc)
-PAPI_FOUND := $(call try_link,\#include <papi.h>\nint main(void){return PAPI_library_init(PAPI_VER_CURRENT)<0;}\n,papi,-lpapi)
+HAVE_CBLAS := $(call try_link,cblas,-lopenblas)
+HAVE_HWLOC := $(call try_link,hwloc,-lhwloc)
+PAPI_FOUND := $(call try_link,papi,-lpapi)
+# The MPI headers for nvcc (Open MPI: --showme:compile; MPICH: -compile_info).
+MPI_CFLAGS := $(shell $(MPICC) --showme:compile 2>/dev/null || $(MPICC) -compile_info 2>/dev/null | tr ' ' '\n' | grep '^-I' | tr '\n' ' ')
 else
 HAVE_CBLAS := 0
 HAVE_HWLOC := 0
@@ -109,7 +111,7 @@ ifeq ($(PAPI),1)
 LDLIBS  += -lpapi
 endif
 ifeq ($(CUDA),1)
-NVCCFLAGS := -O2 -g -std=c++17 $(DEFS) -Icommon -Ikernels -I$(BUILD) \
+NVCCFLAGS := -O2 -g -std=c++17 $(DEFS) -DOMPI_SKIP_MPICXX -DMPICH_SKIP_MPICXX -Icommon -Ikernels -I$(BUILD) $(MPI_CFLAGS) \
              $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(a),code=sm_$(a)) \
              -Xcompiler -Wall,-Wextra,-Werror,-fPIC --Werror all-warnings
 LDLIBS  += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
@@ -188,6 +190,9 @@ $(BUILD)/build_info.c: FORCE
 	  "CUDA=$(CUDA) NCCL=$(NCCL) PAPI=$(PAPI) SANITIZE=$(SANITIZE) DEBUG=$(DEBUG) CC=$$($(MPICC) -dumpversion 2>/dev/null)" \
 	  > $@.tmp
 	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+
+$(BUILD)/build_info.o: $(BUILD)/build_info.c
+	$(MPICC) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -32,6 +32,8 @@ typedef struct sl_env_gpu {
     char note[128];       /* why there are no devices, if none */
 } sl_env_gpu;
 void sl_env_gpu_capture(sl_env_gpu *g);
+/* Visible CUDA devices; 0 where CUDA is not built or there is none. */
+int sl_cuda_device_count(void);
 
 /* Collective: gathers every rank's sl_env_local; rank 0 writes the manifest object into j. */
 struct sl_ctx;

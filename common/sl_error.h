@@ -7,7 +7,6 @@
 #define SL_ERROR_H
 
 #include <mpi.h>
-#include <stdnoreturn.h>
 
 enum {
     SL_EXIT_OK = 0,
@@ -18,16 +17,24 @@ enum {
 
 /* Prints "<program>: [rank r] file:line: message" and ends every rank with `code`
  * (MPI_Abort when MPI is running, exit otherwise). */
-noreturn void sl_fatal(int code, const char *file, int line, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+void sl_fatal(int code, const char *file, int line, const char *fmt, ...)
+    __attribute__((noreturn, format(printf, 4, 5)));
 
 /* A usage error that every rank detects identically (they all parsed the same command line):
  * rank 0 prints "<program>: message", every rank exits 2 without an abort storm. */
-noreturn void sl_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void sl_usage_error(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 
 /* The program name used as the prefix of every message (set by sl_init). */
 void sl_set_program_name(const char *name);
 const char *sl_program_name(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #define SL_FATAL(...) sl_fatal(SL_EXIT_RUNTIME, __FILE__, __LINE__, __VA_ARGS__)
 

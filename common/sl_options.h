@@ -30,6 +30,7 @@ typedef enum {
     SL_OPT_CHOICE,   /* int *dest = index of the value in choices "a|b|c" */
     SL_OPT_FLAG,     /* int *dest = 1; takes no value */
     SL_OPT_INT_LIST, /* sl_int_list *dest, each within [min, max]; "max" if allow_max */
+    SL_OPT_CHOICE_LIST, /* unsigned *dest = bit mask of the values in choices; "all" = every one */
 } sl_opt_type;
 
 typedef struct sl_opt {

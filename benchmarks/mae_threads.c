@@ -1,0 +1,540 @@
+/* mae_threads.c — threaded reductions: the mean absolute error of a linear model
+ * f(x) = w·x over N samples × M features, summed by T threads in six ways.
+ *
+ *   serial    one thread, one running sum                       the reference timing
+ *   racy      T threads, unsynchronised load-add-store on one shared sum: updates are lost
+ *   mutex     T threads, a mutex around every update of the shared sum
+ *   atomic    T threads, a C11 compare-and-swap loop on the shared sum
+ *   partial   T threads, each sums its rows locally; one combine at the end
+ *   openmp    an OpenMP parallel for with reduction(+:sum)
+ *
+ * Under MPI each rank takes a contiguous block of the N samples, its T threads split that
+ * block, and one MPI_Allreduce combines the ranks' sums (ranks × threads workers in all).
+ *
+ * Data are integer-valued (x in [-8, 8], w in [-4, 4], y in [-64, 64]) and sums are kept in
+ * double, so every partial sum is an integer below 2^53 and exact: a correct variant equals
+ * the reference bit for bit whatever the order of its additions. The reference is computed
+ * independently, in 64-bit integers, straight from the generator without the stored arrays.
+ *
+ * Bandwidth: every variant reads N·(M+1) elements; a STREAM-style read kernel over an array
+ * of the same size, with the same thread count, measures what the memory system can deliver
+ * in the same run, so "partial reaches x% of read bandwidth" is a ratio from one run.
+ */
+#include <math.h>
+#include <omp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scalelab.h"
+
+enum { V_SERIAL, V_RACY, V_MUTEX, V_ATOMIC, V_PARTIAL, V_OPENMP, NVARIANTS };
+static const char *const variant_names[NVARIANTS] = {"serial", "racy",    "mutex",
+                                                     "atomic", "partial", "openmp"};
+
+/* Technique options (filled by the parser). */
+static long long opt_samples = 2 << 20;
+static long long opt_features = 16;
+static long long opt_seed = 42;
+static sl_int_list opt_threads = {.is_max = 1};
+static unsigned opt_variants = ~0u;
+
+static const sl_opt extra_opts[] = {
+    {"samples", 'N', SL_OPT_INT, &opt_samples, 1, 1LL << 36, NULL, 0,
+     "N: samples in all, split across ranks (default 2097152)"},
+    {"features", 'M', SL_OPT_INT, &opt_features, 1, 4096, NULL, 0, "M: features per sample (default 16)"},
+    {"threads", 't', SL_OPT_INT_LIST, &opt_threads, 1, 1024, NULL, 1,
+     "thread counts to sweep, e.g. 1,2,4; max = 1,2,4,... up to the CPUs this rank may use (default)"},
+    {"variants", 0, SL_OPT_CHOICE_LIST, &opt_variants, 0, 0, "serial|racy|mutex|atomic|partial|openmp", 0,
+     "variants to run (default all; serial always runs, as the baseline)"},
+    {"seed", 0, SL_OPT_INT, &opt_seed, 0, 1LL << 62, NULL, 0, "data generator seed (default 42)"},
+    {0},
+};
+
+static const sl_program program = {
+    .name = "mae_threads",
+    .summary = "mean absolute error summed by threads: race, mutex, atomic, partial sums, OpenMP",
+    .uses = SL_USES_DTYPE,
+    .dtypes = (1u << SL_F64) | (1u << SL_F32),
+    .default_dtype = SL_F64,
+    .default_iters = 10,
+    .default_warmup = 2,
+    .extra = extra_opts,
+};
+
+/* The data ------------------------------------------------------------------------------ */
+
+/* A counter-based hash (splitmix64 finaliser): value i of a stream depends on (seed, i) only,
+ * so every rank generates its own block and the reference regenerates any element. */
+static inline uint64_t mix(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static inline int64_t gen_int(uint64_t seed, uint64_t stream, uint64_t i, int64_t lo, int64_t hi)
+{
+    uint64_t h = mix(seed * 0x9e3779b97f4a7c15ull + mix(stream * 0x632be59bd9b4e019ull + i));
+    return lo + (int64_t)(h % (uint64_t)(hi - lo + 1));
+}
+enum { STREAM_X = 1, STREAM_Y = 2, STREAM_W = 3 };
+static inline int64_t x_value(uint64_t s, uint64_t row, uint64_t col, uint64_t m)
+{
+    return gen_int(s, STREAM_X, row * m + col, -8, 8);
+}
+static inline int64_t y_value(uint64_t s, uint64_t row) { return gen_int(s, STREAM_Y, row, -64, 64); }
+static inline int64_t w_value(uint64_t s, uint64_t col) { return gen_int(s, STREAM_W, col, -4, 4); }
+
+typedef struct dataset {
+    sl_dtype dtype;
+    size_t rows, m;       /* this rank's rows, features */
+    size_t first_row;     /* global index of this rank's first row */
+    void *x;              /* [rows][m] in dtype */
+    void *y;              /* [rows] in dtype */
+    double *w;            /* [m] */
+} dataset;
+
+static void dataset_fill(dataset *d, uint64_t seed)
+{
+    size_t esz = sl_dtype_size(d->dtype);
+    d->x = sl_alloc(SL_MEM_DATA, d->rows * d->m * esz);
+    d->y = sl_alloc(SL_MEM_DATA, d->rows * esz);
+    d->w = sl_alloc(SL_MEM_PARAMS, d->m * sizeof(double));
+    for (size_t j = 0; j < d->m; j++) d->w[j] = (double)w_value(seed, j);
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < d->rows; i++) {
+        size_t g = d->first_row + i;
+        for (size_t j = 0; j < d->m; j++) {
+            double v = (double)x_value(seed, g, j, d->m);
+            if (d->dtype == SL_F32)
+                ((float *)d->x)[i * d->m + j] = (float)v;
+            else
+                ((double *)d->x)[i * d->m + j] = v;
+        }
+        double yv = (double)y_value(seed, g);
+        if (d->dtype == SL_F32)
+            ((float *)d->y)[i] = (float)yv;
+        else
+            ((double *)d->y)[i] = yv;
+    }
+}
+
+/* The reference: sum over this rank's rows of |y - w·x| in 64-bit integers, generated afresh
+ * (it shares nothing with the stored arrays or the variants' arithmetic). */
+static int64_t reference_sum(const dataset *d, uint64_t seed)
+{
+    int64_t total = 0;
+    int64_t *w = malloc(d->m * sizeof *w);
+    if (!w) SL_FATAL("out of memory for %zu weights", d->m);
+    for (size_t j = 0; j < d->m; j++) w[j] = w_value(seed, j);
+#pragma omp parallel for reduction(+ : total) schedule(static)
+    for (size_t i = 0; i < d->rows; i++) {
+        size_t g = d->first_row + i;
+        int64_t pred = 0;
+        for (size_t j = 0; j < d->m; j++) pred += w[j] * x_value(seed, g, j, d->m);
+        int64_t e = y_value(seed, g) - pred;
+        total += e < 0 ? -e : e;
+    }
+    free(w);
+    return total;
+}
+
+/* |y_i - w·x_i| for row i. Four independent accumulators let the loop run at memory speed
+ * rather than at the latency of one dependent add chain; with integer data the order of the
+ * additions cannot change the result. */
+#define DEFINE_ROW_ERROR(T, NAME)                                                \
+    static inline double NAME(const T *restrict x, double y, const double *restrict w, size_t m) \
+    {                                                                            \
+        double a0 = 0, a1 = 0, a2 = 0, a3 = 0;                                   \
+        size_t j = 0;                                                            \
+        for (; j + 4 <= m; j += 4) {                                             \
+            a0 += w[j] * (double)x[j];                                           \
+            a1 += w[j + 1] * (double)x[j + 1];                                   \
+            a2 += w[j + 2] * (double)x[j + 2];                                   \
+            a3 += w[j + 3] * (double)x[j + 3];                                   \
+        }                                                                        \
+        for (; j < m; j++) a0 += w[j] * (double)x[j];                            \
+        return fabs(y - ((a0 + a1) + (a2 + a3))); /* fabs: branch-free on random signs */ \
+    }
+DEFINE_ROW_ERROR(double, row_error_f64)
+DEFINE_ROW_ERROR(float, row_error_f32)
+
+static inline double row_error(const dataset *d, size_t i)
+{
+    if (d->dtype == SL_F32)
+        return row_error_f32((const float *)d->x + i * d->m, ((const float *)d->y)[i], d->w, d->m);
+    return row_error_f64((const double *)d->x + i * d->m, ((const double *)d->y)[i], d->w, d->m);
+}
+
+/* Sum of the row errors over [lo, hi), in one running sum: the work of one thread. */
+static double range_sum(const dataset *d, size_t lo, size_t hi)
+{
+    double s = 0;
+    if (d->dtype == SL_F32) {
+        const float *x = d->x, *y = d->y;
+        for (size_t i = lo; i < hi; i++) s += row_error_f32(x + i * d->m, y[i], d->w, d->m);
+    } else {
+        const double *x = d->x, *y = d->y;
+        for (size_t i = lo; i < hi; i++) s += row_error_f64(x + i * d->m, y[i], d->w, d->m);
+    }
+    return s;
+}
+
+/* The threaded variants ------------------------------------------------------------------ */
+
+/* State shared by the threads of one run. The shared sum and counter are _Atomic so that the
+ * racy variant can perform a genuine unsynchronised load-add-store (relaxed atomic load, then
+ * relaxed atomic store: the same instructions as a plain `+=`, and the same lost updates)
+ * without undefined behaviour. */
+typedef struct shared_state {
+    const dataset *d;
+    int variant, nthreads;
+    _Atomic double sum;
+    _Atomic long long updates; /* racy only: updates that survived, counted the same racy way */
+    pthread_mutex_t lock;
+} shared_state;
+
+typedef struct worker {
+    shared_state *sh;
+    size_t lo, hi;
+    double partial;
+    char pad[64]; /* keep each worker's partial on its own cache line */
+} worker;
+
+static void *worker_main(void *arg)
+{
+    worker *wk = arg;
+    shared_state *sh = wk->sh;
+    const dataset *d = sh->d;
+    switch (sh->variant) {
+    case V_RACY:
+        for (size_t i = wk->lo; i < wk->hi; i++) {
+            double v = row_error(d, i);
+            double s = atomic_load_explicit(&sh->sum, memory_order_relaxed);
+            long long c = atomic_load_explicit(&sh->updates, memory_order_relaxed);
+            atomic_store_explicit(&sh->sum, s + v, memory_order_relaxed);
+            atomic_store_explicit(&sh->updates, c + 1, memory_order_relaxed);
+        }
+        break;
+    case V_MUTEX:
+        for (size_t i = wk->lo; i < wk->hi; i++) {
+            double v = row_error(d, i);
+            pthread_mutex_lock(&sh->lock);
+            double s = atomic_load_explicit(&sh->sum, memory_order_relaxed);
+            atomic_store_explicit(&sh->sum, s + v, memory_order_relaxed);
+            pthread_mutex_unlock(&sh->lock);
+        }
+        break;
+    case V_ATOMIC:
+        for (size_t i = wk->lo; i < wk->hi; i++) {
+            double v = row_error(d, i);
+            double old = atomic_load_explicit(&sh->sum, memory_order_relaxed);
+            /* retry until no other thread changed the sum between our load and our store */
+            while (!atomic_compare_exchange_weak_explicit(&sh->sum, &old, old + v,
+                                                          memory_order_relaxed, memory_order_relaxed))
+                ;
+        }
+        break;
+    case V_PARTIAL:
+        wk->partial = range_sum(d, wk->lo, wk->hi);
+        break;
+    }
+    return NULL;
+}
+
+typedef struct run_result {
+    double sum;         /* this rank's sum */
+    long long updates;  /* racy: surviving updates on this rank */
+} run_result;
+
+static run_result run_threads(const dataset *d, int variant, int nthreads)
+{
+    shared_state sh = {.d = d, .variant = variant, .nthreads = nthreads};
+    atomic_init(&sh.sum, 0.0);
+    atomic_init(&sh.updates, 0);
+    pthread_mutex_init(&sh.lock, NULL);
+    worker wk[nthreads];
+    pthread_t tid[nthreads];
+    for (int t = 0; t < nthreads; t++) {
+        wk[t] = (worker){.sh = &sh, .lo = d->rows * (size_t)t / (size_t)nthreads,
+                         .hi = d->rows * (size_t)(t + 1) / (size_t)nthreads};
+        int rc = pthread_create(&tid[t], NULL, worker_main, &wk[t]);
+        if (rc) SL_FATAL("pthread_create (thread %d of %d) failed: %s", t, nthreads, strerror(rc));
+    }
+    for (int t = 0; t < nthreads; t++) pthread_join(tid[t], NULL);
+    pthread_mutex_destroy(&sh.lock);
+
+    run_result r = {0};
+    if (variant == V_PARTIAL)
+        for (int t = 0; t < nthreads; t++) r.sum += wk[t].partial; /* the one combine */
+    else
+        r.sum = atomic_load(&sh.sum);
+    r.updates = atomic_load(&sh.updates);
+    return r;
+}
+
+static run_result run_variant(const dataset *d, int variant, int nthreads)
+{
+    run_result r = {0};
+    if (variant == V_SERIAL) {
+        r.sum = range_sum(d, 0, d->rows);
+    } else if (variant == V_OPENMP) {
+        double s = 0;
+        const long long rows = (long long)d->rows;
+#pragma omp parallel for num_threads(nthreads) reduction(+ : s) schedule(static)
+        for (long long i = 0; i < rows; i++) s += row_error(d, (size_t)i);
+        r.sum = s;
+    } else {
+        r = run_threads(d, variant, nthreads);
+    }
+    return r;
+}
+
+/* One timed iteration: the variant on this rank, then the combine across ranks. */
+typedef struct iteration {
+    sl_ctx *ctx;
+    const dataset *d;
+    int variant, nthreads;
+    int count, capacity;
+    double *values;         /* global result of each iteration, checked after the loop */
+    long long *updates;     /* racy: global surviving updates of each iteration */
+} iteration;
+
+static void iteration_body(void *arg)
+{
+    iteration *it = arg;
+    run_result r = run_variant(it->d, it->variant, it->nthreads);
+    double global = 0;
+    long long upd = 0;
+    SL_CHECK_MPI(MPI_Allreduce(&r.sum, &global, 1, MPI_DOUBLE, MPI_SUM, it->ctx->comm));
+    if (it->variant == V_RACY)
+        SL_CHECK_MPI(MPI_Allreduce(&r.updates, &upd, 1, MPI_LONG_LONG, MPI_SUM, it->ctx->comm));
+    if (it->count < it->capacity) {
+        it->values[it->count] = global;
+        it->updates[it->count] = upd;
+        it->count++;
+    }
+}
+
+/* STREAM-style read bandwidth: T threads each sum their part of a large array. */
+typedef struct stream_arg {
+    const double *a;
+    size_t lo, hi;
+    double sum;
+    char pad[64];
+} stream_arg;
+
+static void *stream_worker(void *p)
+{
+    stream_arg *s = p;
+    double sum = 0;
+    const double *a = s->a;
+#pragma omp simd reduction(+ : sum)
+    for (size_t i = s->lo; i < s->hi; i++) sum += a[i];
+    s->sum = sum;
+    return NULL;
+}
+
+typedef struct stream_probe {
+    const double *a;
+    size_t n;
+    int nthreads;
+    double sink;
+} stream_probe;
+
+static void stream_body(void *arg)
+{
+    stream_probe *p = arg;
+    stream_arg sa[p->nthreads];
+    pthread_t tid[p->nthreads];
+    for (int t = 0; t < p->nthreads; t++) {
+        sa[t] = (stream_arg){.a = p->a, .lo = p->n * (size_t)t / (size_t)p->nthreads,
+                             .hi = p->n * (size_t)(t + 1) / (size_t)p->nthreads};
+        int rc = pthread_create(&tid[t], NULL, stream_worker, &sa[t]);
+        if (rc) SL_FATAL("pthread_create failed: %s", strerror(rc));
+    }
+    for (int t = 0; t < p->nthreads; t++) {
+        pthread_join(tid[t], NULL);
+        p->sink += sa[t].sum;
+    }
+}
+
+/* The sweep ------------------------------------------------------------------------------ */
+
+static const sl_column columns[] = {
+    {"dtype", "", "dtype", 6, 0, 0},
+    {"threads", "", "threads", 8, 0, 0},
+    {"variant", "", "variant", 12, 0, 0},
+    {"time", "ms", "time.median", 10, 3, 1e3},
+    {"p95", "ms", "time.p95", 10, 3, 1e3},
+    {"speedup", "x", "speedup", 9, 2, 0},
+    {"eff_bw", "GB/s", "eff_bw", 9, 2, 0},
+    {"read_bw", "GB/s", "read_bw", 9, 2, 0},
+    {"of_read", "%", "bw_fraction", 8, 1, 100},
+    {"value", "sum|e|", "value", 14, 0, 0},
+    {"diff", "", "diff_from_serial", 12, 0, 0},
+    {"lost", "%", "lost_updates", 7, 2, 100},
+    {"check", "", "check", 13, 0, 0},
+};
+
+/* Thread counts: the list given, or 1, 2, 4, ... up to the CPUs this rank may use. */
+static int thread_counts(int *out, int max_out, int bound_cpus)
+{
+    int n = 0;
+    if (opt_threads.is_max) {
+        int cap = bound_cpus > 0 ? bound_cpus : 1;
+        for (int t = 1; t < cap && n < max_out - 1; t *= 2) out[n++] = t;
+        out[n++] = cap;
+    }
+    for (int i = 0; i < opt_threads.n && n < max_out; i++) {
+        int dup = 0;
+        for (int k = 0; k < n; k++) dup |= out[k] == (int)opt_threads.v[i];
+        if (!dup) out[n++] = (int)opt_threads.v[i];
+    }
+    return n;
+}
+
+static void sweep_dtype(sl_ctx *ctx, sl_dtype dtype, const int *threads, int nthreads_counts)
+{
+    uint64_t seed = (uint64_t)opt_seed;
+    size_t n = (size_t)opt_samples, m = (size_t)opt_features;
+    dataset d = {.dtype = dtype, .m = m};
+    d.first_row = n * (size_t)ctx->rank / (size_t)ctx->nranks;
+    d.rows = n * (size_t)(ctx->rank + 1) / (size_t)ctx->nranks - d.first_row;
+    dataset_fill(&d, seed);
+    double bytes_read = (double)n * (double)(m + 1) * (double)sl_dtype_size(dtype); /* all ranks */
+
+    /* The exact global reference, outside every timed region. */
+    long long ref_local = reference_sum(&d, seed), ref = 0;
+    SL_CHECK_MPI(MPI_Allreduce(&ref_local, &ref, 1, MPI_LONG_LONG, MPI_SUM, ctx->comm));
+
+    /* The read-bandwidth probe array: as many bytes as the data, at least 64 MiB so that it
+     * streams from memory rather than from cache. */
+    size_t probe_n = (size_t)(bytes_read / ctx->nranks / sizeof(double));
+    if (probe_n < ((size_t)64 << 20) / sizeof(double)) probe_n = ((size_t)64 << 20) / sizeof(double);
+    double *probe = sl_alloc(SL_MEM_OTHER, probe_n * sizeof(double));
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < probe_n; i++) probe[i] = (double)(i & 7);
+
+    int cap = (int)ctx->opt.warmup + (int)ctx->opt.iters;
+    iteration it = {.ctx = ctx, .d = &d, .capacity = cap};
+    it.values = malloc((size_t)cap * sizeof *it.values);
+    it.updates = malloc((size_t)cap * sizeof *it.updates);
+    if (!it.values || !it.updates) SL_FATAL("out of memory for %d iteration results", cap);
+
+    double serial_median = 0;
+    for (int ti = 0; ti < nthreads_counts; ti++) {
+        int nt = threads[ti];
+        stream_probe sp = {.a = probe, .n = probe_n, .nthreads = nt};
+        sl_stats st;
+        sl_time_loop(ctx, stream_body, &sp, &st);
+        double read_bw = (double)probe_n * sizeof(double) * ctx->nranks / st.median / 1e9;
+        sl_result r;
+        sl_result_init(ctx, &r, "stream_read");
+        r.dtype = "f64";
+        r.backend = "cpu";
+        sl_result_param_num(&r, "threads", nt);
+        sl_result_param_num(&r, "bytes", (double)probe_n * sizeof(double) * ctx->nranks);
+        sl_result_set_time(&r, &st);
+        sl_result_metric(&r, "read_bw", read_bw, "GB/s");
+        snprintf(r.headline, sizeof r.headline, "read_bw");
+        sl_result_check(&r, SL_CHECK_NONE, 0, "bandwidth probe: nothing to check");
+        sl_result_add_counters(ctx, &r);
+        sl_result_emit(ctx, &r);
+
+        for (int v = 0; v < NVARIANTS; v++) {
+            /* serial is the baseline: measured once, at the first thread count */
+            if (v == V_SERIAL ? ti != 0 : !(opt_variants & (1u << v))) continue;
+            int workers = v == V_SERIAL ? 1 : nt;
+            it.variant = v;
+            it.nthreads = workers;
+            it.count = 0;
+            sl_time_loop(ctx, iteration_body, &it, &st);
+            if (v == V_SERIAL) serial_median = st.median;
+
+            sl_result_init(ctx, &r, variant_names[v]);
+            r.dtype = sl_dtype_name(dtype);
+            r.backend = "cpu";
+            sl_result_param_num(&r, "threads", workers);
+            sl_result_param_num(&r, "samples", (double)n);
+            sl_result_param_num(&r, "features", (double)m);
+            sl_result_set_time(&r, &st);
+            double eff_bw = bytes_read / st.median / 1e9;
+            sl_result_metric(&r, "speedup", serial_median / st.median, "x");
+            sl_result_metric(&r, "eff_bw", eff_bw, "GB/s");
+            sl_result_metric(&r, "read_bw", read_bw, "GB/s");
+            sl_result_metric(&r, "bw_fraction", eff_bw / read_bw, "ratio");
+            double last = it.values[it.count - 1];
+            sl_result_metric(&r, "value", last, "sum|e|");
+            sl_result_metric(&r, "mae", last / (double)n, "");
+            sl_result_metric(&r, "diff_from_serial", last - (double)ref, "");
+            snprintf(r.headline, sizeof r.headline, "speedup");
+
+            /* every iteration's value, not just the last, must equal the reference */
+            int wrong = 0;
+            double worst = 0;
+            for (int k = 0; k < it.count; k++) {
+                double e = it.values[k] - (double)ref;
+                if (e != 0) wrong++;
+                if (e * e > worst * worst) worst = e;
+            }
+            if (v == V_RACY) {
+                long long total_updates = (long long)n * (long long)cap, surviving = 0;
+                for (int k = 0; k < it.count; k++) surviving += it.updates[k];
+                double lost = 1.0 - (double)surviving / (double)total_updates;
+                sl_result_metric(&r, "lost_updates", lost, "fraction");
+                sl_result_check(&r, SL_CHECK_NOT_ASSERTED, worst,
+                                "racy by design: %d of %d iterations wrong, %.4f%% of updates lost",
+                                wrong, it.count, 100 * lost);
+            } else if (!ctx->opt.check) {
+                sl_result_check(&r, SL_CHECK_SKIPPED, 0, NULL);
+            } else if (wrong) {
+                sl_result_check(&r, SL_CHECK_FAIL, worst,
+                                "%d of %d iterations differ from the reference %lld (worst by %.17g)",
+                                wrong, it.count, ref, worst);
+            } else {
+                sl_result_check(&r, SL_CHECK_PASS, 0, NULL);
+            }
+            sl_result_add_counters(ctx, &r);
+            sl_result_emit(ctx, &r);
+        }
+    }
+    free(it.values);
+    free(it.updates);
+    sl_free(probe);
+    sl_free(d.x);
+    sl_free(d.y);
+    sl_free(d.w);
+}
+
+int main(int argc, char **argv)
+{
+    sl_ctx ctx;
+    sl_init(&ctx, &program, argc, argv);
+
+    sl_env_local me;
+    sl_env_local_capture(&me);
+    int threads[SL_MAX_LIST + 8];
+    int nthreads_counts = thread_counts(threads, SL_MAX_LIST + 8, me.nbound_cpus);
+    int most = 0;
+    for (int i = 0; i < nthreads_counts; i++) most = threads[i] > most ? threads[i] : most;
+
+    /* Threads beyond the CPUs a rank is bound to time-share them: say so rather than let a
+     * flat speedup be read as a property of the variant. */
+    int min_bound = me.nbound_cpus;
+    SL_CHECK_MPI(MPI_Allreduce(&me.nbound_cpus, &min_bound, 1, MPI_INT, MPI_MIN, ctx.comm));
+    if (most > min_bound)
+        sl_note(&ctx, "up to %d threads per rank, but a rank may run on only %d CPU%s: threads will "
+                      "time-share (launch with --bind-to none, as scripts/sl-launch does)",
+                most, min_bound, min_bound == 1 ? "" : "s");
+    sl_note(&ctx, "N = %lld samples x M = %lld features over %d rank%s; sums are exact (integer data)",
+            opt_samples, opt_features, ctx.nranks, ctx.nranks == 1 ? "" : "s");
+    sl_table_begin(&ctx, columns, (int)(sizeof columns / sizeof columns[0]));
+
+    for (int t = 0; t < SL_NDTYPES; t++)
+        if (ctx.opt.dtypes & (1u << t)) sweep_dtype(&ctx, (sl_dtype)t, threads, nthreads_counts);
+    return sl_finalize(&ctx);
+}

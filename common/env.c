@@ -1,0 +1,183 @@
+/* env.c — what the run ran on, for manifest.json: hosts, CPU, hwloc topology, each rank's
+ * binding, MPI library, build options and git describe. GPU facts come from env_gpu. */
+#include <hwloc.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sl_env.h"
+#include "sl_error.h"
+#include "sl_harness.h"
+#include "sl_json.h"
+
+/* "0-3,8" from a CPU set. */
+static int cpuset_list(const cpu_set_t *set, char *buf, size_t len)
+{
+    int count = 0;
+    size_t used = 0;
+    buf[0] = 0;
+    for (int c = 0; c < CPU_SETSIZE; c++) {
+        if (!CPU_ISSET(c, set)) continue;
+        int end = c;
+        while (end + 1 < CPU_SETSIZE && CPU_ISSET(end + 1, set)) end++;
+        int n = end == c ? snprintf(buf + used, len - used, "%s%d", used ? "," : "", c)
+                         : snprintf(buf + used, len - used, "%s%d-%d", used ? "," : "", c, end);
+        if (n < 0 || (size_t)n >= len - used) break;
+        used += (size_t)n;
+        count += end - c + 1;
+        c = end;
+    }
+    return count;
+}
+
+void sl_env_local_capture(sl_env_local *e)
+{
+    memset(e, 0, sizeof *e);
+    if (gethostname(e->host, sizeof e->host - 1) != 0) snprintf(e->host, sizeof e->host, "unknown");
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        e->nbound_cpus = cpuset_list(&set, e->binding, sizeof e->binding);
+    else
+        snprintf(e->binding, sizeof e->binding, "unknown");
+}
+
+int sl_env_cpu_model(char *buf, size_t len)
+{
+    snprintf(buf, len, "unknown");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return -1;
+    char line[512];
+    int found = -1;
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "model name", 10) == 0 || strncmp(line, "Model", 5) == 0) {
+            char *colon = strchr(line, ':');
+            if (!colon) continue;
+            colon++;
+            while (*colon == ' ') colon++;
+            colon[strcspn(colon, "\n")] = 0;
+            snprintf(buf, len, "%s", colon);
+            found = 0;
+            break;
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+int sl_env_topology_summary(char *buf, size_t len, int *cores, int *pus)
+{
+    hwloc_topology_t topo;
+    *cores = *pus = 0;
+    if (hwloc_topology_init(&topo) != 0 || hwloc_topology_load(topo) != 0) {
+        snprintf(buf, len, "hwloc could not load the topology");
+        return -1;
+    }
+    int packages = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PACKAGE);
+    int numa = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
+    *cores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
+    *pus = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
+    hwloc_obj_t l3 = hwloc_get_obj_by_type(topo, HWLOC_OBJ_L3CACHE, 0);
+    char l3s[48] = "";
+    if (l3 && l3->attr)
+        snprintf(l3s, sizeof l3s, ", L3 %llu KiB x %d",
+                 (unsigned long long)l3->attr->cache.size / 1024,
+                 hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_L3CACHE));
+    snprintf(buf, len, "%d package%s, %d NUMA node%s, %d cores, %d PUs%s", packages,
+             packages == 1 ? "" : "s", numa, numa == 1 ? "" : "s", *cores, *pus, l3s);
+    hwloc_topology_destroy(topo);
+    return 0;
+}
+
+void sl_env_mpi_version(char *buf, size_t len)
+{
+    char v[MPI_MAX_LIBRARY_VERSION_STRING];
+    int l = 0;
+    MPI_Get_library_version(v, &l);
+    v[strcspn(v, "\n")] = 0;
+    int major = 0, minor = 0;
+    MPI_Get_version(&major, &minor);
+    snprintf(buf, len, "%s (MPI %d.%d)", v, major, minor);
+}
+
+void sl_env_manifest(sl_ctx *ctx, sl_json *j)
+{
+    sl_env_local me;
+    sl_env_local_capture(&me);
+    sl_env_local *all = NULL;
+    if (ctx->rank == 0) {
+        all = calloc((size_t)ctx->nranks, sizeof *all);
+        if (!all) SL_FATAL("out of memory gathering the environment");
+    }
+    SL_CHECK_MPI(MPI_Gather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, 0, ctx->comm));
+    if (ctx->rank != 0) return;
+
+    char cpu[256], topo[256], mpi[512], when[64];
+    int cores, pus;
+    sl_env_cpu_model(cpu, sizeof cpu);
+    sl_env_topology_summary(topo, sizeof topo, &cores, &pus);
+    sl_env_mpi_version(mpi, sizeof mpi);
+    time_t now = time(NULL);
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    sl_env_gpu gpu;
+    sl_env_gpu_capture(&gpu);
+
+    sl_json_obj_begin(j, NULL);
+    sl_json_int(j, "schema_version", SL_SCHEMA_VERSION);
+    sl_json_str(j, "run_id", ctx->run_id);
+    sl_json_str(j, "start_time", when);
+    const char *runner = getenv("SL_RUN_COMMAND");
+    sl_json_str(j, "command_line", runner && *runner ? runner : ctx->cmdline);
+    sl_json_str(j, "first_program", ctx->prog->name);
+    sl_json_str(j, "git_describe", sl_build_git_describe);
+    sl_json_str(j, "build_options", sl_build_options);
+    sl_json_int(j, "ranks", ctx->nranks);
+
+    /* distinct hosts, in rank order */
+    sl_json_arr_begin(j, "hosts");
+    for (int r = 0; r < ctx->nranks; r++) {
+        int seen = 0;
+        for (int q = 0; q < r && !seen; q++) seen = strcmp(all[q].host, all[r].host) == 0;
+        if (!seen) sl_json_str(j, NULL, all[r].host);
+    }
+    sl_json_arr_end(j);
+
+    sl_json_obj_begin(j, "cpu");
+    sl_json_str(j, "model", cpu);
+    sl_json_int(j, "cores", cores);
+    sl_json_int(j, "pus", pus);
+    sl_json_int(j, "online_cpus", sysconf(_SC_NPROCESSORS_ONLN));
+    sl_json_str(j, "topology", topo);
+    sl_json_obj_end(j);
+
+    sl_json_arr_begin(j, "rank_binding");
+    for (int r = 0; r < ctx->nranks; r++) {
+        sl_json_obj_begin(j, NULL);
+        sl_json_int(j, "rank", r);
+        sl_json_str(j, "host", all[r].host);
+        sl_json_str(j, "cpus", all[r].binding);
+        sl_json_int(j, "ncpus", all[r].nbound_cpus);
+        sl_json_obj_end(j);
+    }
+    sl_json_arr_end(j);
+
+    sl_json_str(j, "mpi_library", mpi);
+
+    sl_json_obj_begin(j, "cuda");
+    sl_json_bool(j, "built", gpu.built);
+    sl_json_str(j, "runtime", gpu.built ? gpu.cuda_runtime : NULL);
+    sl_json_str(j, "driver", gpu.built && gpu.cuda_driver[0] ? gpu.cuda_driver : NULL);
+    sl_json_str(j, "cublas", gpu.built && gpu.cublas[0] ? gpu.cublas : NULL);
+    sl_json_str(j, "nccl", gpu.nccl[0] ? gpu.nccl : NULL);
+    sl_json_int(j, "devices", gpu.ndevices);
+    sl_json_arr_begin(j, "models");
+    for (int i = 0; i < gpu.ndevices && i < 4; i++) sl_json_str(j, NULL, gpu.models[i]);
+    sl_json_arr_end(j);
+    sl_json_str(j, "note", gpu.note[0] ? gpu.note : NULL);
+    sl_json_obj_end(j);
+    sl_json_obj_end(j);
+    free(all);
+}

@@ -1,0 +1,273 @@
+/* harness.c — start-up, the timing loop and shut-down shared by every program. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sl_env.h"
+#include "sl_harness.h"
+#include "sl_json.h"
+#include "sl_timer.h"
+#include "sl_trace.h"
+
+#define SL_VERSION "0.1"
+
+void sl_print(const sl_ctx *ctx, const char *fmt, ...)
+{
+    if (ctx->rank != 0 || ctx->opt.quiet) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    fflush(stdout);
+}
+
+void sl_note(const sl_ctx *ctx, const char *fmt, ...)
+{
+    if (ctx->rank != 0) return;
+    fputs("# ", stdout);
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    fputc('\n', stdout);
+    fflush(stdout);
+}
+
+/* mkdir -p */
+static int make_dirs(const char *path)
+{
+    char buf[PATH_MAX];
+    if (strlen(path) >= sizeof buf) return -1;
+    strcpy(buf, path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (mkdir(buf, 0775) != 0 && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    return mkdir(buf, 0775) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+static void make_run_id(sl_ctx *ctx)
+{
+    const char *env = getenv("SL_RUN_ID");
+    if (ctx->rank == 0) {
+        if (env && *env) {
+            snprintf(ctx->run_id, sizeof ctx->run_id, "%s", env);
+        } else {
+            char host[64] = "host", when[32];
+            gethostname(host, sizeof host - 1);
+            host[strcspn(host, ".")] = 0;
+            time_t now = time(NULL);
+            strftime(when, sizeof when, "%Y%m%d-%H%M%S", localtime(&now));
+            snprintf(ctx->run_id, sizeof ctx->run_id, "%s-%s-%d", when, host, (int)getpid());
+        }
+    }
+    SL_CHECK_MPI(MPI_Bcast(ctx->run_id, (int)sizeof ctx->run_id, MPI_CHAR, 0, ctx->comm));
+}
+
+/* Where results go: --out, else $SL_RESULTS, else results/<run-id>. */
+static void open_results(sl_ctx *ctx)
+{
+    const char *env = getenv("SL_RESULTS");
+    if (ctx->opt.out)
+        snprintf(ctx->out_dir, sizeof ctx->out_dir, "%s", ctx->opt.out);
+    else if (env && *env)
+        snprintf(ctx->out_dir, sizeof ctx->out_dir, "%s", env);
+    else
+        snprintf(ctx->out_dir, sizeof ctx->out_dir, "results/%s", ctx->run_id);
+
+    int need_manifest = 0;
+    if (ctx->rank == 0) {
+        if (make_dirs(ctx->out_dir) != 0)
+            SL_FATAL("cannot create the results directory '%s': %s", ctx->out_dir, strerror(errno));
+        char path[PATH_MAX + 32];
+        snprintf(path, sizeof path, "%s/manifest.json", ctx->out_dir);
+        need_manifest = access(path, F_OK) != 0; /* one manifest per run, by its first program */
+    }
+    SL_CHECK_MPI(MPI_Bcast(&need_manifest, 1, MPI_INT, 0, ctx->comm));
+    if (need_manifest) {
+        sl_json j;
+        sl_json_init(&j);
+        sl_env_manifest(ctx, &j); /* collective */
+        if (ctx->rank == 0) {
+            char path[PATH_MAX + 32];
+            snprintf(path, sizeof path, "%s/manifest.json", ctx->out_dir);
+            int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0664);
+            if (fd >= 0) { /* O_EXCL: another program of the run may have just written it */
+                FILE *f = fdopen(fd, "w");
+                fputs(j.buf, f);
+                fputc('\n', f);
+                fclose(f);
+            } else if (errno != EEXIST) {
+                SL_FATAL("cannot write %s: %s", path, strerror(errno));
+            }
+        }
+        sl_json_free(&j);
+    }
+    if (ctx->rank == 0) {
+        char path[PATH_MAX + 64];
+        snprintf(path, sizeof path, "%s/%s.jsonl", ctx->out_dir, ctx->prog->name);
+        ctx->jsonl = fopen(path, "a");
+        if (!ctx->jsonl) SL_FATAL("cannot open %s: %s", path, strerror(errno));
+    }
+}
+
+/* -B and -C choices that depend on what was built and what devices are visible. */
+static void resolve_backend_and_colls(sl_ctx *ctx)
+{
+    sl_options *o = &ctx->opt;
+    int devices = sl_cuda_device_count();
+    if (ctx->prog->uses & SL_USES_BACKEND) {
+        if (o->backend == SL_BACKEND_CUDA && !SL_HAVE_CUDA)
+            sl_usage_error("--backend (-B) cuda: CUDA support was not built (nvcc and cuBLAS were "
+                           "not found at build time); use -B cpu");
+        if (o->backend == SL_BACKEND_CUDA && devices == 0)
+            SL_FATAL("--backend cuda: no CUDA device is visible on this node");
+        if (o->backend == SL_BACKEND_AUTO) o->backend = devices > 0 ? SL_BACKEND_CUDA : SL_BACKEND_CPU;
+    } else {
+        o->backend = SL_BACKEND_CPU;
+    }
+    if ((ctx->prog->uses & SL_USES_COLL) && (o->colls & (1u << SL_COLL_NCCL))) {
+        const char *why = !SL_HAVE_NCCL ? "NCCL support was not built"
+                        : devices == 0  ? "no CUDA device is visible" : NULL;
+        if (why && o->colls == (1u << SL_COLL_NCCL)) {
+            if (!SL_HAVE_NCCL) sl_usage_error("--coll (-C) nccl: %s", why);
+            SL_FATAL("--coll nccl: %s", why);
+        }
+        if (why) {
+            o->colls &= ~(1u << SL_COLL_NCCL);
+            sl_note(ctx, "skipping the nccl collective: %s", why);
+        }
+    }
+}
+
+static void print_header(sl_ctx *ctx)
+{
+    if (ctx->rank != 0 || ctx->opt.quiet) return;
+    char cpu[256], mpi[512];
+    sl_env_cpu_model(cpu, sizeof cpu);
+    sl_env_mpi_version(mpi, sizeof mpi);
+    mpi[strcspn(mpi, ",")] = 0;
+    printf("# scalelab %s %s (%s)\n", ctx->prog->name, SL_VERSION, sl_build_git_describe);
+    printf("# %d rank%s | %s | %s | backend %s\n", ctx->nranks, ctx->nranks == 1 ? "" : "s", cpu,
+           mpi, sl_backend_name(ctx->opt.backend));
+    printf("# results: %s/%s.jsonl\n", ctx->out_dir, ctx->prog->name);
+    fflush(stdout);
+}
+
+void sl_init(sl_ctx *ctx, const sl_program *prog, int argc, char **argv)
+{
+    memset(ctx, 0, sizeof *ctx);
+    ctx->prog = prog;
+    sl_set_program_name(prog->name);
+    for (int i = 0; i < argc; i++) {
+        size_t l = strlen(ctx->cmdline);
+        snprintf(ctx->cmdline + l, sizeof ctx->cmdline - l, "%s%s", i ? " " : "", argv[i]);
+    }
+
+    /* Parse before MPI starts: a usage error is the same on every rank and needs no MPI. */
+    char err[512];
+    if (sl_options_parse(prog, argc, argv, &ctx->opt, err, sizeof err)) sl_usage_error("%s", err);
+    if (ctx->opt.help || ctx->opt.version) {
+        const char *r = getenv("OMPI_COMM_WORLD_RANK");
+        if (!r || atoi(r) == 0) {
+            if (ctx->opt.help)
+                sl_options_print_help(prog);
+            else
+                printf("%s %s (%s)\n", prog->name, SL_VERSION, sl_build_git_describe);
+        }
+        exit(0);
+    }
+
+    int provided;
+    SL_CHECK_MPI(MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided));
+    ctx->comm = MPI_COMM_WORLD;
+    MPI_Comm_rank(ctx->comm, &ctx->rank);
+    MPI_Comm_size(ctx->comm, &ctx->nranks);
+    /* MPI errors come back as codes so SL_CHECK_MPI can name the call. */
+    MPI_Comm_set_errhandler(ctx->comm, MPI_ERRORS_RETURN);
+
+    resolve_backend_and_colls(ctx);
+    make_run_id(ctx);
+    open_results(ctx);
+
+    char note[256] = "";
+    int rc = sl_papi_init(&ctx->papi, ctx->opt.papi_events, note, sizeof note);
+    if (rc < 0) sl_usage_error("%s", note);
+    if (note[0]) sl_note(ctx, "%s", note);
+
+    sl_trace_enable(ctx->opt.trace);
+    MPI_Barrier(ctx->comm);
+    sl_trace_set_epoch(sl_now());
+    print_header(ctx);
+}
+
+void sl_time_loop_n(sl_ctx *ctx, int warmup, int iters, sl_body_fn body, void *arg, sl_stats *stats)
+{
+    if (iters < 1) SL_FATAL("sl_time_loop_n: iters must be >= 1, got %d", iters);
+    for (int i = 0; i < warmup; i++) {
+        MPI_Barrier(ctx->comm);
+        body(arg);
+    }
+    double *local = malloc((size_t)iters * sizeof *local);
+    double *slowest = malloc((size_t)iters * sizeof *slowest);
+    if (!local || !slowest) SL_FATAL("out of memory for %d iteration times", iters);
+    sl_papi_start(&ctx->papi);
+    for (int i = 0; i < iters; i++) {
+        MPI_Barrier(ctx->comm);
+        double t0 = sl_now();
+        body(arg);
+        double t1 = sl_now();
+        local[i] = t1 - t0;
+        sl_trace_event("iteration", "timed", 0, t0, t1);
+    }
+    sl_papi_stop(&ctx->papi);
+    sl_stats_slowest_rank(local, slowest, iters, ctx->comm);
+    sl_stats_compute(slowest, iters, stats);
+    free(local);
+    free(slowest);
+}
+
+void sl_time_loop(sl_ctx *ctx, sl_body_fn body, void *arg, sl_stats *stats)
+{
+    sl_time_loop_n(ctx, (int)ctx->opt.warmup, (int)ctx->opt.iters, body, arg, stats);
+}
+
+void sl_result_add_counters(const sl_ctx *ctx, sl_result *r)
+{
+    if (!ctx->papi.active) return;
+    for (int i = 0; i < ctx->papi.nevents && r->ncounters < SL_MAX_COUNTERS; i++) {
+        snprintf(r->counter_names[r->ncounters], sizeof r->counter_names[0], "%s", ctx->papi.names[i]);
+        r->counter_values[r->ncounters++] = ctx->papi.values[i];
+    }
+}
+
+int sl_finalize(sl_ctx *ctx)
+{
+    int status = ctx->status, worst = 0, failed = 0;
+    SL_CHECK_MPI(MPI_Allreduce(&status, &worst, 1, MPI_INT, MPI_MAX, ctx->comm));
+    SL_CHECK_MPI(MPI_Allreduce(&ctx->nfailed, &failed, 1, MPI_INT, MPI_MAX, ctx->comm));
+    if (ctx->opt.trace) {
+        char path[PATH_MAX + 64];
+        snprintf(path, sizeof path, "%s/%s.trace.json", ctx->out_dir, ctx->prog->name);
+        long n = sl_trace_write(path, ctx->comm);
+        sl_note(ctx, "trace: %s (%ld events; open in ui.perfetto.dev or chrome://tracing)", path, n);
+    }
+    sl_papi_shutdown(&ctx->papi);
+    if (ctx->jsonl) fclose(ctx->jsonl);
+    ctx->jsonl = NULL;
+    if (worst == 0)
+        sl_note(ctx, "%s: %d results, every check passed", ctx->prog->name, ctx->nrows);
+    else
+        sl_note(ctx, "%s: FAILED: %d of %d results failed their check", ctx->prog->name, failed,
+                ctx->nrows);
+    MPI_Finalize();
+    return worst;
+}

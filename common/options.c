@@ -1,0 +1,418 @@
+/* options.c — strict parsing of the shared command line and of each program's own options.
+ *
+ * Every mistake is reported as one line that names the option and what it accepts; nothing
+ * is silently defaulted. Values may be given as "--opt v", "--opt=v", "-x v" or "-xv".
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sl_error.h"
+#include "sl_options.h"
+
+/* The shared options, described in the same table form as a program's own. Special kinds
+ * (dtype, backend, collective lists) are handled by name below. */
+enum { K_PLAIN, K_DTYPE, K_BACKEND, K_COLL, K_HELP, K_VERSION };
+
+typedef struct shared_opt {
+    sl_opt o;
+    int kind;
+    unsigned uses; /* 0: every program; else the SL_USES_* bit that must be set */
+} shared_opt;
+
+static int popcount_u(unsigned x)
+{
+    int n = 0;
+    for (; x; x &= x - 1) n++;
+    return n;
+}
+int sl_popcount(unsigned x) { return popcount_u(x); }
+
+int sl_parse_size(const char *s, size_t *out)
+{
+    if (!s || !isdigit((unsigned char)*s)) return -1;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno) return -1;
+    unsigned long long mult = 1;
+    if (*end) {
+        switch (toupper((unsigned char)*end)) {
+        case 'K': mult = 1ull << 10; break;
+        case 'M': mult = 1ull << 20; break;
+        case 'G': mult = 1ull << 30; break;
+        case 'T': mult = 1ull << 40; break;
+        default: return -1;
+        }
+        end++;
+        if (*end == 'B' || *end == 'b') end++; /* "4MB" and "4M" mean the same */
+        if (*end) return -1;
+    }
+    if (v > SIZE_MAX / mult) return -1;
+    *out = (size_t)(v * mult);
+    return 0;
+}
+
+static int parse_ll(const char *s, long long *out)
+{
+    if (!s || !*s) return -1;
+    errno = 0;
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end) return -1;
+    *out = v;
+    return 0;
+}
+
+static void errf(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void errf(char *err, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, len, fmt, ap);
+    va_end(ap);
+}
+
+/* "--iters (-n)" for messages. */
+static const char *opt_label(const sl_opt *o, char *buf, size_t len)
+{
+    if (o->short_name)
+        snprintf(buf, len, "--%s (-%c)", o->name, o->short_name);
+    else
+        snprintf(buf, len, "--%s", o->name);
+    return buf;
+}
+
+static int choice_index(const char *choices, const char *v)
+{
+    size_t vl = strlen(v);
+    int idx = 0;
+    for (const char *p = choices; *p; idx++) {
+        const char *bar = strchr(p, '|');
+        size_t l = bar ? (size_t)(bar - p) : strlen(p);
+        if (l == vl && strncmp(p, v, l) == 0) return idx;
+        if (!bar) break;
+        p = bar + 1;
+    }
+    return -1;
+}
+
+/* "a|b|c" of the names whose bit is set in mask. */
+static void mask_names(unsigned mask, int n, const char *(*name)(int), char *buf, size_t len)
+{
+    buf[0] = 0;
+    for (int i = 0; i < n; i++) {
+        if (!(mask & (1u << i))) continue;
+        size_t l = strlen(buf);
+        snprintf(buf + l, len - l, "%s%s", l ? "|" : "", name(i));
+    }
+}
+static const char *dtype_name_i(int i) { return sl_dtype_name((sl_dtype)i); }
+static const char *coll_name_i(int i) { return sl_coll_name((sl_coll)i); }
+
+/* A comma list of names from a table of n; "all" selects every accepted one. */
+static int parse_name_list(const char *v, unsigned accepted, int n, int (*from_name)(const char *),
+                           unsigned *out)
+{
+    unsigned mask = 0;
+    char buf[256];
+    if (strlen(v) >= sizeof buf || !*v) return -1;
+    strcpy(buf, v);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (strcmp(tok, "all") == 0) {
+            mask |= accepted;
+            continue;
+        }
+        int i = from_name(tok);
+        if (i < 0 || i >= n || !(accepted & (1u << i))) return -1;
+        mask |= 1u << i;
+    }
+    if (!mask) return -1;
+    *out = mask;
+    return 0;
+}
+
+static int parse_int_list(const char *v, const sl_opt *o, sl_int_list *out)
+{
+    sl_int_list l = {0};
+    char buf[512];
+    if (strlen(v) >= sizeof buf || !*v) return -1;
+    strcpy(buf, v);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (o->allow_max && strcmp(tok, "max") == 0) {
+            l.is_max = 1;
+            continue;
+        }
+        long long x;
+        if (parse_ll(tok, &x) || x < o->min || x > o->max || l.n == SL_MAX_LIST) return -1;
+        l.v[l.n++] = x;
+    }
+    if (!l.n && !l.is_max) return -1;
+    *out = l;
+    return 0;
+}
+
+static int parse_choice_list(const char *v, const char *choices, unsigned *out)
+{
+    unsigned mask = 0;
+    char buf[256];
+    if (strlen(v) >= sizeof buf || !*v) return -1;
+    strcpy(buf, v);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (strcmp(tok, "all") == 0) {
+            mask = ~0u;
+            continue;
+        }
+        int i = choice_index(choices, tok);
+        if (i < 0) return -1;
+        mask |= 1u << i;
+    }
+    if (!mask) return -1;
+    int n = 1;
+    for (const char *p = choices; *p; p++) n += *p == '|';
+    *out = mask & (n >= 32 ? ~0u : (1u << n) - 1);
+    return 0;
+}
+
+/* What an option accepts, for its error message. */
+static void describe(const sl_opt *o, char *buf, size_t len)
+{
+    switch (o->type) {
+    case SL_OPT_INT:
+        snprintf(buf, len, "an integer in [%lld, %lld]", o->min, o->max);
+        break;
+    case SL_OPT_SIZE:
+        snprintf(buf, len, "a size in bytes in [%lld, %lld] (K/M/G suffixes allowed)", o->min, o->max);
+        break;
+    case SL_OPT_DOUBLE: snprintf(buf, len, "a number"); break;
+    case SL_OPT_STRING: snprintf(buf, len, "a value"); break;
+    case SL_OPT_CHOICE: snprintf(buf, len, "one of %s", o->choices); break;
+    case SL_OPT_FLAG: snprintf(buf, len, "no value"); break;
+    case SL_OPT_CHOICE_LIST:
+        snprintf(buf, len, "a comma-separated list of %s, or all", o->choices);
+        break;
+    case SL_OPT_INT_LIST:
+        snprintf(buf, len, "a comma-separated list of integers in [%lld, %lld]%s", o->min, o->max,
+                 o->allow_max ? " or 'max'" : "");
+        break;
+    }
+}
+
+static int apply_plain(const sl_opt *o, const char *v, char *err, size_t errlen)
+{
+    char label[64], what[160];
+    int bad = 0;
+    switch (o->type) {
+    case SL_OPT_INT: {
+        long long x;
+        bad = parse_ll(v, &x) || x < o->min || x > o->max;
+        if (!bad) *(long long *)o->dest = x;
+        break;
+    }
+    case SL_OPT_SIZE: {
+        size_t x;
+        bad = sl_parse_size(v, &x) || (long long)x < o->min || (o->max && (long long)x > o->max);
+        if (!bad) *(size_t *)o->dest = x;
+        break;
+    }
+    case SL_OPT_DOUBLE: {
+        char *end;
+        errno = 0;
+        double x = strtod(v, &end);
+        bad = !*v || *end || errno;
+        if (!bad) *(double *)o->dest = x;
+        break;
+    }
+    case SL_OPT_STRING:
+        bad = !*v;
+        if (!bad) *(const char **)o->dest = v;
+        break;
+    case SL_OPT_CHOICE: {
+        int i = choice_index(o->choices, v);
+        bad = i < 0;
+        if (!bad) *(int *)o->dest = i;
+        break;
+    }
+    case SL_OPT_FLAG: *(int *)o->dest = 1; break;
+    case SL_OPT_INT_LIST: bad = parse_int_list(v, o, (sl_int_list *)o->dest); break;
+    case SL_OPT_CHOICE_LIST: bad = parse_choice_list(v, o->choices, (unsigned *)o->dest); break;
+    }
+    if (bad) {
+        describe(o, what, sizeof what);
+        errf(err, errlen, "%s: expected %s, got '%s'", opt_label(o, label, sizeof label), what, v);
+        return SL_EXIT_USAGE;
+    }
+    return 0;
+}
+
+int sl_options_parse(const sl_program *p, int argc, char **argv, sl_options *o, char *err,
+                     size_t errlen)
+{
+    memset(o, 0, sizeof *o);
+    o->minbytes = p->default_minbytes ? p->default_minbytes : 8;
+    o->maxbytes = p->default_maxbytes ? p->default_maxbytes : (size_t)64 << 20;
+    o->stepfactor = 2;
+    o->iters = p->default_iters > 0 ? p->default_iters : 20;
+    o->warmup = p->default_warmup >= 0 ? p->default_warmup : 5;
+    o->dtypes = 1u << p->default_dtype;
+    o->check = 1;
+    o->backend = SL_BACKEND_AUTO;
+    o->colls = 1u << p->default_coll;
+
+    const long long big = (long long)1 << 62;
+    const shared_opt shared[] = {
+        {{"minbytes", 'b', SL_OPT_SIZE, &o->minbytes, 0, big, 0, 0, "smallest message size"}, K_PLAIN, SL_USES_SIZES},
+        {{"maxbytes", 'e', SL_OPT_SIZE, &o->maxbytes, 0, big, 0, 0, "largest message size"}, K_PLAIN, SL_USES_SIZES},
+        {{"stepfactor", 'f', SL_OPT_INT, &o->stepfactor, 2, 1 << 20, 0, 0, "multiply the size by N each step"}, K_PLAIN, SL_USES_SIZES},
+        {{"iters", 'n', SL_OPT_INT, &o->iters, 1, 1 << 30, 0, 0, "timed iterations"}, K_PLAIN, 0},
+        {{"warmup", 'w', SL_OPT_INT, &o->warmup, 0, 1 << 30, 0, 0, "untimed warm-up iterations"}, K_PLAIN, 0},
+        {{"dtype", 'd', SL_OPT_STRING, NULL, 0, 0, 0, 0, "element type(s), comma-separated"}, K_DTYPE, SL_USES_DTYPE},
+        {{"check", 'c', SL_OPT_INT, &o->check, 0, 1, 0, 0, "validate against the reference (default 1)"}, K_PLAIN, 0},
+        {{"backend", 'B', SL_OPT_STRING, NULL, 0, 0, 0, 0, "cpu|cuda|auto"}, K_BACKEND, SL_USES_BACKEND},
+        {{"coll", 'C', SL_OPT_STRING, NULL, 0, 0, 0, 0, "collective implementation(s), comma-separated"}, K_COLL, SL_USES_COLL},
+        {{"out", 'o', SL_OPT_STRING, &o->out, 0, 0, 0, 0, "results directory (default $SL_RESULTS or results/<run-id>)"}, K_PLAIN, 0},
+        {{"trace", 0, SL_OPT_FLAG, &o->trace, 0, 0, 0, 0, "write a Chrome trace of every rank's events"}, K_PLAIN, 0},
+        {{"papi", 0, SL_OPT_STRING, &o->papi_events, 0, 0, 0, 0, "PAPI events to read around the timed region"}, K_PLAIN, 0},
+        {{"quiet", 'q', SL_OPT_FLAG, &o->quiet, 0, 0, 0, 0, "print only notes and the verdict"}, K_PLAIN, 0},
+        {{"help", 'h', SL_OPT_FLAG, &o->help, 0, 0, 0, 0, "this text"}, K_HELP, 0},
+        {{"version", 'V', SL_OPT_FLAG, &o->version, 0, 0, 0, 0, "print the version"}, K_VERSION, 0},
+    };
+    const int nshared = (int)(sizeof shared / sizeof shared[0]);
+    char label[64], names[128];
+
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        const char *inline_val = NULL;
+        const sl_opt *found = NULL;
+        const shared_opt *sfound = NULL;
+        char name[64];
+
+        if (arg[0] == '-' && arg[1] == '-' && arg[2]) {
+            const char *eq = strchr(arg + 2, '=');
+            size_t l = eq ? (size_t)(eq - arg - 2) : strlen(arg + 2);
+            if (l >= sizeof name) l = sizeof name - 1;
+            memcpy(name, arg + 2, l);
+            name[l] = 0;
+            if (eq) inline_val = eq + 1;
+            for (int k = 0; k < nshared && !found; k++)
+                if (strcmp(shared[k].o.name, name) == 0) found = &shared[k].o, sfound = &shared[k];
+            for (const sl_opt *e = p->extra; e && e->name && !found; e++)
+                if (strcmp(e->name, name) == 0) found = e;
+            if (!found) {
+                errf(err, errlen, "unknown option '--%s'", name);
+                return SL_EXIT_USAGE;
+            }
+        } else if (arg[0] == '-' && arg[1] && arg[1] != '-') {
+            for (int k = 0; k < nshared && !found; k++)
+                if (shared[k].o.short_name == arg[1]) found = &shared[k].o, sfound = &shared[k];
+            for (const sl_opt *e = p->extra; e && e->name && !found; e++)
+                if (e->short_name == arg[1]) found = e;
+            if (!found) {
+                errf(err, errlen, "unknown option '-%c'", arg[1]);
+                return SL_EXIT_USAGE;
+            }
+            if (arg[2]) inline_val = arg + 2;
+        } else {
+            errf(err, errlen, "unexpected argument '%s' (options start with --)", arg);
+            return SL_EXIT_USAGE;
+        }
+
+        opt_label(found, label, sizeof label);
+        if (sfound && sfound->uses && !(p->uses & sfound->uses)) {
+            errf(err, errlen, "%s does not apply to %s", label, p->name);
+            return SL_EXIT_USAGE;
+        }
+        const char *v = inline_val;
+        if (found->type == SL_OPT_FLAG) {
+            if (v) {
+                errf(err, errlen, "%s takes no value, got '%s'", label, v);
+                return SL_EXIT_USAGE;
+            }
+        } else if (!v) {
+            if (i + 1 >= argc) {
+                char what[160];
+                describe(found, what, sizeof what);
+                errf(err, errlen, "%s: missing value (expected %s)", label,
+                     sfound && sfound->kind != K_PLAIN ? found->help : what);
+                return SL_EXIT_USAGE;
+            }
+            v = argv[++i];
+        }
+
+        int kind = sfound ? sfound->kind : K_PLAIN;
+        if (kind == K_DTYPE) {
+            if (parse_name_list(v, p->dtypes, SL_NDTYPES, sl_dtype_from_name, &o->dtypes)) {
+                mask_names(p->dtypes, SL_NDTYPES, dtype_name_i, names, sizeof names);
+                errf(err, errlen, "%s: %s accepts %s|all, got '%s'", label, p->name, names, v);
+                return SL_EXIT_USAGE;
+            }
+        } else if (kind == K_COLL) {
+            if (parse_name_list(v, p->colls, SL_NCOLLS, sl_coll_from_name, &o->colls)) {
+                mask_names(p->colls, SL_NCOLLS, coll_name_i, names, sizeof names);
+                errf(err, errlen, "%s: %s accepts %s|all, got '%s'", label, p->name, names, v);
+                return SL_EXIT_USAGE;
+            }
+        } else if (kind == K_BACKEND) {
+            int b = sl_backend_from_name(v);
+            if (b < 0) {
+                errf(err, errlen, "%s: expected cpu|cuda|auto, got '%s'", label, v);
+                return SL_EXIT_USAGE;
+            }
+            o->backend = (sl_backend)b;
+        } else if (apply_plain(found, v, err, errlen)) {
+            return SL_EXIT_USAGE;
+        }
+    }
+
+    if ((p->uses & SL_USES_SIZES) && o->minbytes > o->maxbytes) {
+        errf(err, errlen, "--minbytes (-b) %zu is larger than --maxbytes (-e) %zu", o->minbytes,
+             o->maxbytes);
+        return SL_EXIT_USAGE;
+    }
+    return 0;
+}
+
+void sl_options_print_help(const sl_program *p)
+{
+    printf("%s — %s\n\nusage: %s [options]   (under MPI: scripts/sl-launch -np N %s ...)\n\n",
+           p->name, p->summary, p->name, p->name);
+    char names[128];
+    printf("shared options:\n");
+    if (p->uses & SL_USES_SIZES)
+        printf("  -b, --minbytes SIZE   -e, --maxbytes SIZE   -f, --stepfactor N   (K/M/G suffixes)\n");
+    printf("  -n, --iters N          timed iterations (default %d)\n",
+           p->default_iters > 0 ? p->default_iters : 20);
+    printf("  -w, --warmup N         untimed iterations (default %d)\n",
+           p->default_warmup >= 0 ? p->default_warmup : 5);
+    if (p->uses & SL_USES_DTYPE) {
+        mask_names(p->dtypes, SL_NDTYPES, dtype_name_i, names, sizeof names);
+        printf("  -d, --dtype LIST       %s|all (default %s)\n", names, sl_dtype_name(p->default_dtype));
+    }
+    printf("  -c, --check 0|1        validate against the reference (default 1); wrong results exit 1\n");
+    if (p->uses & SL_USES_BACKEND) printf("  -B, --backend cpu|cuda|auto   compute backend (default auto)\n");
+    if (p->uses & SL_USES_COLL) {
+        mask_names(p->colls, SL_NCOLLS, coll_name_i, names, sizeof names);
+        printf("  -C, --coll LIST        %s|all (default %s)\n", names, sl_coll_name(p->default_coll));
+    }
+    printf("  -o, --out DIR          results directory (default $SL_RESULTS or results/<run-id>)\n");
+    printf("      --trace            write a Chrome trace (<benchmark>.trace.json)\n");
+    printf("      --papi EVENTS      read PAPI counters, e.g. PAPI_TOT_CYC,PAPI_L3_TCM\n");
+    printf("  -q, --quiet            print only notes and the verdict\n");
+    printf("  -h, --help  -V, --version\n");
+    if (p->extra && p->extra->name) {
+        printf("\n%s options:\n", p->name);
+        for (const sl_opt *e = p->extra; e->name; e++) {
+            char lhs[64];
+            if (e->short_name)
+                snprintf(lhs, sizeof lhs, "-%c, --%s", e->short_name, e->name);
+            else
+                snprintf(lhs, sizeof lhs, "    --%s", e->name);
+            printf("  %-22s %s\n", lhs, e->help ? e->help : "");
+        }
+    }
+    printf("\nexit status: 0 ok, 1 a check failed, 2 usage error, 3 runtime error\n");
+}

@@ -1,0 +1,34 @@
+/* sl_cuda.h — the error check for CUDA runtime, cuBLAS and NCCL calls, for .cu files.
+ * A failure prints the call, file and line and ends every rank with exit 3. */
+#ifndef SL_CUDA_H
+#define SL_CUDA_H
+
+#include <cuda_runtime.h>
+
+#include "sl_error.h"
+
+#define SL_CHECK_CUDA(call)                                                             \
+    do {                                                                                \
+        cudaError_t sl_e_ = (call);                                                     \
+        if (sl_e_ != cudaSuccess)                                                       \
+            sl_fatal(SL_EXIT_RUNTIME, __FILE__, __LINE__, "%s failed: %s", #call,       \
+                     cudaGetErrorString(sl_e_));                                        \
+    } while (0)
+
+#define SL_CHECK_CUBLAS(call)                                                           \
+    do {                                                                                \
+        int sl_s_ = (int)(call);                                                        \
+        if (sl_s_ != 0)                                                                 \
+            sl_fatal(SL_EXIT_RUNTIME, __FILE__, __LINE__, "%s failed: cuBLAS status %d", \
+                     #call, sl_s_);                                                     \
+    } while (0)
+
+#define SL_CHECK_NCCL(call)                                                             \
+    do {                                                                                \
+        ncclResult_t sl_r_ = (call);                                                    \
+        if (sl_r_ != ncclSuccess)                                                       \
+            sl_fatal(SL_EXIT_RUNTIME, __FILE__, __LINE__, "%s failed: %s", #call,       \
+                     ncclGetErrorString(sl_r_));                                        \
+    } while (0)
+
+#endif

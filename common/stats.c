@@ -1,0 +1,54 @@
+/* stats.c — min, median, mean, max, p95, stddev and cv of per-iteration times. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sl_error.h"
+#include "sl_stats.h"
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double sl_percentile_sorted(const double *sorted, int n, double q)
+{
+    if (n <= 0) return 0.0;
+    if (q <= 0) return sorted[0];
+    if (q >= 1) return sorted[n - 1];
+    double pos = q * (n - 1);
+    int lo = (int)floor(pos);
+    double frac = pos - lo;
+    return lo + 1 < n ? sorted[lo] + frac * (sorted[lo + 1] - sorted[lo]) : sorted[lo];
+}
+
+void sl_stats_compute(const double *x, int n, sl_stats *s)
+{
+    memset(s, 0, sizeof *s);
+    if (n <= 0) return;
+    double *sorted = malloc((size_t)n * sizeof *sorted);
+    if (!sorted) SL_FATAL("malloc(%d doubles) for statistics failed", n);
+    memcpy(sorted, x, (size_t)n * sizeof *sorted);
+    qsort(sorted, (size_t)n, sizeof *sorted, cmp_double);
+
+    double sum = 0;
+    for (int i = 0; i < n; i++) sum += sorted[i];
+    s->n = n;
+    s->min = sorted[0];
+    s->max = sorted[n - 1];
+    s->mean = sum / n;
+    s->median = sl_percentile_sorted(sorted, n, 0.5);
+    s->p95 = sl_percentile_sorted(sorted, n, 0.95);
+    double ss = 0;
+    for (int i = 0; i < n; i++) ss += (sorted[i] - s->mean) * (sorted[i] - s->mean);
+    s->stddev = n > 1 ? sqrt(ss / (n - 1)) : 0.0;
+    s->cv = s->mean != 0 ? s->stddev / s->mean : 0.0;
+    free(sorted);
+}
+
+void sl_stats_slowest_rank(const double *local, double *out, int n, MPI_Comm comm)
+{
+    if (n <= 0) return;
+    SL_CHECK_MPI(MPI_Allreduce(local, out, n, MPI_DOUBLE, MPI_MAX, comm));
+}

@@ -1,0 +1,28 @@
+/* types.c — names of element types, backends and collective implementations. */
+#include <string.h>
+
+#include "sl_types.h"
+
+static const char *const dtype_names[SL_NDTYPES] = {"f32", "f64", "f16", "bf16"};
+static const size_t dtype_sizes[SL_NDTYPES] = {4, 8, 2, 2};
+static const char *const backend_names[SL_NBACKENDS] = {"cpu", "cuda", "auto"};
+static const char *const coll_names[SL_NCOLLS] = {"mpi", "nccl", "ring", "tree", "dbtree", "rhd"};
+
+const char *sl_dtype_name(sl_dtype t) { return (unsigned)t < SL_NDTYPES ? dtype_names[t] : "?"; }
+size_t sl_dtype_size(sl_dtype t) { return (unsigned)t < SL_NDTYPES ? dtype_sizes[t] : 0; }
+const char *sl_backend_name(sl_backend b)
+{
+    return (unsigned)b < SL_NBACKENDS ? backend_names[b] : "?";
+}
+const char *sl_coll_name(sl_coll c) { return (unsigned)c < SL_NCOLLS ? coll_names[c] : "?"; }
+
+static int lookup(const char *const *names, int n, const char *s)
+{
+    for (int i = 0; s && i < n; i++)
+        if (strcmp(names[i], s) == 0) return i;
+    return -1;
+}
+
+int sl_dtype_from_name(const char *s) { return lookup(dtype_names, SL_NDTYPES, s); }
+int sl_backend_from_name(const char *s) { return lookup(backend_names, SL_NBACKENDS, s); }
+int sl_coll_from_name(const char *s) { return lookup(coll_names, SL_NCOLLS, s); }
