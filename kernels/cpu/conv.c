@@ -1,0 +1,104 @@
+/* cpu/conv.c — 2-D convolution (NCHW, zero padding, stride) as im2col + GEMM, one image at a
+ * time: the image's patches are unfolded into col[c*r*s, p*q] so that each pass is one
+ * cblas_sgemm:
+ *   forward          y_n[k, pq]   = w[k, crs] . col[crs, pq]
+ *   backward data    dcol[crs, pq] = w^T[crs, k] . dy_n[k, pq], then folded back (col2im)
+ *   backward filter  dw[k, crs]  += dy_n[k, pq] . col^T[pq, crs]
+ * col2im gathers (each input pixel sums the patch entries that read it) rather than
+ * scatters, so it needs no atomics and is deterministic; cuda/conv.cu does the same. */
+#include <cblas.h>
+#include <stdlib.h>
+
+#include "cpu/cpu.h"
+#include "sl_error.h"
+
+static float *col_alloc(const sl_conv2d *cv)
+{
+    size_t n = (size_t)cv->c * cv->r * cv->s * cv->p * cv->q;
+    float *col = malloc(n * sizeof *col);
+    if (!col) SL_FATAL("out of memory: %zu bytes of im2col workspace", n * sizeof *col);
+    return col;
+}
+
+/* col[(ci*r + i)*s + j, pi*q + qi] = x[ci, pi*sh - ph + i, qi*sw - pw + j] or 0 outside */
+static void im2col(const sl_conv2d *cv, const float *x, float *col)
+{
+    const int C = cv->c, H = cv->h, W = cv->w, R = cv->r, S = cv->s, P = cv->p, Q = cv->q;
+    const size_t rows = (size_t)C * R * S;
+#pragma omp parallel for if (rows * P * Q > SL_CPU_PAR_MIN) schedule(static)
+    for (size_t row = 0; row < rows; row++) {
+        int ci = (int)(row / ((size_t)R * S)), i = (int)(row / S % R), j = (int)(row % S);
+        float *out = col + row * P * Q;
+        for (int pi = 0; pi < P; pi++) {
+            int hi = pi * cv->stride_h - cv->pad_h + i;
+            for (int qi = 0; qi < Q; qi++) {
+                int wi = qi * cv->stride_w - cv->pad_w + j;
+                out[pi * Q + qi] = hi >= 0 && hi < H && wi >= 0 && wi < W
+                                       ? x[((size_t)ci * H + hi) * W + wi]
+                                       : 0.0f;
+            }
+        }
+    }
+}
+
+/* dx[ci, hi, wi] = sum of dcol entries whose patch position reads (ci, hi, wi) */
+static void col2im(const sl_conv2d *cv, const float *dcol, float *dx)
+{
+    const int C = cv->c, H = cv->h, W = cv->w, R = cv->r, S = cv->s, P = cv->p, Q = cv->q;
+    const int sh = cv->stride_h, sw = cv->stride_w;
+#pragma omp parallel for collapse(2) if ((size_t)C * H * W > SL_CPU_PAR_MIN) schedule(static)
+    for (int ci = 0; ci < C; ci++)
+        for (int hi = 0; hi < H; hi++)
+            for (int wi = 0; wi < W; wi++) {
+                float sum = 0.0f;
+                for (int i = 0; i < R; i++) {
+                    int ph = hi + cv->pad_h - i; /* = pi * sh when this tap reads hi */
+                    if (ph < 0 || ph % sh || ph / sh >= P) continue;
+                    for (int j = 0; j < S; j++) {
+                        int pw = wi + cv->pad_w - j;
+                        if (pw < 0 || pw % sw || pw / sw >= Q) continue;
+                        sum += dcol[(((size_t)ci * R + i) * S + j) * P * Q +
+                                    (size_t)(ph / sh) * Q + pw / sw];
+                    }
+                }
+                dx[((size_t)ci * H + hi) * W + wi] = sum;
+            }
+}
+
+void sl_cpu_conv2d_forward(const sl_conv2d *cv, const float *x, const float *w, float *y)
+{
+    const int crs = cv->c * cv->r * cv->s, pq = cv->p * cv->q;
+    float *col = col_alloc(cv);
+    for (int b = 0; b < cv->n; b++) {
+        im2col(cv, x + (size_t)b * cv->c * cv->h * cv->w, col);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, cv->k, pq, crs, 1.0f, w, crs,
+                    col, pq, 0.0f, y + (size_t)b * cv->k * pq, pq);
+    }
+    free(col);
+}
+
+void sl_cpu_conv2d_backward_data(const sl_conv2d *cv, const float *dy, const float *w,
+                                 float *dx)
+{
+    const int crs = cv->c * cv->r * cv->s, pq = cv->p * cv->q;
+    float *dcol = col_alloc(cv);
+    for (int b = 0; b < cv->n; b++) {
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, crs, pq, cv->k, 1.0f, w, crs,
+                    dy + (size_t)b * cv->k * pq, pq, 0.0f, dcol, pq);
+        col2im(cv, dcol, dx + (size_t)b * cv->c * cv->h * cv->w);
+    }
+    free(dcol);
+}
+
+void sl_cpu_conv2d_backward_filter(const sl_conv2d *cv, const float *x, const float *dy,
+                                   float *dw)
+{
+    const int crs = cv->c * cv->r * cv->s, pq = cv->p * cv->q;
+    float *col = col_alloc(cv);
+    for (int b = 0; b < cv->n; b++) {
+        im2col(cv, x + (size_t)b * cv->c * cv->h * cv->w, col);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, cv->k, crs, pq, 1.0f,
+                    dy + (size_t)b * cv->k * pq, pq, col, pq, 1.0f, dw, crs);
+    }
+    free(col);
+}

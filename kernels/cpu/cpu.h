@@ -1,0 +1,49 @@
+/* cpu/cpu.h — the cpu backend's functions, gathered into sl_cpu_ops by cpu/ops.c.
+ * Each is the reference ("twin") for the cuda kernel of the same name. */
+#ifndef SL_KERNELS_CPU_H
+#define SL_KERNELS_CPU_H
+
+#include "backend.h"
+
+/* Loops shorter than this run on one thread: starting a parallel region costs more. */
+#define SL_CPU_PAR_MIN 16384
+
+void sl_cpu_gemm(int transa, int transb, int m, int n, int k, float alpha, const void *a,
+                 int lda, const void *b, int ldb, float beta, void *c, int ldc, sl_dtype ab,
+                 sl_dtype cdt);
+const char *sl_cpu_gemm_impl(sl_dtype ab);
+/* cblas_sbgemm when the linked OpenBLAS has it (returns 1), else 0 (gemm_sbgemm.c). */
+int sl_cpu_sbgemm(int transa, int transb, int m, int n, int k, float alpha, const uint16_t *a,
+                  int lda, const uint16_t *b, int ldb, float beta, float *c, int ldc);
+int sl_cpu_have_sbgemm(void);
+
+void sl_cpu_bias_add(int rows, int cols, float *y, const float *bias);
+void sl_cpu_bias_grad(int rows, int cols, const float *dy, float *dbias);
+void sl_cpu_act_forward(sl_act act, size_t n, const float *x, float *y);
+void sl_cpu_act_backward(sl_act act, size_t n, const float *x, const float *dy, float *dx);
+void sl_cpu_axpby(sl_dtype dt, size_t n, double alpha, const void *x, double beta, void *y);
+void sl_cpu_fill(sl_dtype dt, size_t n, void *x, double value);
+size_t sl_cpu_scale_check(size_t n, float *x, float scale);
+
+double sl_cpu_mse(size_t n, const float *y, const float *t, float *dy, float norm);
+double sl_cpu_softmax_xent(int rows, int classes, const float *logits, const int32_t *labels,
+                           float *dlogits, float norm);
+
+void sl_cpu_sgd_step(const sl_sgd *o, size_t n, float *w, const float *g, float *v);
+void sl_cpu_adamw_step(const sl_adamw *o, size_t n, float *w, const float *g, float *m,
+                       float *v);
+
+void sl_cpu_cast(size_t n, const void *src, sl_dtype st, void *dst, sl_dtype dt,
+                 sl_cast_count *cnt);
+
+void sl_cpu_conv2d_forward(const sl_conv2d *cv, const float *x, const float *w, float *y);
+void sl_cpu_conv2d_backward_data(const sl_conv2d *cv, const float *dy, const float *w,
+                                 float *dx);
+void sl_cpu_conv2d_backward_filter(const sl_conv2d *cv, const float *x, const float *dy,
+                                   float *dw);
+
+void sl_cpu_rng_uniform(uint64_t seed, uint64_t first, size_t n, float *x, float lo, float hi);
+void sl_cpu_rng_normal(uint64_t seed, uint64_t first, size_t n, float *x, float mean,
+                       float stddev);
+
+#endif

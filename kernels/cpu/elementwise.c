@@ -1,0 +1,142 @@
+/* cpu/elementwise.c — bias add and its gradient, activations, axpby/fill for every dtype and
+ * the loss-scaling check, as OpenMP loops. */
+#include <math.h>
+
+#include "cpu/cpu.h"
+#include "sl_error.h"
+#include "sl_half.h"
+
+void sl_cpu_bias_add(int rows, int cols, float *y, const float *bias)
+{
+#pragma omp parallel for if ((size_t)rows * cols > SL_CPU_PAR_MIN) schedule(static)
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++) y[(size_t)i * cols + j] += bias[j];
+}
+
+/* Parallel over columns, each summed over rows in order: the result does not depend on the
+ * number of threads (bit-identical runs are compared by the vdnn and checkpoint benchmarks). */
+void sl_cpu_bias_grad(int rows, int cols, const float *dy, float *dbias)
+{
+#pragma omp parallel for if ((size_t)rows * cols > SL_CPU_PAR_MIN) schedule(static)
+    for (int j = 0; j < cols; j++) {
+        float s = 0.0f;
+        for (int i = 0; i < rows; i++) s += dy[(size_t)i * cols + j];
+        dbias[j] += s;
+    }
+}
+
+#define GELU_C 0.7978845608028654f /* sqrt(2/pi) */
+#define GELU_A 0.044715f
+
+void sl_cpu_act_forward(sl_act act, size_t n, const float *x, float *y)
+{
+    switch (act) {
+    case SL_ACT_NONE:
+        if (y != x)
+#pragma omp parallel for if (n > SL_CPU_PAR_MIN) schedule(static)
+            for (size_t i = 0; i < n; i++) y[i] = x[i];
+        break;
+    case SL_ACT_RELU:
+#pragma omp parallel for if (n > SL_CPU_PAR_MIN) schedule(static)
+        for (size_t i = 0; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+        break;
+    case SL_ACT_GELU:
+#pragma omp parallel for if (n > SL_CPU_PAR_MIN) schedule(static)
+        for (size_t i = 0; i < n; i++) {
+            float v = x[i];
+            y[i] = 0.5f * v * (1.0f + tanhf(GELU_C * (v + GELU_A * v * v * v)));
+        }
+        break;
+    default:
+        SL_FATAL("bad activation %d", (int)act);
+    }
+}
+
+void sl_cpu_act_backward(sl_act act, size_t n, const float *x, const float *dy, float *dx)
+{
+    switch (act) {
+    case SL_ACT_NONE:
+        if (dx != dy)
+#pragma omp parallel for if (n > SL_CPU_PAR_MIN) schedule(static)
+            for (size_t i = 0; i < n; i++) dx[i] = dy[i];
+        break;
+    case SL_ACT_RELU:
+#pragma omp parallel for if (n > SL_CPU_PAR_MIN) schedule(static)
+        for (size_t i = 0; i < n; i++) dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+        break;
+    case SL_ACT_GELU:
+        /* d/dx 0.5 x (1 + t) = 0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3 a x^2), t = tanh(u) */
+#pragma omp parallel for if (n > SL_CPU_PAR_MIN) schedule(static)
+        for (size_t i = 0; i < n; i++) {
+            float v = x[i];
+            float t = tanhf(GELU_C * (v + GELU_A * v * v * v));
+            float d = 0.5f * (1.0f + t) +
+                      0.5f * v * (1.0f - t * t) * GELU_C * (1.0f + 3.0f * GELU_A * v * v);
+            dx[i] = dy[i] * d;
+        }
+        break;
+    default:
+        SL_FATAL("bad activation %d", (int)act);
+    }
+}
+
+/* y = alpha x + beta y in the dtype's arithmetic (f32 for the 16-bit types). */
+#define AXPBY_LOOP(T, A, LOAD, STORE)                                                 \
+    do {                                                                             \
+        const T *xs = x;                                                             \
+        T *ys = y;                                                                   \
+        A al = (A)alpha, be = (A)beta;                                               \
+        _Pragma("omp parallel for if (n > SL_CPU_PAR_MIN) schedule(static)")         \
+        for (size_t i = 0; i < n; i++) {                                             \
+            A v = al == 0 ? (A)0 : al * LOAD(xs[i]);                                 \
+            if (be != 0) v += be * LOAD(ys[i]);                                      \
+            ys[i] = STORE(v);                                                        \
+        }                                                                            \
+    } while (0)
+#define ID(v) (v)
+
+void sl_cpu_axpby(sl_dtype dt, size_t n, double alpha, const void *x, double beta, void *y)
+{
+    switch (dt) {
+    case SL_F32: AXPBY_LOOP(float, float, ID, ID); break;
+    case SL_F64: AXPBY_LOOP(double, double, ID, ID); break;
+    case SL_F16: AXPBY_LOOP(uint16_t, float, sl_f16_to_f32, sl_f32_to_f16); break;
+    case SL_BF16: AXPBY_LOOP(uint16_t, float, sl_bf16_to_f32, sl_f32_to_bf16); break;
+    default: SL_FATAL("axpby: bad dtype %d", (int)dt);
+    }
+}
+
+void sl_cpu_fill(sl_dtype dt, size_t n, void *x, double value)
+{
+    switch (dt) {
+    case SL_F32: {
+        float *p = x, v = (float)value;
+        for (size_t i = 0; i < n; i++) p[i] = v;
+        break;
+    }
+    case SL_F64: {
+        double *p = x;
+        for (size_t i = 0; i < n; i++) p[i] = value;
+        break;
+    }
+    case SL_F16:
+    case SL_BF16: {
+        uint16_t *p = x;
+        uint16_t v = dt == SL_F16 ? sl_f32_to_f16((float)value) : sl_f32_to_bf16((float)value);
+        for (size_t i = 0; i < n; i++) p[i] = v;
+        break;
+    }
+    default: SL_FATAL("fill: bad dtype %d", (int)dt);
+    }
+}
+
+size_t sl_cpu_scale_check(size_t n, float *x, float scale)
+{
+    size_t bad = 0;
+#pragma omp parallel for if (n > SL_CPU_PAR_MIN) schedule(static) reduction(+ : bad)
+    for (size_t i = 0; i < n; i++) {
+        x[i] *= scale;
+        bad += !isfinite(x[i]);
+    }
+    return bad;
+}

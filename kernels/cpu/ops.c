@@ -1,0 +1,62 @@
+/* cpu/ops.c — the cpu backend's table: host memory (counted by sl_alloc), memcpy "copies",
+ * and the kernels of the other cpu/ files. */
+#include <string.h>
+
+#include "cpu/cpu.h"
+#include "sl_mem.h"
+
+static void cpu_sync(void) {}
+static void *cpu_malloc(sl_mem_cat cat, size_t bytes) { return sl_alloc(cat, bytes); }
+static void cpu_free(void *p) { sl_free(p); }
+static void cpu_memcpy(void *dst, const void *src, size_t bytes, sl_k_copy_kind kind)
+{
+    (void)kind;
+    memmove(dst, src, bytes);
+}
+static void cpu_memset0(void *p, size_t bytes) { memset(p, 0, bytes); }
+
+/* A cpu "stream" does nothing; a non-NULL address tells it from "no stream". */
+static char cpu_stream_token;
+static void *cpu_stream_create(void) { return &cpu_stream_token; }
+static void cpu_stream_destroy(void *s) { (void)s; }
+static void cpu_memcpy_async(void *dst, const void *src, size_t bytes, sl_k_copy_kind kind,
+                             void *s)
+{
+    (void)s;
+    cpu_memcpy(dst, src, bytes, kind);
+}
+static void cpu_stream_sync(void *s) { (void)s; }
+
+const sl_kops sl_cpu_ops = {
+    .name = "cpu",
+    .sync = cpu_sync,
+    .malloc = cpu_malloc,
+    .free = cpu_free,
+    .host_alloc = cpu_malloc,
+    .host_free = cpu_free,
+    .memcpy = cpu_memcpy,
+    .memset0 = cpu_memset0,
+    .stream_create = cpu_stream_create,
+    .stream_destroy = cpu_stream_destroy,
+    .memcpy_async = cpu_memcpy_async,
+    .stream_sync = cpu_stream_sync,
+    .gemm = sl_cpu_gemm,
+    .gemm_impl = sl_cpu_gemm_impl,
+    .bias_add = sl_cpu_bias_add,
+    .bias_grad = sl_cpu_bias_grad,
+    .act_forward = sl_cpu_act_forward,
+    .act_backward = sl_cpu_act_backward,
+    .mse = sl_cpu_mse,
+    .softmax_xent = sl_cpu_softmax_xent,
+    .sgd_step = sl_cpu_sgd_step,
+    .adamw_step = sl_cpu_adamw_step,
+    .cast = sl_cpu_cast,
+    .scale_check = sl_cpu_scale_check,
+    .axpby = sl_cpu_axpby,
+    .fill = sl_cpu_fill,
+    .conv2d_forward = sl_cpu_conv2d_forward,
+    .conv2d_backward_data = sl_cpu_conv2d_backward_data,
+    .conv2d_backward_filter = sl_cpu_conv2d_backward_filter,
+    .rng_uniform = sl_cpu_rng_uniform,
+    .rng_normal = sl_cpu_rng_normal,
+};

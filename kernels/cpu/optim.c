@@ -1,0 +1,33 @@
+/* cpu/optim.c — optimizer updates on fp32 master weights: SGD with momentum (PyTorch's
+ * form, weight decay added to the gradient) and AdamW (decoupled weight decay). Each element
+ * is independent, so a shard updated alone gives the same bits as the whole tensor. */
+#include <math.h>
+
+#include "cpu/cpu.h"
+
+void sl_cpu_sgd_step(const sl_sgd *o, size_t n, float *w, const float *g, float *v)
+{
+    const float lr = o->lr, mu = o->momentum, wd = o->weight_decay;
+#pragma omp parallel for if (n > SL_CPU_PAR_MIN) schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        float d = g[i] + wd * w[i];
+        if (v) d = v[i] = mu * v[i] + d; /* no state without momentum */
+        w[i] -= lr * d;
+    }
+}
+
+void sl_cpu_adamw_step(const sl_adamw *o, size_t n, float *w, const float *g, float *m,
+                       float *v)
+{
+    const float b1 = o->beta1, b2 = o->beta2, lr = o->lr, eps = o->eps, wd = o->weight_decay;
+    /* Bias corrections in double: 1 - beta^t loses digits in f32 for beta2 near 1. */
+    const float c1 = (float)(1.0 / (1.0 - pow(b1, (double)o->step)));
+    const float c2 = (float)(1.0 / (1.0 - pow(b2, (double)o->step)));
+#pragma omp parallel for if (n > SL_CPU_PAR_MIN) schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        float gi = g[i];
+        float mi = m[i] = b1 * m[i] + (1.0f - b1) * gi;
+        float vi = v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;
+        w[i] -= lr * (wd * w[i] + (mi * c1) / (sqrtf(vi * c2) + eps));
+    }
+}

@@ -1,0 +1,87 @@
+/* cuda/cuda_util.cuh — what every .cu file of the cuda backend shares: error checks that end
+ * the run with the failing call, file and line (exit 3), launch geometry, the cuBLAS handle,
+ * a small device scratch area for reductions, and the functions of each file.
+ *
+ * The checks call sl_fatal directly rather than through sl_error.h, which includes mpi.h:
+ * nvcc is not given the MPI include path, and these files need nothing else from MPI. */
+#ifndef SL_KERNELS_CUDA_UTIL_CUH
+#define SL_KERNELS_CUDA_UTIL_CUH
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "backend.h"
+
+extern "C" [[noreturn]] void sl_fatal(int code, const char *file, int line, const char *fmt,
+                                      ...);
+
+#define SLK_EXIT_RUNTIME 3 /* SL_EXIT_RUNTIME of sl_error.h */
+
+#define SLK_CUDA(call)                                                                   \
+    do {                                                                                 \
+        cudaError_t slk_e_ = (call);                                                     \
+        if (slk_e_ != cudaSuccess)                                                       \
+            sl_fatal(SLK_EXIT_RUNTIME, __FILE__, __LINE__, "%s failed: %s", #call,       \
+                     cudaGetErrorString(slk_e_));                                        \
+    } while (0)
+
+#define SLK_CUBLAS(call)                                                                 \
+    do {                                                                                 \
+        cublasStatus_t slk_s_ = (call);                                                  \
+        if (slk_s_ != CUBLAS_STATUS_SUCCESS)                                             \
+            sl_fatal(SLK_EXIT_RUNTIME, __FILE__, __LINE__, "%s failed: %s", #call,       \
+                     cublasGetStatusString(slk_s_));                                     \
+    } while (0)
+
+/* After a kernel launch: reports a bad configuration at once (execution errors surface at
+ * the next synchronising call). */
+#define SLK_LAUNCHED() SLK_CUDA(cudaGetLastError())
+
+#define SLK_THREADS 256
+/* Grid-stride loops: enough blocks to fill any current GPU, few enough to launch cheaply. */
+static inline unsigned slk_blocks(size_t n)
+{
+    size_t b = (n + SLK_THREADS - 1) / SLK_THREADS;
+    return (unsigned)(b < 1 ? 1 : b > 4096 ? 4096 : b);
+}
+
+/* Number of blocks of the reduction kernels (loss, counts): their per-block partials are
+ * copied back and added on the host in block order, so the sum does not depend on timing. */
+#define SLK_RED_BLOCKS 256
+
+cublasHandle_t slk_cublas(void);
+/* Device scratch for partial sums: 2 * SLK_RED_BLOCKS doubles (not counted in
+ * the memory accounting: a few KiB held for the whole run). */
+double *slk_scratch(void);
+
+void *slk_malloc(sl_mem_cat cat, size_t bytes);
+void slk_free(void *p);
+
+/* The kernels, by file; the signatures are those of backend.h. */
+void slk_gemm(int transa, int transb, int m, int n, int k, float alpha, const void *a, int lda,
+              const void *b, int ldb, float beta, void *c, int ldc, sl_dtype ab, sl_dtype cdt);
+const char *slk_gemm_impl(sl_dtype ab);
+void slk_bias_add(int rows, int cols, float *y, const float *bias);
+void slk_bias_grad(int rows, int cols, const float *dy, float *dbias);
+void slk_act_forward(sl_act act, size_t n, const float *x, float *y);
+void slk_act_backward(sl_act act, size_t n, const float *x, const float *dy, float *dx);
+void slk_axpby(sl_dtype dt, size_t n, double alpha, const void *x, double beta, void *y);
+void slk_fill(sl_dtype dt, size_t n, void *x, double value);
+size_t slk_scale_check(size_t n, float *x, float scale);
+double slk_mse(size_t n, const float *y, const float *t, float *dy, float norm);
+double slk_softmax_xent(int rows, int classes, const float *logits, const int32_t *labels,
+                        float *dlogits, float norm);
+void slk_sgd_step(const sl_sgd *o, size_t n, float *w, const float *g, float *v);
+void slk_adamw_step(const sl_adamw *o, size_t n, float *w, const float *g, float *m, float *v);
+void slk_cast(size_t n, const void *src, sl_dtype st, void *dst, sl_dtype dt,
+              sl_cast_count *cnt);
+void slk_conv2d_forward(const sl_conv2d *cv, const float *x, const float *w, float *y);
+void slk_conv2d_backward_data(const sl_conv2d *cv, const float *dy, const float *w, float *dx);
+void slk_conv2d_backward_filter(const sl_conv2d *cv, const float *x, const float *dy,
+                                float *dw);
+void slk_rng_uniform(uint64_t seed, uint64_t first, size_t n, float *x, float lo, float hi);
+void slk_rng_normal(uint64_t seed, uint64_t first, size_t n, float *x, float mean,
+                    float stddev);
+
+#endif

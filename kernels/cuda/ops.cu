@@ -1,0 +1,205 @@
+/* cuda/ops.cu — the cuda backend's table, device discovery, device memory (counted under
+ * SL_MEM_DEVICE by category), copies and streams. Everything runs on the legacy default
+ * stream except copies given a stream of their own. */
+#include <mutex>
+#include <stdio.h>
+#include <string.h>
+#include <unordered_map>
+#include <utility>
+
+#include "cuda/cuda_util.cuh"
+
+/* Device discovery ------------------------------------------------------------------------ */
+
+static int probed, ndev;
+static char why_none[200];
+
+static void probe(void)
+{
+    if (probed) return;
+    probed = 1;
+    cudaError_t e = cudaGetDeviceCount(&ndev);
+    if (e != cudaSuccess) {
+        snprintf(why_none, sizeof why_none, "no CUDA device visible: %s", cudaGetErrorString(e));
+        cudaGetLastError(); /* clear the sticky error so that later checks are not confused */
+        ndev = 0;
+    } else if (ndev == 0) {
+        snprintf(why_none, sizeof why_none, "no CUDA device visible");
+    }
+}
+
+extern "C" int sl_cuda_device_count(void)
+{
+    probe();
+    return ndev;
+}
+
+/* Memory ----------------------------------------------------------------------------------- */
+
+/* Device pointers carry no header, so the size and category of each live allocation are kept
+ * here for sl_mem_track at free time. */
+static std::mutex live_mu;
+static std::unordered_map<void *, std::pair<size_t, int>> live;
+
+void *slk_malloc(sl_mem_cat cat, size_t bytes)
+{
+    void *p = NULL;
+    cudaError_t e = cudaMalloc(&p, bytes ? bytes : 1);
+    if (e != cudaSuccess)
+        sl_fatal(SLK_EXIT_RUNTIME, __FILE__, __LINE__,
+                 "out of device memory: cudaMalloc of %zu bytes for %s failed: %s", bytes,
+                 sl_mem_cat_name(cat), cudaGetErrorString(e));
+    SLK_CUDA(cudaMemset(p, 0, bytes ? bytes : 1));
+    {
+        std::lock_guard<std::mutex> g(live_mu);
+        live[p] = std::make_pair(bytes, (int)cat);
+    }
+    sl_mem_track(SL_MEM_DEVICE, cat, (long long)bytes);
+    return p;
+}
+
+void slk_free(void *p)
+{
+    std::pair<size_t, int> info;
+    {
+        std::lock_guard<std::mutex> g(live_mu);
+        auto it = live.find(p);
+        if (it == live.end())
+            sl_fatal(SLK_EXIT_RUNTIME, __FILE__, __LINE__,
+                     "sl_k_free: %p is not a live device allocation", p);
+        info = it->second;
+        live.erase(it);
+    }
+    SLK_CUDA(cudaFree(p));
+    sl_mem_track(SL_MEM_DEVICE, (sl_mem_cat)info.second, -(long long)info.first);
+}
+
+/* Pinned host memory is counted as host memory of its category. */
+static std::unordered_map<void *, std::pair<size_t, int>> pinned;
+
+static void *host_alloc(sl_mem_cat cat, size_t bytes)
+{
+    void *p = NULL;
+    SLK_CUDA(cudaMallocHost(&p, bytes ? bytes : 1));
+    memset(p, 0, bytes ? bytes : 1);
+    {
+        std::lock_guard<std::mutex> g(live_mu);
+        pinned[p] = std::make_pair(bytes, (int)cat);
+    }
+    sl_mem_track(SL_MEM_HOST, cat, (long long)bytes);
+    return p;
+}
+
+static void host_free(void *p)
+{
+    std::pair<size_t, int> info;
+    {
+        std::lock_guard<std::mutex> g(live_mu);
+        auto it = pinned.find(p);
+        if (it == pinned.end())
+            sl_fatal(SLK_EXIT_RUNTIME, __FILE__, __LINE__,
+                     "sl_k_host_free: %p is not a live pinned allocation", p);
+        info = it->second;
+        pinned.erase(it);
+    }
+    SLK_CUDA(cudaFreeHost(p));
+    sl_mem_track(SL_MEM_HOST, (sl_mem_cat)info.second, -(long long)info.first);
+}
+
+static cudaMemcpyKind kind_of(sl_k_copy_kind k)
+{
+    return k == SL_K_H2D ? cudaMemcpyHostToDevice
+           : k == SL_K_D2H ? cudaMemcpyDeviceToHost
+                           : cudaMemcpyDeviceToDevice;
+}
+
+static void dev_memcpy(void *dst, const void *src, size_t bytes, sl_k_copy_kind kind)
+{
+    SLK_CUDA(cudaMemcpy(dst, src, bytes, kind_of(kind)));
+}
+
+static void dev_memset0(void *p, size_t bytes) { SLK_CUDA(cudaMemsetAsync(p, 0, bytes, 0)); }
+
+static void dev_sync(void) { SLK_CUDA(cudaDeviceSynchronize()); }
+
+/* Copy streams do not synchronise with the default stream, so a prefetch overlaps compute. */
+static void *stream_create(void)
+{
+    cudaStream_t s;
+    SLK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    return (void *)s;
+}
+static void stream_destroy(void *s) { SLK_CUDA(cudaStreamDestroy((cudaStream_t)s)); }
+static void memcpy_async(void *dst, const void *src, size_t bytes, sl_k_copy_kind kind, void *s)
+{
+    SLK_CUDA(cudaMemcpyAsync(dst, src, bytes, kind_of(kind), (cudaStream_t)s));
+}
+static void stream_sync(void *s) { SLK_CUDA(cudaStreamSynchronize((cudaStream_t)s)); }
+
+/* Shared state ------------------------------------------------------------------------------ */
+
+cublasHandle_t slk_cublas(void)
+{
+    static cublasHandle_t h;
+    if (!h) {
+        SLK_CUBLAS(cublasCreate(&h));
+        SLK_CUBLAS(cublasSetStream(h, 0));
+        /* Plain f32 arithmetic for f32 GEMM (no TF32), so figures compare with the CPU. */
+        SLK_CUBLAS(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
+    }
+    return h;
+}
+
+double *slk_scratch(void)
+{
+    static double *p;
+    if (!p) SLK_CUDA(cudaMalloc((void **)&p, 2 * SLK_RED_BLOCKS * sizeof(double)));
+    return p;
+}
+
+/* The table ---------------------------------------------------------------------------------- */
+
+static sl_kops table;
+
+extern "C" const sl_kops *sl_cuda_ops(char *why, size_t whylen)
+{
+    probe();
+    if (ndev == 0) {
+        if (why && whylen) snprintf(why, whylen, "%s", why_none);
+        return NULL;
+    }
+    if (!table.name) { /* filled field by field: designated initialisers are C++20 */
+        table.sync = dev_sync;
+        table.malloc = slk_malloc;
+        table.free = slk_free;
+        table.host_alloc = host_alloc;
+        table.host_free = host_free;
+        table.memcpy = dev_memcpy;
+        table.memset0 = dev_memset0;
+        table.stream_create = stream_create;
+        table.stream_destroy = stream_destroy;
+        table.memcpy_async = memcpy_async;
+        table.stream_sync = stream_sync;
+        table.gemm = slk_gemm;
+        table.gemm_impl = slk_gemm_impl;
+        table.bias_add = slk_bias_add;
+        table.bias_grad = slk_bias_grad;
+        table.act_forward = slk_act_forward;
+        table.act_backward = slk_act_backward;
+        table.mse = slk_mse;
+        table.softmax_xent = slk_softmax_xent;
+        table.sgd_step = slk_sgd_step;
+        table.adamw_step = slk_adamw_step;
+        table.cast = slk_cast;
+        table.scale_check = slk_scale_check;
+        table.axpby = slk_axpby;
+        table.fill = slk_fill;
+        table.conv2d_forward = slk_conv2d_forward;
+        table.conv2d_backward_data = slk_conv2d_backward_data;
+        table.conv2d_backward_filter = slk_conv2d_backward_filter;
+        table.rng_uniform = slk_rng_uniform;
+        table.rng_normal = slk_rng_normal;
+        table.name = "cuda";
+    }
+    return &table;
+}
