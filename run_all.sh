@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# run_all.sh — run every built scalelab program on this allocation and summarise.
+#
+#   ./run_all.sh [--quick] [--np N] [--only a,b] [--out DIR] [--timeout SEC] [--list]
+#
+# --quick      small sizes and few iterations: the whole suite in a few minutes on 2 cores (CI)
+# --np N       ranks per program (default: SLURM_NTASKS under Slurm, else the GPUs, else the cores;
+#              threaded programs such as mae_threads default to one rank per node)
+# --only a,b   run just these programs
+# --out DIR    results directory (default results/<run-id>); every program writes into it
+# --timeout S  per-program limit in seconds (default 300 quick, 3600 full): a hang cannot stall
+#              the suite; a program past it is killed and counted as failed
+# Programs run one after another; a failing one does not stop the rest. The run ends with a
+# summary table (program, variant, headline metric, check) and exits 1 if any program failed.
+set -uo pipefail
+
+top="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+cd "$top"
+
+mode=full np="" only="" out="" timeout_s="" list=0
+usage() { sed -n '3,14p' "$0" | sed 's/^# \{0,1\}//'; }
+die() { echo "run_all.sh: $*" >&2; exit 2; }
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --quick) mode=quick ;;
+    --np) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || die "--np: expected a positive integer, got '${2:-}'"; np="$2"; shift ;;
+    --only) [[ -n "${2:-}" ]] || die "--only: expected a comma-separated list of programs"; only="$2"; shift ;;
+    --out) [[ -n "${2:-}" ]] || die "--out: expected a directory"; out="$2"; shift ;;
+    --timeout) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || die "--timeout: expected seconds (a positive integer), got '${2:-}'"; timeout_s="$2"; shift ;;
+    --list) list=1 ;;
+    -h|--help) usage; exit 0 ;;
+    *) die "unknown option '$1' (see --help)" ;;
+  esac
+  shift
+done
+
+# Arguments per program and mode. A program not listed runs with its own defaults.
+declare -A quick_args=(
+  [mae_threads]="-n 3 -w 1 --samples 1048576 --threads 1,2"
+  [allreduce]="-C all -b 8 -e 1M -f 8 -n 5 -w 2"
+  [kernels]="-n 3 -w 1 --quick"
+)
+declare -A full_args=(
+  [mae_threads]="--samples 8388608 --threads max"
+  [allreduce]="-C all -b 8 -e 256M -f 2"
+  [kernels]=""
+)
+
+# Ranks per node for programs that scale with threads inside a rank: they get the node's cores
+# as threads rather than as ranks (unless --np is given).
+declare -A ranks_per_node=(
+  [mae_threads]=1
+)
+
+mapfile -t available < <(find bin -maxdepth 1 -type f -perm -u+x -printf '%f\n' 2>/dev/null | sort)
+if [[ ${#available[@]} -eq 0 ]]; then
+  echo "run_all.sh: no programs in bin/; run make first" >&2
+  exit 2
+fi
+programs=("${available[@]}")
+if [[ -n "$only" ]]; then
+  programs=()
+  IFS=',' read -ra wanted <<<"$only"
+  for w in "${wanted[@]}"; do
+    [[ -x "bin/$w" ]] || die "--only: '$w' is not a built program (built: ${available[*]})"
+    programs+=("$w")
+  done
+fi
+if [[ $list == 1 ]]; then printf '%s\n' "${programs[@]}"; exit 0; fi
+
+np_given="$np"
+if [[ -z "$np" ]]; then
+  if [[ -n "${SLURM_NTASKS:-}" ]]; then np="$SLURM_NTASKS"
+  elif command -v nvidia-smi >/dev/null 2>&1 && gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU') && (( gpus > 0 )); then np="$gpus"
+  else np="$(nproc)"; fi
+fi
+[[ -n "$timeout_s" ]] || { [[ $mode == quick ]] && timeout_s=300 || timeout_s=3600; }
+
+run_id="$(date +%Y%m%d-%H%M%S)-$(hostname -s 2>/dev/null || echo host)"
+out="${out:-results/$run_id}"
+mkdir -p "$out" || die "--out: cannot create '$out'"
+export SL_RESULTS="$out" SL_RUN_ID="$run_id" SL_RUN_COMMAND="./run_all.sh $*"
+status_file="$out/status.tsv"
+printf 'program\texit\tseconds\n' >"$status_file"
+
+echo "# scalelab run_all ($mode): ${#programs[@]} program(s), $np rank(s) each, results in $out"
+failed=0
+for p in "${programs[@]}"; do
+  if [[ $mode == quick ]]; then args="${quick_args[$p]-}"; else args="${full_args[$p]-}"; fi
+  p_np="$np"
+  if [[ -z "$np_given" && -n "${ranks_per_node[$p]-}" ]]; then
+    p_np=$(( ${SLURM_NNODES:-1} * ${ranks_per_node[$p]} ))
+  fi
+  echo
+  echo "## $p  ($p_np ranks: bin/$p $args)"
+  start=$(date +%s)
+  # shellcheck disable=SC2086
+  timeout --kill-after=10 "$timeout_s" scripts/sl-launch -np "$p_np" "bin/$p" $args 2>&1 | tee "$out/$p.log"
+  rc=${PIPESTATUS[0]}
+  secs=$(( $(date +%s) - start ))
+  if [[ $rc == 124 || $rc == 137 ]]; then
+    echo "## $p: killed after the ${timeout_s}s limit" | tee -a "$out/$p.log"
+  fi
+  [[ $rc == 0 ]] || failed=1
+  printf '%s\t%s\t%s\n' "$p" "$rc" "$secs" >>"$status_file"
+done
+
+echo
+if command -v python3 >/dev/null 2>&1; then
+  python3 scripts/report "$out" || failed=1
+else
+  echo "# python3 not found: no summary table; exit codes are in $status_file"
+  cat "$status_file"
+fi
+exit $failed

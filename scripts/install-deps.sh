@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# install-deps.sh — install what scalelab needs from the distribution's packages.
+#
+#   scripts/install-deps.sh            everything (required and optional)
+#   scripts/install-deps.sh PKG...     just these packages (the Makefile passes what it lacks)
+#
+# Debian/Ubuntu (apt-get) and Fedora/RHEL (dnf). Needs root (or sudo).
+set -euo pipefail
+
+apt_all=(build-essential make openssh-client openmpi-bin libopenmpi-dev libopenblas-dev libhwloc-dev hwloc
+         libpapi-dev perl python3 git gnuplot-nox)
+dnf_all=(gcc make openmpi-devel openblas-devel hwloc-devel hwloc papi-devel perl-Test-Harness
+         python3 git gnuplot)
+
+sudo=""
+if [[ "$(id -u)" != 0 ]]; then
+  if command -v sudo >/dev/null 2>&1; then sudo="sudo"; else
+    echo "install-deps.sh: not root and no sudo; install these yourself: ${*:-${apt_all[*]}}" >&2
+    exit 1
+  fi
+fi
+
+if command -v apt-get >/dev/null 2>&1; then
+  pkgs=("$@")
+  [[ ${#pkgs[@]} -gt 0 ]] || pkgs=("${apt_all[@]}")
+  echo "install-deps.sh: apt-get install ${pkgs[*]}"
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pkgs[@]}"
+elif command -v dnf >/dev/null 2>&1; then
+  pkgs=("$@")
+  [[ ${#pkgs[@]} -gt 0 && ! " ${pkgs[*]} " =~ -dev ]] || pkgs=("${dnf_all[@]}")
+  echo "install-deps.sh: dnf install ${pkgs[*]}"
+  $sudo dnf install -y "${pkgs[@]}"
+  echo "install-deps.sh: Open MPI on Fedora/RHEL needs 'module load mpi/openmpi-x86_64' before make" >&2
+else
+  echo "install-deps.sh: no apt-get or dnf here; install MPI, OpenBLAS and hwloc with your package manager or Spack (spack install openmpi openblas hwloc)" >&2
+  exit 1
+fi

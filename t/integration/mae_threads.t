@@ -1,0 +1,69 @@
+#!/bin/bash
+# mae_threads on 1, 2 and 3 ranks: every non-racy variant must pass its exact check, the
+# racy one must be reported (not asserted), rows must validate, and the table must show time,
+# speedup and GB/s. Also --check 0 marks rows skipped, and --trace writes a valid trace.
+. "$(dirname "$0")/../lib/common.sh"
+out=$(tmpdir)
+trap 'rm -rf "$out"' EXIT
+
+for np in 1 2 3; do
+  dir="$out/np$np"
+  launch "$np" mae_threads --threads 1,2 -n 2 -w 1 --samples 50021 --features 7 -d all -o "$dir" >"$dir.txt" 2>&1
+  rc=$?
+  ok $rc "mae_threads on $np rank(s) exits 0"
+  [ $rc = 0 ] || sed 's/^/#   /' "$dir.txt" >&2
+  python3 "$top/t/lib/validate_results.py" rows "$dir/mae_threads.jsonl" --min-rows 24 >/dev/null
+  ok $? "np=$np: rows validate against the schema"
+  python3 "$top/t/lib/validate_results.py" manifest "$dir/manifest.json" >/dev/null
+  ok $? "np=$np: manifest validates"
+  python3 - "$dir/mae_threads.jsonl" "$np" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+np = int(sys.argv[2])
+variants = {"serial", "racy", "mutex", "atomic", "partial", "openmp"}
+seen = set()
+bad = []
+for r in rows:
+    if r["ranks"] != np:
+        bad.append(f"ranks {r['ranks']} != {np}")
+    v = r["variant"]
+    if v == "stream_read":
+        continue
+    seen.add((v, r["dtype"]))
+    status = r["check"]["status"]
+    if v == "racy":
+        if status != "not_asserted":
+            bad.append(f"racy check is {status}, expected not_asserted")
+        if "lost_updates" not in r["metrics"]:
+            bad.append("racy row has no lost_updates")
+    else:
+        if status != "pass" or r["metrics"]["diff_from_serial"]["value"] != 0:
+            bad.append(f"{v} {r['dtype']} threads={r['params']['threads']}: {status}")
+    for m in ("speedup", "eff_bw", "read_bw"):
+        if r["metrics"].get(m, {}).get("value") is None:
+            bad.append(f"{v}: metric {m} missing")
+want = {(v, d) for v in variants for d in ("f32", "f64")}
+if seen != want:
+    bad.append(f"variants x dtypes seen {sorted(seen)}")
+print("\n".join(bad), file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+  ok $? "np=$np: every non-racy variant passes, racy is reported not asserted, both dtypes"
+  grep -q 'time.*speedup.*eff_bw.*read_bw' "$dir.txt" && grep -q ' GB/s ' "$dir.txt"
+  ok $? "np=$np: the table shows time, speedup and GB/s"
+  grep -q "every check passed" "$dir.txt"
+  ok $? "np=$np: verdict line"
+done
+
+launch 2 mae_threads --threads 2 -n 1 -w 0 --samples 1000 --variants partial --check 0 --trace -o "$out/nocheck" >/dev/null 2>&1
+ok $? "--check 0 --trace runs"
+python3 - "$out/nocheck/mae_threads.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+sys.exit(0 if all(r["check"]["status"] in ("skipped", "none") for r in rows) else 1)
+PY
+ok $? "--check 0: rows are marked skipped"
+python3 "$top/t/lib/validate_results.py" trace "$out/nocheck/mae_threads.trace.json" >/dev/null
+ok $? "--trace: one valid trace for the run"
+
+done_testing

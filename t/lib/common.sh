@@ -1,0 +1,24 @@
+# common.sh — sourced by the shell tests: paths, launcher settings and a small TAP producer.
+top="$(cd "$(dirname "$0")/../.." && pwd)"
+export PATH="$top/bin:$PATH"
+# Open MPI keeps some allocations until exit, and CUDA's runtime needs the shadow gap: neither
+# is a defect of ours, so LeakSanitizer and the gap protection are off in sanitizer runs.
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0:protect_shadow_gap=0}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1
+# Tests are short: keep OpenMP from spinning on the 2-core machines they run on.
+export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
+
+tap_n=0
+tap_failed=0
+ok() { # ok CONDITION_STATUS DESCRIPTION
+  tap_n=$((tap_n + 1))
+  if [ "$1" = 0 ]; then echo "ok $tap_n - $2"; else echo "not ok $tap_n - $2"; tap_failed=$((tap_failed + 1)); fi
+}
+diag() { echo "# $*" >&2; }
+done_testing() { echo "1..$tap_n"; [ "$tap_failed" = 0 ]; exit $?; }
+launch() { # launch NP PROGRAM ARGS...
+  "$top/scripts/sl-launch" -np "$@"
+}
+tmpdir() { mktemp -d "${TMPDIR:-/tmp}/scalelab-test.XXXXXX"; }

@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""validate_results.py — checks files against results/schema.md (version 1), for the tests.
+
+    validate_results.py rows FILE.jsonl [--min-rows N]   every line is JSON with the required fields
+    validate_results.py manifest FILE.json               the manifest's required fields
+    validate_results.py trace FILE.json                  a Chrome trace with complete events
+Prints what is wrong and exits 1, or prints a one-line summary and exits 0.
+"""
+import json
+import sys
+
+ROW_REQUIRED = {"schema_version": int, "run_id": str, "benchmark": str, "variant": str,
+                "ranks": int, "params": dict, "iterations": dict, "metrics": dict, "check": dict}
+MANIFEST_REQUIRED = {"schema_version": int, "run_id": str, "start_time": str, "command_line": str,
+                     "git_describe": str, "hosts": list, "cpu": dict, "rank_binding": list,
+                     "mpi_library": str, "cuda": dict, "build_options": str}
+CHECKS = {"pass", "fail", "skipped", "not_asserted", "none"}
+
+
+def fail(msg):
+    print(msg)
+    sys.exit(1)
+
+
+def check_fields(obj, required, where):
+    for k, t in required.items():
+        if k not in obj:
+            fail(f"{where}: missing field '{k}'")
+        if not isinstance(obj[k], t) or (t is int and isinstance(obj[k], bool)):
+            fail(f"{where}: field '{k}' is {type(obj[k]).__name__}, expected {t.__name__}")
+
+
+def rows(path, min_rows):
+    n = 0
+    with open(path, encoding="utf-8") as f:
+        for i, line in enumerate(f, 1):
+            where = f"{path}:{i}"
+            try:
+                r = json.loads(line)
+            except json.JSONDecodeError as e:
+                fail(f"{where}: not JSON: {e}")
+            check_fields(r, ROW_REQUIRED, where)
+            if r["schema_version"] != 1:
+                fail(f"{where}: schema_version {r['schema_version']}")
+            if "time" not in r:
+                fail(f"{where}: missing field 'time'")
+            if r["time"] is not None:
+                for k in ("unit", "min", "median", "mean", "max", "p95", "cv"):
+                    if k not in r["time"]:
+                        fail(f"{where}: time.{k} missing")
+                t = r["time"]
+                if not t["min"] <= t["median"] <= t["max"] or not t["min"] <= t["p95"] <= t["max"]:
+                    fail(f"{where}: time statistics out of order: {t}")
+            for name, m in r["metrics"].items():
+                if not isinstance(m, dict) or "value" not in m or "unit" not in m:
+                    fail(f"{where}: metric '{name}' needs value and unit")
+            if r["check"].get("status") not in CHECKS:
+                fail(f"{where}: check.status '{r['check'].get('status')}'")
+            n += 1
+    if n < min_rows:
+        fail(f"{path}: {n} rows, expected at least {min_rows}")
+    print(f"{path}: {n} valid rows")
+
+
+def manifest(path):
+    with open(path, encoding="utf-8") as f:
+        m = json.load(f)
+    check_fields(m, MANIFEST_REQUIRED, path)
+    if not m["hosts"] or not m["rank_binding"]:
+        fail(f"{path}: empty hosts or rank_binding")
+    print(f"{path}: valid manifest, {len(m['rank_binding'])} ranks")
+
+
+def trace(path):
+    with open(path, encoding="utf-8") as f:
+        t = json.load(f)
+    events = t.get("traceEvents")
+    if not isinstance(events, list):
+        fail(f"{path}: no traceEvents array")
+    complete = [e for e in events if e.get("ph") == "X"]
+    for e in complete:
+        for k in ("name", "pid", "tid", "ts", "dur"):
+            if k not in e:
+                fail(f"{path}: event without {k}: {e}")
+    print(f"{path}: {len(complete)} complete events, {len({e['pid'] for e in complete})} ranks")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 3:
+        fail(__doc__)
+    kind, path = sys.argv[1], sys.argv[2]
+    if kind == "rows":
+        rows(path, int(sys.argv[4]) if len(sys.argv) > 4 and sys.argv[3] == "--min-rows" else 1)
+    elif kind == "manifest":
+        manifest(path)
+    elif kind == "trace":
+        trace(path)
+    else:
+        fail(__doc__)

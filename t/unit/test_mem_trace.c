@@ -1,0 +1,66 @@
+/* test_mem_trace.c — memory accounting (current and peak bytes per category) and the Chrome
+ * trace writer. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../tap.h"
+#include "scalelab.h"
+
+int main(void)
+{
+    char *a = sl_alloc(SL_MEM_PARAMS, 1000);
+    char *b = sl_alloc(SL_MEM_ACTIV, 3000);
+    ok(((uintptr_t)a % 64) == 0 && ((uintptr_t)b % 64) == 0, "allocations are 64-byte aligned");
+    ok(a[0] == 0 && a[999] == 0, "allocations are zeroed");
+    is_int(sl_mem_current(SL_MEM_HOST, SL_MEM_PARAMS), 1000, "params counted");
+    is_int(sl_mem_current(SL_MEM_HOST, SL_MEM_ACTIV), 3000, "activations counted");
+    sl_free(b);
+    is_int(sl_mem_current(SL_MEM_HOST, SL_MEM_ACTIV), 0, "freed activations uncounted");
+    is_int(sl_mem_peak(SL_MEM_HOST, SL_MEM_ACTIV), 3000, "peak of activations kept");
+    is_int(sl_mem_peak_total(SL_MEM_HOST), 4000, "peak of the total");
+    char *c = sl_alloc(SL_MEM_GRADS, 500);
+    is_int(sl_mem_peak_total(SL_MEM_HOST), 4000, "total peak is the peak of the sum, not a sum of peaks");
+    sl_mem_reset_peaks();
+    is_int(sl_mem_peak(SL_MEM_HOST, SL_MEM_ACTIV), 0, "reset: peak becomes current");
+    is_int(sl_mem_peak_total(SL_MEM_HOST), 1500, "reset: total peak becomes current");
+    sl_mem_track(SL_MEM_DEVICE, SL_MEM_PARAMS, 1 << 20);
+    is_int(sl_mem_current(SL_MEM_DEVICE, SL_MEM_PARAMS), 1 << 20, "device bytes tracked separately");
+    sl_mem_track(SL_MEM_DEVICE, SL_MEM_PARAMS, -(1 << 20));
+    is_int(sl_mem_peak(SL_MEM_DEVICE, SL_MEM_PARAMS), 1 << 20, "device peak kept");
+    sl_free(a);
+    sl_free(c);
+    sl_free(NULL);
+    is_int(sl_mem_current(SL_MEM_HOST, SL_MEM_PARAMS) + sl_mem_current(SL_MEM_HOST, SL_MEM_GRADS), 0,
+           "everything freed");
+    ok(strcmp(sl_mem_cat_name(SL_MEM_OPTIM), "optim") == 0, "category names");
+
+    MPI_Init(NULL, NULL);
+    sl_trace_event("ignored", "x", 0, 0, 1); /* disabled: recorded nowhere */
+    sl_trace_enable(1);
+    sl_trace_set_epoch(64.0); /* binary fractions keep the microsecond values exact */
+    sl_trace_event("forward", "compute", 0, 64.5, 64.75);
+    sl_trace_event("allreduce \"bucket 0\"", "comm", 1, 64.625, 65.0);
+    char path[] = "/tmp/scalelab-trace-XXXXXX";
+    int fd = mkstemp(path);
+    close(fd);
+    is_int(sl_trace_write(path, MPI_COMM_WORLD), 2, "two events written (the disabled one was not)");
+    char cmd[512];
+    const char *top = getenv("top");
+    snprintf(cmd, sizeof cmd, "python3 %s/t/lib/validate_results.py trace %s >&2", top ? top : ".", path);
+    is_int(system(cmd), 0, "the trace is valid Trace Event Format JSON");
+    FILE *f = fopen(path, "r");
+    char buf[4096] = "";
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    ok(strstr(buf, "\"ts\":500000,\"dur\":250000") != NULL,
+       "timestamps are microseconds from the epoch");
+    remove(path);
+    sl_trace_reset();
+    MPI_Finalize();
+    done_testing();
+    return exit_status();
+}

@@ -1,0 +1,165 @@
+/* test_options.c — the shared command line: values land where they should, and every bad
+ * input is a usage error (2) whose message names the option and what it accepts. */
+#include <string.h>
+
+#include "../tap.h"
+#include "sl_error.h"
+#include "sl_options.h"
+
+static long long layers = 4;
+static size_t chunk = 1024;
+static double lr = 0.1;
+static const char *name = "default";
+static int mode = 0, verbose = 0;
+static sl_int_list threads;
+static unsigned variants;
+
+static const sl_opt extra[] = {
+    {"layers", 'L', SL_OPT_INT, &layers, 1, 64, NULL, 0, "layers"},
+    {"chunk", 0, SL_OPT_SIZE, &chunk, 1, 1 << 30, NULL, 0, "chunk size"},
+    {"lr", 0, SL_OPT_DOUBLE, &lr, 0, 0, NULL, 0, "learning rate"},
+    {"name", 0, SL_OPT_STRING, &name, 0, 0, NULL, 0, "a name"},
+    {"mode", 0, SL_OPT_CHOICE, &mode, 0, 0, "sync|async|ps", 0, "mode"},
+    {"verbose", 0, SL_OPT_FLAG, &verbose, 0, 0, NULL, 0, "flag"},
+    {"threads", 't', SL_OPT_INT_LIST, &threads, 1, 64, NULL, 1, "threads"},
+    {"variants", 0, SL_OPT_CHOICE_LIST, &variants, 0, 0, "a|b|c", 0, "variants"},
+    {0},
+};
+
+static const sl_program prog = {
+    .name = "testprog",
+    .summary = "option parsing under test",
+    .uses = SL_USES_SIZES | SL_USES_DTYPE | SL_USES_COLL | SL_USES_BACKEND,
+    .dtypes = (1u << SL_F32) | (1u << SL_F64) | (1u << SL_BF16),
+    .default_dtype = SL_F32,
+    .colls = (1u << SL_COLL_MPI) | (1u << SL_COLL_RING) | (1u << SL_COLL_RHD),
+    .default_coll = SL_COLL_MPI,
+    .default_iters = 7,
+    .default_warmup = 3,
+    .extra = extra,
+};
+
+static const sl_program narrow = {
+    .name = "narrow", .summary = "uses no sizes, dtypes, collectives", .default_iters = 1,
+};
+
+#define MAXARGS 8
+static int parse(const sl_program *p, sl_options *o, char *err, size_t len, const char *a1,
+                 const char *a2, const char *a3)
+{
+    char *argv[MAXARGS] = {"prog"};
+    int argc = 1;
+    if (a1) argv[argc++] = (char *)a1;
+    if (a2) argv[argc++] = (char *)a2;
+    if (a3) argv[argc++] = (char *)a3;
+    err[0] = 0;
+    return sl_options_parse(p, argc, argv, o, err, len);
+}
+
+/* A usage error that names `opt` and, when given, `accepts`, on one line. */
+static void bad(const sl_program *p, const char *a1, const char *a2, const char *opt,
+                const char *accepts)
+{
+    sl_options o;
+    char err[512];
+    int rc = parse(p, &o, err, sizeof err, a1, a2, NULL);
+    int named = strstr(err, opt) != NULL && (!accepts || strstr(err, accepts) != NULL);
+    int one_line = strchr(err, '\n') == NULL && err[0] != 0;
+    ok(rc == SL_EXIT_USAGE && named && one_line, "%s %s -> exit 2 naming %s", a1, a2 ? a2 : "", opt);
+    if (!(rc == SL_EXIT_USAGE && named && one_line)) diag("rc %d, message: %s", rc, err);
+}
+
+int main(void)
+{
+    sl_options o;
+    char err[512];
+
+    is_int(parse(&prog, &o, err, sizeof err, NULL, NULL, NULL), 0, "no arguments parse");
+    is_int(o.iters, 7, "default iters from the program");
+    is_int(o.warmup, 3, "default warmup from the program");
+    is_int(o.check, 1, "check is on by default");
+    ok(o.dtypes == 1u << SL_F32, "default dtype");
+    ok(o.colls == 1u << SL_COLL_MPI, "default collective");
+
+    is_int(parse(&prog, &o, err, sizeof err, "-n", "12", "-w3"), 0, "-n 12 -w3");
+    is_int(o.iters, 12, "-n value");
+    is_int(o.warmup, 3, "-w attached value");
+    is_int(parse(&prog, &o, err, sizeof err, "--iters=5", "-b", "4K"), 0, "--iters=5 -b 4K");
+    is_int(o.iters, 5, "--iters= value");
+    is_int(o.minbytes, 4096, "K suffix is 1024");
+    is_int(parse(&prog, &o, err, sizeof err, "-e", "2M", NULL), 0, "-e 2M");
+    is_int(o.maxbytes, 2 << 20, "M suffix");
+    is_int(parse(&prog, &o, err, sizeof err, "-d", "f64,bf16", NULL), 0, "dtype list");
+    ok(o.dtypes == ((1u << SL_F64) | (1u << SL_BF16)), "dtype list mask");
+    is_int(parse(&prog, &o, err, sizeof err, "-d", "all", NULL), 0, "dtype all");
+    ok(o.dtypes == prog.dtypes, "all = every accepted dtype");
+    is_int(parse(&prog, &o, err, sizeof err, "-C", "all", NULL), 0, "coll all");
+    ok(o.colls == prog.colls, "all = every accepted collective");
+    is_int(parse(&prog, &o, err, sizeof err, "-C", "ring,rhd", NULL), 0, "coll list");
+    ok(o.colls == ((1u << SL_COLL_RING) | (1u << SL_COLL_RHD)), "coll list mask");
+
+    is_int(parse(&prog, &o, err, sizeof err, "--layers", "9", "--verbose"), 0, "extra int and flag");
+    is_int(layers, 9, "extra int lands");
+    is_int(verbose, 1, "flag lands");
+    is_int(parse(&prog, &o, err, sizeof err, "--chunk", "64K", "--lr=0.5"), 0, "size and double");
+    is_int(chunk, 65536, "extra size");
+    is_double(lr, 0.5, 0, "extra double");
+    is_int(parse(&prog, &o, err, sizeof err, "--mode", "ps", "--name=x"), 0, "choice and string");
+    is_int(mode, 2, "choice index");
+    ok(strcmp(name, "x") == 0, "string value");
+    is_int(parse(&prog, &o, err, sizeof err, "-t", "1,2,4", NULL), 0, "int list");
+    ok(threads.n == 3 && threads.v[2] == 4 && !threads.is_max, "int list values");
+    is_int(parse(&prog, &o, err, sizeof err, "--threads", "max", NULL), 0, "int list max");
+    ok(threads.is_max && threads.n == 0, "max recorded");
+    is_int(parse(&prog, &o, err, sizeof err, "--variants", "a,c", NULL), 0, "choice list");
+    ok(variants == 5u, "choice list mask");
+    is_int(parse(&prog, &o, err, sizeof err, "--help", NULL, NULL), 0, "--help parses");
+    ok(o.help == 1, "--help flagged");
+
+    bad(&prog, "--iters", "-1", "--iters", "[1,");
+    bad(&prog, "-n", "0", "--iters", NULL);
+    bad(&prog, "-n", "3x", "--iters", NULL);
+    bad(&prog, "--iters", NULL, "--iters", "missing value");
+    bad(&prog, "--bogus", NULL, "--bogus", "unknown option");
+    bad(&prog, "-Z", NULL, "-Z", "unknown option");
+    bad(&prog, "--dtype", "f128", "--dtype", "f32|f64|bf16");
+    bad(&prog, "-d", "f16", "--dtype", "f32|f64|bf16");
+    bad(&prog, "-C", "nccl", "--coll", "mpi|ring|rhd");
+    bad(&prog, "-C", "", "--coll", NULL);
+    bad(&prog, "-B", "gpu", "--backend", "cpu|cuda|auto");
+    bad(&prog, "-b", "12Q", "--minbytes", "K/M/G");
+    bad(&prog, "-b", "-5", "--minbytes", NULL);
+    bad(&prog, "-f", "1", "--stepfactor", NULL);
+    bad(&prog, "--check", "2", "--check", "[0, 1]");
+    bad(&prog, "--layers", "65", "--layers", "[1, 64]");
+    bad(&prog, "--lr", "fast", "--lr", "a number");
+    bad(&prog, "--mode", "bsp", "--mode", "sync|async|ps");
+    bad(&prog, "--verbose=1", NULL, "--verbose", "no value");
+    bad(&prog, "--threads", "0", "--threads", "'max'");
+    bad(&prog, "--threads", "1,,x", "--threads", NULL);
+    bad(&prog, "--variants", "d", "--variants", "a|b|c");
+    bad(&prog, "stray", NULL, "stray", "unexpected argument");
+    bad(&narrow, "-b", "8", "--minbytes", "does not apply");
+    bad(&narrow, "-d", "f32", "--dtype", "does not apply");
+    bad(&narrow, "-C", "mpi", "--coll", "does not apply");
+    bad(&narrow, "-B", "cpu", "--backend", "does not apply");
+    {
+        int rc = parse(&prog, &o, err, sizeof err, "-b", "1M", "-e");
+        ok(rc == SL_EXIT_USAGE && strstr(err, "--maxbytes"), "-e without a value");
+        char *argv[] = {"prog", "-b", "2M", "-e", "1M"};
+        rc = sl_options_parse(&prog, 5, argv, &o, err, sizeof err);
+        ok(rc == SL_EXIT_USAGE && strstr(err, "--minbytes") && strstr(err, "--maxbytes"),
+           "minbytes > maxbytes is rejected naming both");
+    }
+
+    size_t sz;
+    ok(sl_parse_size("1G", &sz) == 0 && sz == (size_t)1 << 30, "1G");
+    ok(sl_parse_size("64", &sz) == 0 && sz == 64, "plain bytes");
+    ok(sl_parse_size("4MB", &sz) == 0 && sz == (size_t)4 << 20, "4MB means 4M");
+    ok(sl_parse_size("", &sz) != 0, "empty size rejected");
+    ok(sl_parse_size("99999999999999999999", &sz) != 0, "overflowing size rejected");
+    ok(sl_parse_size("20000000000G", &sz) != 0, "size overflowing with its suffix rejected");
+
+    done_testing();
+    return exit_status();
+}

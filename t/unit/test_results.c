@@ -1,0 +1,123 @@
+/* test_results.c — the JSON writer and the results rows: escaping, null for non-finite
+ * numbers, and every emitted row valid against results/schema.md (checked by
+ * t/lib/validate_results.py, an independent reader). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../tap.h"
+#include "scalelab.h"
+
+static const sl_program prog = {.name = "results_test", .summary = "results under test"};
+
+static int validate(const char *kind, const char *path, const char *extra)
+{
+    char cmd[1024];
+    const char *top = getenv("top");
+    snprintf(cmd, sizeof cmd, "python3 %s/t/lib/validate_results.py %s %s %s >&2", top ? top : ".",
+             kind, path, extra ? extra : "");
+    return system(cmd);
+}
+
+int main(void)
+{
+    sl_json j;
+    sl_json_init(&j);
+    sl_json_obj_begin(&j, NULL);
+    sl_json_str(&j, "s", "quote \" backslash \\ newline \n tab \t bell \a");
+    sl_json_num(&j, "nan", NAN);
+    sl_json_num(&j, "inf", INFINITY);
+    sl_json_num(&j, "x", 0.1);
+    sl_json_int(&j, "i", -42);
+    sl_json_bool(&j, "t", 1);
+    sl_json_str(&j, "null", NULL);
+    sl_json_arr_begin(&j, "a");
+    sl_json_int(&j, NULL, 1);
+    sl_json_obj_begin(&j, NULL);
+    sl_json_obj_end(&j);
+    sl_json_arr_end(&j);
+    sl_json_obj_end(&j);
+    const char *want = "{\"s\":\"quote \\\" backslash \\\\ newline \\n tab \\t bell \\u0007\","
+                       "\"nan\":null,\"inf\":null,\"x\":0.10000000000000001,\"i\":-42,\"t\":true,"
+                       "\"null\":null,\"a\":[1,{}]}";
+    ok(strcmp(j.buf, want) == 0, "JSON writer: escapes, null for NaN/inf, commas, nesting");
+    if (strcmp(j.buf, want) != 0) diag("got  %s\nwant %s", j.buf, want);
+    sl_json_free(&j);
+
+    /* Rows through the real emit path into a file. */
+    char dir[] = "/tmp/scalelab-results-XXXXXX";
+    ok(mkdtemp(dir) != NULL, "temporary directory");
+    char path[256];
+    snprintf(path, sizeof path, "%s/results_test.jsonl", dir);
+
+    sl_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.prog = &prog;
+    ctx.nranks = 3;
+    ctx.opt.iters = 4;
+    ctx.opt.check = 1;
+    ctx.opt.quiet = 1;
+    snprintf(ctx.run_id, sizeof ctx.run_id, "test-run");
+    ctx.jsonl = fopen(path, "w");
+    ok(ctx.jsonl != NULL, "open the jsonl file");
+
+    sl_result r;
+    sl_result_init(&ctx, &r, "ring");
+    r.backend = "cpu";
+    r.collective = "ring";
+    r.dtype = "f32";
+    sl_result_param_num(&r, "bytes", 1048576);
+    sl_result_param_str(&r, "op", "sum \"quoted\"");
+    double t[] = {0.003, 0.001, 0.002, 0.004};
+    sl_stats st;
+    sl_stats_compute(t, 4, &st);
+    sl_result_set_time(&r, &st);
+    sl_result_metric(&r, "busbw", 12.5, "GB/s");
+    sl_result_metric(&r, "busbw_one_rank", NAN, "GB/s");
+    snprintf(r.headline, sizeof r.headline, "busbw");
+    sl_result_check(&r, SL_CHECK_PASS, 0, NULL);
+    sl_result_emit(&ctx, &r);
+    is_int(ctx.status, 0, "a passing row leaves the status at 0");
+
+    /* file must already hold the row: emit flushes */
+    FILE *peek = fopen(path, "r");
+    char line[4096] = "";
+    ok(peek && fgets(line, sizeof line, peek) && strstr(line, "\"variant\":\"ring\""),
+       "the row is on disk as soon as it is emitted (flushed)");
+    if (peek) fclose(peek);
+    ok(strstr(line, "\"busbw_one_rank\":{\"value\":null,\"unit\":\"GB/s\"}") != NULL,
+       "a not-applicable metric is null, not 0");
+    ok(strstr(line, "\"median\":0.0025") != NULL, "median time in seconds");
+
+    sl_result_init(&ctx, &r, "probe");
+    sl_result_metric(&r, "read_bw", 20, "GB/s");
+    sl_result_emit(&ctx, &r); /* untimed: time is null */
+
+    sl_result_init(&ctx, &r, "tree");
+    sl_result_check(&r, SL_CHECK_FAIL, 3, "element %d differs", 7);
+    sl_result_emit(&ctx, &r);
+    is_int(ctx.status, SL_EXIT_CHECK, "a failed check sets the exit status to 1");
+    is_int(ctx.nfailed, 1, "one failed row counted");
+    is_int(ctx.nrows, 3, "three rows counted");
+    fclose(ctx.jsonl);
+
+    is_int(validate("rows", path, "--min-rows 3"), 0, "every row is valid JSON with the schema's fields");
+    ok(!isnan(sl_result_get(&r, "nothing")) == 0, "an absent metric reads as NaN");
+
+    /* A deliberately broken file must be rejected by the validator (so the check above means
+     * something). */
+    char broken[256];
+    snprintf(broken, sizeof broken, "%s/broken.jsonl", dir);
+    FILE *b = fopen(broken, "w");
+    fputs("{\"schema_version\":1,\"run_id\":\"x\"}\n", b);
+    fclose(b);
+    ok(validate("rows", broken, NULL) != 0, "the validator rejects a row without required fields");
+
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ok(system(cmd) == 0, "clean up");
+    done_testing();
+    return exit_status();
+}
