@@ -28,11 +28,7 @@ static void probe(void)
     }
 }
 
-extern "C" int sl_cuda_device_count(void)
-{
-    probe();
-    return ndev;
-}
+/* sl_cuda_device_count() itself lives in common/ (sl_env.h): the harness needs it too. */
 
 /* Memory ----------------------------------------------------------------------------------- */
 

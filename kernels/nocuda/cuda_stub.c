@@ -11,4 +11,3 @@ const sl_kops *sl_cuda_ops(char *why, size_t whylen)
     return NULL;
 }
 
-int sl_cuda_device_count(void) { return 0; }
