@@ -7,6 +7,7 @@
 #   make install PREFIX=/opt/scalelab
 #
 # Overrides: CUDA=0|1 NCCL=0|1 PAPI=0|1 CUDA_HOME=... MPICC=... SANITIZE=1 DEBUG=1 CUDA_ARCH="80 90"
+# V=1 prints every command.
 # Every dependency is probed below; one line per dependency says what it enables or disables.
 
 SHELL      := /bin/bash
@@ -18,25 +19,33 @@ SANITIZE   ?= 0
 DEBUG      ?= 0
 BUILD      := build
 BIN        := bin
+V          ?= 0
+# Quiet rules: one short line per step; make V=1 shows the full commands.
+ifeq ($(V),1)
+Q :=
+say = @true
+else
+Q := @
+say = @printf '  %-6s %s\n'
+endif
 
 # Dependency probes ---------------------------------------------------------------------------
 # A probe is a try-compile (and link) of a small program in scripts/probes/, so that a header without its
 # library (or the reverse) is reported as missing rather than failing half-way through the build.
 PROBE_DIR := $(BUILD)/probe
-try_link = $(shell mkdir -p $(PROBE_DIR) && $(MPICC) scripts/probes/$(1).c -o $(PROBE_DIR)/$(1) $(2) \
+try_link = $(shell mkdir -p $(PROBE_DIR) && $(PROBE_CC) scripts/probes/$(1).c -o $(PROBE_DIR)/$(1) $(2) \
              >/dev/null 2>&1 && echo 1 || echo 0)
 
 HAVE_MPICC := $(shell command -v $(MPICC) >/dev/null 2>&1 && echo 1 || echo 0)
-ifeq ($(HAVE_MPICC),1)
+# Libraries are probed with the MPI wrapper where there is one (its compiler is the one that will
+# build), else with the plain C compiler, so that a missing MPI is not reported as missing BLAS.
+PROBE_CC   := $(if $(filter 1,$(HAVE_MPICC)),$(MPICC),cc)
 HAVE_CBLAS := $(call try_link,cblas,-lopenblas)
 HAVE_HWLOC := $(call try_link,hwloc,-lhwloc)
 PAPI_FOUND := $(call try_link,papi,-lpapi)
+ifeq ($(HAVE_MPICC),1)
 # The MPI headers for nvcc (Open MPI: --showme:compile; MPICH: -compile_info).
 MPI_CFLAGS := $(shell $(MPICC) --showme:compile 2>/dev/null || $(MPICC) -compile_info 2>/dev/null | tr ' ' '\n' | grep '^-I' | tr '\n' ' ')
-else
-HAVE_CBLAS := 0
-HAVE_HWLOC := 0
-PAPI_FOUND := 0
 endif
 HAVE_PROVE   := $(shell command -v prove >/dev/null 2>&1 && echo 1 || echo 0)
 HAVE_PYTHON3 := $(shell command -v python3 >/dev/null 2>&1 && echo 1 || echo 0)
@@ -192,31 +201,38 @@ $(BUILD)/build_info.c: FORCE
 	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
 
 $(BUILD)/build_info.o: $(BUILD)/build_info.c
-	$(MPICC) $(CFLAGS) -c $< -o $@
+	$(say) CC $<
+	$(Q)$(MPICC) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(MPICC) $(CFLAGS) -MMD -MP -c $< -o $@
+	$(say) CC $<
+	$(Q)$(MPICC) $(CFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/%.cu.o: %.cu
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
+	$(say) NVCC $<
+	$(Q)$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/libsl_common.a: $(COMMON_OBJ)
 	@rm -f $@
-	ar rcs $@ $^
+	$(say) AR $@
+	$(Q)ar rcs $@ $^
 
 $(BUILD)/libsl_kernels.a: $(KERNEL_OBJ)
 	@rm -f $@
-	ar rcs $@ $^
+	$(say) AR $@
+	$(Q)ar rcs $@ $^
 
 $(BIN)/%: $(BUILD)/benchmarks/%.o $(LIBS)
 	@mkdir -p $(BIN)
-	$(MPICC) $(LDFLAGS) $< $(LIBS) $(LDLIBS) -o $@
+	$(say) LINK $@
+	$(Q)$(MPICC) $(LDFLAGS) $< $(LIBS) $(LDLIBS) -o $@
 
 $(BUILD)/t/%: $(BUILD)/t/unit/%.o $(LIBS)
 	@mkdir -p $(dir $@)
-	$(MPICC) $(LDFLAGS) $< $(LIBS) $(LDLIBS) -o $@
+	$(say) LINK $@
+	$(Q)$(MPICC) $(LDFLAGS) $< $(LIBS) $(LDLIBS) -o $@
 
 clean:
 	rm -rf $(BUILD) $(BIN)
