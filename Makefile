@@ -190,6 +190,14 @@ install: all
 endif
 
 # Build rules ---------------------------------------------------------------------------------
+# Every object depends on a stamp of the flags it was built with, so switching SANITIZE, DEBUG,
+# CUDA, PAPI or NCCL rebuilds what they change instead of linking stale objects.
+FLAGS_STAMP := $(BUILD)/flags.stamp
+$(FLAGS_STAMP): FORCE
+	@mkdir -p $(BUILD)
+	@echo '$(CFLAGS) | $(NVCCFLAGS) | $(LDFLAGS) $(LDLIBS)' > $@.tmp
+	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+
 # build_info.c carries git describe and the build options into the manifest; it is rewritten
 # only when its content changes, so an unchanged tree does not relink.
 $(BUILD)/build_info.c: FORCE
@@ -200,16 +208,16 @@ $(BUILD)/build_info.c: FORCE
 	  > $@.tmp
 	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
 
-$(BUILD)/build_info.o: $(BUILD)/build_info.c
+$(BUILD)/build_info.o: $(BUILD)/build_info.c $(FLAGS_STAMP)
 	$(say) CC $<
 	$(Q)$(MPICC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/%.o: %.c
+$(BUILD)/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(say) CC $<
 	$(Q)$(MPICC) $(CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/%.cu.o: %.cu
+$(BUILD)/%.cu.o: %.cu $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(say) NVCC $<
 	$(Q)$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
@@ -224,12 +232,12 @@ $(BUILD)/libsl_kernels.a: $(KERNEL_OBJ)
 	$(say) AR $@
 	$(Q)ar rcs $@ $^
 
-$(BIN)/%: $(BUILD)/benchmarks/%.o $(LIBS)
+$(BIN)/%: $(BUILD)/benchmarks/%.o $(LIBS) $(FLAGS_STAMP)
 	@mkdir -p $(BIN)
 	$(say) LINK $@
 	$(Q)$(MPICC) $(LDFLAGS) $< $(LIBS) $(LDLIBS) -o $@
 
-$(BUILD)/t/%: $(BUILD)/t/unit/%.o $(LIBS)
+$(BUILD)/t/%: $(BUILD)/t/unit/%.o $(LIBS) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(say) LINK $@
 	$(Q)$(MPICC) $(LDFLAGS) $< $(LIBS) $(LDLIBS) -o $@
