@@ -471,7 +471,7 @@ static void sweep_dtype(sl_ctx *ctx, sl_dtype dtype, const int *threads, int nth
             sl_result_metric(&r, "value", last, "sum|e|");
             sl_result_metric(&r, "mae", last / (double)n, "");
             sl_result_metric(&r, "diff_from_serial", last - (double)ref, "");
-            snprintf(r.headline, sizeof r.headline, "speedup");
+            snprintf(r.headline, sizeof r.headline, "eff_bw");
 
             /* every iteration's value, not just the last, must equal the reference */
             int wrong = 0;
