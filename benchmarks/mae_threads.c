@@ -36,16 +36,16 @@ static const char *const variant_names[NVARIANTS] = {"serial", "racy",    "mutex
                                                      "atomic", "partial", "openmp"};
 
 /* Technique options (filled by the parser). */
-static long long opt_samples = 2 << 20;
-static long long opt_features = 16;
+static long long opt_samples = 4 << 20;
+static long long opt_features = 8;
 static long long opt_seed = 42;
 static sl_int_list opt_threads = {.is_max = 1};
 static unsigned opt_variants = ~0u;
 
 static const sl_opt extra_opts[] = {
     {"samples", 'N', SL_OPT_INT, &opt_samples, 1, 1LL << 36, NULL, 0,
-     "N: samples in all, split across ranks (default 2097152)"},
-    {"features", 'M', SL_OPT_INT, &opt_features, 1, 4096, NULL, 0, "M: features per sample (default 16)"},
+     "N: samples in all, split across ranks (default 4194304)"},
+    {"features", 'M', SL_OPT_INT, &opt_features, 1, 4096, NULL, 0, "M: features per sample (default 8)"},
     {"threads", 't', SL_OPT_INT_LIST, &opt_threads, 1, 1024, NULL, 1,
      "thread counts to sweep, e.g. 1,2,4; max = 1,2,4,... up to the CPUs this rank may use (default)"},
     {"variants", 0, SL_OPT_CHOICE_LIST, &opt_variants, 0, 0, "serial|racy|mutex|atomic|partial|openmp", 0,
