@@ -135,10 +135,12 @@ static void resolve_backend_and_colls(sl_ctx *ctx)
         o->backend = SL_BACKEND_CPU;
     }
     if ((ctx->prog->uses & SL_USES_COLL) && (o->colls & (1u << SL_COLL_NCCL))) {
+        int cpu = (ctx->prog->uses & SL_USES_BACKEND) && o->backend == SL_BACKEND_CPU;
         const char *why = !SL_HAVE_NCCL ? "NCCL support was not built"
+                        : cpu ? "NCCL works on device buffers and the backend is cpu (use -B cuda)"
                         : devices == 0  ? "no CUDA device is visible" : NULL;
         if (why && o->colls == (1u << SL_COLL_NCCL)) {
-            if (!SL_HAVE_NCCL) sl_usage_error("--coll (-C) nccl: %s", why);
+            if (!SL_HAVE_NCCL || cpu) sl_usage_error("--coll (-C) nccl: %s", why);
             SL_FATAL("--coll nccl: %s", why);
         }
         if (why) {
