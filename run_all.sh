@@ -38,12 +38,14 @@ done
 declare -A quick_args=(
   [mae_threads]="-n 3 -w 1 --samples 1048576 --threads 1,2"
   [allreduce]="-C all -b 8 -e 1M -f 8 -n 5 -w 2"
-  [kernels]="-n 3 -w 1 --quick"
+  [kernels]="-n 3 -w 1 --gemm-n 512 --elems 1048576 --copy-bytes 32M"
+  [ddp]="--layers 4 --width 512 --in 128 --out 32 --batch 16 --bucket-mb 1 -n 3 -w 1"
 )
 declare -A full_args=(
   [mae_threads]="--samples 8388608 --threads max"
   [allreduce]="-C all -b 8 -e 256M -f 2"
   [kernels]=""
+  [ddp]="-C mpi,ring"
 )
 
 # Ranks per node for programs that scale with threads inside a rank: they get the node's cores
