@@ -62,7 +62,8 @@ extern const sl_kops sl_cpu_ops;
 
 /* The cuda table, or NULL with the reason in why: not built, or no device visible. */
 const sl_kops *sl_cuda_ops(char *why, size_t whylen);
-/* Visible devices; 0 when not built or none (never an error). */
+/* Visible devices; 0 when not built or none (never an error). Defined by the harness
+ * (common/sl_env.h), which reports devices in the manifest. */
 int sl_cuda_device_count(void);
 
 #ifdef __cplusplus

@@ -5,7 +5,10 @@
  *   backward data    dcol[crs, pq] = w^T[crs, k] . dy_n[k, pq], then folded back (col2im)
  *   backward filter  dw[k, crs]  += dy_n[k, pq] . col^T[pq, crs]
  * col2im gathers (each input pixel sums the patch entries that read it) rather than
- * scatters, so it needs no atomics and is deterministic; cuda/conv.cu does the same. */
+ * scatters, so it needs no atomics and is deterministic; cuda/conv.cu does the same.
+ * im2col and col2im run on one thread: they are cheap next to the GEMM, and an OpenMP region
+ * between two GEMMs leaves OpenMP threads spinning on the cores OpenBLAS's threads need
+ * (measured: 10x slower convolutions on 2 cores unless OMP_WAIT_POLICY=passive). */
 #include <cblas.h>
 #include <stdlib.h>
 
@@ -25,7 +28,6 @@ static void im2col(const sl_conv2d *cv, const float *x, float *col)
 {
     const int C = cv->c, H = cv->h, W = cv->w, R = cv->r, S = cv->s, P = cv->p, Q = cv->q;
     const size_t rows = (size_t)C * R * S;
-#pragma omp parallel for if (rows * P * Q > SL_CPU_PAR_MIN) schedule(static)
     for (size_t row = 0; row < rows; row++) {
         int ci = (int)(row / ((size_t)R * S)), i = (int)(row / S % R), j = (int)(row % S);
         float *out = col + row * P * Q;
@@ -46,7 +48,6 @@ static void col2im(const sl_conv2d *cv, const float *dcol, float *dx)
 {
     const int C = cv->c, H = cv->h, W = cv->w, R = cv->r, S = cv->s, P = cv->p, Q = cv->q;
     const int sh = cv->stride_h, sw = cv->stride_w;
-#pragma omp parallel for collapse(2) if ((size_t)C * H * W > SL_CPU_PAR_MIN) schedule(static)
     for (int ci = 0; ci < C; ci++)
         for (int hi = 0; hi < H; hi++)
             for (int wi = 0; wi < W; wi++) {
