@@ -116,6 +116,7 @@ double sl_k_softmax_xent(sl_backend be, int rows, int classes, const float *logi
 typedef struct sl_sgd {
     float lr, momentum, weight_decay; /* v = momentum v + g + wd w;  w -= lr v */
 } sl_sgd;
+/* v (the momentum buffer, zero before the first step) may be NULL: plain SGD. */
 void sl_k_sgd_step(sl_backend be, const sl_sgd *o, size_t n, float *w, const float *g,
                    float *v);
 

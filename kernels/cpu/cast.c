@@ -9,30 +9,17 @@
 #include "sl_error.h"
 #include "sl_half.h"
 
-static float load(const void *p, sl_dtype t, size_t i)
-{
-    switch (t) {
-    case SL_F16: return sl_f16_to_f32(((const uint16_t *)p)[i]);
-    case SL_BF16: return sl_bf16_to_f32(((const uint16_t *)p)[i]);
-    default: return ((const float *)p)[i];
-    }
-}
+#define CHUNK 2048 /* elements per block: the f32 staging buffer stays in L1 */
 
-static float store(void *p, sl_dtype t, size_t i, float v)
+/* f32 values of src[lo, lo + m): the array itself, or widened into buf */
+static const float *as_f32(const void *src, sl_dtype st, size_t lo, size_t m, float *buf)
 {
-    switch (t) {
-    case SL_F16: {
-        uint16_t h = sl_f32_to_f16(v);
-        ((uint16_t *)p)[i] = h;
-        return sl_f16_to_f32(h);
-    }
-    case SL_BF16: {
-        uint16_t h = sl_f32_to_bf16(v);
-        ((uint16_t *)p)[i] = h;
-        return sl_bf16_to_f32(h);
-    }
-    default: ((float *)p)[i] = v; return v;
-    }
+    if (st == SL_F32) return (const float *)src + lo;
+    const uint16_t *h = (const uint16_t *)src + lo;
+    if (st == SL_F16) sl_cpu_f16_to_f32_n(h, buf, m);
+    else
+        for (size_t i = 0; i < m; i++) buf[i] = sl_bf16_to_f32(h[i]);
+    return buf;
 }
 
 void sl_cpu_cast(size_t n, const void *src, sl_dtype st, void *dst, sl_dtype dt,
@@ -43,12 +30,28 @@ void sl_cpu_cast(size_t n, const void *src, sl_dtype st, void *dst, sl_dtype dt,
         return;
     }
     unsigned long long under = 0, over = 0;
+    size_t nchunks = (n + CHUNK - 1) / CHUNK;
 #pragma omp parallel for if (n > SL_CPU_PAR_MIN) schedule(static) reduction(+ : under, over)
-    for (size_t i = 0; i < n; i++) {
-        float v = load(src, st, i);
-        float r = store(dst, dt, i, v);
-        under += r == 0.0f && v != 0.0f && isfinite(v);
-        over += isinf(r) && isfinite(v);
+    for (size_t c = 0; c < nchunks; c++) {
+        float buf[CHUNK];
+        size_t lo = c * CHUNK, m = n - lo < CHUNK ? n - lo : CHUNK;
+        const float *v = as_f32(src, st, lo, m, buf);
+        if (dt == SL_F32) { /* widening is exact: nothing to count */
+            memcpy((float *)dst + lo, v, m * sizeof(float));
+            continue;
+        }
+        uint16_t *h = (uint16_t *)dst + lo;
+        if (dt == SL_F16) sl_cpu_f32_to_f16_n(v, h, m);
+        else
+            for (size_t i = 0; i < m; i++) h[i] = sl_f32_to_bf16(v[i]);
+        /* what was lost, from the bits: +-0 is 0x0000/0x8000, +-inf 0x7c00 (f16), 0x7f80 (bf16) */
+        const uint16_t inf = dt == SL_F16 ? 0x7c00 : 0x7f80;
+        for (size_t i = 0; i < m; i++) {
+            uint16_t a = h[i] & 0x7fff;
+            int finite_nonzero = isfinite(v[i]) && v[i] != 0.0f;
+            under += finite_nonzero && a == 0;
+            over += isfinite(v[i]) && a == inf;
+        }
     }
     if (cnt) {
         cnt->underflow += under;

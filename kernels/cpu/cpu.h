@@ -17,6 +17,11 @@ int sl_cpu_sbgemm(int transa, int transb, int m, int n, int k, float alpha, cons
                   int lda, const uint16_t *b, int ldb, float beta, float *c, int ldc);
 int sl_cpu_have_sbgemm(void);
 
+/* f32 <-> f16 arrays (F16C where available; half_vec.c), same bits as sl_half.h. */
+void sl_cpu_f32_to_f16_n(const float *src, uint16_t *dst, size_t n);
+void sl_cpu_f16_to_f32_n(const uint16_t *src, float *dst, size_t n);
+const char *sl_cpu_f16_impl(void);
+
 void sl_cpu_bias_add(int rows, int cols, float *y, const float *bias);
 void sl_cpu_bias_grad(int rows, int cols, const float *dy, float *dbias);
 void sl_cpu_act_forward(sl_act act, size_t n, const float *x, float *y);

@@ -21,22 +21,26 @@ static float *widen(const uint16_t *x, sl_dtype t, int rows, int cols, int ld)
 {
     float *y = xmalloc_f32((size_t)rows * cols);
 #pragma omp parallel for if ((size_t)rows * cols > SL_CPU_PAR_MIN) schedule(static)
-    for (int i = 0; i < rows; i++)
-        for (int j = 0; j < cols; j++) {
-            uint16_t v = x[(size_t)i * ld + j];
-            y[(size_t)i * cols + j] = t == SL_F16 ? sl_f16_to_f32(v) : sl_bf16_to_f32(v);
+    for (int i = 0; i < rows; i++) {
+        if (t == SL_F16) {
+            sl_cpu_f16_to_f32_n(x + (size_t)i * ld, y + (size_t)i * cols, cols);
+            continue;
         }
+        for (int j = 0; j < cols; j++) y[(size_t)i * cols + j] = sl_bf16_to_f32(x[(size_t)i * ld + j]);
+    }
     return y;
 }
 
 static void narrow(const float *y, uint16_t *x, sl_dtype t, int rows, int cols, int ld)
 {
 #pragma omp parallel for if ((size_t)rows * cols > SL_CPU_PAR_MIN) schedule(static)
-    for (int i = 0; i < rows; i++)
-        for (int j = 0; j < cols; j++) {
-            float v = y[(size_t)i * cols + j];
-            x[(size_t)i * ld + j] = t == SL_F16 ? sl_f32_to_f16(v) : sl_f32_to_bf16(v);
+    for (int i = 0; i < rows; i++) {
+        if (t == SL_F16) {
+            sl_cpu_f32_to_f16_n(y + (size_t)i * cols, x + (size_t)i * ld, cols);
+            continue;
         }
+        for (int j = 0; j < cols; j++) x[(size_t)i * ld + j] = sl_f32_to_bf16(y[(size_t)i * cols + j]);
+    }
 }
 
 void sl_cpu_gemm(int transa, int transb, int m, int n, int k, float alpha, const void *a,
@@ -78,6 +82,6 @@ const char *sl_cpu_gemm_impl(sl_dtype ab)
 {
     if (ab == SL_F32) return "cblas_sgemm (OpenBLAS)";
     if (ab == SL_BF16 && sl_cpu_have_sbgemm()) return "cblas_sbgemm (OpenBLAS, f32 accumulate)";
-    return ab == SL_F16 ? "f16 widened to f32, cblas_sgemm (OpenBLAS has no f16 GEMM)"
+    return ab == SL_F16 ? "f16 widened to f32 (F16C where present), cblas_sgemm (OpenBLAS has no f16 GEMM)"
                         : "bf16 widened to f32, cblas_sgemm (no cblas_sbgemm in this OpenBLAS)";
 }
