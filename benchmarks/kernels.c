@@ -625,11 +625,7 @@ int main(int argc, char **argv)
 
     sl_note(&ctx, "backend %s; roof = min(peak_gemm FLOP/s, AI x peak_copy GB/s), both measured below",
             sl_backend_name(R.be));
-    /* OpenMP threads that spin after a parallel region take the cores OpenBLAS's threads
-     * need (and the reverse): on few cores this costs several times in convolutions */
-    if (R.be == SL_BACKEND_CPU && !getenv("OMP_WAIT_POLICY"))
-        sl_note(&ctx, "OMP_WAIT_POLICY is not set: OpenMP and OpenBLAS threads may spin against "
-                      "each other; export OMP_WAIT_POLICY=passive for steadier figures");
+    if (R.be == SL_BACKEND_CPU) sl_note(&ctx, "threads: %s", sl_k_cpu_threading());
     sl_table_begin(&ctx, columns, (int)(sizeof columns / sizeof columns[0]));
     bench_copy(&R);
     R.peak_flops = bench_gemm(&R, SL_F32, 1);

@@ -37,6 +37,10 @@ int sl_k_backend_resolve(sl_backend want, char *why, size_t whylen);
 int sl_k_backend_available(sl_backend be);
 /* Number of visible CUDA devices (0 when CUDA is not built). */
 int sl_k_cuda_device_count(void);
+/* How the cpu backend uses threads, one line for the output: OpenBLAS always runs its own;
+ * the OpenMP kernels use threads only when OMP_WAIT_POLICY=passive (or either library is on
+ * one thread), because spinning OpenMP threads slow OpenBLAS's GEMMs down (cpu/ops.c). */
+const char *sl_k_cpu_threading(void);
 /* Waits until all queued work of the backend is done (no-op on cpu). */
 void sl_k_sync(sl_backend be);
 

@@ -31,7 +31,7 @@ void sl_cpu_cast(size_t n, const void *src, sl_dtype st, void *dst, sl_dtype dt,
     }
     unsigned long long under = 0, over = 0;
     size_t nchunks = (n + CHUNK - 1) / CHUNK;
-#pragma omp parallel for if (n > SL_CPU_PAR_MIN) schedule(static) reduction(+ : under, over)
+#pragma omp parallel for if (sl_cpu_par(n)) schedule(static) reduction(+ : under, over)
     for (size_t c = 0; c < nchunks; c++) {
         float buf[CHUNK];
         size_t lo = c * CHUNK, m = n - lo < CHUNK ? n - lo : CHUNK;

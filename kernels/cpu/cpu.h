@@ -5,8 +5,10 @@
 
 #include "backend.h"
 
-/* Loops shorter than this run on one thread: starting a parallel region costs more. */
-#define SL_CPU_PAR_MIN 16384
+/* Whether a loop over n elements is split across the OpenMP threads (cpu/ops.c): not when
+ * it is short (starting a parallel region costs more), and not when OpenMP threads would spin
+ * against OpenBLAS's. */
+int sl_cpu_par(size_t n);
 
 void sl_cpu_gemm(int transa, int transb, int m, int n, int k, float alpha, const void *a,
                  int lda, const void *b, int ldb, float beta, void *c, int ldc, sl_dtype ab,

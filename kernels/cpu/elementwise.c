@@ -9,7 +9,7 @@
 
 void sl_cpu_bias_add(int rows, int cols, float *y, const float *bias)
 {
-#pragma omp parallel for if ((size_t)rows * cols > SL_CPU_PAR_MIN) schedule(static)
+#pragma omp parallel for if (sl_cpu_par((size_t)rows * cols)) schedule(static)
     for (int i = 0; i < rows; i++)
         for (int j = 0; j < cols; j++) y[(size_t)i * cols + j] += bias[j];
 }
@@ -18,7 +18,7 @@ void sl_cpu_bias_add(int rows, int cols, float *y, const float *bias)
  * number of threads (bit-identical runs are compared by the vdnn and checkpoint benchmarks). */
 void sl_cpu_bias_grad(int rows, int cols, const float *dy, float *dbias)
 {
-#pragma omp parallel for if ((size_t)rows * cols > SL_CPU_PAR_MIN) schedule(static)
+#pragma omp parallel for if (sl_cpu_par((size_t)rows * cols)) schedule(static)
     for (int j = 0; j < cols; j++) {
         float s = 0.0f;
         for (int i = 0; i < rows; i++) s += dy[(size_t)i * cols + j];
@@ -50,15 +50,15 @@ void sl_cpu_act_forward(sl_act act, size_t n, const float *x, float *y)
     switch (act) {
     case SL_ACT_NONE:
         if (y != x)
-#pragma omp parallel for if (n > SL_CPU_PAR_MIN) schedule(static)
+#pragma omp parallel for if (sl_cpu_par(n)) schedule(static)
             for (size_t i = 0; i < n; i++) y[i] = x[i];
         break;
     case SL_ACT_RELU:
-#pragma omp parallel for if (n > SL_CPU_PAR_MIN) schedule(static)
+#pragma omp parallel for if (sl_cpu_par(n)) schedule(static)
         for (size_t i = 0; i < n; i++) y[i] = keep_if_positive(x[i], x[i]);
         break;
     case SL_ACT_GELU:
-#pragma omp parallel for if (n > SL_CPU_PAR_MIN) schedule(static)
+#pragma omp parallel for if (sl_cpu_par(n)) schedule(static)
         for (size_t i = 0; i < n; i++) {
             float v = x[i];
             y[i] = 0.5f * v * (1.0f + fast_tanhf(GELU_C * (v + GELU_A * v * v * v)));
@@ -74,16 +74,16 @@ void sl_cpu_act_backward(sl_act act, size_t n, const float *x, const float *dy, 
     switch (act) {
     case SL_ACT_NONE:
         if (dx != dy)
-#pragma omp parallel for if (n > SL_CPU_PAR_MIN) schedule(static)
+#pragma omp parallel for if (sl_cpu_par(n)) schedule(static)
             for (size_t i = 0; i < n; i++) dx[i] = dy[i];
         break;
     case SL_ACT_RELU:
-#pragma omp parallel for if (n > SL_CPU_PAR_MIN) schedule(static)
+#pragma omp parallel for if (sl_cpu_par(n)) schedule(static)
         for (size_t i = 0; i < n; i++) dx[i] = keep_if_positive(x[i], dy[i]);
         break;
     case SL_ACT_GELU:
         /* d/dx 0.5 x (1 + t) = 0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3 a x^2), t = tanh(u) */
-#pragma omp parallel for if (n > SL_CPU_PAR_MIN) schedule(static)
+#pragma omp parallel for if (sl_cpu_par(n)) schedule(static)
         for (size_t i = 0; i < n; i++) {
             float v = x[i];
             float t = fast_tanhf(GELU_C * (v + GELU_A * v * v * v));
@@ -103,7 +103,7 @@ void sl_cpu_act_backward(sl_act act, size_t n, const float *x, const float *dy, 
         const T *xs = x;                                                             \
         T *ys = y;                                                                   \
         A al = (A)alpha, be = (A)beta;                                               \
-        _Pragma("omp parallel for if (n > SL_CPU_PAR_MIN) schedule(static)")         \
+        _Pragma("omp parallel for if (sl_cpu_par(n)) schedule(static)")         \
         for (size_t i = 0; i < n; i++) {                                             \
             A v = al == 0 ? (A)0 : al * LOAD(xs[i]);                                 \
             if (be != 0) v += be * LOAD(ys[i]);                                      \
@@ -117,7 +117,7 @@ static void axpby_f16(size_t n, float al, const uint16_t *x, float be, uint16_t 
 {
     enum { B = 1024 };
     size_t nb = (n + B - 1) / B;
-#pragma omp parallel for if (n > SL_CPU_PAR_MIN) schedule(static)
+#pragma omp parallel for if (sl_cpu_par(n)) schedule(static)
     for (size_t b = 0; b < nb; b++) {
         float xf[B], yf[B];
         size_t lo = b * B, m = n - lo < B ? n - lo : B;
@@ -170,7 +170,7 @@ void sl_cpu_fill(sl_dtype dt, size_t n, void *x, double value)
 size_t sl_cpu_scale_check(size_t n, float *x, float scale)
 {
     size_t bad = 0;
-#pragma omp parallel for if (n > SL_CPU_PAR_MIN) schedule(static) reduction(+ : bad)
+#pragma omp parallel for if (sl_cpu_par(n)) schedule(static) reduction(+ : bad)
     for (size_t i = 0; i < n; i++) {
         x[i] *= scale;
         bad += !isfinite(x[i]);

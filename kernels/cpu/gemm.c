@@ -20,7 +20,7 @@ static float *xmalloc_f32(size_t n)
 static float *widen(const uint16_t *x, sl_dtype t, int rows, int cols, int ld)
 {
     float *y = xmalloc_f32((size_t)rows * cols);
-#pragma omp parallel for if ((size_t)rows * cols > SL_CPU_PAR_MIN) schedule(static)
+#pragma omp parallel for if (sl_cpu_par((size_t)rows * cols)) schedule(static)
     for (int i = 0; i < rows; i++) {
         if (t == SL_F16) {
             sl_cpu_f16_to_f32_n(x + (size_t)i * ld, y + (size_t)i * cols, cols);
@@ -33,7 +33,7 @@ static float *widen(const uint16_t *x, sl_dtype t, int rows, int cols, int ld)
 
 static void narrow(const float *y, uint16_t *x, sl_dtype t, int rows, int cols, int ld)
 {
-#pragma omp parallel for if ((size_t)rows * cols > SL_CPU_PAR_MIN) schedule(static)
+#pragma omp parallel for if (sl_cpu_par((size_t)rows * cols)) schedule(static)
     for (int i = 0; i < rows; i++) {
         if (t == SL_F16) {
             sl_cpu_f32_to_f16_n(y + (size_t)i * cols, x + (size_t)i * ld, cols);

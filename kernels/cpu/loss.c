@@ -12,7 +12,7 @@ double sl_cpu_mse(size_t n, const float *y, const float *t, float *dy, float nor
 {
     double part[NCHUNK] = {0};
     size_t per = (n + NCHUNK - 1) / NCHUNK;
-#pragma omp parallel for if (n > SL_CPU_PAR_MIN) schedule(static)
+#pragma omp parallel for if (sl_cpu_par(n)) schedule(static)
     for (int c = 0; c < NCHUNK; c++) {
         size_t lo = (size_t)c * per, hi = lo + per < n ? lo + per : n;
         double s = 0.0;
@@ -28,18 +28,24 @@ double sl_cpu_mse(size_t n, const float *y, const float *t, float *dy, float nor
     return norm * s;
 }
 
-/* One row, in the numerically safe form: with m = max(z), lse = m + log sum exp(z - m);
- * loss = lse - z[label]; dz = norm (exp(z - lse) - onehot). */
+/* One row, in the numerically safe form: with m = max(z), se = sum exp(z - m),
+ * loss = m + log(se) - z[label]; dz = norm (exp(z - m) / se - onehot). Each exponential is
+ * computed once (in double) and parked in dz until se is known. */
 static double xent_row(const float *z, int classes, int label, float *dz, float norm)
 {
     float m = z[0];
     for (int j = 1; j < classes; j++) m = z[j] > m ? z[j] : m;
     double se = 0.0;
-    for (int j = 0; j < classes; j++) se += exp((double)z[j] - m);
-    double lse = m + log(se);
-    if (dz)
-        for (int j = 0; j < classes; j++) dz[j] = norm * (float)(exp(z[j] - lse) - (j == label));
-    return lse - z[label];
+    for (int j = 0; j < classes; j++) {
+        double e = exp((double)z[j] - m);
+        se += e;
+        if (dz) dz[j] = (float)e;
+    }
+    if (dz) {
+        double inv = 1.0 / se;
+        for (int j = 0; j < classes; j++) dz[j] = norm * (float)(dz[j] * inv - (j == label));
+    }
+    return m + log(se) - z[label];
 }
 
 double sl_cpu_softmax_xent(int rows, int classes, const float *logits, const int32_t *labels,
@@ -47,7 +53,7 @@ double sl_cpu_softmax_xent(int rows, int classes, const float *logits, const int
 {
     double part[NCHUNK] = {0};
     int per = (rows + NCHUNK - 1) / NCHUNK;
-#pragma omp parallel for if ((size_t)rows * classes > SL_CPU_PAR_MIN) schedule(static)
+#pragma omp parallel for if (sl_cpu_par((size_t)rows * classes)) schedule(static)
     for (int c = 0; c < NCHUNK; c++) {
         int lo = c * per, hi = lo + per < rows ? lo + per : rows;
         double s = 0.0;

@@ -1,10 +1,44 @@
 /* cpu/ops.c — the cpu backend's table: host memory (counted by sl_alloc), memcpy "copies",
  * and the kernels of the other cpu/ files. */
+#include <cblas.h>
 #include <omp.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cpu/cpu.h"
 #include "sl_mem.h"
+
+/* When to use OpenMP threads -----------------------------------------------------------------
+ *
+ * OpenBLAS (the pthreads build distributions ship) runs its GEMMs on its own threads. After an
+ * OpenMP parallel region, libgomp's threads spin for a while (milliseconds, by default) before
+ * they sleep; a GEMM that follows then shares its cores with spinning threads. Measured on 2
+ * cores: a 4-layer MLP step of width 1024 took 10x longer with OpenMP element-wise kernels
+ * between the GEMMs than with single-threaded ones. So the kernels use OpenMP threads only
+ * where that cannot happen: OMP_WAIT_POLICY=passive (threads sleep at once), or OpenBLAS or
+ * OpenMP on one thread. Both libraries read their environment when they are loaded, so it is
+ * read here at load time too. */
+#define PAR_MIN 16384 /* shorter loops run on one thread: a parallel region costs more */
+
+static int threads_ok;
+
+__attribute__((constructor)) static void decide_threads(void)
+{
+    const char *wp = getenv("OMP_WAIT_POLICY");
+    threads_ok = (wp && strcasecmp(wp, "passive") == 0) || openblas_get_num_threads() == 1 ||
+                 omp_get_max_threads() == 1;
+}
+
+int sl_cpu_par(size_t n) { return threads_ok && n > PAR_MIN; }
+
+const char *sl_k_cpu_threading(void)
+{
+    return threads_ok ? "element-wise kernels on OpenMP threads, GEMMs on OpenBLAS threads"
+                      : "element-wise kernels on one thread (OMP_WAIT_POLICY is not passive: "
+                        "spinning OpenMP threads would slow OpenBLAS's GEMMs), GEMMs on "
+                        "OpenBLAS threads";
+}
 
 static void cpu_sync(void) {}
 static void *cpu_malloc(sl_mem_cat cat, size_t bytes) { return sl_alloc(cat, bytes); }
@@ -17,7 +51,7 @@ static void cpu_memcpy(void *dst, const void *src, size_t bytes, sl_k_copy_kind 
     (void)kind;
     char *d = dst;
     const char *s = src;
-    if (bytes < ((size_t)4 << 20) || (d < s + bytes && s < d + bytes)) {
+    if (!sl_cpu_par(bytes / 256) || (d < s + bytes && s < d + bytes)) { /* < 4 MiB: one thread */
         memmove(dst, src, bytes);
         return;
     }

@@ -8,7 +8,7 @@
 void sl_cpu_sgd_step(const sl_sgd *o, size_t n, float *w, const float *g, float *v)
 {
     const float lr = o->lr, mu = o->momentum, wd = o->weight_decay;
-#pragma omp parallel for if (n > SL_CPU_PAR_MIN) schedule(static)
+#pragma omp parallel for if (sl_cpu_par(n)) schedule(static)
     for (size_t i = 0; i < n; i++) {
         float d = g[i] + wd * w[i];
         if (v) d = v[i] = mu * v[i] + d; /* no state without momentum */
@@ -23,7 +23,7 @@ void sl_cpu_adamw_step(const sl_adamw *o, size_t n, float *w, const float *g, fl
     /* Bias corrections in double: 1 - beta^t loses digits in f32 for beta2 near 1. */
     const float c1 = (float)(1.0 / (1.0 - pow(b1, (double)o->step)));
     const float c2 = (float)(1.0 / (1.0 - pow(b2, (double)o->step)));
-#pragma omp parallel for if (n > SL_CPU_PAR_MIN) schedule(static)
+#pragma omp parallel for if (sl_cpu_par(n)) schedule(static)
     for (size_t i = 0; i < n; i++) {
         float gi = g[i];
         float mi = m[i] = b1 * m[i] + (1.0f - b1) * gi;
