@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "cpu/cpu.h"
-#include "sl_error.h"
 #include "sl_half.h"
 
 #define CHUNK 2048 /* elements per block: the f32 staging buffer stays in L1 */
