@@ -1,0 +1,58 @@
+/* coll_tree.c — binomial trees: reduce to a root, broadcast from a root, and all-reduce as
+ * the reduce to rank 0 followed by the broadcast from it.
+ *
+ * Ranks are renumbered relative to the root (v = rank - root mod n). In the reduce, at round k
+ * a rank whose bit k is set sends its partial result to v - 2^k and leaves; the others receive
+ * from v + 2^k (if it exists) and add. The broadcast runs the same tree backwards. Each takes
+ * ceil(log2 n) rounds with the whole vector per message: latency-optimal for small messages,
+ * but the root's links carry log2(n) full vectors, so it loses to the ring at large sizes.
+ * Messages are still segmented (coll_xfer.c), so a child's reduction overlaps its arrival. */
+#include "coll_internal.h"
+
+int slc_tree_reduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t, sl_redop op,
+                    int root)
+{
+    int size = c->size, v = slc_mod(c->rank - root, size);
+    /* The running result: in r at the root, in a work vector elsewhere (r is not ours there).
+     * Until the first child's data arrives it is just the own contribution s. */
+    void *acc = v == 0 ? r : NULL;
+    const void *cur = s;
+    for (int mask = 1; mask < size; mask <<= 1) {
+        if (v & mask) { /* our subtree is complete: hand it to the parent and stop */
+            slx_send(c, cur, n, t, (v - mask + root) % size, SL_TAG_TREE);
+            break;
+        }
+        if (v + mask < size) {
+            if (!acc) acc = slc_scratch(c, SLC_WORK, n * sl_dtype_size(t));
+            slx_recv_reduce(c, acc, cur, n, t, op, (v + mask + root) % size, SL_TAG_TREE);
+            cur = acc;
+        }
+    }
+    if (v == 0) {
+        if (cur != r) slc_copy(c, r, cur, n * sl_dtype_size(t));
+        slc_finish_avg(c, r, n, t, op);
+    }
+    return SL_COLL_OK;
+}
+
+int slc_tree_broadcast(sl_comm *c, void *buf, size_t n, sl_dtype t, int root)
+{
+    int size = c->size, v = slc_mod(c->rank - root, size), mask = 1;
+    /* Receive from the parent: the rank that differs in our lowest set bit. */
+    for (; mask < size; mask <<= 1) {
+        if (v & mask) {
+            slx_recv(c, buf, n, t, (v - mask + root) % size, SL_TAG_TREE);
+            break;
+        }
+    }
+    /* Send to the children below that bit, farthest (largest subtree) first. */
+    for (mask >>= 1; mask > 0; mask >>= 1)
+        if (v + mask < size) slx_send(c, buf, n, t, (v + mask + root) % size, SL_TAG_TREE);
+    return SL_COLL_OK;
+}
+
+int slc_tree_allreduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t, sl_redop op)
+{
+    slc_tree_reduce(c, s, r, n, t, op, 0); /* rank 0 also applies the avg division */
+    return slc_tree_broadcast(c, r, n, t, 0);
+}

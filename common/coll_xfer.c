@@ -1,0 +1,110 @@
+/* coll_xfer.c — the point-to-point transport under the suite's own algorithms: one exchange
+ * step (send to one rank, receive from another, optionally reduce what arrived) cut into
+ * segments and double-buffered.
+ *
+ * Why segments: a ring or tree step that moves a large chunk would otherwise receive it whole
+ * and only then reduce it; with segments the reduction of segment i overlaps the arrival of
+ * segment i+1, and scratch stays at two segments whatever the message size. Both ends derive
+ * the segmentation from the element count, so no sizes travel with the data.
+ *
+ * Device buffers: when MPI can take device pointers the segments go straight from and into
+ * device memory; otherwise each outgoing segment is copied to pinned host memory before its
+ * send, and each incoming one lands in pinned memory and is copied up to the device, where a
+ * CUDA kernel reduces it. */
+#include "coll_internal.h"
+
+typedef struct xfer {
+    sl_comm *c;
+    sl_dtype t;
+    size_t esize, seg; /* bytes per element, elements per segment */
+    int staged;        /* device buffers that MPI cannot take */
+    char *slot[2];     /* receive slots for reductions (buffers' space) */
+    char *stage_s[2], *stage_r[2]; /* pinned host staging when staged */
+} xfer;
+
+static size_t nsegs(const xfer *x, size_t n) { return (n + x->seg - 1) / x->seg; }
+static size_t seg_len(const xfer *x, size_t n, size_t i)
+{
+    size_t left = n - i * x->seg;
+    return left < x->seg ? left : x->seg;
+}
+
+/* Where segment i of the incoming data is received: a pinned stage, a scratch slot (to be
+ * reduced) or its final place in dst. */
+static void *recv_target(xfer *x, void *dst, int reduce, size_t i)
+{
+    if (x->staged) return x->stage_r[i % 2];
+    if (reduce) return x->slot[i % 2];
+    return (char *)dst + i * x->seg * x->esize;
+}
+
+static void post_recv(xfer *x, void *dst, int reduce, size_t rn, int from, int tag, size_t i,
+                      MPI_Request *req)
+{
+    size_t len = seg_len(x, rn, i);
+    SL_CHECK_MPI(MPI_Irecv(recv_target(x, dst, reduce, i), (int)(len * x->esize), MPI_BYTE,
+                           from, tag, x->c->comm, req));
+}
+
+/* Segment i has arrived: move it up to the device if staged, reduce it if asked. */
+static void complete_recv(xfer *x, void *dst, const void *a, sl_redop op, size_t rn, size_t i)
+{
+    size_t len = seg_len(x, rn, i), off = i * x->seg * x->esize;
+    char *d = (char *)dst + off;
+    int reduce = op != SL_NREDOPS;
+    if (x->staged) {
+        void *to = reduce ? (void *)x->slot[i % 2] : (void *)d;
+        sl_cdev_memcpy(to, x->stage_r[i % 2], len * x->esize, SL_CDEV_H2D, x->c->stream);
+    }
+    if (reduce) slc_reduce(x->c, d, (const char *)a + off, x->slot[i % 2], len, x->t, op);
+}
+
+void slx_xchg(sl_comm *c, const void *sbuf, size_t sn, int to, void *dst, const void *a,
+              size_t rn, int from, sl_dtype t, sl_redop op, int tag)
+{
+    if (to == MPI_PROC_NULL) sn = 0;
+    if (from == MPI_PROC_NULL) rn = 0;
+    if (sn == 0 && rn == 0) return;
+    xfer x = {.c = c, .t = t, .esize = sl_dtype_size(t)};
+    x.seg = slc_seg_elems(c, t);
+    x.staged = c->space == SL_MEM_DEVICE && !c->mpi_device_ok;
+    size_t segb = x.seg * x.esize;
+    int reduce = op != SL_NREDOPS;
+    if (reduce && rn) {
+        char *s = slc_scratch(c, SLC_SEG, 2 * segb);
+        x.slot[0] = s;
+        x.slot[1] = s + segb;
+    }
+    if (x.staged) {
+        char *s = slc_scratch(c, SLC_STAGE, 4 * segb);
+        for (int k = 0; k < 2; k++) {
+            x.stage_s[k] = s + (size_t)k * segb;
+            x.stage_r[k] = s + (size_t)(2 + k) * segb;
+        }
+    }
+
+    size_t ns = nsegs(&x, sn), nr = nsegs(&x, rn), steps = ns > nr ? ns : nr;
+    MPI_Request rreq[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    MPI_Request sreq[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    for (size_t i = 0; i < 2 && i < nr; i++) post_recv(&x, dst, reduce, rn, from, tag, i, &rreq[i]);
+    for (size_t i = 0; i < steps; i++) {
+        if (i < ns) {
+            /* The slot's previous send (segment i-2) must be done before it is reused. */
+            SL_CHECK_MPI(MPI_Wait(&sreq[i % 2], MPI_STATUS_IGNORE));
+            size_t len = seg_len(&x, sn, i);
+            const char *src = (const char *)sbuf + i * segb;
+            if (x.staged) {
+                sl_cdev_memcpy(x.stage_s[i % 2], src, len * x.esize, SL_CDEV_D2H, c->stream);
+                src = x.stage_s[i % 2];
+            }
+            SL_CHECK_MPI(MPI_Isend(src, (int)(len * x.esize), MPI_BYTE, to, tag, c->comm,
+                                   &sreq[i % 2]));
+        }
+        if (i < nr) {
+            SL_CHECK_MPI(MPI_Wait(&rreq[i % 2], MPI_STATUS_IGNORE));
+            complete_recv(&x, dst, a, op, rn, i);
+            if (i + 2 < nr) post_recv(&x, dst, reduce, rn, from, tag, i + 2, &rreq[i % 2]);
+        }
+    }
+    SL_CHECK_MPI(MPI_Waitall(2, sreq, MPI_STATUSES_IGNORE));
+}

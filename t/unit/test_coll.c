@@ -1,0 +1,633 @@
+/* test_coll.c — correctness of every collective of every implementation in sl_coll.h, on the
+ * rank count it is started with (t/integration/coll.t runs it on 1..5 ranks).
+ *
+ * Data are small integers (|v| <= 8) that differ per rank, per element and per iteration, so
+ * sums over five ranks (<= 40) are exact in f16 and bf16 and any order of additions gives the
+ * same bits: results are compared exactly with a reference computed here, element by element,
+ * straight from the generator. A wrong offset or chunk, a permutation of blocks or ranks, stale
+ * data from the previous iteration or an input clobbered by an out-of-place call all show up as
+ * a mismatch. avg is checked against the exact sum divided once, in the type's arithmetic.
+ *
+ * Every configuration runs twice with different data, in place and out of place, with the
+ * default segment and with a tiny one (so that chunks are cut into many pipelined segments,
+ * of sizes that do not divide the chunks). One TAP line covers one (implementation,
+ * collective, dtype, op); the verdict is agreed by all ranks, and the failing rank prints the
+ * first mismatch. Output is rank 0's; the wrapper numbers the lines across rank counts.
+ *
+ * With a GPU present the same checks also run on device buffers (CUDA builds). */
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../tap.h"
+#include "coll_device.h"
+#include "coll_internal.h"
+#include "sl_half.h"
+
+static int g_rank, g_size;
+static const size_t small_counts[] = {0, 1, 2, 7, 1000};
+#define NSMALL (sizeof small_counts / sizeof small_counts[0])
+static const size_t large_counts[] = {100003, 1 << 20}; /* a prime above 10^5, and 2^20 */
+#define TINY_SEGMENT 24 /* bytes: 6 f32, 3 f64, 12 f16 per segment */
+
+/* ---- data and reference -------------------------------------------------------------- */
+
+static uint32_t mix(uint32_t x)
+{
+    x ^= x >> 16; x *= 0x7feb352dU; x ^= x >> 15; x *= 0x846ca68bU; x ^= x >> 16;
+    return x;
+}
+
+/* Rank p's value at element i in iteration it: distinct across ranks at every element
+ * (p * 5 mod 17), scrambled along the vector, shifted between iterations. */
+static int val(int p, size_t i, int it)
+{
+    return (int)((mix((uint32_t)i) + (uint32_t)p * 5u + (uint32_t)it * 7u) % 17u) - 8;
+}
+
+static double get(const void *b, size_t i, sl_dtype t)
+{
+    switch (t) {
+    case SL_F32: return ((const float *)b)[i];
+    case SL_F64: return ((const double *)b)[i];
+    case SL_F16: return sl_f16_to_f32(((const uint16_t *)b)[i]);
+    default: return sl_bf16_to_f32(((const uint16_t *)b)[i]);
+    }
+}
+
+static void put(void *b, size_t i, sl_dtype t, double v)
+{
+    switch (t) {
+    case SL_F32: ((float *)b)[i] = (float)v; break;
+    case SL_F64: ((double *)b)[i] = v; break;
+    case SL_F16: ((uint16_t *)b)[i] = sl_f32_to_f16((float)v); break;
+    default: ((uint16_t *)b)[i] = sl_f32_to_bf16((float)v); break;
+    }
+}
+
+/* The reduction over all ranks of val(., i, it), as the type would hold it. */
+static double expect(size_t i, int it, sl_dtype t, sl_redop op)
+{
+    long acc = val(0, i, it);
+    for (int p = 1; p < g_size; p++) {
+        long v = val(p, i, it);
+        if (op == SL_OP_MAX) acc = v > acc ? v : acc;
+        else if (op == SL_OP_MIN) acc = v < acc ? v : acc;
+        else acc += v;
+    }
+    if (op != SL_OP_AVG) return (double)acc;
+    /* The exact sum divided once by n in the type's arithmetic (f32 for 16-bit types). */
+    switch (t) {
+    case SL_F64: return (double)acc / g_size;
+    case SL_F32: return (float)acc / (float)g_size;
+    case SL_F16: return sl_f16_to_f32(sl_f32_to_f16((float)acc / (float)g_size));
+    default: return sl_bf16_to_f32(sl_f32_to_bf16((float)acc / (float)g_size));
+    }
+}
+
+/* ---- per-rank failure bookkeeping ---------------------------------------------------- */
+
+typedef struct tally {
+    int fails;
+    char first[256];
+} tally;
+
+static void fail(tally *ty, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fail(tally *ty, const char *fmt, ...)
+{
+    if (ty->fails++) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ty->first, sizeof ty->first, fmt, ap);
+    va_end(ap);
+}
+
+/* One TAP line for what ty collected on every rank. */
+static void verdict(tally *ty, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void verdict(tally *ty, const char *fmt, ...)
+{
+    char name[200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof name, fmt, ap);
+    va_end(ap);
+    int any = 0;
+    MPI_Allreduce(&ty->fails, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (ty->fails) fprintf(stderr, "# np=%d rank %d: %s: %s\n", g_size, g_rank, name, ty->first);
+    if (g_rank == 0) ok(any == 0, "np=%d %s", g_size, name);
+    memset(ty, 0, sizeof *ty);
+}
+
+/* ---- buffers: host memory, or device memory mirrored by host copies ------------------ */
+
+typedef struct bufs {
+    sl_comm *c;
+    size_t bytes;
+    void *h[2]; /* host images */
+    void *d[2]; /* what the collective is given: h[] on host comms, device memory otherwise */
+} bufs;
+
+static void bufs_init(bufs *b, sl_comm *c, size_t bytes)
+{
+    b->c = c;
+    b->bytes = bytes;
+    for (int k = 0; k < 2; k++) {
+        b->h[k] = malloc(bytes ? bytes : 1);
+        b->d[k] = c->space == SL_MEM_DEVICE ? sl_cdev_malloc(bytes ? bytes : 1) : b->h[k];
+    }
+}
+
+static void bufs_free(bufs *b)
+{
+    for (int k = 0; k < 2; k++) {
+        if (b->d[k] != b->h[k]) sl_cdev_free(b->d[k]);
+        free(b->h[k]);
+    }
+}
+
+static void upload(bufs *b)
+{
+    if (b->c->space == SL_MEM_DEVICE)
+        for (int k = 0; k < 2; k++)
+            sl_cdev_memcpy(b->d[k], b->h[k], b->bytes, SL_CDEV_H2D, b->c->stream);
+}
+
+static void download(bufs *b)
+{
+    if (b->c->space == SL_MEM_DEVICE)
+        for (int k = 0; k < 2; k++)
+            sl_cdev_memcpy(b->h[k], b->d[k], b->bytes, SL_CDEV_D2H, b->c->stream);
+}
+
+/* Garbage that no correct result equals: stale or unwritten elements are caught. */
+static void poison(void *p, size_t bytes) { memset(p, 0xA5, bytes); }
+
+/* Element i of a host image, with its device twin's address. */
+#define H(b, k, i, t) ((char *)(b)->h[k] + (size_t)(i) * sl_dtype_size(t))
+#define D(b, k, i, t) ((void *)((char *)(b)->d[k] + (size_t)(i) * sl_dtype_size(t)))
+
+/* The input of rank p, elements [0, n) of image k, unchanged? (out-of-place calls must not
+ * write their input) */
+static void check_input(tally *ty, bufs *b, int k, size_t n, size_t first, sl_dtype t, int it,
+                        const char *what)
+{
+    for (size_t i = 0; i < n; i++)
+        if (get(b->h[k], i, t) != val(g_rank, first + i, it)) {
+            fail(ty, "%s: input element %zu changed to %g", what, i, get(b->h[k], i, t));
+            return;
+        }
+}
+
+/* ---- one call of each collective, checked ------------------------------------------- */
+
+static void do_allreduce(tally *ty, bufs *b, sl_dtype t, sl_redop op, size_t n, int inplace,
+                         int it)
+{
+    sl_comm *c = b->c;
+    for (size_t i = 0; i < n; i++) put(b->h[0], i, t, val(g_rank, i, it));
+    poison(b->h[1], b->bytes);
+    upload(b);
+    int rc = sl_coll_allreduce(c, b->d[0], b->d[inplace ? 0 : 1], n, t, op);
+    download(b);
+    int k = inplace ? 0 : 1;
+    if (rc) { fail(ty, "count %zu: rc %d (%s)", n, rc, sl_coll_strerror(rc)); return; }
+    for (size_t i = 0; i < n; i++) {
+        double want = expect(i, it, t, op), got = get(b->h[k], i, t);
+        if (got != want) {
+            fail(ty, "count %zu %s seg %zu it %d: element %zu is %g, expected %g", n,
+                 inplace ? "in place" : "out of place", c->seg_bytes, it, i, got, want);
+            return;
+        }
+    }
+    if (!inplace) check_input(ty, b, 0, n, 0, t, it, "allreduce");
+}
+
+static void do_reduce_scatter(tally *ty, bufs *b, sl_dtype t, sl_redop op, size_t n,
+                              int inplace, int it)
+{
+    sl_comm *c = b->c;
+    size_t total = n * (size_t)g_size, mine = (size_t)g_rank * n;
+    for (size_t i = 0; i < total; i++) put(b->h[0], i, t, val(g_rank, i, it));
+    poison(b->h[1], b->bytes);
+    upload(b);
+    void *r = inplace ? D(b, 0, mine, t) : b->d[1];
+    int rc = sl_coll_reduce_scatter(c, b->d[0], r, n, t, op);
+    download(b);
+    if (rc) { fail(ty, "count %zu: rc %d (%s)", n, rc, sl_coll_strerror(rc)); return; }
+    const void *res = inplace ? (const void *)H(b, 0, mine, t) : b->h[1];
+    for (size_t i = 0; i < n; i++) {
+        double want = expect(mine + i, it, t, op), got = get(res, i, t);
+        if (got != want) {
+            fail(ty, "count %zu %s seg %zu it %d: element %zu is %g, expected %g", n,
+                 inplace ? "in place" : "out of place", c->seg_bytes, it, i, got, want);
+            return;
+        }
+    }
+    if (!inplace) check_input(ty, b, 0, total, 0, t, it, "reduce_scatter");
+    /* Out of place, the rest of the receive buffer is not ours to write. */
+    static const unsigned char poisoned[8] = {0xA5, 0xA5, 0xA5, 0xA5, 0xA5, 0xA5, 0xA5, 0xA5};
+    size_t es = sl_dtype_size(t);
+    if (!inplace && (n + 1) * es <= b->bytes && memcmp(H(b, 1, n, t), poisoned, es))
+        fail(ty, "count %zu: wrote past its block", n);
+}
+
+static void do_allgather(tally *ty, bufs *b, sl_dtype t, size_t n, int inplace, int it)
+{
+    sl_comm *c = b->c;
+    size_t mine = (size_t)g_rank * n;
+    poison(b->h[1], b->bytes);
+    /* Rank p contributes val(p, j, it) for j in its block [p n, p n + n). */
+    void *s;
+    if (inplace) {
+        for (size_t i = 0; i < n; i++) put(b->h[1], mine + i, t, val(g_rank, mine + i, it));
+        s = D(b, 1, mine, t);
+    } else {
+        for (size_t i = 0; i < n; i++) put(b->h[0], i, t, val(g_rank, mine + i, it));
+        s = b->d[0];
+    }
+    upload(b);
+    int rc = sl_coll_allgather(c, s, b->d[1], n, t);
+    download(b);
+    if (rc) { fail(ty, "count %zu: rc %d (%s)", n, rc, sl_coll_strerror(rc)); return; }
+    for (size_t j = 0; j < n * (size_t)g_size; j++) {
+        double want = val((int)(j / n), j, it), got = get(b->h[1], j, t);
+        if (got != want) {
+            fail(ty, "count %zu %s seg %zu it %d: element %zu is %g, expected %g", n,
+                 inplace ? "in place" : "out of place", c->seg_bytes, it, j, got, want);
+            return;
+        }
+    }
+    if (!inplace) check_input(ty, b, 0, n, mine, t, it, "allgather");
+}
+
+static void do_broadcast(tally *ty, bufs *b, sl_dtype t, size_t n, int root, int it)
+{
+    sl_comm *c = b->c;
+    poison(b->h[0], b->bytes);
+    if (g_rank == root)
+        for (size_t i = 0; i < n; i++) put(b->h[0], i, t, val(root, i, it));
+    upload(b);
+    int rc = sl_coll_broadcast(c, b->d[0], n, t, root);
+    download(b);
+    if (rc) { fail(ty, "count %zu: rc %d (%s)", n, rc, sl_coll_strerror(rc)); return; }
+    for (size_t i = 0; i < n; i++) {
+        double want = val(root, i, it), got = get(b->h[0], i, t);
+        if (got != want) {
+            fail(ty, "count %zu root %d seg %zu it %d: element %zu is %g, expected %g", n, root,
+                 c->seg_bytes, it, i, got, want);
+            return;
+        }
+    }
+}
+
+static void do_reduce(tally *ty, bufs *b, sl_dtype t, sl_redop op, size_t n, int root,
+                      int inplace, int it)
+{
+    sl_comm *c = b->c;
+    for (size_t i = 0; i < n; i++) put(b->h[0], i, t, val(g_rank, i, it));
+    poison(b->h[1], b->bytes);
+    upload(b);
+    /* Away from the root the receive buffer is not used: pass NULL out of place. */
+    void *r = inplace ? b->d[0] : (g_rank == root ? b->d[1] : NULL);
+    int rc = sl_coll_reduce(c, b->d[0], r, n, t, op, root);
+    download(b);
+    if (rc) { fail(ty, "count %zu: rc %d (%s)", n, rc, sl_coll_strerror(rc)); return; }
+    if (g_rank == root) {
+        const void *res = b->h[inplace ? 0 : 1];
+        for (size_t i = 0; i < n; i++) {
+            double want = expect(i, it, t, op), got = get(res, i, t);
+            if (got != want) {
+                fail(ty, "count %zu root %d %s seg %zu it %d: element %zu is %g, expected %g", n,
+                     root, inplace ? "in place" : "out of place", c->seg_bytes, it, i, got, want);
+                return;
+            }
+        }
+    }
+    if (!inplace || g_rank != root) check_input(ty, b, 0, n, 0, t, it, "reduce");
+}
+
+/* ---- the sweep ----------------------------------------------------------------------- */
+
+/* The segment sizes each configuration runs with: the default, and a tiny one that cuts even
+ * the medium count into many segments. */
+static size_t segments[2];
+
+static void sweep_collectives(sl_comm *c, const char *space)
+{
+    const char *impl = sl_coll_name(c->impl);
+    size_t maxn = small_counts[NSMALL - 1] * (size_t)g_size;
+    bufs b;
+    bufs_init(&b, c, maxn * sizeof(double));
+    tally ty = {0};
+
+    for (int w = 0; w < SL_NCOS; w++) {
+        if (sl_coll_supports(c->impl, (sl_collective)w)) continue;
+        /* What an implementation does not provide, it says so (and does nothing). */
+        int rc = w == SL_CO_ALLREDUCE        ? sl_coll_allreduce(c, b.d[0], b.d[1], 4, SL_F32, SL_OP_SUM)
+                 : w == SL_CO_REDUCE_SCATTER ? sl_coll_reduce_scatter(c, b.d[0], b.d[1], 4, SL_F32, SL_OP_SUM)
+                 : w == SL_CO_ALLGATHER      ? sl_coll_allgather(c, b.d[0], b.d[1], 4, SL_F32)
+                 : w == SL_CO_BROADCAST      ? sl_coll_broadcast(c, b.d[0], 4, SL_F32, 0)
+                                             : sl_coll_reduce(c, b.d[0], b.d[1], 4, SL_F32, SL_OP_SUM, 0);
+        if (rc != SL_COLL_ENOTSUP) fail(&ty, "rc %d, expected SL_COLL_ENOTSUP", rc);
+        verdict(&ty, "%s %s %s: not provided, says so", space, impl, sl_collective_name((sl_collective)w));
+    }
+
+    for (int t = 0; t < SL_NDTYPES; t++) {
+        for (int op = 0; op < SL_NREDOPS; op++) {
+            if (sl_coll_supports(c->impl, SL_CO_ALLREDUCE)) {
+                for (int it = 0; it < 2; it++)
+                    for (int ip = 0; ip < 2; ip++)
+                        for (size_t k = 0; k < NSMALL; k++)
+                            for (int sg = 0; sg < 2; sg++) {
+                                c->seg_bytes = segments[sg];
+                                do_allreduce(&ty, &b, t, op, small_counts[k], ip, it);
+                            }
+                verdict(&ty, "%s %s allreduce %s %s", space, impl, sl_dtype_name(t), sl_redop_name(op));
+            }
+            if (sl_coll_supports(c->impl, SL_CO_REDUCE_SCATTER)) {
+                for (int it = 0; it < 2; it++)
+                    for (int ip = 0; ip < 2; ip++)
+                        for (size_t k = 0; k < NSMALL; k++)
+                            for (int sg = 0; sg < 2; sg++) {
+                                c->seg_bytes = segments[sg];
+                                do_reduce_scatter(&ty, &b, t, op, small_counts[k], ip, it);
+                            }
+                verdict(&ty, "%s %s reduce_scatter %s %s", space, impl, sl_dtype_name(t), sl_redop_name(op));
+            }
+            if (sl_coll_supports(c->impl, SL_CO_REDUCE)) {
+                for (int it = 0; it < 2; it++)
+                    for (int ip = 0; ip < 2; ip++)
+                        for (size_t k = 0; k < NSMALL; k++)
+                            for (int sg = 0; sg < 2; sg++) {
+                                c->seg_bytes = segments[sg];
+                                /* root 0, and the last rank (a root other than 0) */
+                                do_reduce(&ty, &b, t, op, small_counts[k], (it + ip) % 2 ? g_size - 1 : 0, ip, it);
+                            }
+                verdict(&ty, "%s %s reduce %s %s", space, impl, sl_dtype_name(t), sl_redop_name(op));
+            }
+        }
+        if (sl_coll_supports(c->impl, SL_CO_ALLGATHER)) {
+            for (int it = 0; it < 2; it++)
+                for (int ip = 0; ip < 2; ip++)
+                    for (size_t k = 0; k < NSMALL; k++)
+                        for (int sg = 0; sg < 2; sg++) {
+                            c->seg_bytes = segments[sg];
+                            do_allgather(&ty, &b, t, small_counts[k], ip, it);
+                        }
+            verdict(&ty, "%s %s allgather %s", space, impl, sl_dtype_name(t));
+        }
+        if (sl_coll_supports(c->impl, SL_CO_BROADCAST)) {
+            for (int it = 0; it < 2; it++)
+                for (int root = 0; root < g_size; root++)
+                    for (size_t k = 0; k < NSMALL; k++)
+                        for (int sg = 0; sg < 2; sg++) {
+                            c->seg_bytes = segments[sg];
+                            do_broadcast(&ty, &b, t, small_counts[k], root, it);
+                        }
+            verdict(&ty, "%s %s broadcast %s (every root)", space, impl, sl_dtype_name(t));
+        }
+    }
+    c->seg_bytes = segments[0];
+    bufs_free(&b);
+}
+
+/* Large counts: all-reduce for every implementation, with one op per dtype so that every op
+ * and every dtype meets a prime count and 2^20; reduce-scatter and all-gather on the prime. */
+static void sweep_large(sl_comm *c, const char *space)
+{
+    static const struct { sl_dtype t; sl_redop op; } pick[] = {
+        {SL_F32, SL_OP_SUM}, {SL_F64, SL_OP_MAX}, {SL_F16, SL_OP_AVG}, {SL_BF16, SL_OP_MIN}};
+    const char *impl = sl_coll_name(c->impl);
+    size_t maxn = large_counts[1];
+    if (large_counts[0] * (size_t)g_size > maxn) maxn = large_counts[0] * (size_t)g_size;
+    bufs b;
+    bufs_init(&b, c, maxn * sizeof(double));
+    tally ty = {0};
+    for (size_t p = 0; p < sizeof pick / sizeof pick[0]; p++) {
+        if (!sl_coll_supports(c->impl, SL_CO_ALLREDUCE)) break;
+        for (size_t k = 0; k < 2; k++)
+            do_allreduce(&ty, &b, pick[p].t, pick[p].op, large_counts[k], (int)(k + p) % 2, (int)p % 2);
+        verdict(&ty, "%s %s allreduce %s %s, counts 100003 and 2^20", space, impl,
+                sl_dtype_name(pick[p].t), sl_redop_name(pick[p].op));
+    }
+    if (sl_coll_supports(c->impl, SL_CO_REDUCE_SCATTER)) {
+        do_reduce_scatter(&ty, &b, SL_F32, SL_OP_SUM, large_counts[0], 0, 0);
+        do_reduce_scatter(&ty, &b, SL_BF16, SL_OP_MAX, large_counts[0], 1, 1);
+        verdict(&ty, "%s %s reduce_scatter count 100003 per rank", space, impl);
+    }
+    if (sl_coll_supports(c->impl, SL_CO_ALLGATHER)) {
+        do_allgather(&ty, &b, SL_F16, large_counts[0], 0, 0);
+        do_allgather(&ty, &b, SL_F64, large_counts[0], 1, 1);
+        verdict(&ty, "%s %s allgather count 100003 per rank", space, impl);
+    }
+    bufs_free(&b);
+}
+
+/* Non-blocking all-reduce: two operations in flight at once, progressed by test, finished by
+ * wait, checked like the blocking ones. */
+static void sweep_nonblocking(sl_comm *c, const char *space)
+{
+    if (!sl_coll_supports(c->impl, SL_CO_ALLREDUCE)) return;
+    static const size_t counts[] = {0, 1, 7, 1000, 100003};
+    size_t maxn = 100003;
+    tally ty = {0};
+    bufs b[2];
+    for (int k = 0; k < 2; k++) bufs_init(&b[k], c, maxn * sizeof(float));
+    for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++) {
+        size_t n = counts[ci];
+        for (int k = 0; k < 2; k++) { /* op k: in place for k = 0, out of place for k = 1 */
+            for (size_t i = 0; i < n; i++) put(b[k].h[0], i, SL_F32, val(g_rank, i, k));
+            poison(b[k].h[1], b[k].bytes);
+            upload(&b[k]);
+        }
+        sl_coll_req *q[2];
+        int rc0 = sl_coll_iallreduce(c, b[0].d[0], b[0].d[0], n, SL_F32, SL_OP_SUM, &q[0]);
+        int rc1 = sl_coll_iallreduce(c, b[1].d[0], b[1].d[1], n, SL_F32, SL_OP_AVG, &q[1]);
+        if (rc0 || rc1) { fail(&ty, "count %zu: start rc %d %d", n, rc0, rc1); break; }
+        int done0 = 0, spins = 0;
+        while (!done0 && spins++ < 1000000) sl_coll_test(q[0], &done0); /* drive the first only */
+        if (!done0) fail(&ty, "count %zu: test never reported completion", n);
+        sl_coll_wait(q[0]);
+        sl_coll_wait(q[1]);
+        for (int k = 0; k < 2; k++) {
+            download(&b[k]);
+            const void *res = b[k].h[k];
+            for (size_t i = 0; i < n; i++) {
+                double want = expect(i, k, SL_F32, k ? SL_OP_AVG : SL_OP_SUM), got = get(res, i, SL_F32);
+                if (got != want) {
+                    fail(&ty, "count %zu op %d: element %zu is %g, expected %g", n, k, i, got, want);
+                    break;
+                }
+            }
+        }
+    }
+    verdict(&ty, "%s %s iallreduce: two in flight, test then wait (%s)", space,
+            sl_coll_name(c->impl), sl_coll_iallreduce_overlaps(c) ? "progresses" : "completes at start");
+    for (int k = 0; k < 2; k++) bufs_free(&b[k]);
+}
+
+/* Point to point: a message around the ring, every rank sending to the next. Rank 0 sends
+ * first and the others receive first, so blocking sends cannot deadlock. */
+static void sweep_p2p(sl_comm *c, const char *space)
+{
+    if (g_size == 1) return; /* a blocking send to oneself would wait for its own receive */
+    tally ty = {0};
+    size_t n = 1003;
+    bufs b;
+    bufs_init(&b, c, n * sizeof(double));
+    int right = (g_rank + 1) % g_size, left = (g_rank + g_size - 1) % g_size;
+    for (size_t i = 0; i < n; i++) put(b.h[0], i, SL_F64, val(g_rank, i, 3));
+    poison(b.h[1], b.bytes);
+    upload(&b);
+    int rc1, rc2;
+    if (g_rank == 0) {
+        rc1 = sl_coll_send(c, b.d[0], n, SL_F64, right, 5);
+        rc2 = sl_coll_recv(c, b.d[1], n, SL_F64, left, 5);
+    } else {
+        rc2 = sl_coll_recv(c, b.d[1], n, SL_F64, left, 5);
+        rc1 = sl_coll_send(c, b.d[0], n, SL_F64, right, 5);
+    }
+    download(&b);
+    if (rc1 || rc2) fail(&ty, "rc %d %d", rc1, rc2);
+    for (size_t i = 0; i < n && !ty.fails; i++)
+        if (get(b.h[1], i, SL_F64) != val(left, i, 3))
+            fail(&ty, "element %zu is %g, expected %g", i, get(b.h[1], i, SL_F64), (double)val(left, i, 3));
+    if (sl_coll_barrier(c)) fail(&ty, "barrier failed");
+    verdict(&ty, "%s %s send/recv around the ring, barrier", space, sl_coll_name(c->impl));
+    bufs_free(&b);
+}
+
+/* Bad arguments are refused before any message, identically on every rank. */
+static void sweep_errors(sl_comm *c)
+{
+    tally ty = {0};
+    float x[8] = {0}, y[8 * 8] = {0};
+    struct { int rc, want; const char *what; } cases[] = {
+        {sl_coll_allreduce(c, x, y, 4, (sl_dtype)SL_NDTYPES, SL_OP_SUM), SL_COLL_EINVAL, "unknown dtype"},
+        {sl_coll_allreduce(c, x, y, 4, SL_F32, (sl_redop)SL_NREDOPS), SL_COLL_EINVAL, "unknown op"},
+        {sl_coll_allreduce(c, NULL, y, 4, SL_F32, SL_OP_SUM), SL_COLL_EINVAL, "NULL buffer"},
+        {sl_coll_allreduce(c, x, y, SIZE_MAX / 2, SL_F32, SL_OP_SUM), SL_COLL_EINVAL, "count too large"},
+        {sl_coll_broadcast(c, x, 4, SL_F32, g_size), SL_COLL_EINVAL, "root out of range"},
+        {sl_coll_broadcast(c, x, 4, SL_F32, -1), SL_COLL_EINVAL, "negative root"},
+        {sl_coll_send(c, x, 4, SL_F32, g_size, 0), SL_COLL_EINVAL, "peer out of range"},
+        {sl_coll_recv(c, x, 4, SL_F32, 0, -1), SL_COLL_EINVAL, "negative tag"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        if (cases[i].rc != cases[i].want)
+            fail(&ty, "%s: rc %d, expected %d", cases[i].what, cases[i].rc, cases[i].want);
+    verdict(&ty, "%s: bad arguments give SL_COLL_EINVAL", sl_coll_name(c->impl));
+}
+
+/* Names, and communicators the build or the machine cannot provide. */
+static void check_setup(void)
+{
+    tally ty = {0};
+    sl_comm c;
+    if (sl_comm_init(&c, MPI_COMM_WORLD, (sl_coll)SL_NCOLLS, SL_MEM_HOST) != SL_COLL_EINVAL)
+        fail(&ty, "unknown implementation accepted");
+    sl_comm_free(&c); /* a no-op on a refused communicator */
+    if (sl_comm_init(&c, MPI_COMM_WORLD, SL_COLL_RING, (sl_mem_space)SL_MEM_NSPACES) != SL_COLL_EINVAL)
+        fail(&ty, "unknown memory space accepted");
+    int rc = sl_comm_init(&c, MPI_COMM_WORLD, SL_COLL_NCCL, SL_MEM_HOST);
+    if (rc != (sl_nccl_built() ? SL_COLL_ENOTSUP : SL_COLL_ENOTBUILT))
+        fail(&ty, "nccl on host buffers: rc %d", rc);
+    if (rc == SL_COLL_OK) sl_comm_free(&c);
+    rc = sl_comm_init(&c, MPI_COMM_WORLD, SL_COLL_RING, SL_MEM_DEVICE);
+    int want = !sl_cdev_built() ? SL_COLL_ENOTBUILT : sl_cdev_count() ? SL_COLL_OK : SL_COLL_ENODEV;
+    if (rc != want) fail(&ty, "ring on device buffers: rc %d, expected %d", rc, want);
+    if (rc == SL_COLL_OK) sl_comm_free(&c);
+    for (int i = 0; i < SL_NREDOPS; i++)
+        if (sl_redop_from_name(sl_redop_name((sl_redop)i)) != i) fail(&ty, "op name %d", i);
+    for (int i = 0; i < SL_NCOS; i++)
+        if (sl_collective_from_name(sl_collective_name((sl_collective)i)) != i) fail(&ty, "collective name %d", i);
+    if (sl_redop_from_name("prod") != -1 || sl_collective_from_name("alltoall") != -1)
+        fail(&ty, "unknown names accepted");
+    verdict(&ty, "setup: unknown implementation/space refused, unbuilt or absent backends reported, names");
+}
+
+/* The double binary tree's shape, for every rank count up to 64: each tree spans all ranks
+ * with consistent parent/child links and no cycle, inner nodes have at most two children, and
+ * for even n no rank is an inner node of both trees. */
+static void check_dbtree_shapes(void)
+{
+    if (g_rank != 0) return;
+    int bad = 0;
+    for (int n = 1; n <= 64 && !bad; n++) {
+        int inner[2][64] = {{0}};
+        for (int w = 0; w < 2; w++) {
+            int roots = 0;
+            for (int r = 0; r < n; r++) {
+                int p, c0, c1;
+                slc_dbtree_shape(n, r, w, &p, &c0, &c1);
+                if (p < 0) roots++;
+                int kids[2] = {c0, c1};
+                for (int k = 0; k < 2; k++) {
+                    if (kids[k] < 0) continue;
+                    int pp, a, b2;
+                    if (kids[k] >= n) { bad = 1; continue; }
+                    slc_dbtree_shape(n, kids[k], w, &pp, &a, &b2);
+                    if (pp != r) bad = 1;
+                    inner[w][r] = 1;
+                }
+                /* walk up: must reach the root within n steps */
+                int x = r, steps = 0;
+                while (x >= 0 && steps++ <= n) {
+                    int a, b2;
+                    slc_dbtree_shape(n, x, w, &x, &a, &b2);
+                }
+                if (x >= 0) bad = 1;
+            }
+            if (roots != 1) bad = 1;
+        }
+        if (n % 2 == 0)
+            for (int r = 0; r < n; r++)
+                if (inner[0][r] && inner[1][r]) bad = 1;
+        if (bad) diag("double binary tree wrong for n = %d", n);
+    }
+    ok(!bad, "double binary tree shapes for 1..64 ranks");
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+    sl_set_program_name("test_coll");
+    int quick = argc > 1 && !strcmp(argv[1], "--quick"); /* skip the large counts */
+
+    check_setup();
+    check_dbtree_shapes();
+    for (int space = 0; space < 2; space++) {
+        if (space == SL_MEM_DEVICE && sl_cdev_count() == 0) {
+            if (g_rank == 0) skip(1, "device buffers: no CUDA device");
+            continue;
+        }
+        const char *sname = space == SL_MEM_DEVICE ? "device" : "host";
+        for (int impl = 0; impl < SL_NCOLLS; impl++) {
+            sl_comm c;
+            int rc = sl_comm_init(&c, MPI_COMM_WORLD, (sl_coll)impl, (sl_mem_space)space);
+            if (rc) {
+                if (g_rank == 0) {
+                    char why[160];
+                    snprintf(why, sizeof why, "%s %s: %s", sname, sl_coll_name(impl), sl_coll_strerror(rc));
+                    skip(1, why);
+                }
+                continue;
+            }
+            segments[0] = c.seg_bytes;
+            segments[1] = TINY_SEGMENT;
+            sweep_collectives(&c, sname);
+            if (!quick) sweep_large(&c, sname);
+            sweep_nonblocking(&c, sname);
+            sweep_p2p(&c, sname);
+            if (space == SL_MEM_HOST) sweep_errors(&c);
+            sl_comm_free(&c);
+        }
+    }
+    if (g_rank == 0) done_testing();
+    int status = exit_status();
+    MPI_Finalize();
+    return status;
+}
