@@ -7,7 +7,8 @@
  *               (read + write counted, as STREAM's copy does).
  * A peak is the fastest iteration of its probe; every other figure is a median. As in STREAM,
  * the copy's bytes do not count the write-allocate read of its destination, so a kernel that
- * updates in place (bias_add, scale_check) can show more than 100% of the memory roof.
+ * mostly reads or updates in place (bias_grad, bias_add, scale_check) can show more than 100%
+ * of the memory roof.
  * Every kernel then reports its time, GFLOP/s and GB/s (minimum traffic: each operand read
  * or written once), its arithmetic intensity AI = flops / bytes, the roofline bound
  * min(peak FLOP/s, AI x peak GB/s), the fraction of that bound it attains, and which side of

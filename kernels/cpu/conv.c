@@ -4,13 +4,14 @@
  *   forward          y_n[k, pq]   = w[k, crs] . col[crs, pq]
  *   backward data    dcol[crs, pq] = w^T[crs, k] . dy_n[k, pq], then folded back (col2im)
  *   backward filter  dw[k, crs]  += dy_n[k, pq] . col^T[pq, crs]
- * col2im gathers (each input pixel sums the patch entries that read it) rather than
- * scatters, so it needs no atomics and is deterministic; cuda/conv.cu does the same.
+ * col2im adds each input pixel's patch entries in a fixed order (tap by tap), so it is
+ * deterministic; cuda/conv.cu gathers in the same order.
  * im2col and col2im run on one thread: they are cheap next to the GEMM, and an OpenMP region
  * between two GEMMs leaves OpenMP threads spinning on the cores OpenBLAS's threads need
  * (measured: 10x slower convolutions on 2 cores unless OMP_WAIT_POLICY=passive). */
 #include <cblas.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cpu/cpu.h"
 #include "sl_error.h"
@@ -43,26 +44,26 @@ static void im2col(const sl_conv2d *cv, const float *x, float *col)
     }
 }
 
-/* dx[ci, hi, wi] = sum of dcol entries whose patch position reads (ci, hi, wi) */
+/* dx[ci, hi, wi] = sum of the dcol entries whose patch position reads (ci, hi, wi), added
+ * tap by tap in (i, j) order onto zero: the same order as the gather in cuda/conv.cu, so both
+ * give the same sums, without a division in the inner loop. */
 static void col2im(const sl_conv2d *cv, const float *dcol, float *dx)
 {
     const int C = cv->c, H = cv->h, W = cv->w, R = cv->r, S = cv->s, P = cv->p, Q = cv->q;
-    const int sh = cv->stride_h, sw = cv->stride_w;
+    memset(dx, 0, (size_t)C * H * W * sizeof *dx);
     for (int ci = 0; ci < C; ci++)
-        for (int hi = 0; hi < H; hi++)
-            for (int wi = 0; wi < W; wi++) {
-                float sum = 0.0f;
-                for (int i = 0; i < R; i++) {
-                    int ph = hi + cv->pad_h - i; /* = pi * sh when this tap reads hi */
-                    if (ph < 0 || ph % sh || ph / sh >= P) continue;
-                    for (int j = 0; j < S; j++) {
-                        int pw = wi + cv->pad_w - j;
-                        if (pw < 0 || pw % sw || pw / sw >= Q) continue;
-                        sum += dcol[(((size_t)ci * R + i) * S + j) * P * Q +
-                                    (size_t)(ph / sh) * Q + pw / sw];
+        for (int i = 0; i < R; i++)
+            for (int j = 0; j < S; j++) {
+                const float *src = dcol + (((size_t)ci * R + i) * S + j) * P * Q;
+                float *img = dx + (size_t)ci * H * W;
+                for (int pi = 0; pi < P; pi++) {
+                    int hi = pi * cv->stride_h - cv->pad_h + i;
+                    if (hi < 0 || hi >= H) continue;
+                    for (int qi = 0; qi < Q; qi++) {
+                        int wi = qi * cv->stride_w - cv->pad_w + j;
+                        if (wi >= 0 && wi < W) img[(size_t)hi * W + wi] += src[pi * Q + qi];
                     }
                 }
-                dx[((size_t)ci * H + hi) * W + wi] = sum;
             }
 }
 

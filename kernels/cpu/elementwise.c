@@ -1,6 +1,7 @@
 /* cpu/elementwise.c — bias add and its gradient, activations, axpby/fill for every dtype and
  * the loss-scaling check, as OpenMP loops. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpu/cpu.h"
@@ -15,25 +16,39 @@ void sl_cpu_bias_add(int rows, int cols, float *y, const float *bias)
         for (int j = 0; j < cols; j++) y[(size_t)i * cols + j] += bias[j];
 }
 
-/* Each column is summed over the rows in row order, so the result does not depend on the
- * number of threads (bit-identical runs are compared by the vdnn and checkpoint benchmarks).
- * Threads take blocks of columns; within a block the rows are walked in memory order. */
+/* Rows are cut into fixed chunks of ROWS_PER_CHUNK; each chunk's column sums are formed in
+ * row order (rows walked in memory order), then the chunks are added in chunk order. The
+ * chunking does not depend on the number of threads, so neither do the bits of the result
+ * (bit-identical runs are compared by the vdnn and checkpoint benchmarks). */
+#define ROWS_PER_CHUNK 512
+
+static void column_sums(const float *dy, int r0, int r1, int cols, float *s)
+{
+    for (int i = r0; i < r1; i++) {
+        const float *row = dy + (size_t)i * cols;
+#pragma omp simd
+        for (int j = 0; j < cols; j++) s[j] += row[j];
+    }
+}
+
 void sl_cpu_bias_grad(int rows, int cols, const float *dy, float *dbias)
 {
-    enum { B = 256 };
-    int nblocks = (cols + B - 1) / B;
+    int nchunks = (rows + ROWS_PER_CHUNK - 1) / ROWS_PER_CHUNK;
+    float *part = calloc((size_t)nchunks * cols, sizeof *part);
+    if (!part) SL_FATAL("out of memory: %d x %d floats for a bias gradient", nchunks, cols);
 #pragma omp parallel for if (sl_cpu_par((size_t)rows * cols)) schedule(static)
-    for (int b = 0; b < nblocks; b++) {
-        float s[B] = {0};
-        int j0 = b * B, m = cols - j0 < B ? cols - j0 : B;
-        for (int i = 0; i < rows; i++) {
-            const float *row = dy + (size_t)i * cols + j0;
-            /* vectorised across columns: each column's sum keeps its row order */
-#pragma omp simd
-            for (int j = 0; j < m; j++) s[j] += row[j];
-        }
-        for (int j = 0; j < m; j++) dbias[j0 + j] += s[j];
+    for (int c = 0; c < nchunks; c++) {
+        int r0 = c * ROWS_PER_CHUNK, r1 = r0 + ROWS_PER_CHUNK < rows ? r0 + ROWS_PER_CHUNK : rows;
+        column_sums(dy, r0, r1, cols, part + (size_t)c * cols);
     }
+    for (int c = 1; c < nchunks; c++) { /* in chunk order */
+        const float *pc = part + (size_t)c * cols;
+#pragma omp simd
+        for (int j = 0; j < cols; j++) part[j] += pc[j];
+    }
+#pragma omp simd
+    for (int j = 0; j < cols; j++) dbias[j] += part[j];
+    free(part);
 }
 
 #define GELU_C 0.7978845608028654f /* sqrt(2/pi) */
