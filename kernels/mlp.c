@@ -132,19 +132,23 @@ size_t sl_mlp_acts_bytes(const sl_mlp *m, int batch)
     return e * batch * sizeof(float);
 }
 
-void sl_mlp_acts_alloc(const sl_mlp *m, int batch, sl_mlp_acts *a)
+static void acts_alloc(const sl_mlp *m, int batch, sl_mem_cat cat, sl_mlp_acts *a)
 {
     memset(a, 0, sizeof *a);
     a->batch = batch;
     for (int l = 0; l <= m->nlayers; l++)
-        a->x[l] = sl_k_malloc(m->be, SL_MEM_ACTIV, (size_t)batch * m->dims[l] * sizeof(float));
+        a->x[l] = sl_k_malloc(m->be, cat, (size_t)batch * m->dims[l] * sizeof(float));
     for (int l = 0; l < m->nlayers; l++)
         a->z[l] = m->act[l] == SL_ACT_NONE
                       ? a->x[l + 1]
-                      : sl_k_malloc(m->be, SL_MEM_ACTIV,
-                                    (size_t)batch * m->dims[l + 1] * sizeof(float));
+                      : sl_k_malloc(m->be, cat, (size_t)batch * m->dims[l + 1] * sizeof(float));
     for (int i = 0; i < 2; i++)
-        a->dbuf[i] = sl_k_malloc(m->be, SL_MEM_ACTIV, (size_t)batch * max_width(m) * sizeof(float));
+        a->dbuf[i] = sl_k_malloc(m->be, cat, (size_t)batch * max_width(m) * sizeof(float));
+}
+
+void sl_mlp_acts_alloc(const sl_mlp *m, int batch, sl_mlp_acts *a)
+{
+    acts_alloc(m, batch, SL_MEM_ACTIV, a);
 }
 
 void sl_mlp_acts_free(const sl_mlp *m, sl_mlp_acts *a)
@@ -225,7 +229,9 @@ void sl_task_init(sl_task *t, sl_backend be, int in, int out, uint64_t seed, int
     t->teacher_params = sl_k_malloc(be, SL_MEM_DATA, t->teacher.nparams * sizeof(float));
     sl_mlp_init_params(&t->teacher, seed ^ TEACHER_STREAM, 0, t->teacher.nparams,
                        t->teacher_params);
-    sl_mlp_acts_alloc(&t->teacher, max_batch, &t->tacts);
+    /* the teacher's activations are part of the data pipeline, not the model's activations:
+     * counted as "data" so that activation peaks compare with the analytic model */
+    acts_alloc(&t->teacher, max_batch, SL_MEM_DATA, &t->tacts);
 }
 
 void sl_task_free(sl_task *t)

@@ -230,6 +230,12 @@ static void check_memory(void)
     is_int(b.activ, 10 * 4 * (16 + 32 + 32 + 4 + 32 + 32 + 2 * 32), "activation bytes by hand");
     is_int(b.optim, 2 * b.params, "AdamW keeps two floats per parameter");
     is_int(sl_mem_current(SL_MEM_HOST, SL_MEM_ACTIV), before, "and frees them all");
+    sl_task t;
+    sl_task_init(&t, BE, 16, 4, 1, 10);
+    is_int(sl_mem_current(SL_MEM_HOST, SL_MEM_ACTIV), before,
+           "the synthetic task's teacher holds no activation bytes (they count as data)");
+    ok(sl_mem_current(SL_MEM_HOST, SL_MEM_DATA) > 0, "but data bytes");
+    sl_task_free(&t);
 }
 
 /* Trains a student on the synthetic task; returns the loss curve in curve[steps]. */
