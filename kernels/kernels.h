@@ -14,7 +14,10 @@
  *     micro-batches and gradient accumulation need no extra buffer; the caller zeroes them;
  *     gradients with respect to inputs are assigned (=);
  *   - a shard of a tensor is just pointer + offset with its own count: every element-wise and
- *     optimizer kernel treats its arrays as flat vectors of n elements.
+ *     optimizer kernel treats its arrays as flat vectors of n elements;
+ *   - results are reproducible run to run on the same backend and thread counts; losses and
+ *     bias gradients are also independent of the number of OpenMP threads (fixed chunking),
+ *     GEMMs may depend on OpenBLAS's thread count.
  * A backend that cannot run (cuda not built, or no device visible) is a runtime error (exit 3)
  * naming why; sl_k_backend_resolve lets a program find out first.
  */
@@ -109,8 +112,8 @@ void sl_k_act_backward(sl_backend be, sl_act act, size_t n, const float *x, cons
 /* MSE: returns norm * sum (y - t)^2 and writes dy = 2 norm (y - t) (dy may be NULL).
  * norm = 1/n gives the mean; data-parallel ranks pass 1/(global count). */
 double sl_k_mse(sl_backend be, size_t n, const float *y, const float *t, float *dy, float norm);
-/* Softmax cross-entropy over logits[rows, classes] with labels[rows] (int32 class ids on the
- * backend): returns norm * sum_rows -log softmax(logits)[label] and writes
+/* Softmax cross-entropy over logits[rows, classes] with labels[rows] (int32 class ids in
+ * [0, classes), on the backend; not range-checked there): returns norm * sum_rows -log softmax(logits)[label] and writes
  * dlogits = norm (softmax - onehot(label)) (may be NULL). */
 double sl_k_softmax_xent(sl_backend be, int rows, int classes, const float *logits,
                          const int32_t *labels, float *dlogits, float norm);
