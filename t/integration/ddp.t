@@ -1,0 +1,76 @@
+#!/bin/bash
+# ddp: every variant on 1-4 ranks trains to the serial reference's weights (the program's own
+# check, which this test requires to pass in every row); uneven strong-scaling splits; bad
+# inputs exit 2; --trace shows communication beside compute.
+. "$(dirname "$0")/../lib/common.sh"
+out=$(tmpdir)
+trap 'rm -rf "$out"' EXIT
+small="--layers 3 --width 48 --in 12 --out 5 --bucket-mb 0.004 --accum 3 -n 2 -w 1 --baseline 0"
+
+rows_pass() { # rows_pass FILE NP EXPECTED_VARIANTS...
+  python3 - "$@" <<'PY'
+import json, sys
+path, np, want = sys.argv[1], int(sys.argv[2]), set(sys.argv[3:])
+rows = [json.loads(l) for l in open(path)]
+bad = [f"{r['variant']}/{r['collective']}: {r['check']}" for r in rows if r["check"]["status"] != "pass"]
+seen = {r["variant"] for r in rows}
+if seen != want: bad.append(f"variants {sorted(seen)} != {sorted(want)}")
+for r in rows:
+    if r["ranks"] != np: bad.append(f"ranks {r['ranks']}")
+    if r["metrics"]["weight_rel_err"]["value"] is None: bad.append("no weight error")
+    for m in ("samples_per_s", "compute", "comm", "exposed_comm", "bytes_model"):
+        if r["metrics"].get(m, {}).get("value") is None and not (m == "comm" and np == 1):
+            bad.append(f"{r['variant']}: {m} missing")
+print("\n".join(bad), file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+}
+
+for np in 1 2 3 4; do
+  want="sync bucketed accum ps"; [ $np = 1 ] && want="sync bucketed accum"
+  # shellcheck disable=SC2086
+  launch $np ddp $small --batch 5 -C mpi,ring,rhd -o "$out/np$np" >"$out/np$np.txt" 2>&1
+  rc=$?
+  ok $rc "ddp on $np rank(s): every variant and collective passes its check"
+  [ $rc = 0 ] || tail -15 "$out/np$np.txt" | sed 's/^/#   /' >&2
+  # shellcheck disable=SC2086
+  rows_pass "$out/np$np/ddp.jsonl" $np $want
+  ok $? "np=$np: rows pass and carry the step breakdown"
+done
+
+# shellcheck disable=SC2086
+launch 3 ddp $small -C ring --scaling strong --batch 16 -o "$out/strong" >"$out/strong.txt" 2>&1
+ok $? "-np 3 -C ring --scaling strong --batch 16: the uneven split (6+5+5) passes"
+# shellcheck disable=SC2086
+launch 4 ddp $small --variants ps --servers 2 --batch 3 -o "$out/ps2" >"$out/ps2.txt" 2>&1
+ok $? "ps with two servers sharding the parameters passes"
+# shellcheck disable=SC2086
+launch 2 ddp $small --variants accum --accum 4 --batch 9 --optim adamw -o "$out/adamw" >"$out/adamw.txt" 2>&1
+ok $? "accum with AdamW equals the serial full-batch run"
+
+expect_usage() { # expect_usage NP NAME ARGS...
+  local np="$1" want="$2"; shift 2
+  launch "$np" ddp "$@" -o "$out/bad" >"$out/stdout" 2>"$out/stderr"
+  local rc=$?
+  [ $rc = 2 ] && grep -q -- "$want" "$out/stderr"
+  ok $? "ddp $* on $np ranks -> exit 2 naming $want (rc=$rc)"
+}
+expect_usage 3 --batch --scaling strong --batch 2
+expect_usage 1 --accum --accum 0
+expect_usage 1 --bucket-mb --bucket-mb 0
+expect_usage 2 --servers --variants ps --servers 2
+expect_usage 1 --scaling --scaling linear
+expect_usage 1 --coll -C nccl -B cpu
+
+# shellcheck disable=SC2086
+launch 2 ddp $small --variants bucketed --batch 4 --trace -o "$out/trace" >/dev/null 2>&1
+python3 - "$out/trace/ddp.trace.json" <<'PY'
+import json, sys
+ev = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("ph") == "X"]
+comm = [e for e in ev if e["cat"] == "comm" and e["tid"] == 1]
+back = [e for e in ev if e["name"] == "backward"]
+sys.exit(0 if comm and back and {e["pid"] for e in comm} == {0, 1} else 1)
+PY
+ok $? "--trace: bucket all-reduces on their own row beside backward, for both ranks"
+
+done_testing
