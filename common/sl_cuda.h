@@ -3,6 +3,7 @@
 #ifndef SL_CUDA_H
 #define SL_CUDA_H
 
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include "sl_error.h"
@@ -17,10 +18,10 @@
 
 #define SL_CHECK_CUBLAS(call)                                                           \
     do {                                                                                \
-        int sl_s_ = (int)(call);                                                        \
-        if (sl_s_ != 0)                                                                 \
-            sl_fatal(SL_EXIT_RUNTIME, __FILE__, __LINE__, "%s failed: cuBLAS status %d", \
-                     #call, sl_s_);                                                     \
+        cublasStatus_t sl_s_ = (call);                                                  \
+        if (sl_s_ != CUBLAS_STATUS_SUCCESS)                                             \
+            sl_fatal(SL_EXIT_RUNTIME, __FILE__, __LINE__, "%s failed: %s", #call,       \
+                     cublasGetStatusString(sl_s_));                                     \
     } while (0)
 
 #define SL_CHECK_NCCL(call)                                                             \

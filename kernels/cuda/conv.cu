@@ -62,7 +62,7 @@ static void sgemm_rm(int ta, int tb, int m, int n, int k, const float *a, int ld
                      const float *b, int ldb, float beta, float *c, int ldc)
 {
     const float one = 1.0f;
-    SLK_CUBLAS(cublasSgemm(slk_cublas(), tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+    SL_CHECK_CUBLAS(cublasSgemm(slk_cublas(), tb ? CUBLAS_OP_T : CUBLAS_OP_N,
                            ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &one, b, ldb, a, lda, &beta,
                            c, ldc));
 }

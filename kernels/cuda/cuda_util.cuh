@@ -1,9 +1,7 @@
 /* cuda/cuda_util.cuh — what every .cu file of the cuda backend shares: error checks that end
  * the run with the failing call, file and line (exit 3), launch geometry, the cuBLAS handle,
  * a small device scratch area for reductions, and the functions of each file.
- *
- * The checks call sl_fatal directly rather than through sl_error.h, which includes mpi.h:
- * nvcc is not given the MPI include path, and these files need nothing else from MPI. */
+ * The error checks are those of common/sl_cuda.h. */
 #ifndef SL_KERNELS_CUDA_UTIL_CUH
 #define SL_KERNELS_CUDA_UTIL_CUH
 
@@ -12,31 +10,11 @@
 #include <stdint.h>
 
 #include "backend.h"
-
-extern "C" [[noreturn]] void sl_fatal(int code, const char *file, int line, const char *fmt,
-                                      ...);
-
-#define SLK_EXIT_RUNTIME 3 /* SL_EXIT_RUNTIME of sl_error.h */
-
-#define SLK_CUDA(call)                                                                   \
-    do {                                                                                 \
-        cudaError_t slk_e_ = (call);                                                     \
-        if (slk_e_ != cudaSuccess)                                                       \
-            sl_fatal(SLK_EXIT_RUNTIME, __FILE__, __LINE__, "%s failed: %s", #call,       \
-                     cudaGetErrorString(slk_e_));                                        \
-    } while (0)
-
-#define SLK_CUBLAS(call)                                                                 \
-    do {                                                                                 \
-        cublasStatus_t slk_s_ = (call);                                                  \
-        if (slk_s_ != CUBLAS_STATUS_SUCCESS)                                             \
-            sl_fatal(SLK_EXIT_RUNTIME, __FILE__, __LINE__, "%s failed: %s", #call,       \
-                     cublasGetStatusString(slk_s_));                                     \
-    } while (0)
+#include "sl_cuda.h"
 
 /* After a kernel launch: reports a bad configuration at once (execution errors surface at
  * the next synchronising call). */
-#define SLK_LAUNCHED() SLK_CUDA(cudaGetLastError())
+#define SLK_LAUNCHED() SL_CHECK_CUDA(cudaGetLastError())
 
 #define SLK_THREADS 256
 /* Grid-stride loops: enough blocks to fill any current GPU, few enough to launch cheaply. */

@@ -17,11 +17,11 @@ void slk_gemm(int transa, int transb, int m, int n, int k, float alpha, const vo
     cublasOperation_t ta = transa ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasOperation_t tb = transb ? CUBLAS_OP_T : CUBLAS_OP_N;
     if (ab == SL_F32 && cdt == SL_F32) {
-        SLK_CUBLAS(cublasSgemm(slk_cublas(), tb, ta, n, m, k, &alpha, (const float *)b, ldb,
+        SL_CHECK_CUBLAS(cublasSgemm(slk_cublas(), tb, ta, n, m, k, &alpha, (const float *)b, ldb,
                                (const float *)a, lda, &beta, (float *)c, ldc));
         return;
     }
-    SLK_CUBLAS(cublasGemmEx(slk_cublas(), tb, ta, n, m, k, &alpha, b, cuda_type(ab), ldb, a,
+    SL_CHECK_CUBLAS(cublasGemmEx(slk_cublas(), tb, ta, n, m, k, &alpha, b, cuda_type(ab), ldb, a,
                             cuda_type(ab), lda, &beta, c, cuda_type(cdt), ldc,
                             CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }

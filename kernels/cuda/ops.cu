@@ -42,10 +42,10 @@ void *slk_malloc(sl_mem_cat cat, size_t bytes)
     void *p = NULL;
     cudaError_t e = cudaMalloc(&p, bytes ? bytes : 1);
     if (e != cudaSuccess)
-        sl_fatal(SLK_EXIT_RUNTIME, __FILE__, __LINE__,
+        sl_fatal(SL_EXIT_RUNTIME, __FILE__, __LINE__,
                  "out of device memory: cudaMalloc of %zu bytes for %s failed: %s", bytes,
                  sl_mem_cat_name(cat), cudaGetErrorString(e));
-    SLK_CUDA(cudaMemset(p, 0, bytes ? bytes : 1));
+    SL_CHECK_CUDA(cudaMemset(p, 0, bytes ? bytes : 1));
     {
         std::lock_guard<std::mutex> g(live_mu);
         live[p] = std::make_pair(bytes, (int)cat);
@@ -61,12 +61,12 @@ void slk_free(void *p)
         std::lock_guard<std::mutex> g(live_mu);
         auto it = live.find(p);
         if (it == live.end())
-            sl_fatal(SLK_EXIT_RUNTIME, __FILE__, __LINE__,
+            sl_fatal(SL_EXIT_RUNTIME, __FILE__, __LINE__,
                      "sl_k_free: %p is not a live device allocation", p);
         info = it->second;
         live.erase(it);
     }
-    SLK_CUDA(cudaFree(p));
+    SL_CHECK_CUDA(cudaFree(p));
     sl_mem_track(SL_MEM_DEVICE, (sl_mem_cat)info.second, -(long long)info.first);
 }
 
@@ -76,7 +76,7 @@ static std::unordered_map<void *, std::pair<size_t, int>> pinned;
 static void *host_alloc(sl_mem_cat cat, size_t bytes)
 {
     void *p = NULL;
-    SLK_CUDA(cudaMallocHost(&p, bytes ? bytes : 1));
+    SL_CHECK_CUDA(cudaMallocHost(&p, bytes ? bytes : 1));
     memset(p, 0, bytes ? bytes : 1);
     {
         std::lock_guard<std::mutex> g(live_mu);
@@ -93,12 +93,12 @@ static void host_free(void *p)
         std::lock_guard<std::mutex> g(live_mu);
         auto it = pinned.find(p);
         if (it == pinned.end())
-            sl_fatal(SLK_EXIT_RUNTIME, __FILE__, __LINE__,
+            sl_fatal(SL_EXIT_RUNTIME, __FILE__, __LINE__,
                      "sl_k_host_free: %p is not a live pinned allocation", p);
         info = it->second;
         pinned.erase(it);
     }
-    SLK_CUDA(cudaFreeHost(p));
+    SL_CHECK_CUDA(cudaFreeHost(p));
     sl_mem_track(SL_MEM_HOST, (sl_mem_cat)info.second, -(long long)info.first);
 }
 
@@ -111,26 +111,26 @@ static cudaMemcpyKind kind_of(sl_k_copy_kind k)
 
 static void dev_memcpy(void *dst, const void *src, size_t bytes, sl_k_copy_kind kind)
 {
-    SLK_CUDA(cudaMemcpy(dst, src, bytes, kind_of(kind)));
+    SL_CHECK_CUDA(cudaMemcpy(dst, src, bytes, kind_of(kind)));
 }
 
-static void dev_memset0(void *p, size_t bytes) { SLK_CUDA(cudaMemsetAsync(p, 0, bytes, 0)); }
+static void dev_memset0(void *p, size_t bytes) { SL_CHECK_CUDA(cudaMemsetAsync(p, 0, bytes, 0)); }
 
-static void dev_sync(void) { SLK_CUDA(cudaDeviceSynchronize()); }
+static void dev_sync(void) { SL_CHECK_CUDA(cudaDeviceSynchronize()); }
 
 /* Copy streams do not synchronise with the default stream, so a prefetch overlaps compute. */
 static void *stream_create(void)
 {
     cudaStream_t s;
-    SLK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    SL_CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     return (void *)s;
 }
-static void stream_destroy(void *s) { SLK_CUDA(cudaStreamDestroy((cudaStream_t)s)); }
+static void stream_destroy(void *s) { SL_CHECK_CUDA(cudaStreamDestroy((cudaStream_t)s)); }
 static void memcpy_async(void *dst, const void *src, size_t bytes, sl_k_copy_kind kind, void *s)
 {
-    SLK_CUDA(cudaMemcpyAsync(dst, src, bytes, kind_of(kind), (cudaStream_t)s));
+    SL_CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, kind_of(kind), (cudaStream_t)s));
 }
-static void stream_sync(void *s) { SLK_CUDA(cudaStreamSynchronize((cudaStream_t)s)); }
+static void stream_sync(void *s) { SL_CHECK_CUDA(cudaStreamSynchronize((cudaStream_t)s)); }
 
 /* Shared state ------------------------------------------------------------------------------ */
 
@@ -138,10 +138,10 @@ cublasHandle_t slk_cublas(void)
 {
     static cublasHandle_t h;
     if (!h) {
-        SLK_CUBLAS(cublasCreate(&h));
-        SLK_CUBLAS(cublasSetStream(h, 0));
+        SL_CHECK_CUBLAS(cublasCreate(&h));
+        SL_CHECK_CUBLAS(cublasSetStream(h, 0));
         /* Plain f32 arithmetic for f32 GEMM (no TF32), so figures compare with the CPU. */
-        SLK_CUBLAS(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
+        SL_CHECK_CUBLAS(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
     }
     return h;
 }
@@ -149,7 +149,7 @@ cublasHandle_t slk_cublas(void)
 double *slk_scratch(void)
 {
     static double *p;
-    if (!p) SLK_CUDA(cudaMalloc((void **)&p, 2 * SLK_RED_BLOCKS * sizeof(double)));
+    if (!p) SL_CHECK_CUDA(cudaMalloc((void **)&p, 2 * SLK_RED_BLOCKS * sizeof(double)));
     return p;
 }
 

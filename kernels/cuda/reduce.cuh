@@ -29,7 +29,7 @@ __device__ __forceinline__ double slk_block_sum(double v)
 static inline void slk_collect(int nsums, double *out)
 {
     double h[2 * SLK_RED_BLOCKS];
-    SLK_CUDA(cudaMemcpy(h, slk_scratch(), (size_t)nsums * SLK_RED_BLOCKS * sizeof(double),
+    SL_CHECK_CUDA(cudaMemcpy(h, slk_scratch(), (size_t)nsums * SLK_RED_BLOCKS * sizeof(double),
                         cudaMemcpyDeviceToHost));
     for (int g = 0; g < nsums; g++) {
         double s = 0.0;
