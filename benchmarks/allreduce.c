@@ -1,0 +1,631 @@
+/* allreduce.c — collective communication: all-reduce, reduce-scatter, all-gather and broadcast
+ * over a size sweep, for each implementation of the communication layer (common/sl_coll.h):
+ * the MPI library, NCCL, ring, binomial tree, double binary tree, recursive halving/doubling.
+ *
+ * What is measured, as nccl-tests does:
+ *   latency mode     every operation starts together (barrier) and is timed on its own; the
+ *                    time is the slowest rank's; statistics over the iterations.
+ *   throughput mode  operations back to back, the total divided by their number: what a
+ *                    training step that issues many collectives sees.
+ *   algbw = S / t, busbw = algbw x (2(n-1)/n all-reduce, (n-1)/n reduce-scatter and all-gather,
+ *   1 broadcast): the bandwidth each rank's links must sustain, comparable across rank counts.
+ *   With one rank nothing crosses a link: busbw is not applicable (null).
+ * Buffers rotate through a pool several times the last-level cache, so small messages are not
+ * flattered by data left hot in cache by the previous iteration. Every implementation uses the
+ * same pool.
+ *
+ * What is checked: for every size, implementation and placement, one call on fresh
+ * integer-valued data that differs per rank, element and size is compared exactly with a
+ * reference computed here from the generator, outside the timed region.
+ *
+ * What is derived: an alpha-beta model t = alpha + beta * S per implementation, fitted by least
+ * squares on relative error over the latency sweep; the size range in which each implementation
+ * is the fastest; small-message latency and plateau busbw; and, from a large-copy probe run in
+ * the same job, plateau busbw as a fraction of the memory bandwidth each rank gets.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kernels.h"
+#include "scalelab.h"
+#include "sl_coll.h"
+#include "sl_half.h"
+
+enum { OP_ALLREDUCE, OP_REDUCE_SCATTER, OP_ALLGATHER, OP_BROADCAST };
+static const sl_collective op_coll[] = {SL_CO_ALLREDUCE, SL_CO_REDUCE_SCATTER, SL_CO_ALLGATHER,
+                                        SL_CO_BROADCAST};
+enum { MODE_LATENCY = 1, MODE_THROUGHPUT = 2 };
+enum { PLACE_OUT = 1, PLACE_IN = 2 };
+
+/* Technique options. */
+static int opt_op = OP_ALLREDUCE;
+static int opt_redop = SL_OP_SUM;
+static unsigned opt_modes = MODE_LATENCY | MODE_THROUGHPUT;
+static unsigned opt_places = PLACE_OUT | PLACE_IN;
+static long long opt_root = 0;
+static long long opt_reps = 3;
+static size_t opt_cold = 0; /* 0: four times the last-level cache, within [64M, 256M] */
+
+static const sl_opt extra_opts[] = {
+    {"op", 0, SL_OPT_CHOICE, &opt_op, 0, 0, "allreduce|reduce_scatter|allgather|broadcast", 0,
+     "collective to measure (default allreduce)"},
+    {"redop", 0, SL_OPT_CHOICE, &opt_redop, 0, 0, "sum|max|min|avg", 0,
+     "reduction of allreduce and reduce_scatter (default sum)"},
+    {"mode", 0, SL_OPT_CHOICE_LIST, &opt_modes, 0, 0, "latency|throughput", 0,
+     "latency: each operation timed alone after a barrier; throughput: back to back (default all)"},
+    {"place", 0, SL_OPT_CHOICE_LIST, &opt_places, 0, 0, "out|in", 0,
+     "out of place and/or in place (default all; broadcast is in place only)"},
+    {"root", 0, SL_OPT_INT, &opt_root, 0, 1 << 20, NULL, 0, "broadcast root (default 0)"},
+    {"reps", 0, SL_OPT_INT, &opt_reps, 1, 1000, NULL, 0,
+     "throughput mode: timed repetitions of -n back-to-back operations (default 3)"},
+    {"cold", 0, SL_OPT_SIZE, &opt_cold, 1 << 20, (long long)1 << 34, NULL, 0,
+     "bytes the buffer rotation cycles through (default 4 x last-level cache, 64M..256M); "
+     "the memory probe copies max(-e, this / 4)"},
+    {0},
+};
+
+static const sl_program program = {
+    .name = "allreduce",
+    .summary = "collectives over a size sweep: ring, trees, recursive halving/doubling, MPI, NCCL",
+    .uses = SL_USES_SIZES | SL_USES_DTYPE | SL_USES_BACKEND | SL_USES_COLL,
+    .dtypes = (1u << SL_F32) | (1u << SL_F64) | (1u << SL_F16) | (1u << SL_BF16),
+    .default_dtype = SL_F32,
+    .colls = (1u << SL_NCOLLS) - 1,
+    .default_coll = SL_COLL_MPI,
+    .default_iters = 20,
+    .default_warmup = 3,
+    .default_minbytes = 16,
+    .default_maxbytes = 64u << 20,
+    .extra = extra_opts,
+};
+
+/* A timed configuration stops adding iterations once they would take longer than this, so
+ * that the largest sizes do not dominate the run; the row records the count it used. */
+#define TIME_BUDGET_S 0.25
+
+/* ---- data and reference ------------------------------------------------------------------ */
+
+static uint32_t mix(uint32_t x)
+{
+    x ^= x >> 16; x *= 0x7feb352dU; x ^= x >> 15; x *= 0x846ca68bU; x ^= x >> 16;
+    return x;
+}
+
+/* Rank p's value at element i for check number k: an integer in [-8, 8], distinct across the
+ * ranks at every element (p * 5 mod 17 for up to 17 ranks; beyond that values repeat but stay
+ * exact), so sums over up to 32 ranks stay within 256 and are exact in every dtype. */
+static int val(int p, size_t i, unsigned k)
+{
+    return (int)((mix((uint32_t)i ^ (k * 0x9e3779b9U)) + (uint32_t)p * 5u) % 17u) - 8;
+}
+
+static double get(const void *b, size_t i, sl_dtype t)
+{
+    switch (t) {
+    case SL_F32: return ((const float *)b)[i];
+    case SL_F64: return ((const double *)b)[i];
+    case SL_F16: return sl_f16_to_f32(((const uint16_t *)b)[i]);
+    default: return sl_bf16_to_f32(((const uint16_t *)b)[i]);
+    }
+}
+
+static void put(void *b, size_t i, sl_dtype t, double v)
+{
+    switch (t) {
+    case SL_F32: ((float *)b)[i] = (float)v; break;
+    case SL_F64: ((double *)b)[i] = v; break;
+    case SL_F16: ((uint16_t *)b)[i] = sl_f32_to_f16((float)v); break;
+    default: ((uint16_t *)b)[i] = sl_f32_to_bf16((float)v); break;
+    }
+}
+
+/* The reduction of element i over all ranks, as the dtype holds it (avg: the exact sum divided
+ * once in the dtype's arithmetic, f32 for the 16-bit types). */
+static double reference(int nranks, size_t i, unsigned k, sl_dtype t, sl_redop op)
+{
+    long acc = val(0, i, k);
+    for (int p = 1; p < nranks; p++) {
+        long v = val(p, i, k);
+        acc = op == SL_OP_MAX ? (v > acc ? v : acc) : op == SL_OP_MIN ? (v < acc ? v : acc) : acc + v;
+    }
+    if (op != SL_OP_AVG) return (double)acc;
+    if (t == SL_F64) return (double)acc / nranks;
+    float q = (float)acc / (float)nranks;
+    return t == SL_F32 ? q : t == SL_F16 ? sl_f16_to_f32(sl_f32_to_f16(q)) : sl_bf16_to_f32(sl_f32_to_bf16(q));
+}
+
+/* ---- one configuration ------------------------------------------------------------------- */
+
+typedef struct bench {
+    sl_ctx *ctx;
+    sl_comm *c;
+    sl_backend be;
+    sl_dtype t;
+    int op, inplace, root;
+    size_t count;       /* elements per call (per rank block for reduce_scatter/allgather) */
+    size_t bytes;       /* S: the bytes of the whole vector, nccl-tests' "size" */
+    char *arena;
+    size_t stride, half;/* buffer set k: [arena + k stride, + half) and [.. + half, + 2 half) */
+    int nsets, next;
+    int nops;           /* throughput mode: operations per timed repetition */
+} bench;
+
+/* The send and receive buffers of set k, as the collective's conventions want them. */
+static void buffers(const bench *b, int k, void **s, void **r)
+{
+    char *x = b->arena + (size_t)k * b->stride, *y = x + b->half;
+    size_t es = sl_dtype_size(b->t), mine = (size_t)b->ctx->rank * b->count * es;
+    switch (b->op) {
+    case OP_ALLREDUCE: *s = x; *r = b->inplace ? x : y; break;
+    case OP_REDUCE_SCATTER: *s = x; *r = b->inplace ? x + mine : y; break;
+    case OP_ALLGATHER: *r = x; *s = b->inplace ? x + mine : y; break;
+    default: *s = *r = x; break;
+    }
+}
+
+static int call(bench *b, int k)
+{
+    void *s, *r;
+    buffers(b, k, &s, &r);
+    switch (b->op) {
+    case OP_ALLREDUCE: return sl_coll_allreduce(b->c, s, r, b->count, b->t, (sl_redop)opt_redop);
+    case OP_REDUCE_SCATTER:
+        return sl_coll_reduce_scatter(b->c, s, r, b->count, b->t, (sl_redop)opt_redop);
+    case OP_ALLGATHER: return sl_coll_allgather(b->c, s, r, b->count, b->t);
+    default: return sl_coll_broadcast(b->c, r, b->count, b->t, b->root);
+    }
+}
+
+static void one_op(bench *b)
+{
+    int rc = call(b, b->next);
+    if (rc) SL_FATAL("%s %s: %s", sl_coll_name(b->c->impl), sl_collective_name(op_coll[b->op]),
+                     sl_coll_strerror(rc));
+    b->next = (b->next + 1) % b->nsets;
+}
+
+static void body_latency(void *arg) { one_op(arg); }
+
+static void body_throughput(void *arg)
+{
+    bench *b = arg;
+    for (int i = 0; i < b->nops; i++) one_op(b);
+}
+
+/* Host image of a device (or host) region. */
+static void fetch(const bench *b, void *host, const void *src, size_t bytes)
+{
+    if (b->be == SL_BACKEND_CUDA) sl_k_memcpy(b->be, host, src, bytes, SL_K_D2H);
+    else memcpy(host, src, bytes);
+}
+
+static void store(const bench *b, void *dst, const void *host, size_t bytes)
+{
+    if (b->be == SL_BACKEND_CUDA) sl_k_memcpy(b->be, dst, host, bytes, SL_K_H2D);
+    else memcpy(dst, host, bytes);
+}
+
+/* One call on set 0 with fresh data, compared exactly with the reference on every rank.
+ * Returns the number of wrong elements over all ranks; *worst: the largest difference. */
+static long check(bench *b, unsigned k, double *worst, char *msg, size_t msglen)
+{
+    sl_ctx *ctx = b->ctx;
+    size_t es = sl_dtype_size(b->t), n = b->count, nr = (size_t)ctx->nranks;
+    size_t in_elems = b->op == OP_REDUCE_SCATTER ? n * nr : n;
+    size_t out_elems = b->op == OP_ALLGATHER ? n * nr : n;
+    void *s, *r;
+    buffers(b, 0, &s, &r);
+    char *h = malloc((in_elems > out_elems ? in_elems : out_elems) * es + 1);
+    if (!h) SL_FATAL("out of memory for the check of %zu bytes", b->bytes);
+    /* Poison the result (so unwritten elements show), then write the input. */
+    memset(h, 0xA5, out_elems * es);
+    if (b->op == OP_ALLGATHER || (b->op == OP_BROADCAST && ctx->rank != b->root) ||
+        (!b->inplace && b->op != OP_BROADCAST))
+        store(b, r, h, out_elems * es);
+    size_t first = b->op == OP_ALLGATHER ? (size_t)ctx->rank * n : 0;
+    int src_rank = b->op == OP_BROADCAST ? b->root : ctx->rank;
+    if (b->op != OP_BROADCAST || ctx->rank == b->root) {
+        for (size_t i = 0; i < in_elems; i++) put(h, i, b->t, val(src_rank, first + i, k));
+        store(b, s, h, in_elems * es);
+    }
+    int rc = call(b, 0);
+    if (rc) SL_FATAL("%s: %s", sl_coll_name(b->c->impl), sl_coll_strerror(rc));
+    fetch(b, h, r, out_elems * es);
+    long wrong = 0;
+    double w = 0;
+    char first_msg[160] = "";
+    size_t base = b->op == OP_REDUCE_SCATTER ? (size_t)ctx->rank * n : 0;
+    for (size_t i = 0; i < out_elems; i++) {
+        double want;
+        if (b->op == OP_ALLGATHER) want = val((int)(i / n), i, k);
+        else if (b->op == OP_BROADCAST) want = val(b->root, i, k);
+        else want = reference(ctx->nranks, base + i, k, b->t, (sl_redop)opt_redop);
+        double got = get(h, i, b->t);
+        if (got != want) {
+            if (!wrong++)
+                snprintf(first_msg, sizeof first_msg, "rank %d element %zu: %g, expected %g",
+                         ctx->rank, i, got, want);
+            double d = isnan(got) ? INFINITY : fabs(got - want);
+            if (d > w) w = d;
+        }
+    }
+    free(h);
+    long total = 0;
+    SL_CHECK_MPI(MPI_Allreduce(&wrong, &total, 1, MPI_LONG, MPI_SUM, ctx->comm));
+    SL_CHECK_MPI(MPI_Allreduce(&w, worst, 1, MPI_DOUBLE, MPI_MAX, ctx->comm));
+    /* The message of the lowest failing rank, for rank 0 to print. */
+    int me = wrong ? ctx->rank : ctx->nranks, who = 0;
+    SL_CHECK_MPI(MPI_Allreduce(&me, &who, 1, MPI_INT, MPI_MIN, ctx->comm));
+    if (total) {
+        if (who != 0 && who < ctx->nranks) {
+            if (ctx->rank == who) MPI_Send(first_msg, sizeof first_msg, MPI_CHAR, 0, 7, ctx->comm);
+            if (ctx->rank == 0)
+                MPI_Recv(first_msg, sizeof first_msg, MPI_CHAR, who, 7, ctx->comm, MPI_STATUS_IGNORE);
+        }
+        snprintf(msg, msglen, "%ld wrong elements; first: %s", total, first_msg);
+    }
+    return total;
+}
+
+/* ---- the model ------------------------------------------------------------------------- */
+
+/* Least squares on relative error: minimise sum ((t_i - alpha - beta S_i) / t_i)^2, so that
+ * microsecond latencies at small sizes weigh as much as milliseconds at large ones. */
+static void fit_alpha_beta(const double *S, const double *t, int n, double *alpha, double *beta,
+                           double *max_rel)
+{
+    double a11 = 0, a12 = 0, a22 = 0, b1 = 0, b2 = 0;
+    for (int i = 0; i < n; i++) {
+        double w = 1.0 / (t[i] * t[i]);
+        a11 += w; a12 += w * S[i]; a22 += w * S[i] * S[i];
+        b1 += w * t[i]; b2 += w * S[i] * t[i];
+    }
+    double det = a11 * a22 - a12 * a12;
+    if (n < 2 || det == 0) {
+        *alpha = *beta = *max_rel = NAN;
+        return;
+    }
+    *alpha = (b1 * a22 - b2 * a12) / det;
+    *beta = (a11 * b2 - a12 * b1) / det;
+    *max_rel = 0;
+    for (int i = 0; i < n; i++) {
+        double e = fabs(*alpha + *beta * S[i] - t[i]) / t[i];
+        if (e > *max_rel) *max_rel = e;
+    }
+}
+
+/* ---- the run ------------------------------------------------------------------------------ */
+
+#define MAX_SIZES 64
+
+typedef struct series {  /* one implementation's sweep, for the model and the summary */
+    int ran;
+    int n;
+    double S[MAX_SIZES], t_lat[MAX_SIZES], busbw[MAX_SIZES];
+} series;
+
+static const sl_column columns[] = {
+    {"coll", "", "collective", 7, 0, 0},
+    {"place", "", "place", 6, 0, 0},
+    {"mode", "", "mode", 11, 0, 0},
+    {"size", "B", "bytes", 11, 0, 0},
+    {"count", "elts", "count", 10, 0, 0},
+    {"iters", "", "iterations", 6, 0, 0},
+    {"time", "us", "time.median", 11, 2, 1e6},
+    {"p95", "us", "time.p95", 11, 2, 1e6},
+    {"algbw", "GB/s", "algbw", 9, 3, 0},
+    {"busbw", "GB/s", "busbw", 9, 3, 0},
+    {"check", "", "check", 6, 0, 0},
+};
+
+static double bus_factor(int op, int n)
+{
+    if (n == 1) return NAN; /* nothing crosses a link */
+    switch (op) {
+    case OP_ALLREDUCE: return 2.0 * (n - 1) / n;
+    case OP_REDUCE_SCATTER:
+    case OP_ALLGATHER: return (double)(n - 1) / n;
+    default: return 1.0;
+    }
+}
+
+static void scale_stats(sl_stats *s, double f)
+{
+    s->min *= f; s->median *= f; s->mean *= f; s->max *= f; s->p95 *= f; s->stddev *= f;
+}
+
+/* The iterations a configuration gets: -n, fewer when one operation is slow (same on every
+ * rank: from the slowest rank's time of one operation). */
+static int iterations_for(sl_ctx *ctx, bench *b)
+{
+    SL_CHECK_MPI(MPI_Barrier(ctx->comm));
+    double t0 = sl_now();
+    one_op(b);
+    double dt = sl_now() - t0, worst = 0;
+    SL_CHECK_MPI(MPI_Allreduce(&dt, &worst, 1, MPI_DOUBLE, MPI_MAX, ctx->comm));
+    long long n = ctx->opt.iters;
+    if (worst > 0 && worst * (double)n > TIME_BUDGET_S) n = (long long)(TIME_BUDGET_S / worst);
+    return (int)(n < 3 ? 3 : n);
+}
+
+static void emit_row(sl_ctx *ctx, bench *b, const char *mode, const sl_stats *st, int iters,
+                     sl_check_status cs, double err, const char *msg)
+{
+    sl_result r;
+    sl_result_init(ctx, &r, sl_coll_name(b->c->impl));
+    r.collective = sl_coll_name(b->c->impl);
+    r.dtype = sl_dtype_name(b->t);
+    r.backend = sl_backend_name(b->be);
+    sl_result_param_str(&r, "op", sl_collective_name(op_coll[b->op]));
+    if (b->op != OP_ALLGATHER && b->op != OP_BROADCAST)
+        sl_result_param_str(&r, "redop", sl_redop_name((sl_redop)opt_redop));
+    sl_result_param_str(&r, "place", b->inplace ? "in" : "out");
+    sl_result_param_str(&r, "mode", mode);
+    sl_result_param_num(&r, "bytes", (double)b->bytes);
+    sl_result_param_num(&r, "count", (double)b->count);
+    sl_result_param_num(&r, "ranks", ctx->nranks);
+    sl_result_param_num(&r, "buffer_sets", b->nsets);
+    if (b->op == OP_BROADCAST) sl_result_param_num(&r, "root", b->root);
+    sl_result_set_time(&r, st);
+    sl_result_param_num(&r, "iterations", iters);
+    double algbw = (double)b->bytes / st->median / 1e9;
+    sl_result_metric(&r, "algbw", algbw, "GB/s");
+    sl_result_metric(&r, "busbw", algbw * bus_factor(b->op, ctx->nranks), "GB/s");
+    snprintf(r.headline, sizeof r.headline, "busbw");
+    if (cs == SL_CHECK_SKIPPED) sl_result_check(&r, cs, 0, NULL);
+    else sl_result_check(&r, cs, err, "%s", msg);
+    sl_result_emit(ctx, &r);
+}
+
+/* Runs one implementation over the sweep, in every placement and mode asked for. */
+static void sweep_impl(sl_ctx *ctx, sl_comm *c, sl_backend be, sl_dtype t, char *arena,
+                       size_t arena_bytes, const size_t *sizes, int nsizes, series *ser)
+{
+    size_t es = sl_dtype_size(t), nr = (size_t)ctx->nranks;
+    int per_rank = opt_op == OP_REDUCE_SCATTER || opt_op == OP_ALLGATHER;
+    static unsigned check_round;
+    for (int place = PLACE_OUT; place <= PLACE_IN; place <<= 1) {
+        if (!(opt_places & (unsigned)place)) continue;
+        if (opt_op == OP_BROADCAST && place == PLACE_OUT) continue; /* one buffer: in place */
+        for (int si = 0; si < nsizes; si++) {
+            bench b = {.ctx = ctx, .c = c, .be = be, .t = t, .op = opt_op,
+                       .inplace = place == PLACE_IN, .root = (int)opt_root, .arena = arena};
+            b.count = sizes[si] / es / (per_rank ? nr : 1);
+            b.bytes = b.count * es * (per_rank ? nr : 1);
+            b.half = (b.bytes + 4095) & ~(size_t)4095;
+            b.stride = 2 * b.half;
+            b.nsets = (int)(arena_bytes / b.stride);
+            if (b.nsets > 64) b.nsets = 64;
+
+            sl_check_status cs = SL_CHECK_SKIPPED;
+            double err = 0;
+            char msg[200] = "";
+            if (ctx->opt.check) {
+                long wrong = check(&b, ++check_round, &err, msg, sizeof msg);
+                cs = wrong ? SL_CHECK_FAIL : SL_CHECK_PASS;
+            }
+            for (int k = 0; k < (int)ctx->opt.warmup; k++) one_op(&b);
+            int iters = iterations_for(ctx, &b);
+            sl_stats st;
+            if (opt_modes & MODE_LATENCY) {
+                sl_time_loop_n(ctx, 0, iters, body_latency, &b, &st);
+                emit_row(ctx, &b, "latency", &st, iters, cs, err, msg);
+                if (place == PLACE_OUT || opt_op == OP_BROADCAST || !(opt_places & PLACE_OUT)) {
+                    ser->S[ser->n] = (double)b.bytes;
+                    ser->t_lat[ser->n] = st.median;
+                }
+            }
+            if (opt_modes & MODE_THROUGHPUT) {
+                b.nops = iters;
+                sl_time_loop_n(ctx, 0, (int)opt_reps, body_throughput, &b, &st);
+                scale_stats(&st, 1.0 / iters);
+                emit_row(ctx, &b, "throughput", &st, iters * (int)opt_reps, cs, err, msg);
+            }
+            if (place == PLACE_OUT || opt_op == OP_BROADCAST || !(opt_places & PLACE_OUT)) {
+                if (!(opt_modes & MODE_LATENCY)) {
+                    ser->S[ser->n] = (double)b.bytes;
+                    ser->t_lat[ser->n] = st.median;
+                }
+                ser->busbw[ser->n] = (double)b.bytes / st.median / 1e9 * bus_factor(opt_op, ctx->nranks);
+                ser->n++;
+            }
+        }
+    }
+    ser->ran = 1;
+}
+
+/* Memory bandwidth per rank, every rank copying at once: the ceiling for data that must pass
+ * through memory, which on one node is how every message travels. */
+typedef struct copy_probe { char *a, *b; size_t bytes; } copy_probe;
+static void body_copy(void *arg)
+{
+    copy_probe *p = arg;
+    memcpy(p->b, p->a, p->bytes);
+}
+
+static double memory_bandwidth(sl_ctx *ctx, size_t bytes)
+{
+    copy_probe p = {.bytes = bytes};
+    p.a = sl_alloc(SL_MEM_OTHER, bytes);
+    p.b = sl_alloc(SL_MEM_OTHER, bytes);
+    memset(p.a, 1, bytes);
+    sl_stats st;
+    sl_time_loop_n(ctx, 2, 5, body_copy, &p, &st);
+    /* STREAM counts a copy as reading and writing the bytes. */
+    double bw = 2.0 * (double)bytes / st.median / 1e9;
+    sl_result r;
+    sl_result_init(ctx, &r, "memcpy");
+    r.backend = "cpu";
+    sl_result_param_str(&r, "mode", "probe");
+    sl_result_param_num(&r, "bytes", (double)bytes);
+    sl_result_set_time(&r, &st);
+    sl_result_metric(&r, "copy_bw_per_rank", bw, "GB/s");
+    snprintf(r.headline, sizeof r.headline, "copy_bw_per_rank");
+    sl_result_check(&r, SL_CHECK_NONE, 0, "bandwidth probe: nothing to check");
+    sl_result_emit(ctx, &r);
+    sl_free(p.a);
+    sl_free(p.b);
+    return bw;
+}
+
+static void summary(sl_ctx *ctx, series *ser, double membw)
+{
+    sl_note(ctx, "model t = alpha + beta*S (least squares on relative error, latency sweep, %s)",
+            opt_op == OP_BROADCAST ? "in place" : (opt_places & PLACE_OUT) ? "out of place" : "in place");
+    sl_note(ctx, "%-7s %11s %11s %9s %8s %12s %11s %9s %s", "coll", "alpha_us", "1/beta_GB/s",
+            "fit_err%", "lat_us", "plateau_GB/s", "of_membw%", "fastest", "");
+    for (int i = 0; i < SL_NCOLLS; i++) {
+        series *s = &ser[i];
+        if (!s->ran || s->n == 0) continue;
+        double alpha, beta, maxrel;
+        fit_alpha_beta(s->S, s->t_lat, s->n, &alpha, &beta, &maxrel);
+        /* Sizes at which this implementation had the lowest latency of those run. */
+        char wins[160] = "";
+        size_t wl = 0;
+        for (int k = 0; k < s->n; k++) {
+            int best = 1;
+            for (int j = 0; j < SL_NCOLLS; j++)
+                if (j != i && ser[j].ran && k < ser[j].n && ser[j].t_lat[k] < s->t_lat[k]) best = 0;
+            if (best && wl < sizeof wins - 16)
+                wl += (size_t)snprintf(wins + wl, sizeof wins - wl, "%s%.0f", wl ? "," : "", s->S[k]);
+        }
+        double plateau = s->busbw[s->n - 1];
+        sl_note(ctx, "%-7s %11.2f %11.3f %9.1f %8.2f %12.3f %11.1f %9s %s", sl_coll_name(i),
+                alpha * 1e6, 1.0 / beta / 1e9, 100 * maxrel, s->t_lat[0] * 1e6, plateau,
+                100 * plateau / membw, wins[0] ? "at" : "never", wins);
+
+        sl_result r;
+        sl_result_init(ctx, &r, "model");
+        r.collective = sl_coll_name(i);
+        sl_result_param_str(&r, "op", sl_collective_name(op_coll[opt_op]));
+        sl_result_param_num(&r, "ranks", ctx->nranks);
+        sl_result_param_num(&r, "sizes", s->n);
+        sl_result_metric(&r, "alpha", alpha, "s");
+        sl_result_metric(&r, "beta", beta, "s/B");
+        sl_result_metric(&r, "beta_bw", 1.0 / beta / 1e9, "GB/s");
+        sl_result_metric(&r, "fit_max_rel_err", maxrel, "ratio");
+        sl_result_metric(&r, "small_latency", s->t_lat[0], "s");
+        sl_result_metric(&r, "small_bytes", s->S[0], "B");
+        sl_result_metric(&r, "plateau_busbw", plateau, "GB/s");
+        sl_result_metric(&r, "plateau_bytes", s->S[s->n - 1], "B");
+        sl_result_metric(&r, "membw_per_rank", membw, "GB/s");
+        sl_result_metric(&r, "plateau_of_membw", plateau / membw, "ratio");
+        snprintf(r.headline, sizeof r.headline, "plateau_busbw");
+        sl_result_check(&r, SL_CHECK_NONE, 0, "fitted model: nothing to check");
+        int ncols = ctx->ncols; /* the jsonl row only: the notes above are its table */
+        ctx->ncols = 0;
+        sl_result_emit(ctx, &r);
+        ctx->ncols = ncols;
+    }
+}
+
+/* The last-level cache, for sizing the rotation pool. */
+static size_t llc_bytes(void)
+{
+    long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (v <= 0) v = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return v > 0 ? (size_t)v : (size_t)32 << 20;
+}
+
+/* The harness defaults -C to one implementation; this program sweeps all of them unless -C is
+ * given, since comparing them is its purpose. */
+static int coll_given(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "-C") || !strncmp(argv[i], "--coll", 6) ||
+            (!strncmp(argv[i], "-C", 2) && argv[i][2]))
+            return 1;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    sl_ctx ctx;
+    sl_init(&ctx, &program, argc, argv);
+    if (!coll_given(argc, argv)) ctx.opt.colls = (1u << SL_NCOLLS) - 1;
+    if (opt_root >= ctx.nranks)
+        sl_usage_error("--root: expected a rank in [0, %d], got %lld", ctx.nranks - 1, opt_root);
+    if (opt_op == OP_BROADCAST && !(opt_places & PLACE_IN))
+        sl_usage_error("--place: broadcast works in place only (--place in)");
+
+    char why[256] = "";
+    int be = sl_k_backend_resolve(ctx.opt.backend, why, sizeof why);
+    if (be < 0) SL_FATAL("-B %s: %s", sl_backend_name(ctx.opt.backend), why);
+    sl_mem_space space = be == SL_BACKEND_CUDA ? SL_MEM_DEVICE : SL_MEM_HOST;
+
+    /* Sizes: -b, -b*f, ... <= -e. Each must hold one element per rank where the collective
+     * splits the vector into per-rank blocks. */
+    int per_rank = opt_op == OP_REDUCE_SCATTER || opt_op == OP_ALLGATHER;
+    size_t sizes[MAX_SIZES];
+    int nsizes = 0;
+    size_t biggest_es = 0;
+    for (int t = 0; t < SL_NDTYPES; t++)
+        if (ctx.opt.dtypes & (1u << t) && sl_dtype_size(t) > biggest_es) biggest_es = sl_dtype_size(t);
+    size_t smallest = biggest_es * (per_rank ? (size_t)ctx.nranks : 1);
+    if (ctx.opt.minbytes < smallest)
+        sl_usage_error("--minbytes (-b) %zu: %s needs at least %zu bytes (one %zu-byte element%s)",
+                       ctx.opt.minbytes, sl_collective_name(op_coll[opt_op]), smallest, biggest_es,
+                       per_rank ? " per rank" : "");
+    if (ctx.opt.maxbytes > ((size_t)16 << 30))
+        sl_usage_error("--maxbytes (-e) %zu: at most 16G", ctx.opt.maxbytes);
+    for (size_t s = ctx.opt.minbytes; s <= ctx.opt.maxbytes && nsizes < MAX_SIZES;
+         s *= (size_t)ctx.opt.stepfactor)
+        sizes[nsizes++] = s;
+
+    /* The rotation pool: the largest size's send and receive buffers, and at least four times
+     * the last-level cache so that a small message's buffers are cold when it comes round
+     * again. Outside the checked set the pool holds zeros: the cost of an addition does not
+     * depend on its operands, except for subnormals, which zeros and the small integers of the
+     * checks cannot produce. */
+    size_t arena_bytes = 2 * ((ctx.opt.maxbytes + 4095) & ~(size_t)4095);
+    size_t cold = opt_cold;
+    if (!cold) {
+        cold = 4 * llc_bytes();
+        if (cold < ((size_t)64 << 20)) cold = (size_t)64 << 20;
+        if (cold > ((size_t)256 << 20)) cold = (size_t)256 << 20;
+    }
+    if (arena_bytes < cold) arena_bytes = cold;
+
+    double membw = memory_bandwidth(&ctx, ctx.opt.maxbytes > cold / 4 ? ctx.opt.maxbytes : cold / 4);
+    sl_note(&ctx, "%s of %s over %d rank%s, %s buffers; pool %zu MiB (last-level cache %zu MiB); "
+                  "memory copy %.2f GB/s per rank", sl_collective_name(op_coll[opt_op]),
+            opt_op == OP_ALLGATHER || opt_op == OP_BROADCAST ? "data" : sl_redop_name((sl_redop)opt_redop),
+            ctx.nranks, ctx.nranks == 1 ? "" : "s", sl_backend_name((sl_backend)be), arena_bytes >> 20,
+            llc_bytes() >> 20, membw);
+    if (ctx.nranks == 1) sl_note(&ctx, "one rank: busbw is not applicable (null)");
+    sl_table_begin(&ctx, columns, (int)(sizeof columns / sizeof columns[0]));
+
+    char *arena = sl_k_malloc((sl_backend)be, SL_MEM_COMM, arena_bytes);
+    for (int t = 0; t < SL_NDTYPES; t++) {
+        if (!(ctx.opt.dtypes & (1u << t))) continue;
+        series ser[SL_NCOLLS];
+        memset(ser, 0, sizeof ser);
+        for (int i = 0; i < SL_NCOLLS; i++) {
+            if (!(ctx.opt.colls & (1u << i))) continue;
+            if (!sl_coll_supports((sl_coll)i, op_coll[opt_op])) {
+                sl_note(&ctx, "%s: does not provide %s; skipped", sl_coll_name(i),
+                        sl_collective_name(op_coll[opt_op]));
+                continue;
+            }
+            sl_comm c;
+            int rc = sl_comm_init(&c, ctx.comm, (sl_coll)i, space);
+            if (rc == SL_COLL_ENOTSUP && i == SL_COLL_NCCL) {
+                sl_note(&ctx, "nccl: works on device buffers only (-B cuda); skipped");
+                continue;
+            }
+            if (rc) {
+                sl_note(&ctx, "%s: %s; skipped", sl_coll_name(i), sl_coll_strerror(rc));
+                continue;
+            }
+            sweep_impl(&ctx, &c, (sl_backend)be, (sl_dtype)t, arena, arena_bytes, sizes, nsizes, &ser[i]);
+            sl_comm_free(&c);
+        }
+        summary(&ctx, ser, membw);
+    }
+    sl_k_free((sl_backend)be, arena);
+    return sl_finalize(&ctx);
+}

@@ -1,0 +1,99 @@
+#!/bin/bash
+# allreduce (the collectives benchmark) on 1..5 ranks with every implementation (-C all) over a
+# small sweep: every row's exact check passes, rows validate against the schema, every
+# implementation that provides the collective appears at every size, busbw is null on one
+# rank and a number otherwise, and the model rows are written. Bad inputs exit 2.
+. "$(dirname "$0")/../lib/common.sh"
+out=$(tmpdir)
+trap 'rm -rf "$out"' EXIT
+
+# run NP OP DTYPES: a small sweep (5 sizes from one element per rank), both placements and modes.
+run() {
+  local np=$1 op=$2 dt=$3 dir="$out/np$1-$2"
+  local b=$(( 8 * np ))
+  launch "$np" allreduce -C all --op "$op" -d "$dt" -b "$b" -e $(( b * 4096 )) -f 8 -n 3 -w 1 \
+    --reps 1 --cold 4M -o "$dir" >"$dir.txt" 2>&1
+  local rc=$?
+  ok $rc "np=$np --op $op -d $dt -C all exits 0"
+  [ $rc = 0 ] || sed 's/^/#   /' "$dir.txt" | tail -n 20 >&2
+  python3 "$top/t/lib/validate_results.py" rows "$dir/allreduce.jsonl" >/dev/null
+  ok $? "np=$np --op $op: rows validate against the schema"
+  python3 - "$dir/allreduce.jsonl" "$np" "$op" "$dt" <<'PY'
+import json, sys
+path, np, op, dts = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4].split(",")
+rows = [json.loads(l) for l in open(path)]
+provides = {"allreduce": {"mpi", "ring", "tree", "dbtree", "rhd"},
+            "reduce_scatter": {"mpi", "ring", "rhd"},
+            "allgather": {"mpi", "ring", "rhd"},
+            "broadcast": {"mpi", "ring", "tree"}}[op]
+places = {"in"} if op == "broadcast" else {"in", "out"}
+bad, seen, models = [], set(), set()
+for r in rows:
+    if r["variant"] == "memcpy":
+        continue
+    if r["variant"] == "model":
+        models.add(r["collective"])
+        continue
+    p, m = r["params"], r["metrics"]
+    if r["check"]["status"] != "pass":
+        bad.append(f"{r['variant']} {p}: check {r['check']}")
+    busbw = m["busbw"]["value"]
+    if np == 1 and busbw is not None:
+        bad.append(f"one rank: busbw {busbw}, expected null")
+    if np > 1 and not (isinstance(busbw, (int, float)) and busbw > 0):
+        bad.append(f"busbw {busbw} on {np} ranks")
+    seen.add((r["variant"], r["dtype"], p["place"], p["mode"], p["bytes"]))
+sizes = {s[4] for s in seen}
+if len(sizes) != 5:
+    bad.append(f"sizes seen: {sorted(sizes)}")
+want = {(v, d, pl, mo, s) for v in provides for d in dts for pl in places
+        for mo in ("latency", "throughput") for s in sizes}
+if seen != want:
+    bad.append(f"missing {sorted(want - seen)[:5]} extra {sorted(seen - want)[:5]}")
+if models != provides:
+    bad.append(f"model rows for {sorted(models)}")
+print("\n".join(bad), file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+  ok $? "np=$np --op $op: every implementation x size x place x mode checked exactly; busbw $([ "$np" = 1 ] && echo null || echo set)"
+}
+
+for np in 1 2 3 4 5; do
+  run "$np" allreduce f32,f64,f16,bf16
+done
+for np in 3 4; do
+  run "$np" reduce_scatter f16,f64
+  run "$np" allgather bf16,f32
+  run "$np" broadcast f32
+done
+
+# Bad inputs: exit 2 with one line naming the option.
+expect_usage() { # expect_usage NP NAME_IN_MESSAGE ARGS...
+  local np=$1 want=$2; shift 2
+  launch "$np" allreduce "$@" -o "$out/bad" >"$out/stdout" 2>"$out/stderr"
+  local rc=$?
+  if [ $rc = 2 ] && [ "$(grep -c -- "$want" "$out/stderr")" = 1 ]; then
+    ok 0 "allreduce $* on $np rank(s) -> exit 2: $(head -n 1 "$out/stderr")"
+  else
+    ok 1 "allreduce $* on $np rank(s) -> exit 2 naming $want"
+    diag "rc=$rc, stderr: $(head -n 5 "$out/stderr")"
+  fi
+}
+expect_usage 1 --coll -C bogus
+expect_usage 2 --coll -C ring,nope
+expect_usage 1 --op --op alltoall
+expect_usage 1 --minbytes -b 2
+expect_usage 3 --minbytes --op reduce_scatter -b 8
+expect_usage 1 --minbytes -b 1M -e 4K
+expect_usage 2 --root --op broadcast --root 2
+expect_usage 1 --place --op broadcast --place out
+expect_usage 1 --dtype -d int8
+expect_usage 1 --redop --redop prod
+
+# nccl needs device buffers: on a cpu run it is skipped with a note, not a failure.
+launch 2 allreduce -C nccl,ring -B cpu -b 64 -e 64 -n 2 -w 0 -o "$out/nccl" >"$out/nccl.txt" 2>&1
+rc=$?
+[ $rc = 0 ] && grep -q 'nccl' "$out/nccl.txt" && grep -qi "skip" "$out/nccl.txt"
+ok $? "-C nccl on cpu buffers: skipped with a note, exit 0 (rc=$rc)"
+
+done_testing
