@@ -493,6 +493,9 @@ static void summary(sl_ctx *ctx, series *ser, double membw)
             if (best && wl < sizeof wins - 16)
                 wl += (size_t)snprintf(wins + wl, sizeof wins - wl, "%s%.0f", wl ? "," : "", s->S[k]);
         }
+        if (alpha < 0)
+            sl_note(ctx, "%s: alpha < 0: the sweep does not pin the latency down (start it at a "
+                         "smaller -b)", sl_coll_name(i));
         double plateau = s->busbw[s->n - 1];
         sl_note(ctx, "%-7s %11.2f %11.3f %9.1f %8.2f %12.3f %11.1f %9s %s", sl_coll_name(i),
                 alpha * 1e6, 1.0 / beta / 1e9, 100 * maxrel, s->t_lat[0] * 1e6, plateau,
