@@ -54,7 +54,7 @@ CUDA_FOUND   := $(shell test -x $(NVCC) && test -e $(CUDA_HOME)/include/cublas_v
                   ls $(CUDA_HOME)/lib64/libcublas.so >/dev/null 2>&1 && echo 1 || echo 0)
 NCCL_FOUND   := $(shell (test -e $(CUDA_HOME)/include/nccl.h || test -e /usr/include/nccl.h || \
                   test -e /usr/local/include/nccl.h) && (ls $(CUDA_HOME)/lib64/libnccl.so* || \
-                  ls /usr/lib/x86_64-linux-gnu/libnccl.so* || ls /usr/local/lib/libnccl.so*) \
+                  ls /usr/lib/$$(cc -print-multiarch 2>/dev/null)/libnccl.so* || ls /usr/local/lib/libnccl.so*) \
                   >/dev/null 2>&1 && echo 1 || echo 0)
 
 PAPI ?= $(PAPI_FOUND)
@@ -153,6 +153,9 @@ TESTS      := $(TEST_SRC:t/unit/%.c=$(BUILD)/t/%)
 LIBS       := $(BUILD)/libsl_kernels.a $(BUILD)/libsl_common.a
 
 .PHONY: all check clean install deps FORCE
+# Objects of programs and tests are kept (not deleted as intermediates), so a second make
+# or make check right after make rebuilds nothing.
+.SECONDARY:
 .DEFAULT_GOAL := all
 
 # A missing required dependency: install it where we can (Debian/Ubuntu as root), else stop
@@ -181,12 +184,15 @@ check: all
 	@if [ "$(HAVE_PROVE)" != 1 ]; then echo "make check needs prove (apt: perl, dnf: perl-Test-Harness)" >&2; exit 1; fi
 	SL_SANITIZE=$(SANITIZE) prove -r t/
 
+# Installed layout: PREFIX/bin holds the programs and sl-launch; PREFIX/share/scalelab holds
+# run_all.sh (which finds PREFIX/bin from there), its scripts, the lab sheets and the schema.
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/scalelab/scripts $(DESTDIR)$(PREFIX)/share/scalelab/labs
-	install -m 755 $(PROGRAMS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(PROGRAMS) scripts/sl-launch $(DESTDIR)$(PREFIX)/bin/
 	install -m 755 run_all.sh $(DESTDIR)$(PREFIX)/share/scalelab/
-	install -m 755 scripts/sl-launch $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 benchmarks/labs/*.md results/schema.md $(DESTDIR)$(PREFIX)/share/scalelab/labs/
+	install -m 755 scripts/sl-launch scripts/report scripts/compare $(DESTDIR)$(PREFIX)/share/scalelab/scripts/
+	install -m 644 benchmarks/labs/*.md $(DESTDIR)$(PREFIX)/share/scalelab/labs/
+	install -m 644 results/schema.md README.md $(DESTDIR)$(PREFIX)/share/scalelab/
 endif
 
 # Build rules ---------------------------------------------------------------------------------

@@ -15,9 +15,14 @@
 set -uo pipefail
 
 top="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-cd "$top"
+# The programs: bin/ beside this script in a build tree, PREFIX/bin for an installed copy
+# (PREFIX/share/scalelab/run_all.sh), or $SL_BIN. Results go below the current directory.
+bindir="${SL_BIN:-$top/bin}"
+[[ -d "$bindir" || -n "${SL_BIN:-}" ]] || bindir="$(cd "$top/../.." && pwd)/bin"
+launch="$top/scripts/sl-launch"
 
 mode=full np="" only="" out="" timeout_s="" list=0
+command_line="$0 $*"
 usage() { sed -n '3,14p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "run_all.sh: $*" >&2; exit 2; }
 while [[ $# -gt 0 ]]; do
@@ -54,9 +59,9 @@ declare -A ranks_per_node=(
   [mae_threads]=1
 )
 
-mapfile -t available < <(find bin -maxdepth 1 -type f -perm -u+x -printf '%f\n' 2>/dev/null | sort)
+mapfile -t available < <(find "$bindir" -maxdepth 1 -type f -perm -u+x ! -name 'sl-*' -printf '%f\n' 2>/dev/null | sort)
 if [[ ${#available[@]} -eq 0 ]]; then
-  echo "run_all.sh: no programs in bin/; run make first" >&2
+  echo "run_all.sh: no programs in $bindir; run make first" >&2
   exit 2
 fi
 programs=("${available[@]}")
@@ -64,7 +69,7 @@ if [[ -n "$only" ]]; then
   programs=()
   IFS=',' read -ra wanted <<<"$only"
   for w in "${wanted[@]}"; do
-    [[ -x "bin/$w" ]] || die "--only: '$w' is not a built program (built: ${available[*]})"
+    [[ -x "$bindir/$w" ]] || die "--only: '$w' is not a built program (built: ${available[*]})"
     programs+=("$w")
   done
 fi
@@ -80,8 +85,11 @@ fi
 
 run_id="$(date +%Y%m%d-%H%M%S)-$(hostname -s 2>/dev/null || echo host)"
 out="${out:-results/$run_id}"
+if [[ -e "$out" && -n "$(ls -A "$out" 2>/dev/null)" ]]; then
+  die "--out: '$out' already holds results (of another run); choose a new directory"
+fi
 mkdir -p "$out" || die "--out: cannot create '$out'"
-export SL_RESULTS="$out" SL_RUN_ID="$run_id" SL_RUN_COMMAND="./run_all.sh $*"
+export SL_RESULTS="$out" SL_RUN_ID="$run_id" SL_RUN_COMMAND="$command_line"
 status_file="$out/status.tsv"
 printf 'program\texit\tseconds\n' >"$status_file"
 
@@ -94,10 +102,10 @@ for p in "${programs[@]}"; do
     p_np=$(( ${SLURM_NNODES:-1} * ${ranks_per_node[$p]} ))
   fi
   echo
-  echo "## $p  ($p_np ranks: bin/$p $args)"
+  echo "## $p  ($p_np ranks: $p $args)"
   start=$(date +%s)
   # shellcheck disable=SC2086
-  timeout --kill-after=10 "$timeout_s" scripts/sl-launch -np "$p_np" "bin/$p" $args 2>&1 | tee "$out/$p.log"
+  timeout --kill-after=10 "$timeout_s" "$launch" -np "$p_np" "$bindir/$p" $args 2>&1 | tee "$out/$p.log"
   rc=${PIPESTATUS[0]}
   secs=$(( $(date +%s) - start ))
   if [[ $rc == 124 || $rc == 137 ]]; then
@@ -109,7 +117,7 @@ done
 
 echo
 if command -v python3 >/dev/null 2>&1; then
-  python3 scripts/report "$out" || failed=1
+  python3 "$top/scripts/report" "$out" || failed=1
 else
   echo "# python3 not found: no summary table; exit codes are in $status_file"
   cat "$status_file"

@@ -35,7 +35,7 @@ void sl_fatal(int code, const char *file, int line, const char *fmt, ...)
 }
 
 /* The rank as the launcher tells it, for messages printed before MPI is initialised. */
-static int launcher_rank(void)
+int sl_launcher_rank(void)
 {
     const char *vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"};
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
@@ -47,7 +47,7 @@ static int launcher_rank(void)
 
 void sl_usage_error(const char *fmt, ...)
 {
-    int rank = launcher_rank();
+    int rank = sl_launcher_rank();
     if (mpi_running()) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (rank == 0) {
         fflush(stdout);

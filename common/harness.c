@@ -72,6 +72,20 @@ static void make_run_id(sl_ctx *ctx)
     SL_CHECK_MPI(MPI_Bcast(ctx->run_id, (int)sizeof ctx->run_id, MPI_CHAR, 0, ctx->comm));
 }
 
+/* 1 when the manifest at path names a run other than run_id: a directory holds one run. */
+static int manifest_run_id_differs(const char *path, const char *run_id)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char want[sizeof ((sl_ctx *)0)->run_id + 16];
+    snprintf(want, sizeof want, "\"run_id\":\"%s\"", run_id);
+    return strstr(buf, want) == NULL;
+}
+
 /* Where results go: --out, else $SL_RESULTS, else results/<run-id>. */
 static void open_results(sl_ctx *ctx)
 {
@@ -83,14 +97,19 @@ static void open_results(sl_ctx *ctx)
     else
         snprintf(ctx->out_dir, sizeof ctx->out_dir, "results/%s", ctx->run_id);
 
-    int need_manifest = 0;
+    int need_manifest = 0, other_run = 0;
     if (ctx->rank == 0) {
         if (make_dirs(ctx->out_dir) != 0)
             SL_FATAL("cannot create the results directory '%s': %s", ctx->out_dir, strerror(errno));
         char path[PATH_MAX + 32];
         snprintf(path, sizeof path, "%s/manifest.json", ctx->out_dir);
         need_manifest = access(path, F_OK) != 0; /* one manifest per run, by its first program */
+        if (!need_manifest) other_run = manifest_run_id_differs(path, ctx->run_id);
     }
+    SL_CHECK_MPI(MPI_Bcast(&other_run, 1, MPI_INT, 0, ctx->comm));
+    if (other_run)
+        sl_usage_error("--out (-o) %s already holds the results of another run; choose a new "
+                       "directory (rows of two runs would mix)", ctx->out_dir);
     SL_CHECK_MPI(MPI_Bcast(&need_manifest, 1, MPI_INT, 0, ctx->comm));
     if (need_manifest) {
         sl_json j;
@@ -178,8 +197,7 @@ void sl_init(sl_ctx *ctx, const sl_program *prog, int argc, char **argv)
     char err[512];
     if (sl_options_parse(prog, argc, argv, &ctx->opt, err, sizeof err)) sl_usage_error("%s", err);
     if (ctx->opt.help || ctx->opt.version) {
-        const char *r = getenv("OMPI_COMM_WORLD_RANK");
-        if (!r || atoi(r) == 0) {
+        if (sl_launcher_rank() == 0) {
             if (ctx->opt.help)
                 sl_options_print_help(prog);
             else
@@ -197,12 +215,12 @@ void sl_init(sl_ctx *ctx, const sl_program *prog, int argc, char **argv)
     MPI_Comm_set_errhandler(ctx->comm, MPI_ERRORS_RETURN);
 
     resolve_backend_and_colls(ctx);
-    make_run_id(ctx);
-    open_results(ctx);
-
+    /* counters before the results directory: a bad event name leaves nothing behind */
     char note[256] = "";
     int rc = sl_papi_init(&ctx->papi, ctx->opt.papi_events, note, sizeof note);
     if (rc < 0) sl_usage_error("%s", note);
+    make_run_id(ctx);
+    open_results(ctx);
     if (note[0]) sl_note(ctx, "%s", note);
 
     sl_trace_enable(ctx->opt.trace);

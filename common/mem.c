@@ -1,5 +1,6 @@
 /* mem.c — allocation with accounting by category (see sl_mem.h). */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,10 +41,34 @@ typedef struct header {
     char pad[64 - sizeof(size_t) - sizeof(int)];
 } header;
 
+/* Bytes the kernel says can still be allocated without swapping (MemAvailable), or 0 when it
+ * does not say. */
+static size_t mem_available(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return 0;
+    char line[256];
+    unsigned long long kib = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1) break;
+    fclose(f);
+    return (size_t)kib * 1024;
+}
+
 void *sl_alloc(sl_mem_cat cat, size_t bytes)
 {
     if ((unsigned)cat >= SL_MEM_NCATS) SL_FATAL("sl_alloc: bad category %d", (int)cat);
     if (bytes > SIZE_MAX - sizeof(header) - 64) SL_FATAL("sl_alloc: %zu bytes is too large", bytes);
+    /* Linux overcommits: a request far beyond the free memory would "succeed" and the zero-fill
+     * below would then be killed by the OOM killer without a word. Large requests are checked
+     * against what is available first, so they fail as a runtime error naming the size. */
+    if (bytes >= ((size_t)256 << 20)) {
+        size_t avail = mem_available();
+        if (avail && bytes > avail)
+            sl_fatal(SL_EXIT_RUNTIME, __FILE__, __LINE__,
+                     "out of memory: %zu bytes for %s but only %zu are available on this node",
+                     bytes, cat_names[cat], avail);
+    }
     void *raw = NULL;
     size_t total = (sizeof(header) + bytes + 63) / 64 * 64;
     if (posix_memalign(&raw, 64, total) != 0)

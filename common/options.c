@@ -4,6 +4,7 @@
  * is silently defaulted. Values may be given as "--opt v", "--opt=v", "-x v" or "-xv".
  */
 #include <ctype.h>
+#include <math.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -101,6 +102,21 @@ static int choice_index(const char *choices, const char *v)
     return -1;
 }
 
+/* Splits a comma-separated list into buf's tokens (in place). Returns the count, or -1 when an
+ * item is empty ("1,,2", "a,", ",a") or there are more than max. */
+static int split_list(char *buf, char **tok, int max)
+{
+    int n = 0;
+    for (char *p = buf;;) {
+        char *comma = strchr(p, ',');
+        if (comma) *comma = 0;
+        if (!*p || n == max) return -1;
+        tok[n++] = p;
+        if (!comma) return n;
+        p = comma + 1;
+    }
+}
+
 /* "a|b|c" of the names whose bit is set in mask. */
 static void mask_names(unsigned mask, int n, const char *(*name)(int), char *buf, size_t len)
 {
@@ -119,10 +135,13 @@ static int parse_name_list(const char *v, unsigned accepted, int n, int (*from_n
                            unsigned *out)
 {
     unsigned mask = 0;
-    char buf[256];
+    char buf[256], *toks[64];
     if (strlen(v) >= sizeof buf || !*v) return -1;
     strcpy(buf, v);
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    int ntok = split_list(buf, toks, 64);
+    if (ntok < 0) return -1;
+    for (int k = 0; k < ntok; k++) {
+        const char *tok = toks[k];
         if (strcmp(tok, "all") == 0) {
             mask |= accepted;
             continue;
@@ -139,10 +158,13 @@ static int parse_name_list(const char *v, unsigned accepted, int n, int (*from_n
 static int parse_int_list(const char *v, const sl_opt *o, sl_int_list *out)
 {
     sl_int_list l = {0};
-    char buf[512];
+    char buf[512], *toks[SL_MAX_LIST + 1];
     if (strlen(v) >= sizeof buf || !*v) return -1;
     strcpy(buf, v);
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    int ntok = split_list(buf, toks, SL_MAX_LIST + 1);
+    if (ntok < 0) return -1;
+    for (int k = 0; k < ntok; k++) {
+        const char *tok = toks[k];
         if (o->allow_max && strcmp(tok, "max") == 0) {
             l.is_max = 1;
             continue;
@@ -159,10 +181,13 @@ static int parse_int_list(const char *v, const sl_opt *o, sl_int_list *out)
 static int parse_choice_list(const char *v, const char *choices, unsigned *out)
 {
     unsigned mask = 0;
-    char buf[256];
+    char buf[256], *toks[64];
     if (strlen(v) >= sizeof buf || !*v) return -1;
     strcpy(buf, v);
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    int ntok = split_list(buf, toks, 64);
+    if (ntok < 0) return -1;
+    for (int k = 0; k < ntok; k++) {
+        const char *tok = toks[k];
         if (strcmp(tok, "all") == 0) {
             mask = ~0u;
             continue;
@@ -188,7 +213,7 @@ static void describe(const sl_opt *o, char *buf, size_t len)
     case SL_OPT_SIZE:
         snprintf(buf, len, "a size in bytes in [%lld, %lld] (K/M/G suffixes allowed)", o->min, o->max);
         break;
-    case SL_OPT_DOUBLE: snprintf(buf, len, "a number"); break;
+    case SL_OPT_DOUBLE: snprintf(buf, len, "a finite number"); break;
     case SL_OPT_STRING: snprintf(buf, len, "a value"); break;
     case SL_OPT_CHOICE: snprintf(buf, len, "one of %s", o->choices); break;
     case SL_OPT_FLAG: snprintf(buf, len, "no value"); break;
@@ -223,7 +248,7 @@ static int apply_plain(const sl_opt *o, const char *v, char *err, size_t errlen)
         char *end;
         errno = 0;
         double x = strtod(v, &end);
-        bad = !*v || *end || errno;
+        bad = !*v || *end || errno || !isfinite(x);
         if (!bad) *(double *)o->dest = x;
         break;
     }

@@ -19,12 +19,6 @@ int sl_papi_init(sl_papi *p, const char *events, char *note, size_t notelen)
                  rc > 0 ? "version mismatch" : PAPI_strerror(rc));
         return 0;
     }
-    if (PAPI_num_components() <= 0 || PAPI_num_hwctrs() <= 0) {
-        snprintf(note, notelen,
-                 "--papi: this kernel exposes no hardware counters (perf_event_paranoid, a VM or a "
-                 "container?); running without counters");
-        return 0;
-    }
     char buf[512];
     snprintf(buf, sizeof buf, "%s", events);
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
@@ -38,6 +32,12 @@ int sl_papi_init(sl_papi *p, const char *events, char *note, size_t notelen)
             return -1;
         }
         snprintf(p->names[p->nevents++], sizeof p->names[0], "%s", tok);
+    }
+    if (PAPI_num_components() <= 0 || PAPI_num_hwctrs() <= 0) {
+        snprintf(note, notelen,
+                 "--papi: this kernel exposes no hardware counters (perf_event_paranoid, a VM or a "
+                 "container?); running without counters");
+        return 0;
     }
     if (PAPI_create_eventset(&p->eventset) != PAPI_OK) {
         snprintf(note, notelen, "--papi: cannot create an event set; running without counters");

@@ -191,13 +191,15 @@ void sl_table_begin(sl_ctx *ctx, const sl_column *cols, int ncols)
     char line[1024];
     size_t used = 0;
     for (int i = 0; i < ncols && used < sizeof line; i++)
-        used += (size_t)snprintf(line + used, sizeof line - used, "%*s", cols[i].width, cols[i].title);
-    printf("#%s\n", line);
+        used += (size_t)snprintf(line + used, sizeof line - used, " %*s", cols[i].width, cols[i].title);
+    line[0] = '#'; /* the title and units rows are comments for awk '!/^#/' */
+    printf("%s\n", line);
     used = 0;
     for (int i = 0; i < ncols && used < sizeof line; i++)
-        used += (size_t)snprintf(line + used, sizeof line - used, "%*s", cols[i].width,
+        used += (size_t)snprintf(line + used, sizeof line - used, " %*s", cols[i].width,
                                  cols[i].unit && cols[i].unit[0] ? cols[i].unit : "");
-    printf("#%s\n", line);
+    line[0] = '#';
+    printf("%s\n", line);
     fflush(stdout);
 }
 
@@ -225,9 +227,10 @@ void sl_result_emit(sl_ctx *ctx, const sl_result *r)
         size_t used = 0;
         for (int i = 0; i < ctx->ncols && used < sizeof line; i++) {
             cell(r, &ctx->cols[i], c, sizeof c);
-            used += (size_t)snprintf(line + used, sizeof line - used, "%*s", ctx->cols[i].width, c);
+            /* a space before every cell: a value wider than its column cannot run into the next */
+            used += (size_t)snprintf(line + used, sizeof line - used, " %*s", ctx->cols[i].width, c);
         }
-        printf(" %s\n", line);
+        printf("%s\n", line);
     }
     if (r->check == SL_CHECK_FAIL)
         fprintf(stderr, "%s: CHECK FAILED: %s: %s\n", ctx->prog->name, r->variant,

@@ -28,6 +28,10 @@ void sl_fatal(int code, const char *file, int line, const char *fmt, ...)
  * rank 0 prints "<program>: message", every rank exits 2 without an abort storm. */
 void sl_usage_error(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 
+/* This process's rank as the launcher (mpirun, srun, ...) tells it, for output before MPI is
+ * initialised; 0 when started without a launcher. */
+int sl_launcher_rank(void);
+
 /* The program name used as the prefix of every message (set by sl_init). */
 void sl_set_program_name(const char *name);
 const char *sl_program_name(void);

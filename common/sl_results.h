@@ -55,7 +55,8 @@ typedef struct sl_result {
 
 struct sl_ctx;
 
-/* Starts a result for `variant` with the run's defaults (backend, iterations). */
+/* Starts a result for `variant` with the run's iteration counts and check setting; the
+ * benchmark sets backend, collective and dtype itself. */
 void sl_result_init(struct sl_ctx *ctx, sl_result *r, const char *variant);
 void sl_result_param_num(sl_result *r, const char *name, double v);
 void sl_result_param_str(sl_result *r, const char *name, const char *v);

@@ -29,6 +29,25 @@ ok $? "a failed check in the new run fails the comparison"
 
 "$top/scripts/compare" "$out/base.jsonl" "$out/base.jsonl" >/dev/null 2>&1
 ok $? "a run compared with itself passes"
+
+{ row noisy 0.1 0.25 pass; row steady 10 0.01 pass; row small 10 0.01 pass; } >"$out/new4.jsonl"
+{ row noisy 10 0.25 pass; row steady 10 0.01 pass; row small 10 0.01 pass; } >"$out/base4.jsonl"
+"$top/scripts/compare" "$out/base4.jsonl" "$out/new4.jsonl" >"$out/log" 2>&1
+[ $? = 1 ] && grep -q 'b/noisy.*REGRESSION' "$out/log"
+ok $? "noise never excuses a drop beyond --max-limit (99% drop at 25% cv)"
+
+{ row steady 10 0.01 pass; row small 10 0.01 pass; } >"$out/new5.jsonl"
+"$top/scripts/compare" "$out/base.jsonl" "$out/new5.jsonl" >"$out/log" 2>&1
+[ $? = 1 ] && grep -q 'b/noisy.*MISSING' "$out/log"
+ok $? "a baseline row missing from the new run (a program that did not run) fails"
+"$top/scripts/compare" "$out/base.jsonl" "$out/new5.jsonl" --allow-missing >/dev/null 2>&1
+ok $? "... unless --allow-missing"
+
+mkdir -p "$out/newdir" && cp "$out/base.jsonl" "$out/newdir/b.jsonl"
+printf 'program\texit\tseconds\nb\t0\t1\nother\t3\t1\n' >"$out/newdir/status.tsv"
+"$top/scripts/compare" "$out/base.jsonl" "$out/newdir" >"$out/log" 2>&1
+[ $? = 1 ] && grep -q 'other: exited 3' "$out/log"
+ok $? "a program that exited non-zero in the new run (status.tsv) fails the comparison"
 "$top/scripts/compare" "$out/base.jsonl" "$out/new.jsonl" --threshold 2 >/dev/null 2>&1; [ $? = 2 ]
 ok $? "--threshold outside (0,1) exits 2"
 "$top/scripts/compare" "$out/base.jsonl" >/dev/null 2>&1; [ $? = 2 ]

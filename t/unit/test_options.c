@@ -132,7 +132,11 @@ int main(void)
     bad(&prog, "-f", "1", "--stepfactor", NULL);
     bad(&prog, "--check", "2", "--check", "[0, 1]");
     bad(&prog, "--layers", "65", "--layers", "[1, 64]");
-    bad(&prog, "--lr", "fast", "--lr", "a number");
+    bad(&prog, "--lr", "fast", "--lr", "a finite number");
+    bad(&prog, "--lr", "nan", "--lr", "a finite number");
+    bad(&prog, "--lr", "inf", "--lr", "a finite number");
+    bad(&prog, "--threads", "1,,2", "--threads", NULL);
+    bad(&prog, "--variants", "a,", "--variants", NULL);
     bad(&prog, "--mode", "bsp", "--mode", "sync|async|ps");
     bad(&prog, "--verbose=1", NULL, "--verbose", "no value");
     bad(&prog, "--threads", "0", "--threads", "'max'");
