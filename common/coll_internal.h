@@ -130,6 +130,26 @@ int slc_dbtree_allreduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype 
  * (-1 where absent). Exposed for the unit test of its shape. */
 void slc_dbtree_shape(int n, int rank, int which, int *parent, int *child0, int *child1);
 
+/* Schedules for the non-blocking all-reduce (coll_nb.c): this rank's part of an algorithm as
+ * a list of steps, each one exchange (send a range to one rank while receiving a range from
+ * another), after which the received range is reduced into the result or was received straight
+ * into it. Ranges are in elements; S is the send buffer, R the result. The engine runs one step
+ * at a time, advancing whenever the caller tests. */
+enum { SLC_BUF_S, SLC_BUF_R };
+typedef struct slc_step {
+    int to, from;                /* MPI_PROC_NULL when this step only receives / only sends */
+    int send_buf;                /* SLC_BUF_S or SLC_BUF_R */
+    size_t send_off, send_len;
+    size_t recv_off, recv_len;
+    int reduce;                  /* 1: R[recv] = A[recv] op received; 0: received into R */
+    int a_buf;                   /* A: SLC_BUF_S or SLC_BUF_R */
+    size_t avg_off, avg_len;     /* for avg: this range of R is final after the step; divide it */
+} slc_step;
+/* Each fills out[0..) (room for 2 * nranks + 64 steps) and returns the number of steps. */
+int slc_ring_schedule(const sl_comm *c, size_t n, slc_step *out);
+int slc_rhd_schedule(const sl_comm *c, size_t n, slc_step *out);
+int slc_tree_schedule(const sl_comm *c, size_t n, slc_step *out);
+
 int slc_rhd_allreduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t, sl_redop op);
 int slc_rhd_reduce_scatter(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t,
                            sl_redop op);

@@ -2,16 +2,17 @@
  * communication with the backward pass.
  *
  * mpi: MPI_Iallreduce on the communicator's second duplicate. nccl: enqueued on the stream.
- * ring on host buffers: a state machine, one ring step per state: a step's send and receive
- * are posted together; when both have completed (noticed by sl_coll_test or sl_coll_wait) the
- * received chunk is reduced and the next step is posted. The ring thus advances whenever the
- * caller tests, which a training loop does between layers. Everything else runs to completion
- * at the start (see sl_coll.h). */
+ * ring, rhd and tree on host buffers: a schedule engine, in the manner of libNBC. At the start
+ * the algorithm writes this rank's steps (slc_ring_schedule, ...: each one exchange with a
+ * peer); the engine posts a step's receive and send together, and when both have completed
+ * (noticed by sl_coll_test or sl_coll_wait) it reduces what arrived and posts the next step.
+ * The collective thus advances whenever the caller tests, which a training loop does between
+ * layers. dbtree, and device buffers, run to completion at the start (see sl_coll.h). */
 #include <stdlib.h>
 
 #include "coll_internal.h"
 
-enum { REQ_DONE, REQ_MPI, REQ_NCCL, REQ_RING };
+enum { REQ_DONE, REQ_MPI, REQ_NCCL, REQ_SCHED };
 
 struct sl_coll_req {
     sl_comm *c;
@@ -21,61 +22,69 @@ struct sl_coll_req {
     size_t n;
     sl_dtype t;
     sl_redop op;
-    MPI_Request q[2];   /* MPI: q[0]; ring: the current step's send and receive */
-    int step, tag;      /* ring: steps 0..n-2 reduce-scatter, n-1..2n-3 all-gather */
-    void *scratch;      /* ring: one chunk, where a reduce-scatter step receives */
+    MPI_Request q[2];   /* MPI: q[0]; schedule: the current step's send and receive */
+    slc_step *steps;
+    int nsteps, step, tag;
+    void *scratch;      /* where a reducing step receives */
 };
+
+static int has_schedule(const sl_comm *c)
+{
+    return c->impl == SL_COLL_RING || c->impl == SL_COLL_RHD || c->impl == SL_COLL_TREE;
+}
 
 int sl_coll_iallreduce_overlaps(const sl_comm *c)
 {
     if (c->impl == SL_COLL_MPI) return c->space == SL_MEM_HOST || c->mpi_device_ok;
     if (c->impl == SL_COLL_NCCL) return 1;
-    return c->impl == SL_COLL_RING && c->space == SL_MEM_HOST;
+    return has_schedule(c) && c->space == SL_MEM_HOST;
 }
 
-/* The chunks of ring step k: the one sent and the one received (as in coll_ring.c). */
-static void ring_chunks(const sl_coll_req *q, int k, int *send, int *recv)
-{
-    int n = q->c->size, r = q->c->rank;
-    if (k < n - 1) { /* reduce-scatter */
-        *send = slc_mod(r - k - 1, n);
-        *recv = slc_mod(r - k - 2, n);
-    } else {         /* all-gather */
-        int s = k - (n - 1);
-        *send = slc_mod(r - s, n);
-        *recv = slc_mod(r - s - 1, n);
-    }
-}
+static const void *buf_of(const sl_coll_req *q, int which) { return which == SLC_BUF_S ? q->s : q->r; }
 
-static void ring_post(sl_coll_req *q)
+static void post_step(sl_coll_req *q)
 {
-    sl_comm *c = q->c;
-    int n = c->size, si, ri;
-    ring_chunks(q, q->step, &si, &ri);
+    const slc_step *st = &q->steps[q->step];
     size_t es = sl_dtype_size(q->t);
-    const void *src = q->step == 0 ? q->s : q->r; /* step 0 sends the own contribution */
-    void *into = q->step < n - 1 ? q->scratch : slc_at(q->r, slc_chunk_off(q->n, n, ri), q->t);
-    int right = (c->rank + 1) % n, left = (c->rank + n - 1) % n;
-    SL_CHECK_MPI(MPI_Irecv(into, (int)(slc_chunk_len(q->n, n, ri) * es), MPI_BYTE, left, q->tag,
-                           c->nb_comm, &q->q[1]));
-    SL_CHECK_MPI(MPI_Isend(slc_at(src, slc_chunk_off(q->n, n, si), q->t),
-                           (int)(slc_chunk_len(q->n, n, si) * es), MPI_BYTE, right, q->tag,
-                           c->nb_comm, &q->q[0]));
+    MPI_Comm comm = q->c->nb_comm;
+    q->q[0] = q->q[1] = MPI_REQUEST_NULL;
+    if (st->recv_len && st->from != MPI_PROC_NULL) {
+        void *into = st->reduce ? q->scratch : slc_at(q->r, st->recv_off, q->t);
+        SL_CHECK_MPI(MPI_Irecv(into, (int)(st->recv_len * es), MPI_BYTE, st->from, q->tag, comm,
+                               &q->q[1]));
+    }
+    if (st->send_len && st->to != MPI_PROC_NULL)
+        SL_CHECK_MPI(MPI_Isend(slc_at(buf_of(q, st->send_buf), st->send_off, q->t),
+                               (int)(st->send_len * es), MPI_BYTE, st->to, q->tag, comm, &q->q[0]));
 }
 
-/* The current step has completed: reduce what arrived, then post the next step. */
-static void ring_advance(sl_coll_req *q)
+/* The current step's messages have completed: reduce what arrived, post the next step. */
+static void advance(sl_coll_req *q)
+{
+    const slc_step *st = &q->steps[q->step];
+    if (st->reduce && st->recv_len && st->from != MPI_PROC_NULL)
+        sl_reduce_host(slc_at(q->r, st->recv_off, q->t),
+                       slc_at(buf_of(q, st->a_buf), st->recv_off, q->t), q->scratch, st->recv_len,
+                       q->t, q->op);
+    if (st->avg_len) slc_finish_avg(q->c, slc_at(q->r, st->avg_off, q->t), st->avg_len, q->t, q->op);
+    if (++q->step < q->nsteps) post_step(q);
+    else q->kind = REQ_DONE;
+}
+
+static void start_schedule(sl_coll_req *q)
 {
     sl_comm *c = q->c;
-    int n = c->size, si, ri;
-    ring_chunks(q, q->step, &si, &ri);
-    if (q->step < n - 1) {
-        size_t off = slc_chunk_off(q->n, n, ri), len = slc_chunk_len(q->n, n, ri);
-        void *dst = slc_at(q->r, off, q->t);
-        sl_reduce_host(dst, slc_at(q->s, off, q->t), q->scratch, len, q->t, q->op);
-        if (q->step == n - 2) slc_finish_avg(c, dst, len, q->t, q->op); /* own chunk done */
-    }
-    if (++q->step < 2 * (n - 1)) ring_post(q);
+    q->steps = malloc((size_t)(2 * c->size + 64) * sizeof *q->steps);
+    if (!q->steps) SL_FATAL("out of memory for a schedule");
+    q->nsteps = c->impl == SL_COLL_RING ? slc_ring_schedule(c, q->n, q->steps)
+                : c->impl == SL_COLL_RHD ? slc_rhd_schedule(c, q->n, q->steps)
+                                         : slc_tree_schedule(c, q->n, q->steps);
+    size_t most = 0;
+    for (int i = 0; i < q->nsteps; i++)
+        if (q->steps[i].reduce && q->steps[i].recv_len > most) most = q->steps[i].recv_len;
+    q->scratch = sl_alloc(SL_MEM_COMM, most * sl_dtype_size(q->t));
+    q->kind = REQ_SCHED;
+    if (q->nsteps) post_step(q);
     else q->kind = REQ_DONE;
 }
 
@@ -105,9 +114,7 @@ int sl_coll_iallreduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t,
     } else if (c->size == 1) {
         slc_copy(c, r, s, n * sl_dtype_size(t));
     } else {
-        q->scratch = sl_alloc(SL_MEM_COMM, slc_chunk_len(n, c->size, 0) * sl_dtype_size(t));
-        q->kind = REQ_RING;
-        ring_post(q);
+        start_schedule(q);
     }
     return SL_COLL_OK;
 }
@@ -126,12 +133,12 @@ int sl_coll_test(sl_coll_req *q, int *done)
     case REQ_NCCL:
         if (sl_cdev_stream_done(q->c->stream)) q->kind = REQ_DONE;
         break;
-    case REQ_RING:
-        /* Advance as many steps as have completed. */
-        while (q->kind == REQ_RING) {
+    case REQ_SCHED:
+        /* Advance through as many steps as have completed. */
+        while (q->kind == REQ_SCHED) {
             SL_CHECK_MPI(MPI_Testall(2, q->q, &flag, MPI_STATUSES_IGNORE));
             if (!flag) break;
-            ring_advance(q);
+            advance(q);
         }
         break;
     default: break;
@@ -149,15 +156,16 @@ int sl_coll_wait(sl_coll_req *q)
         slc_finish_avg(q->c, q->r, q->n, q->t, q->op);
         break;
     case REQ_NCCL: sl_cdev_stream_sync(q->c->stream); break;
-    case REQ_RING:
-        while (q->kind == REQ_RING) {
+    case REQ_SCHED:
+        while (q->kind == REQ_SCHED) {
             SL_CHECK_MPI(MPI_Waitall(2, q->q, MPI_STATUSES_IGNORE));
-            ring_advance(q);
+            advance(q);
         }
         break;
     default: break;
     }
     sl_free(q->scratch);
+    free(q->steps);
     free(q);
     return SL_COLL_OK;
 }

@@ -150,3 +150,52 @@ int slc_rhd_allgather(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t)
     }
     return SL_COLL_OK;
 }
+
+/* Rabenseifner's all-reduce as a schedule for the non-blocking engine (coll_nb.c): fold,
+ * recursive halving, recursive doubling, unfold, one exchange per step. */
+int slc_rhd_schedule(const sl_comm *c, size_t n, slc_step *out)
+{
+    rhd h;
+    rhd_setup(c, &h, n, 0);
+    int k = 0, cur = SLC_BUF_S, r = c->rank;
+    if (r < 2 * h.rem) {
+        if (h.newrank < 0) {
+            out[k++] = (slc_step){.to = r + 1, .from = MPI_PROC_NULL, .send_buf = SLC_BUF_S,
+                                  .send_len = n};
+        } else {
+            out[k++] = (slc_step){.to = MPI_PROC_NULL, .from = r - 1, .recv_len = n, .reduce = 1,
+                                  .a_buf = SLC_BUF_S};
+            cur = SLC_BUF_R;
+        }
+    }
+    if (h.newrank >= 0) {
+        for (int d = h.p / 2; d >= 1; d /= 2) {
+            int partner = h.newrank ^ d, peer = real_rank(&h, partner);
+            int keep = h.newrank & ~(d - 1), give = partner & ~(d - 1);
+            size_t k0 = goff(&h, keep), g0 = goff(&h, give);
+            out[k++] = (slc_step){.to = peer, .from = peer, .send_buf = cur, .send_off = g0,
+                                  .send_len = goff(&h, give + d) - g0, .recv_off = k0,
+                                  .recv_len = goff(&h, keep + d) - k0, .reduce = 1, .a_buf = cur};
+            cur = SLC_BUF_R;
+        }
+        size_t o0 = goff(&h, h.newrank);
+        out[k - 1].avg_off = o0; /* the last halving step completes this rank's group */
+        out[k - 1].avg_len = goff(&h, h.newrank + 1) - o0;
+        for (int d = 1; d < h.p; d *= 2) {
+            int partner = h.newrank ^ d, peer = real_rank(&h, partner);
+            int mine = h.newrank & ~(d - 1), theirs = partner & ~(d - 1);
+            size_t m0 = goff(&h, mine), t0 = goff(&h, theirs);
+            out[k++] = (slc_step){.to = peer, .from = peer, .send_buf = SLC_BUF_R, .send_off = m0,
+                                  .send_len = goff(&h, mine + d) - m0, .recv_off = t0,
+                                  .recv_len = goff(&h, theirs + d) - t0};
+        }
+    }
+    if (r < 2 * h.rem) {
+        if (h.newrank < 0)
+            out[k++] = (slc_step){.to = MPI_PROC_NULL, .from = r + 1, .recv_len = n};
+        else
+            out[k++] = (slc_step){.to = r - 1, .from = MPI_PROC_NULL, .send_buf = SLC_BUF_R,
+                                  .send_len = n};
+    }
+    return k;
+}

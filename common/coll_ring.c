@@ -142,3 +142,24 @@ int slc_chain_reduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t, s
     if (v == 0) slc_finish_avg(c, r, n, t, op);
     return SL_COLL_OK;
 }
+
+/* The ring all-reduce as a schedule for the non-blocking engine (coll_nb.c): the same steps
+ * as slc_ring_allreduce, one whole chunk per step. */
+int slc_ring_schedule(const sl_comm *c, size_t n, slc_step *out)
+{
+    int p = c->size, r = c->rank, right = (r + 1) % p, left = (r + p - 1) % p, k = 0;
+    for (int s = 0; s < 2 * (p - 1); s++) {
+        int rs = s < p - 1, j = rs ? s : s - (p - 1);
+        int si = slc_mod(rs ? r - j - 1 : r - j, p), ri = slc_mod(rs ? r - j - 2 : r - j - 1, p);
+        slc_step st = {.to = right, .from = left, .send_buf = s == 0 ? SLC_BUF_S : SLC_BUF_R,
+                       .send_off = slc_chunk_off(n, p, si), .send_len = slc_chunk_len(n, p, si),
+                       .recv_off = slc_chunk_off(n, p, ri), .recv_len = slc_chunk_len(n, p, ri),
+                       .reduce = rs, .a_buf = SLC_BUF_S};
+        if (s == p - 2) { /* the last reduce-scatter step completes chunk r */
+            st.avg_off = st.recv_off;
+            st.avg_len = st.recv_len;
+        }
+        out[k++] = st;
+    }
+    return k;
+}

@@ -56,3 +56,34 @@ int slc_tree_allreduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t,
     slc_tree_reduce(c, s, r, n, t, op, 0); /* rank 0 also applies the avg division */
     return slc_tree_broadcast(c, r, n, t, 0);
 }
+
+/* The binomial all-reduce as a schedule for the non-blocking engine (coll_nb.c): the reduce
+ * to rank 0 then the broadcast from it, one whole-vector message per step. */
+int slc_tree_schedule(const sl_comm *c, size_t n, slc_step *out)
+{
+    int size = c->size, v = c->rank, k = 0, mask = 1, cur = SLC_BUF_S;
+    for (; mask < size; mask <<= 1) {
+        if (v & mask) {
+            out[k++] = (slc_step){.to = v - mask, .from = MPI_PROC_NULL, .send_buf = cur,
+                                  .send_len = n};
+            break;
+        }
+        if (v + mask < size) {
+            out[k++] = (slc_step){.to = MPI_PROC_NULL, .from = v + mask, .recv_len = n,
+                                  .reduce = 1, .a_buf = cur};
+            cur = SLC_BUF_R;
+        }
+    }
+    if (v == 0) out[k - 1].avg_len = n; /* the root's last child completes the sum */
+    for (mask = 1; mask < size; mask <<= 1) {
+        if (v & mask) {
+            out[k++] = (slc_step){.to = MPI_PROC_NULL, .from = v - mask, .recv_len = n};
+            break;
+        }
+    }
+    for (mask >>= 1; mask > 0; mask >>= 1)
+        if (v + mask < size)
+            out[k++] = (slc_step){.to = v + mask, .from = MPI_PROC_NULL, .send_buf = SLC_BUF_R,
+                                  .send_len = n};
+    return k;
+}

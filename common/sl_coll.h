@@ -108,7 +108,9 @@ int sl_coll_broadcast(sl_comm *c, void *buf, size_t count, sl_dtype t, int root)
 int sl_coll_reduce(sl_comm *c, const void *sendbuf, void *recvbuf, size_t count, sl_dtype t,
                    sl_redop op, int root);
 
-/* Point to point (for pipeline stages, halo exchange). tag >= 0 and below 1 << 20. */
+/* Point to point (for pipeline stages, halo exchange). tag >= 0 and below 1 << 20. Blocking,
+ * like MPI_Send: a send to oneself, or two ranks sending to each other first, can wait forever
+ * once the message is too large to be buffered. */
 int sl_coll_send(sl_comm *c, const void *buf, size_t count, sl_dtype t, int peer, int tag);
 int sl_coll_recv(sl_comm *c, void *buf, size_t count, sl_dtype t, int peer, int tag);
 int sl_coll_barrier(sl_comm *c);
@@ -122,10 +124,10 @@ int sl_coll_barrier(sl_comm *c);
  * What progresses in the background:
  *   mpi     MPI_Iallreduce (progress as the MPI library makes it; calling test helps).
  *   nccl    enqueued on the communicator's stream; runs on the device.
- *   ring    a state machine on host buffers: each sl_coll_test completes what has arrived,
- *           reduces it and posts the next ring step, so the ring advances as often as the
- *           caller tests (one whole chunk per step, no segments).
- *   others  (tree, dbtree, rhd, and ring on device buffers) run to completion inside
+ *   ring, rhd, tree   on host buffers: the algorithm's steps as a schedule; each
+ *           sl_coll_test completes what has arrived, reduces it and posts the next step, so
+ *           the collective advances as often as the caller tests (whole chunks, no segments).
+ *   others  (dbtree, and the suite's algorithms on device buffers) run to completion inside
  *           sl_coll_iallreduce: correct, but nothing overlaps. sl_coll_iallreduce_overlaps
  *           says which case a communicator is in.
  * Several operations may be in flight on one communicator; every rank must start them in the

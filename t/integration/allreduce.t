@@ -68,9 +68,11 @@ for np in 3 4; do
 done
 
 # Bad inputs: exit 2 with one line naming the option.
+nbad=0
 expect_usage() { # expect_usage NP NAME_IN_MESSAGE ARGS...
   local np=$1 want=$2; shift 2
-  launch "$np" allreduce "$@" -o "$out/bad" >"$out/stdout" 2>"$out/stderr"
+  nbad=$((nbad + 1))
+  launch "$np" allreduce "$@" -o "$out/bad$nbad" >"$out/stdout" 2>"$out/stderr"
   local rc=$?
   if [ $rc = 2 ] && [ "$(grep -c -- "$want" "$out/stderr")" = 1 ]; then
     ok 0 "allreduce $* on $np rank(s) -> exit 2: $(head -n 1 "$out/stderr")"
