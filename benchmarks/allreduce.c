@@ -559,6 +559,8 @@ int main(int argc, char **argv)
     int be = sl_k_backend_resolve(ctx.opt.backend, why, sizeof why);
     if (be < 0) SL_FATAL("-B %s: %s", sl_backend_name(ctx.opt.backend), why);
     sl_mem_space space = be == SL_BACKEND_CUDA ? SL_MEM_DEVICE : SL_MEM_HOST;
+    if (space == SL_MEM_DEVICE) /* before any device allocation: NCCL needs a GPU per rank */
+        sl_note(&ctx, "one GPU per rank of a node (rank 0: GPU %d)", sl_coll_bind_device(ctx.comm));
 
     /* Sizes: -b, -b*f, ... <= -e. Each must hold one element per rank where the collective
      * splits the vector into per-rank blocks. */

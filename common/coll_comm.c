@@ -87,6 +87,18 @@ static size_t default_segment(void)
     return seg;
 }
 
+int sl_coll_bind_device(MPI_Comm comm)
+{
+    int ndev = sl_cdev_count(), local = 0;
+    MPI_Comm node;
+    SL_CHECK_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+    MPI_Comm_rank(node, &local);
+    MPI_Comm_free(&node);
+    if (ndev == 0) return -1;
+    sl_cdev_set(local % ndev);
+    return local % ndev;
+}
+
 int sl_comm_init(sl_comm *c, MPI_Comm comm, sl_coll impl, sl_mem_space space)
 {
     memset(c, 0, sizeof *c);

@@ -91,6 +91,11 @@ typedef struct sl_comm {
     unsigned nb_seq;      /* non-blocking operations started so far: tags in flight */
 } sl_comm;
 
+/* Gives each rank of a node its own GPU (node-local rank modulo the visible devices), as NCCL
+ * requires; call before allocating device memory. Returns the device, or -1 where there is
+ * none (nothing is changed). Collective over comm. */
+int sl_coll_bind_device(MPI_Comm comm);
+
 /* Wraps `comm` (duplicated; the caller keeps its own) for implementation `impl` on buffers in
  * `space`. Returns SL_COLL_EINVAL for an unknown implementation or space, SL_COLL_ENOTBUILT or
  * SL_COLL_ENODEV when the build or the machine cannot run it (c is then left empty and

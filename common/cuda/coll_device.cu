@@ -83,6 +83,8 @@ int sl_cdev_count(void)
     return n;
 }
 
+void sl_cdev_set(int dev) { CUDA_OK(cudaSetDevice(dev)); }
+
 void *sl_cdev_malloc(size_t bytes)
 {
     void *p = NULL;

@@ -525,6 +525,8 @@ static void check_setup(void)
 {
     tally ty = {0};
     sl_comm c;
+    int dev = sl_coll_bind_device(MPI_COMM_WORLD); /* before any device memory */
+    if ((dev < 0) != (sl_cdev_count() == 0)) fail(&ty, "bind_device gave %d", dev);
     if (sl_comm_init(&c, MPI_COMM_WORLD, (sl_coll)SL_NCOLLS, SL_MEM_HOST) != SL_COLL_EINVAL)
         fail(&ty, "unknown implementation accepted");
     sl_comm_free(&c); /* a no-op on a refused communicator */
@@ -544,7 +546,7 @@ static void check_setup(void)
         if (sl_collective_from_name(sl_collective_name((sl_collective)i)) != i) fail(&ty, "collective name %d", i);
     if (sl_redop_from_name("prod") != -1 || sl_collective_from_name("alltoall") != -1)
         fail(&ty, "unknown names accepted");
-    verdict(&ty, "setup: unknown implementation/space refused, unbuilt or absent backends reported, names");
+    verdict(&ty, "setup: device binding, unknown implementation/space refused, unbuilt or absent backends reported, names");
 }
 
 /* The double binary tree's shape, for every rank count up to 64: each tree spans all ranks
