@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kernels.h"
 #include "mlp.h"
@@ -74,6 +75,7 @@ static const sl_opt extra_opts[] = {
     {0},
 };
 
+static void validate(sl_ctx *ctx);
 static const sl_program program = {
     .name = "ddp",
     .summary = "data-parallel training: per-step, bucketed+overlapped, accumulated, parameter server",
@@ -83,6 +85,7 @@ static const sl_program program = {
     .default_iters = 10,
     .default_warmup = 2,
     .extra = extra_opts,
+    .validate = validate,
 };
 
 /* One rank's replica and its training run --------------------------------------------- */
@@ -479,6 +482,8 @@ static double one_rank_step_time(sl_ctx *ctx, int variant, const sl_mlp *m, sl_t
                                  const sl_optim *o, int batch)
 {
     double median = 0;
+    int tracing = sl_trace_enabled();
+    sl_trace_enable(0); /* the one-rank run is not part of the timeline */
     if (ctx->rank == 0) {
         sl_comm self;
         coll_check(sl_comm_init(&self, MPI_COMM_SELF, SL_COLL_MPI,
@@ -499,7 +504,15 @@ static double one_rank_step_time(sl_ctx *ctx, int variant, const sl_mlp *m, sl_t
         run_free(&r);
         sl_comm_free(&self);
     }
-    SL_CHECK_MPI(MPI_Bcast(&median, 1, MPI_DOUBLE, 0, ctx->comm));
+    sl_trace_enable(tracing);
+    /* The other ranks wait without polling (a busy MPI_Bcast would take the cores rank 0 is
+     * being measured on). */
+    MPI_Request req;
+    SL_CHECK_MPI(MPI_Ibcast(&median, 1, MPI_DOUBLE, 0, ctx->comm, &req));
+    for (int done = 0; !done;) {
+        SL_CHECK_MPI(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
+        if (!done) nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+    }
     return median;
 }
 
@@ -537,6 +550,7 @@ static const sl_column columns[] = {
     {"samples/s", "", "samples_per_s", 11, 1, 0},
     {"eff", "%", "scaling_eff", 7, 1, 100},
     {"bytes/step", "MB", "bytes_model", 11, 2, 1e-6},
+    {"activ", "MB", "mem_activ", 8, 2, 1e-6},
     {"error", "rel", "weight_rel_err", 10, 2, 0},
     {"check", "", "check", 7, 0, 0},
 };
@@ -552,18 +566,26 @@ static void run_variant(sl_ctx *ctx, int variant, sl_coll impl, const sl_mlp *m,
 
     sl_comm comm;
     coll_check(sl_comm_init(&comm, ctx->comm, impl, space), "sl_comm_init");
+    /* what one replica holds, by category, as counted by the allocator */
+    static const sl_mem_cat held_cats[] = {SL_MEM_PARAMS, SL_MEM_GRADS, SL_MEM_OPTIM, SL_MEM_ACTIV};
+    static const char *const held_names[] = {"mem_params", "mem_grads", "mem_optim", "mem_activ"};
+    double held[4];
+    for (int k = 0; k < 4; k++) held[k] = -(double)sl_mem_current(space, held_cats[k]);
     ddp_run r;
     run_setup(&r, ctx, variant, &comm, m, task, o, B, steps);
+    for (int k = 0; k < 4; k++) held[k] += (double)sl_mem_current(space, held_cats[k]);
 
     sl_stats st;
     sl_time_loop(ctx, ddp_step, &r, &st);
     step_times med = median_times(&r, (int)ctx->opt.iters, ctx->comm);
 
     /* Check, outside the timed region: against the serial reference, and replicas equal. */
-    const float *ref = reference_for(ctx, refs, nrefs, m, task, o, B, steps);
     sl_weight_diff d = {0};
     int src = 0; /* a rank holding the full weights: rank 0 (a worker also under ps) */
-    if (ctx->rank == src) d = sl_weights_compare(m->be, m->nparams, r.params, ref);
+    if (ctx->opt.check) {
+        const float *ref = reference_for(ctx, refs, nrefs, m, task, o, B, steps);
+        if (ctx->rank == src) d = sl_weights_compare(m->be, m->nparams, r.params, ref);
+    }
     float *bcast = sl_k_host_alloc(SL_BACKEND_CPU, SL_MEM_OTHER, m->nparams * sizeof(float));
     float *mine = sl_k_host_alloc(SL_BACKEND_CPU, SL_MEM_OTHER, m->nparams * sizeof(float));
     sl_k_memcpy(m->be, mine, r.params, m->nparams * sizeof(float), SL_K_D2H);
@@ -578,7 +600,8 @@ static void run_variant(sl_ctx *ctx, int variant, sl_coll impl, const sl_mlp *m,
         hi = off + cnt;
     }
     long long mismatched = 0, total_mismatched = 0;
-    for (size_t i = lo; i < hi; i++) mismatched += memcmp(&mine[i], &bcast[i], sizeof(float)) != 0;
+    for (size_t i = lo; i < hi && ctx->opt.check; i++)
+        mismatched += memcmp(&mine[i], &bcast[i], sizeof(float)) != 0;
     SL_CHECK_MPI(MPI_Allreduce(&mismatched, &total_mismatched, 1, MPI_LONG_LONG, MPI_SUM, ctx->comm));
     SL_CHECK_MPI(MPI_Bcast(&d, (int)sizeof d, MPI_BYTE, src, ctx->comm));
     sl_k_host_free(SL_BACKEND_CPU, bcast);
@@ -627,9 +650,13 @@ static void run_variant(sl_ctx *ctx, int variant, sl_coll impl, const sl_mlp *m,
     sl_result_metric(&res, "bytes_model", model_bytes(variant, P, m->nparams, r.workers), "bytes");
     sl_result_metric(&res, "tflops", 3.0 * sl_mlp_flops_forward(m, B) / st.median / 1e12, "TFLOP/s");
     sl_result_metric(&res, "weight_rel_err", d.max_rel, "ratio");
+    for (int k = 0; k < 4; k++) sl_result_metric(&res, held_names[k], held[k], "bytes");
     snprintf(res.headline, sizeof res.headline, "samples_per_s");
     if (!ctx->opt.check)
         sl_result_check(&res, SL_CHECK_SKIPPED, d.max_rel, NULL);
+    else if (d.ref_nonfinite)
+        sl_result_check(&res, SL_CHECK_FAIL, NAN,
+                        "the serial reference itself diverged (non-finite weights): lower --lr");
     else if (d.nonfinite || d.max_rel > CHECK_TOLERANCE || total_mismatched)
         sl_result_check(&res, SL_CHECK_FAIL, d.max_rel,
                         "weights differ from the serial reference by %.3g (tolerance %g; worst "
@@ -643,6 +670,47 @@ static void run_variant(sl_ctx *ctx, int variant, sl_coll impl, const sl_mlp *m,
     sl_comm_free(&comm);
 }
 
+/* What cannot be run is said once, up front, with the option that asks for it (called by
+ * sl_init before the results directory is created). */
+static void validate(sl_ctx *ctx)
+{
+    const int P = ctx->nranks;
+    if (opt_bucket_mb <= 0) sl_usage_error("--bucket-mb: expected a size in MiB > 0, got %g", opt_bucket_mb);
+    if (!(opt_lr > 0) || opt_lr > 1e6)
+        sl_usage_error("--lr: expected a learning rate in (0, 1e6], got %g", opt_lr);
+    int workers_ps = P - (int)opt_servers;
+    if (opt_scaling == 1) {
+        if (opt_batch < P)
+            sl_usage_error("--batch %lld cannot be split over %d ranks (strong scaling gives each "
+                           "rank at least one sample): use --batch >= %d",
+                           opt_batch, P, P);
+        if ((opt_variants & (1u << V_ACCUM)) && opt_batch / P < opt_accum) {
+            if (opt_variants != ~0u)
+                sl_usage_error("--accum %lld: a rank's share of --batch %lld is %lld samples, fewer "
+                               "than the micro-batches", opt_accum, opt_batch, opt_batch / P);
+            opt_variants &= ~(1u << V_ACCUM);
+            sl_note(ctx, "skipping accum: a rank's share of --batch %lld is smaller than --accum %lld",
+                    opt_batch, opt_accum);
+        }
+    } else if ((opt_variants & (1u << V_ACCUM)) && opt_batch < opt_accum) {
+        if (opt_variants != ~0u) /* asked for by name: say what is wrong */
+            sl_usage_error("--accum %lld: more micro-batches than --batch %lld samples per rank",
+                           opt_accum, opt_batch);
+        opt_variants &= ~(1u << V_ACCUM);
+        sl_note(ctx, "skipping accum: --batch %lld per rank is smaller than --accum %lld", opt_batch,
+                opt_accum);
+    }
+    if ((opt_variants & (1u << V_PS)) && opt_variants != (1u << V_PS) && workers_ps < 1) {
+        opt_variants &= ~(1u << V_PS);
+        sl_note(ctx, "skipping ps: it needs more ranks than --servers %lld (one worker at least)", opt_servers);
+    } else if (opt_variants == (1u << V_PS) && workers_ps < 1) {
+        sl_usage_error("--servers %lld: ps needs at least one worker rank beside the servers (%d ranks)",
+                       opt_servers, P);
+    } else if ((opt_variants & (1u << V_PS)) && opt_scaling == 1 && opt_batch < workers_ps) {
+        sl_usage_error("--batch %lld cannot be split over %d ps workers", opt_batch, workers_ps);
+    }
+}
+
 int main(int argc, char **argv)
 {
     sl_ctx ctx;
@@ -650,31 +718,6 @@ int main(int argc, char **argv)
     const int P = ctx.nranks;
     const sl_backend be = ctx.opt.backend;
 
-    /* What cannot be run is said once, up front, with the option that asks for it. */
-    if (opt_bucket_mb <= 0) sl_usage_error("--bucket-mb: expected a size in MiB > 0, got %g", opt_bucket_mb);
-    if (!(opt_lr > 0)) sl_usage_error("--lr: expected a learning rate > 0, got %g", opt_lr);
-    int workers_ps = P - (int)opt_servers;
-    if (opt_scaling == 1) {
-        if (opt_batch < P)
-            sl_usage_error("--batch %lld cannot be split over %d ranks (strong scaling gives each "
-                           "rank at least one sample): use --batch >= %d",
-                           opt_batch, P, P);
-        if ((opt_variants & (1u << V_ACCUM)) && opt_batch / P < opt_accum)
-            sl_usage_error("--accum %lld: a rank's share of --batch %lld is %lld samples, fewer "
-                           "than the micro-batches", opt_accum, opt_batch, opt_batch / P);
-    } else if ((opt_variants & (1u << V_ACCUM)) && opt_batch < opt_accum) {
-        sl_usage_error("--accum %lld: more micro-batches than --batch %lld samples per rank",
-                       opt_accum, opt_batch);
-    }
-    if ((opt_variants & (1u << V_PS)) && opt_variants != (1u << V_PS) && workers_ps < 1) {
-        opt_variants &= ~(1u << V_PS);
-        sl_note(&ctx, "skipping ps: it needs more ranks than --servers %lld (one worker at least)", opt_servers);
-    } else if (opt_variants == (1u << V_PS) && workers_ps < 1) {
-        sl_usage_error("--servers %lld: ps needs at least one worker rank beside the servers (%d ranks)",
-                       opt_servers, P);
-    } else if ((opt_variants & (1u << V_PS)) && opt_scaling == 1 && opt_batch < workers_ps) {
-        sl_usage_error("--batch %lld cannot be split over %d ps workers", opt_batch, workers_ps);
-    }
     sl_mlp m;
     if (sl_mlp_init(&m, be, (int)opt_layers, (int)opt_in, (int)opt_width, (int)opt_out, SL_ACT_GELU))
         sl_usage_error("--layers/--width/--in/--out: not a valid MLP shape");

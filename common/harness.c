@@ -215,6 +215,7 @@ void sl_init(sl_ctx *ctx, const sl_program *prog, int argc, char **argv)
     MPI_Comm_set_errhandler(ctx->comm, MPI_ERRORS_RETURN);
 
     resolve_backend_and_colls(ctx);
+    if (prog->validate) prog->validate(ctx);
     /* counters before the results directory: a bad event name leaves nothing behind */
     char note[256] = "";
     int rc = sl_papi_init(&ctx->papi, ctx->opt.papi_events, note, sizeof note);

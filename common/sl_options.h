@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include "sl_types.h"
 
+struct sl_ctx;
+
 #define SL_MAX_LIST 32
 
 /* A comma-separated list of integers ("1,2,4"); `max` is allowed where the option says so
@@ -63,6 +65,10 @@ typedef struct sl_program {
     int default_iters, default_warmup;
     size_t default_minbytes, default_maxbytes;
     const sl_opt *extra;       /* technique options, ended by {0}; may be NULL */
+    /* Checks that need the rank count (or several options together), run by sl_init once MPI
+     * is up and before anything is written: it calls sl_usage_error, or drops what cannot run
+     * with an sl_note. May be NULL. */
+    void (*validate)(struct sl_ctx *ctx);
 } sl_program;
 
 typedef struct sl_options {

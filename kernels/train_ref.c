@@ -62,6 +62,7 @@ sl_weight_diff sl_weights_compare(sl_backend be, size_t n, const float *got, con
     double scale = 0;
     for (size_t i = 0; i < n; i++) {
         if (!isfinite(g[i])) d.nonfinite = 1;
+        if (!isfinite(w[i])) d.ref_nonfinite = 1;
         double e = fabs((double)g[i] - (double)w[i]);
         if (e > d.max_abs || isnan(e)) {
             d.max_abs = isnan(e) ? INFINITY : e;

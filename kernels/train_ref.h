@@ -29,6 +29,7 @@ typedef struct sl_weight_diff {
     double max_rel;  /* max_abs / max |want| (a norm-wise relative error) */
     size_t worst;    /* index of the largest difference */
     int nonfinite;   /* got holds NaN or inf */
+    int ref_nonfinite; /* want holds NaN or inf: the reference run itself diverged */
 } sl_weight_diff;
 
 /* Compares n weights (backend memory). */

@@ -48,6 +48,27 @@ ok $? "ps with two servers sharding the parameters passes"
 launch 2 ddp $small --variants accum --accum 4 --batch 9 --optim adamw -o "$out/adamw" >"$out/adamw.txt" 2>&1
 ok $? "accum with AdamW equals the serial full-batch run"
 
+# The one-rank baseline (rank 0 alone while the others wait) gives an efficiency in (0, 1.5].
+launch 2 ddp --layers 3 --width 48 --in 12 --out 5 --batch 4 -n 2 -w 1 --variants sync \
+  -o "$out/eff" >"$out/eff.txt" 2>&1
+python3 - "$out/eff/ddp.jsonl" <<'PY'
+import json, sys
+r = [json.loads(l) for l in open(sys.argv[1])][0]
+e = r["metrics"]["scaling_eff"]["value"]
+sys.exit(0 if r["check"]["status"] == "pass" and e is not None and 0 < e <= 1.5 else 1)
+PY
+ok $? "--baseline 1: scaling efficiency measured against the one-rank run"
+
+# A batch smaller than the default --accum: accum is skipped with a note, the rest runs.
+launch 2 ddp --layers 2 --width 16 --in 4 --out 3 --batch 2 -n 1 -w 0 --baseline 0 \
+  -o "$out/skip" >"$out/skip.txt" 2>&1
+[ $? = 0 ] && grep -q 'skipping accum' "$out/skip.txt"
+ok $? "--batch below the default --accum skips accum with a note instead of failing"
+launch 2 ddp --layers 2 --width 16 --in 4 --out 3 --batch 2 -n 1 -w 0 --check 0 \
+  -o "$out/nocheck" >/dev/null 2>&1
+python3 -c "import json,sys; sys.exit(0 if all(json.loads(l)['check']['status']=='skipped' for l in open(sys.argv[1])) else 1)" "$out/nocheck/ddp.jsonl"
+ok $? "--check 0: rows marked skipped"
+
 expect_usage() { # expect_usage NP NAME ARGS...
   local np="$1" want="$2"; shift 2
   launch "$np" ddp "$@" -o "$out/bad" >"$out/stdout" 2>"$out/stderr"
@@ -61,6 +82,9 @@ expect_usage 1 --bucket-mb --bucket-mb 0
 expect_usage 2 --servers --variants ps --servers 2
 expect_usage 1 --scaling --scaling linear
 expect_usage 1 --coll -C nccl -B cpu
+expect_usage 1 --accum --variants accum --batch 2 --accum 3
+expect_usage 1 --lr --lr nan
+expect_usage 1 --lr --lr 1e300
 
 # shellcheck disable=SC2086
 launch 2 ddp $small --variants bucketed --batch 4 --trace -o "$out/trace" >/dev/null 2>&1
