@@ -8,6 +8,7 @@
  * (noticed by sl_coll_test or sl_coll_wait) it reduces what arrived and posts the next step.
  * The collective thus advances whenever the caller tests, which a training loop does between
  * layers. dbtree, and device buffers, run to completion at the start (see sl_coll.h). */
+#include <limits.h>
 #include <stdlib.h>
 
 #include "coll_internal.h"
@@ -113,6 +114,9 @@ int sl_coll_iallreduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t,
         q->kind = REQ_NCCL;
     } else if (c->size == 1) {
         slc_copy(c, r, s, n * sl_dtype_size(t));
+    } else if (n > INT_MAX / sl_dtype_size(t)) {
+        /* A step moves up to the whole vector in one message, whose size MPI counts in int. */
+        return sl_coll_allreduce(c, s, r, n, t, op);
     } else {
         start_schedule(q);
     }
