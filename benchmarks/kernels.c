@@ -53,7 +53,7 @@ static const sl_opt extra_opts[] = {
      "GEMM size n (n x n x n), also the FLOP/s probe (default 2048)"},
     {"elems", 0, SL_OPT_INT, &opt_elems, 1, 1LL << 32, NULL, 0,
      "elements of the element-wise kernels (default 16777216)"},
-    {"copy-bytes", 0, SL_OPT_SIZE, &opt_copy_bytes, 1, 1LL << 40, NULL, 0,
+    {"copy-bytes", 0, SL_OPT_SIZE, &opt_copy_bytes, 8 << 20, 1LL << 40, NULL, 0,
      "bytes of the bandwidth probe copy (default 256M)"},
     {"kernels", 'k', SL_OPT_CHOICE_LIST, &opt_kernels, 0, 0, KERNEL_CHOICES, 0,
      "kernels to run (default all)"},

@@ -67,8 +67,10 @@ ok $? "an unknown kernel name is a usage error naming --kernels"
 
 kernels -B cuda $quick -k relu -o "$out/cuda" >"$out/cuda.txt" 2>&1
 rc=$?
-if [ $rc = 0 ]; then
-  ok 0 "-B cuda runs where a device is visible"
+gpus=0
+command -v nvidia-smi >/dev/null 2>&1 && gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+if [ "$gpus" -gt 0 ]; then
+  ok $rc "-B cuda runs and passes where a device is visible ($gpus GPUs)"
 else
   # not built: a usage error (2); built but no device: a runtime error (3)
   { [ $rc = 2 ] || [ $rc = 3 ]; } && grep -qi 'cuda' "$out/cuda.txt"
