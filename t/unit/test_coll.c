@@ -425,37 +425,41 @@ static void sweep_large(sl_comm *c, const char *space)
     bufs_free(&b);
 }
 
-/* Non-blocking all-reduce: two operations in flight at once, progressed by test, finished by
- * wait, checked like the blocking ones. */
+/* Non-blocking all-reduce: two operations in flight at once (f32 sum in place, bf16 avg out of
+ * place) with a blocking one (f64 max) issued while they are, the first driven to completion
+ * by test alone, then both finished by wait; all checked like the blocking ones. */
 static void sweep_nonblocking(sl_comm *c, const char *space)
 {
     if (!sl_coll_supports(c->impl, SL_CO_ALLREDUCE)) return;
     static const size_t counts[] = {0, 1, 7, 1000, 100003};
+    static const sl_dtype dt[3] = {SL_F32, SL_BF16, SL_F64};
+    static const sl_redop rop[3] = {SL_OP_SUM, SL_OP_AVG, SL_OP_MAX};
     size_t maxn = 100003;
     tally ty = {0};
-    bufs b[2];
-    for (int k = 0; k < 2; k++) bufs_init(&b[k], c, maxn * sizeof(float));
+    bufs b[3];
+    for (int k = 0; k < 3; k++) bufs_init(&b[k], c, maxn * sizeof(double));
     for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++) {
         size_t n = counts[ci];
-        for (int k = 0; k < 2; k++) { /* op k: in place for k = 0, out of place for k = 1 */
-            for (size_t i = 0; i < n; i++) put(b[k].h[0], i, SL_F32, val(g_rank, i, k));
+        for (int k = 0; k < 3; k++) { /* k = 0 in place, k = 1 and 2 out of place */
+            for (size_t i = 0; i < n; i++) put(b[k].h[0], i, dt[k], val(g_rank, i, k));
             poison(b[k].h[1], b[k].bytes);
             upload(&b[k]);
         }
         sl_coll_req *q[2];
-        int rc0 = sl_coll_iallreduce(c, b[0].d[0], b[0].d[0], n, SL_F32, SL_OP_SUM, &q[0]);
-        int rc1 = sl_coll_iallreduce(c, b[1].d[0], b[1].d[1], n, SL_F32, SL_OP_AVG, &q[1]);
-        if (rc0 || rc1) { fail(&ty, "count %zu: start rc %d %d", n, rc0, rc1); break; }
+        int rc0 = sl_coll_iallreduce(c, b[0].d[0], b[0].d[0], n, dt[0], rop[0], &q[0]);
+        int rc1 = sl_coll_iallreduce(c, b[1].d[0], b[1].d[1], n, dt[1], rop[1], &q[1]);
+        int rc2 = sl_coll_allreduce(c, b[2].d[0], b[2].d[1], n, dt[2], rop[2]);
+        if (rc0 || rc1 || rc2) { fail(&ty, "count %zu: rc %d %d %d", n, rc0, rc1, rc2); break; }
         int done0 = 0, spins = 0;
         while (!done0 && spins++ < 1000000) sl_coll_test(q[0], &done0); /* drive the first only */
         if (!done0) fail(&ty, "count %zu: test never reported completion", n);
         sl_coll_wait(q[0]);
         sl_coll_wait(q[1]);
-        for (int k = 0; k < 2; k++) {
+        for (int k = 0; k < 3; k++) {
             download(&b[k]);
-            const void *res = b[k].h[k];
+            const void *res = b[k].h[k ? 1 : 0];
             for (size_t i = 0; i < n; i++) {
-                double want = expect(i, k, SL_F32, k ? SL_OP_AVG : SL_OP_SUM), got = get(res, i, SL_F32);
+                double want = expect(i, k, dt[k], rop[k]), got = get(res, i, dt[k]);
                 if (got != want) {
                     fail(&ty, "count %zu op %d: element %zu is %g, expected %g", n, k, i, got, want);
                     break;
@@ -463,9 +467,10 @@ static void sweep_nonblocking(sl_comm *c, const char *space)
             }
         }
     }
-    verdict(&ty, "%s %s iallreduce: two in flight, test then wait (%s)", space,
-            sl_coll_name(c->impl), sl_coll_iallreduce_overlaps(c) ? "progresses" : "completes at start");
-    for (int k = 0; k < 2; k++) bufs_free(&b[k]);
+    verdict(&ty, "%s %s iallreduce: two in flight with a blocking one, test then wait (%s)",
+            space, sl_coll_name(c->impl),
+            sl_coll_iallreduce_overlaps(c) ? "progresses" : "completes at start");
+    for (int k = 0; k < 3; k++) bufs_free(&b[k]);
 }
 
 /* Point to point: a message around the ring, every rank sending to the next. Rank 0 sends
