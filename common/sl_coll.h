@@ -21,7 +21,8 @@
  *   - all-reduce / reduce: in place when sendbuf == recvbuf. reduce: recvbuf matters at the
  *     root only (may be NULL elsewhere).
  *   - reduce-scatter: sendbuf holds nranks blocks of recvcount, block i is reduced into rank i's
- *     recvbuf; in place when recvbuf == sendbuf + rank * recvcount elements.
+ *     recvbuf; in place when recvbuf == sendbuf + rank * recvcount elements (the other blocks
+ *     of sendbuf may then be overwritten, as with MPI_IN_PLACE).
  *   - all-gather: recvbuf holds nranks blocks of sendcount, block i is rank i's sendbuf; in place
  *     when sendbuf == recvbuf + rank * sendcount elements.
  *   - 16-bit types are combined in f32 per element and rounded once per combination; avg is a
@@ -97,9 +98,9 @@ typedef struct sl_comm {
 int sl_coll_bind_device(MPI_Comm comm);
 
 /* Wraps `comm` (duplicated; the caller keeps its own) for implementation `impl` on buffers in
- * `space`. Returns SL_COLL_EINVAL for an unknown implementation or space, SL_COLL_ENOTBUILT or
- * SL_COLL_ENODEV when the build or the machine cannot run it (c is then left empty and
- * sl_comm_free on it is a no-op). Collective over comm. */
+ * `space`. Returns SL_COLL_EINVAL for an unknown implementation or space, SL_COLL_ENOTSUP for
+ * nccl on host buffers, SL_COLL_ENOTBUILT or SL_COLL_ENODEV when the build or the machine
+ * cannot run it (c is then left empty and sl_comm_free on it is a no-op). Collective over comm. */
 int sl_comm_init(sl_comm *c, MPI_Comm comm, sl_coll impl, sl_mem_space space);
 void sl_comm_free(sl_comm *c);
 
