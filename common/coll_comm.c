@@ -227,6 +227,11 @@ static int check_common(const sl_comm *c, size_t count, sl_dtype t, size_t mult)
 
 static int check_op(sl_redop op) { return (unsigned)op < SL_NREDOPS ? 0 : SL_COLL_EINVAL; }
 
+/* The op NCCL is asked for: avg as a sum, divided afterwards. NCCL's own ncclAvg multiplies
+ * each contribution by 1/n before adding for floating types, which rounds differently from
+ * the one division every other implementation does; the suite keeps one definition. */
+int slc_nccl_op(sl_redop op) { return op == SL_OP_AVG ? (int)SL_OP_SUM : (int)op; }
+
 /* One rank: every collective is a copy (and avg divides by one). */
 static void single_rank_copy(sl_comm *c, void *dst, const void *src, size_t n, sl_dtype t)
 {
@@ -249,8 +254,9 @@ int sl_coll_allreduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t, 
     switch (c->impl) {
     case SL_COLL_MPI: return slc_mpi_allreduce(c, s, r, n, t, op);
     case SL_COLL_NCCL:
-        sl_nccl_allreduce(c->nccl, c->stream, s, r, n, t, (int)op);
+        sl_nccl_allreduce(c->nccl, c->stream, s, r, n, t, slc_nccl_op(op));
         sl_cdev_stream_sync(c->stream);
+        slc_finish_avg(c, r, n, t, op);
         return SL_COLL_OK;
     default: break;
     }
@@ -275,8 +281,9 @@ int sl_coll_reduce_scatter(sl_comm *c, const void *s, void *r, size_t n, sl_dtyp
     switch (c->impl) {
     case SL_COLL_MPI: return slc_mpi_reduce_scatter(c, s, r, n, t, op);
     case SL_COLL_NCCL:
-        sl_nccl_reduce_scatter(c->nccl, c->stream, s, r, n, t, (int)op);
+        sl_nccl_reduce_scatter(c->nccl, c->stream, s, r, n, t, slc_nccl_op(op));
         sl_cdev_stream_sync(c->stream);
+        slc_finish_avg(c, r, n, t, op);
         return SL_COLL_OK;
     default: break;
     }
@@ -337,8 +344,9 @@ int sl_coll_reduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t, sl_
     switch (c->impl) {
     case SL_COLL_MPI: return slc_mpi_reduce(c, s, r, n, t, op, root);
     case SL_COLL_NCCL:
-        sl_nccl_reduce(c->nccl, c->stream, s, r, n, t, (int)op, root);
+        sl_nccl_reduce(c->nccl, c->stream, s, r, n, t, slc_nccl_op(op), root);
         sl_cdev_stream_sync(c->stream);
+        if (c->rank == root) slc_finish_avg(c, r, n, t, op);
         return SL_COLL_OK;
     default: break;
     }

@@ -109,6 +109,7 @@ MPI_Datatype slc_mpi_type(const sl_comm *c, sl_dtype t);
 MPI_Op slc_mpi_op(const sl_comm *c, sl_dtype t, sl_redop op);
 
 int slc_nccl_init(sl_comm *c);
+int slc_nccl_op(sl_redop op); /* the op passed to NCCL (avg -> sum, divided afterwards) */
 void slc_nccl_free(sl_comm *c);
 
 int slc_ring_allreduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t, sl_redop op);

@@ -110,8 +110,8 @@ int sl_coll_iallreduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t,
                                     slc_mpi_op(c, t, op), c->nb_comm, &q->q[0]));
         q->kind = REQ_MPI;
     } else if (c->impl == SL_COLL_NCCL) {
-        sl_nccl_allreduce(c->nccl, c->stream, s, r, n, t, (int)op);
-        q->kind = REQ_NCCL;
+        sl_nccl_allreduce(c->nccl, c->stream, s, r, n, t, slc_nccl_op(op));
+        q->kind = REQ_NCCL; /* avg: divided once the sum is done (test, wait) */
     } else if (c->size == 1) {
         slc_copy(c, r, s, n * sl_dtype_size(t));
     } else if (n > INT_MAX / sl_dtype_size(t)) {
@@ -135,7 +135,10 @@ int sl_coll_test(sl_coll_req *q, int *done)
         }
         break;
     case REQ_NCCL:
-        if (sl_cdev_stream_done(q->c->stream)) q->kind = REQ_DONE;
+        if (sl_cdev_stream_done(q->c->stream)) {
+            slc_finish_avg(q->c, q->r, q->n, q->t, q->op);
+            q->kind = REQ_DONE;
+        }
         break;
     case REQ_SCHED:
         /* Advance through as many steps as have completed. */
@@ -159,7 +162,10 @@ int sl_coll_wait(sl_coll_req *q)
         SL_CHECK_MPI(MPI_Wait(&q->q[0], MPI_STATUS_IGNORE));
         slc_finish_avg(q->c, q->r, q->n, q->t, q->op);
         break;
-    case REQ_NCCL: sl_cdev_stream_sync(q->c->stream); break;
+    case REQ_NCCL:
+        sl_cdev_stream_sync(q->c->stream);
+        slc_finish_avg(q->c, q->r, q->n, q->t, q->op);
+        break;
     case REQ_SCHED:
         while (q->kind == REQ_SCHED) {
             SL_CHECK_MPI(MPI_Waitall(2, q->q, MPI_STATUSES_IGNORE));
