@@ -68,6 +68,29 @@ static const sl_opt extra_opts[] = {
     {0},
 };
 
+/* Usage errors that depend on the rank count, found before the results directory exists. */
+static void validate(sl_ctx *ctx)
+{
+    if (opt_root >= ctx->nranks)
+        sl_usage_error("--root: expected a rank in [0, %d], got %lld", ctx->nranks - 1, opt_root);
+    if (opt_op == OP_BROADCAST && !(opt_places & PLACE_IN))
+        sl_usage_error("--place: broadcast works in place only (--place in)");
+    /* Every size must hold one element (one per rank where the collective splits the vector
+     * into per-rank blocks). */
+    int per_rank = opt_op == OP_REDUCE_SCATTER || opt_op == OP_ALLGATHER;
+    size_t biggest_es = 0;
+    for (int t = 0; t < SL_NDTYPES; t++)
+        if ((ctx->opt.dtypes & (1u << t)) && sl_dtype_size(t) > biggest_es)
+            biggest_es = sl_dtype_size(t);
+    size_t smallest = biggest_es * (per_rank ? (size_t)ctx->nranks : 1);
+    if (ctx->opt.minbytes < smallest)
+        sl_usage_error("--minbytes (-b) %zu: %s needs at least %zu bytes (one %zu-byte element%s)",
+                       ctx->opt.minbytes, sl_collective_name(op_coll[opt_op]), smallest,
+                       biggest_es, per_rank ? " per rank" : "");
+    if (ctx->opt.maxbytes > ((size_t)16 << 30))
+        sl_usage_error("--maxbytes (-e) %zu: at most 16G", ctx->opt.maxbytes);
+}
+
 static const sl_program program = {
     .name = "allreduce",
     .summary = "collectives over a size sweep: ring, trees, recursive halving/doubling, MPI, NCCL",
@@ -81,6 +104,7 @@ static const sl_program program = {
     .default_minbytes = 16,
     .default_maxbytes = 64u << 20,
     .extra = extra_opts,
+    .validate = validate,
 };
 
 /* A timed configuration stops adding iterations once they would take longer than this, so
@@ -550,10 +574,6 @@ int main(int argc, char **argv)
     sl_ctx ctx;
     sl_init(&ctx, &program, argc, argv);
     if (!coll_given(argc, argv)) ctx.opt.colls = (1u << SL_NCOLLS) - 1;
-    if (opt_root >= ctx.nranks)
-        sl_usage_error("--root: expected a rank in [0, %d], got %lld", ctx.nranks - 1, opt_root);
-    if (opt_op == OP_BROADCAST && !(opt_places & PLACE_IN))
-        sl_usage_error("--place: broadcast works in place only (--place in)");
 
     char why[256] = "";
     int be = sl_k_backend_resolve(ctx.opt.backend, why, sizeof why);
@@ -562,21 +582,9 @@ int main(int argc, char **argv)
     if (space == SL_MEM_DEVICE) /* before any device allocation: NCCL needs a GPU per rank */
         sl_note(&ctx, "one GPU per rank of a node (rank 0: GPU %d)", sl_coll_bind_device(ctx.comm));
 
-    /* Sizes: -b, -b*f, ... <= -e. Each must hold one element per rank where the collective
-     * splits the vector into per-rank blocks. */
-    int per_rank = opt_op == OP_REDUCE_SCATTER || opt_op == OP_ALLGATHER;
+    /* Sizes: -b, -b*f, ... <= -e (checked by validate()). */
     size_t sizes[MAX_SIZES];
     int nsizes = 0;
-    size_t biggest_es = 0;
-    for (int t = 0; t < SL_NDTYPES; t++)
-        if (ctx.opt.dtypes & (1u << t) && sl_dtype_size(t) > biggest_es) biggest_es = sl_dtype_size(t);
-    size_t smallest = biggest_es * (per_rank ? (size_t)ctx.nranks : 1);
-    if (ctx.opt.minbytes < smallest)
-        sl_usage_error("--minbytes (-b) %zu: %s needs at least %zu bytes (one %zu-byte element%s)",
-                       ctx.opt.minbytes, sl_collective_name(op_coll[opt_op]), smallest, biggest_es,
-                       per_rank ? " per rank" : "");
-    if (ctx.opt.maxbytes > ((size_t)16 << 30))
-        sl_usage_error("--maxbytes (-e) %zu: at most 16G", ctx.opt.maxbytes);
     for (size_t s = ctx.opt.minbytes; s <= ctx.opt.maxbytes && nsizes < MAX_SIZES;
          s *= (size_t)ctx.opt.stepfactor)
         sizes[nsizes++] = s;

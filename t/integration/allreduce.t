@@ -67,14 +67,14 @@ for np in 3 4; do
   run "$np" broadcast f32
 done
 
-# Bad inputs: exit 2 with one line naming the option.
+# Bad inputs: exit 2 with one line naming the option, and no results directory left behind.
 nbad=0
 expect_usage() { # expect_usage NP NAME_IN_MESSAGE ARGS...
   local np=$1 want=$2; shift 2
   nbad=$((nbad + 1))
   launch "$np" allreduce "$@" -o "$out/bad$nbad" >"$out/stdout" 2>"$out/stderr"
   local rc=$?
-  if [ $rc = 2 ] && [ "$(grep -c -- "$want" "$out/stderr")" = 1 ]; then
+  if [ $rc = 2 ] && [ "$(grep -c -- "$want" "$out/stderr")" = 1 ] && [ ! -e "$out/bad$nbad" ]; then
     ok 0 "allreduce $* on $np rank(s) -> exit 2: $(head -n 1 "$out/stderr")"
   else
     ok 1 "allreduce $* on $np rank(s) -> exit 2 naming $want"
