@@ -276,22 +276,25 @@ static void backward_layers(ddp_run *r, layer_hook after_layer, step_times *t)
     }
 }
 
+/* Progresses bucket bk's all-reduce; records when it is seen complete. */
+static void bucket_poll(bucket *bk)
+{
+    int done = 0;
+    coll_check(sl_coll_test(bk->req, &done), "sl_coll_test");
+    if (!done) return;
+    coll_check(sl_coll_wait(bk->req), "sl_coll_wait");
+    bk->req = NULL;
+    bk->t_done = sl_now();
+    sl_trace_event("allreduce bucket", "comm", 1, bk->t_start, bk->t_done);
+}
+
 /* bucketed: start a bucket's all-reduce once its lowest layer is done; progress the others. */
 static void bucket_hook(ddp_run *r, int layer, step_times *t)
 {
     double t0 = sl_now();
     for (int b = 0; b < r->nbuckets; b++) {
         bucket *bk = &r->buckets[b];
-        if (bk->req) {
-            int done = 0;
-            coll_check(sl_coll_test(bk->req, &done), "sl_coll_test");
-            if (done) {
-                coll_check(sl_coll_wait(bk->req), "sl_coll_wait");
-                bk->req = NULL;
-                bk->t_done = sl_now();
-                sl_trace_event("allreduce bucket", "comm", 1, bk->t_start, bk->t_done);
-            }
-        }
+        if (bk->req) bucket_poll(bk);
         if (bk->l0 == layer) {
             bk->t_start = sl_now();
             bk->t_done = 0;
@@ -300,14 +303,7 @@ static void bucket_hook(ddp_run *r, int layer, step_times *t)
                        "sl_coll_iallreduce");
             /* An implementation that cannot overlap finishes inside the start: record its end
              * now, not at the next layer, so no overlap is credited to it. */
-            int done = 0;
-            coll_check(sl_coll_test(bk->req, &done), "sl_coll_test");
-            if (done) {
-                coll_check(sl_coll_wait(bk->req), "sl_coll_wait");
-                bk->req = NULL;
-                bk->t_done = sl_now();
-                sl_trace_event("allreduce bucket", "comm", 1, bk->t_start, bk->t_done);
-            }
+            bucket_poll(bk);
         }
     }
     t->exposed += sl_now() - t0;

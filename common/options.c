@@ -130,9 +130,10 @@ static void mask_names(unsigned mask, int n, const char *(*name)(int), char *buf
 static const char *dtype_name_i(int i) { return sl_dtype_name((sl_dtype)i); }
 static const char *coll_name_i(int i) { return sl_coll_name((sl_coll)i); }
 
-/* A comma list of names from a table of n; "all" selects every accepted one. */
-static int parse_name_list(const char *v, unsigned accepted, int n, int (*from_name)(const char *),
-                           unsigned *out)
+/* A comma list of names into a bit mask: lookup gives a name's bit index (-1 when it is not
+ * accepted); "all" selects all_mask. Empty items and unknown names are errors. */
+static int parse_mask_list(const char *v, int (*lookup)(const void *ctx, const char *name),
+                           const void *ctx, unsigned all_mask, unsigned *out)
 {
     unsigned mask = 0;
     char buf[256], *toks[64];
@@ -141,18 +142,40 @@ static int parse_name_list(const char *v, unsigned accepted, int n, int (*from_n
     int ntok = split_list(buf, toks, 64);
     if (ntok < 0) return -1;
     for (int k = 0; k < ntok; k++) {
-        const char *tok = toks[k];
-        if (strcmp(tok, "all") == 0) {
-            mask |= accepted;
-            continue;
-        }
-        int i = from_name(tok);
-        if (i < 0 || i >= n || !(accepted & (1u << i))) return -1;
-        mask |= 1u << i;
+        int i = strcmp(toks[k], "all") == 0 ? -2 : lookup(ctx, toks[k]);
+        if (i == -1 || i >= 32) return -1;
+        mask |= i == -2 ? all_mask : 1u << i;
     }
     if (!mask) return -1;
     *out = mask;
     return 0;
+}
+
+/* Lookups for parse_mask_list: a dtype or collective the program accepts, or a choice. */
+typedef struct named_table {
+    int (*from_name)(const char *);
+    unsigned accepted;
+} named_table;
+static int lookup_named(const void *ctx, const char *name)
+{
+    const named_table *t = ctx;
+    int i = t->from_name(name);
+    return i >= 0 && (t->accepted & (1u << i)) ? i : -1;
+}
+static int lookup_choice(const void *choices, const char *name) { return choice_index(choices, name); }
+
+static int parse_name_list(const char *v, unsigned accepted, int (*from_name)(const char *),
+                           unsigned *out)
+{
+    named_table t = {from_name, accepted};
+    return parse_mask_list(v, lookup_named, &t, accepted, out);
+}
+
+static int parse_choice_list(const char *v, const char *choices, unsigned *out)
+{
+    int n = 1;
+    for (const char *p = choices; *p; p++) n += *p == '|';
+    return parse_mask_list(v, lookup_choice, choices, n >= 32 ? ~0u : (1u << n) - 1, out);
 }
 
 static int parse_int_list(const char *v, const sl_opt *o, sl_int_list *out)
@@ -175,31 +198,6 @@ static int parse_int_list(const char *v, const sl_opt *o, sl_int_list *out)
     }
     if (!l.n && !l.is_max) return -1;
     *out = l;
-    return 0;
-}
-
-static int parse_choice_list(const char *v, const char *choices, unsigned *out)
-{
-    unsigned mask = 0;
-    char buf[256], *toks[64];
-    if (strlen(v) >= sizeof buf || !*v) return -1;
-    strcpy(buf, v);
-    int ntok = split_list(buf, toks, 64);
-    if (ntok < 0) return -1;
-    for (int k = 0; k < ntok; k++) {
-        const char *tok = toks[k];
-        if (strcmp(tok, "all") == 0) {
-            mask = ~0u;
-            continue;
-        }
-        int i = choice_index(choices, tok);
-        if (i < 0) return -1;
-        mask |= 1u << i;
-    }
-    if (!mask) return -1;
-    int n = 1;
-    for (const char *p = choices; *p; p++) n += *p == '|';
-    *out = mask & (n >= 32 ? ~0u : (1u << n) - 1);
     return 0;
 }
 
@@ -370,13 +368,13 @@ int sl_options_parse(const sl_program *p, int argc, char **argv, sl_options *o, 
 
         int kind = sfound ? sfound->kind : K_PLAIN;
         if (kind == K_DTYPE) {
-            if (parse_name_list(v, p->dtypes, SL_NDTYPES, sl_dtype_from_name, &o->dtypes)) {
+            if (parse_name_list(v, p->dtypes, sl_dtype_from_name, &o->dtypes)) {
                 mask_names(p->dtypes, SL_NDTYPES, dtype_name_i, names, sizeof names);
                 errf(err, errlen, "%s: %s accepts %s|all, got '%s'", label, p->name, names, v);
                 return SL_EXIT_USAGE;
             }
         } else if (kind == K_COLL) {
-            if (parse_name_list(v, p->colls, SL_NCOLLS, sl_coll_from_name, &o->colls)) {
+            if (parse_name_list(v, p->colls, sl_coll_from_name, &o->colls)) {
                 mask_names(p->colls, SL_NCOLLS, coll_name_i, names, sizeof names);
                 errf(err, errlen, "%s: %s accepts %s|all, got '%s'", label, p->name, names, v);
                 return SL_EXIT_USAGE;
