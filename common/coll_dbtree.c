@@ -71,11 +71,15 @@ static size_t chunk_of(const half *h, size_t k, size_t seg, size_t *off)
     return h->len - start < seg ? h->len - start : seg;
 }
 
-/* Both trees at once, with non-blocking messages: for each chunk the receives of both trees
- * are posted together and each tree's chunk is reduced and passed on as soon as its own
- * children's data is in, so a rank's links carry tree 0's and tree 1's halves at the same
- * time. A tree's step waits only for that tree's messages of the same chunk, and a chunk is
- * started only when both trees are done with the previous one: no wait can close a cycle. */
+/* Both trees at once, with non-blocking messages, and the broadcast of chunk k-1 overlapped
+ * with the reduction of chunk k (as NCCL's tree does). Iteration k posts, for each tree, the
+ * receive of the reduced chunk k-1 from the parent and the receives of chunk k from the
+ * children; each tree's chunk is passed on as soon as its own messages are in, and the root
+ * of a tree starts broadcasting a chunk as soon as it has reduced it. Chunk k-1 lands where
+ * this rank's partial sum of it was sent up from, so that send must be complete before the
+ * receive is posted (it is, once the parent has it). A rank waits only for messages of
+ * chunks k and k-1 whose senders need nothing from later iterations, and iteration k+1 starts
+ * only when k is done on this rank: no wait can close a cycle. */
 typedef struct dbt {
     sl_comm *c;
     const void *s;
@@ -85,17 +89,23 @@ typedef struct dbt {
     size_t seg;
     half h[2];
     char *slot[2][2];         /* [tree][child]: one chunk each */
-    MPI_Request *sends;       /* sends in flight (completed at the end of each phase) */
+    MPI_Request up[2];        /* each tree's send of the latest chunk to the parent */
+    MPI_Request *sends;       /* the broadcast's sends in flight (completed at the end) */
     size_t nsends;
 } dbt;
 
-static void isend(dbt *d, const void *buf, size_t len, int to, int tag)
+static void down_done(dbt *d, int w, size_t off, size_t len)
 {
-    SL_CHECK_MPI(MPI_Isend(buf, (int)(len * sl_dtype_size(d->t)), MPI_BYTE, to, tag, d->c->comm,
-                           &d->sends[d->nsends++]));
+    for (int i = 0; i < 2; i++) {
+        if (d->h[w].child[i] < 0) continue;
+        SL_CHECK_MPI(MPI_Isend(slc_at(d->r, off, d->t), (int)(len * sl_dtype_size(d->t)),
+                               MPI_BYTE, d->h[w].child[i], SL_TAG_DBTREE_DOWN + w, d->c->comm,
+                               &d->sends[d->nsends++]));
+    }
 }
 
-/* Tree w's chunk k has arrived from its children: add them to the own part, pass it up. */
+/* Tree w's chunk has arrived from its children: add them to the own part and pass it up; at
+ * the root, the chunk is complete: start its broadcast. */
 static void up_done(dbt *d, int w, size_t off, size_t len)
 {
     const void *cur = slc_at(d->s, off, d->t);
@@ -106,71 +116,61 @@ static void up_done(dbt *d, int w, size_t off, size_t len)
         cur = acc;
     }
     if (d->h[w].parent >= 0) {
-        isend(d, cur, len, d->h[w].parent, SL_TAG_DBTREE_UP + w);
+        SL_CHECK_MPI(MPI_Isend(cur, (int)(len * sl_dtype_size(d->t)), MPI_BYTE, d->h[w].parent,
+                               SL_TAG_DBTREE_UP + w, d->c->comm, &d->up[w]));
     } else {
         if (cur != acc) slc_copy(d->c, acc, cur, len * sl_dtype_size(d->t));
         slc_finish_avg(d->c, acc, len, d->t, d->op);
+        down_done(d, w, off, len);
     }
-}
-
-static void down_done(dbt *d, int w, size_t off, size_t len)
-{
-    for (int i = 0; i < 2; i++)
-        if (d->h[w].child[i] >= 0)
-            isend(d, slc_at(d->r, off, d->t), len, d->h[w].child[i], SL_TAG_DBTREE_DOWN + w);
-}
-
-static void finish_sends(dbt *d)
-{
-    SL_CHECK_MPI(MPI_Waitall((int)d->nsends, d->sends, MPI_STATUSES_IGNORE));
-    d->nsends = 0;
 }
 
 static void dbtree_concurrent(dbt *d, size_t nk)
 {
     size_t es = sl_dtype_size(d->t);
-    for (int phase = 0; phase < 2; phase++) { /* 0: up (reduce), 1: down (broadcast) */
-        for (size_t k = 0; k < nk; k++) {
-            MPI_Request rq[4] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL,
-                                 MPI_REQUEST_NULL};
-            size_t off[2], len[2];
-            int waiting[2] = {0, 0};
-            for (int w = 0; w < 2; w++) {
-                len[w] = chunk_of(&d->h[w], k, d->seg, &off[w]);
-                if (!len[w]) continue;
-                int bytes = (int)(len[w] * es);
-                if (phase == 0) {
-                    for (int i = 0; i < 2; i++) {
-                        if (d->h[w].child[i] < 0) continue;
-                        SL_CHECK_MPI(MPI_Irecv(d->slot[w][i], bytes, MPI_BYTE, d->h[w].child[i],
-                                               SL_TAG_DBTREE_UP + w, d->c->comm, &rq[2 * w + i]));
-                        waiting[w]++;
-                    }
-                    if (!waiting[w]) up_done(d, w, off[w], len[w]); /* a leaf: send at once */
-                } else if (d->h[w].parent >= 0) {
-                    SL_CHECK_MPI(MPI_Irecv(slc_at(d->r, off[w], d->t), bytes, MPI_BYTE,
-                                           d->h[w].parent, SL_TAG_DBTREE_DOWN + w, d->c->comm,
-                                           &rq[2 * w]));
-                    waiting[w] = 1;
-                } else {
-                    down_done(d, w, off[w], len[w]); /* the root starts the broadcast */
-                }
-            }
-            /* Handle each tree as soon as all of its receives for this chunk are in. */
-            while (waiting[0] || waiting[1]) {
-                int nd, idx[4];
-                SL_CHECK_MPI(MPI_Waitsome(4, rq, &nd, idx, MPI_STATUSES_IGNORE));
-                for (int j = 0; j < nd; j++) {
-                    int w = idx[j] / 2;
-                    if (--waiting[w]) continue;
-                    if (phase == 0) up_done(d, w, off[w], len[w]);
-                    else down_done(d, w, off[w], len[w]);
-                }
+    d->up[0] = d->up[1] = MPI_REQUEST_NULL;
+    for (size_t k = 0; k <= nk; k++) {
+        /* rq[3w], rq[3w+1]: chunk k from tree w's children; rq[3w+2]: chunk k-1 from its parent */
+        MPI_Request rq[6];
+        for (int i = 0; i < 6; i++) rq[i] = MPI_REQUEST_NULL;
+        size_t uoff[2], ulen[2], doff[2], dlen[2];
+        int waiting[2][2] = {{0, 0}, {0, 0}}; /* [tree][0: up, 1: down] */
+        for (int w = 0; w < 2; w++) {
+            ulen[w] = k < nk ? chunk_of(&d->h[w], k, d->seg, &uoff[w]) : 0;
+            dlen[w] = k > 0 ? chunk_of(&d->h[w], k - 1, d->seg, &doff[w]) : 0;
+            if (dlen[w] && d->h[w].parent >= 0) {
+                SL_CHECK_MPI(MPI_Wait(&d->up[w], MPI_STATUS_IGNORE)); /* chunk k-1 went up */
+                SL_CHECK_MPI(MPI_Irecv(slc_at(d->r, doff[w], d->t), (int)(dlen[w] * es), MPI_BYTE,
+                                       d->h[w].parent, SL_TAG_DBTREE_DOWN + w, d->c->comm,
+                                       &rq[3 * w + 2]));
+                waiting[w][1] = 1;
             }
         }
-        /* Up-phase sends read chunks the down phase will overwrite: finish them first. */
-        finish_sends(d);
+        for (int w = 0; w < 2; w++) {
+            if (!ulen[w]) continue;
+            for (int i = 0; i < 2; i++) {
+                if (d->h[w].child[i] < 0) continue;
+                SL_CHECK_MPI(MPI_Irecv(d->slot[w][i], (int)(ulen[w] * es), MPI_BYTE,
+                                       d->h[w].child[i], SL_TAG_DBTREE_UP + w, d->c->comm,
+                                       &rq[3 * w + i]));
+                waiting[w][0]++;
+            }
+            if (!waiting[w][0]) up_done(d, w, uoff[w], ulen[w]); /* a leaf: send at once */
+        }
+        while (waiting[0][0] || waiting[0][1] || waiting[1][0] || waiting[1][1]) {
+            int nd, idx[6];
+            SL_CHECK_MPI(MPI_Waitsome(6, rq, &nd, idx, MPI_STATUSES_IGNORE));
+            for (int j = 0; j < nd; j++) {
+                int w = idx[j] / 3, down = idx[j] % 3 == 2;
+                if (--waiting[w][down]) continue;
+                if (down) down_done(d, w, doff[w], dlen[w]);
+                else up_done(d, w, uoff[w], ulen[w]);
+            }
+        }
     }
+    SL_CHECK_MPI(MPI_Waitall(2, d->up, MPI_STATUSES_IGNORE));
+    SL_CHECK_MPI(MPI_Waitall((int)d->nsends, d->sends, MPI_STATUSES_IGNORE));
+    d->nsends = 0;
 }
 
 /* One tree after the other, chunk by chunk, with the blocking transport: the path for device
@@ -234,7 +234,7 @@ int slc_dbtree_allreduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype 
     char *slots = slc_scratch(c, SLC_SEG, 4 * cb);
     for (int w = 0; w < 2; w++)
         for (int i = 0; i < 2; i++) d.slot[w][i] = slots + (size_t)(2 * w + i) * cb;
-    /* At most two sends per tree per chunk in either phase. */
+    /* The broadcast sends at most two messages per tree per chunk. */
     d.sends = malloc(4 * (nk ? nk : 1) * sizeof *d.sends);
     if (!d.sends) SL_FATAL("out of memory for %zu requests", 4 * nk);
     dbtree_concurrent(&d, nk);
