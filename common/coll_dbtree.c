@@ -10,10 +10,10 @@
  * Tree 0 numbers the ranks so that the odd ones are leaves: a rank's parent is found by
  * clearing its lowest set bit and setting the next one up, falling back to clearing only if
  * that leaves the range. Tree 1 is tree 0 mirrored (rank -> n-1-rank) for even n, shifted by
- * one for odd n. Each half is pipelined in chunks of one segment: all chunks flow up their
- * tree (reduce), then all flow down (broadcast), the two trees' chunks in flight at the same
- * time, so each rank's links carry both halves at once. (NCCL also overlaps the broadcast of
- * the first chunks with the reduction of the later ones; here the phases are separate.) */
+ * one for odd n. Each half is pipelined in chunks of one segment: chunks flow up their tree
+ * (reduce) and, from each root, back down (broadcast); both trees' chunks are in flight at the
+ * same time, so each rank's links carry both halves at once, and a chunk's broadcast overlaps
+ * the next chunk's reduction. */
 #include <stdlib.h>
 
 #include "coll_internal.h"

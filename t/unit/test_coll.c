@@ -1,5 +1,5 @@
 /* test_coll.c — correctness of every collective of every implementation in sl_coll.h, on the
- * rank count it is started with (t/integration/coll.t runs it on 1..5 ranks).
+ * rank count it is started with (t/integration/coll.t runs it on 1..8 ranks).
  *
  * Data are small integers (|v| <= 8) that differ per rank, per element and per iteration, so
  * sums over five ranks (<= 40) are exact in f16 and bf16 and any order of additions gives the
