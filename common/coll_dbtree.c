@@ -241,3 +241,44 @@ int slc_dbtree_allreduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype 
     free(d.sends);
     return SL_COLL_OK;
 }
+
+/* The double binary tree as a schedule for the non-blocking engine (coll_nb.c), one exchange
+ * per step and each half as one piece: tree 0's reduction, tree 1's, then the two broadcasts.
+ * Every rank walks the phases in that order, so messages between two ranks that are
+ * neighbours in both trees are sent and received in the same order. */
+int slc_dbtree_schedule(const sl_comm *c, size_t n, slc_step *out)
+{
+    half h[2];
+    int k = 0;
+    for (int w = 0; w < 2; w++) {
+        h[w].off = slc_chunk_off(n, 2, w);
+        h[w].len = slc_chunk_len(n, 2, w);
+        slc_dbtree_shape(c->size, c->rank, w, &h[w].parent, &h[w].child[0], &h[w].child[1]);
+        int cur = SLC_BUF_S;
+        for (int i = 0; i < 2; i++) {
+            if (h[w].child[i] < 0) continue;
+            out[k++] = (slc_step){.to = MPI_PROC_NULL, .from = h[w].child[i],
+                                  .recv_off = h[w].off, .recv_len = h[w].len, .reduce = 1,
+                                  .a_buf = cur};
+            cur = SLC_BUF_R;
+        }
+        if (h[w].parent >= 0) {
+            out[k++] = (slc_step){.to = h[w].parent, .from = MPI_PROC_NULL, .send_buf = cur,
+                                  .send_off = h[w].off, .send_len = h[w].len};
+        } else { /* the root (it has a child when n > 1): its half is complete */
+            out[k - 1].avg_off = h[w].off;
+            out[k - 1].avg_len = h[w].len;
+        }
+    }
+    for (int w = 0; w < 2; w++) {
+        if (h[w].parent >= 0)
+            out[k++] = (slc_step){.to = MPI_PROC_NULL, .from = h[w].parent,
+                                  .recv_off = h[w].off, .recv_len = h[w].len};
+        for (int i = 0; i < 2; i++)
+            if (h[w].child[i] >= 0)
+                out[k++] = (slc_step){.to = h[w].child[i], .from = MPI_PROC_NULL,
+                                      .send_buf = SLC_BUF_R, .send_off = h[w].off,
+                                      .send_len = h[w].len};
+    }
+    return k;
+}

@@ -150,6 +150,7 @@ typedef struct slc_step {
 int slc_ring_schedule(const sl_comm *c, size_t n, slc_step *out);
 int slc_rhd_schedule(const sl_comm *c, size_t n, slc_step *out);
 int slc_tree_schedule(const sl_comm *c, size_t n, slc_step *out);
+int slc_dbtree_schedule(const sl_comm *c, size_t n, slc_step *out);
 
 int slc_rhd_allreduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t, sl_redop op);
 int slc_rhd_reduce_scatter(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t,

@@ -2,12 +2,12 @@
  * communication with the backward pass.
  *
  * mpi: MPI_Iallreduce on the communicator's second duplicate. nccl: enqueued on the stream.
- * ring, rhd and tree on host buffers: a schedule engine, in the manner of libNBC. At the start
+ * ring, rhd, tree and dbtree on host buffers: a schedule engine, in the manner of libNBC. At the start
  * the algorithm writes this rank's steps (slc_ring_schedule, ...: each one exchange with a
  * peer); the engine posts a step's receive and send together, and when both have completed
  * (noticed by sl_coll_test or sl_coll_wait) it reduces what arrived and posts the next step.
  * The collective thus advances whenever the caller tests, which a training loop does between
- * layers. dbtree, and device buffers, run to completion at the start (see sl_coll.h). */
+ * layers. Device buffers run to completion at the start (see sl_coll.h). */
 #include <limits.h>
 #include <stdlib.h>
 
@@ -31,7 +31,8 @@ struct sl_coll_req {
 
 static int has_schedule(const sl_comm *c)
 {
-    return c->impl == SL_COLL_RING || c->impl == SL_COLL_RHD || c->impl == SL_COLL_TREE;
+    return c->impl == SL_COLL_RING || c->impl == SL_COLL_RHD || c->impl == SL_COLL_TREE ||
+           c->impl == SL_COLL_DBTREE;
 }
 
 int sl_coll_iallreduce_overlaps(const sl_comm *c)
@@ -77,9 +78,12 @@ static void start_schedule(sl_coll_req *q)
     sl_comm *c = q->c;
     q->steps = malloc((size_t)(2 * c->size + 64) * sizeof *q->steps);
     if (!q->steps) SL_FATAL("out of memory for a schedule");
-    q->nsteps = c->impl == SL_COLL_RING ? slc_ring_schedule(c, q->n, q->steps)
-                : c->impl == SL_COLL_RHD ? slc_rhd_schedule(c, q->n, q->steps)
-                                         : slc_tree_schedule(c, q->n, q->steps);
+    switch (c->impl) {
+    case SL_COLL_RING: q->nsteps = slc_ring_schedule(c, q->n, q->steps); break;
+    case SL_COLL_RHD: q->nsteps = slc_rhd_schedule(c, q->n, q->steps); break;
+    case SL_COLL_TREE: q->nsteps = slc_tree_schedule(c, q->n, q->steps); break;
+    default: q->nsteps = slc_dbtree_schedule(c, q->n, q->steps); break;
+    }
     size_t most = 0;
     for (int i = 0; i < q->nsteps; i++)
         if (q->steps[i].reduce && q->steps[i].recv_len > most) most = q->steps[i].recv_len;

@@ -130,11 +130,12 @@ int sl_coll_barrier(sl_comm *c);
  * What progresses in the background:
  *   mpi     MPI_Iallreduce (progress as the MPI library makes it; calling test helps).
  *   nccl    enqueued on the communicator's stream; runs on the device.
- *   ring, rhd, tree   on host buffers: the algorithm's steps as a schedule; each
+ *   ring, rhd, tree, dbtree   on host buffers: the algorithm's steps as a schedule; each
  *           sl_coll_test completes what has arrived, reduces it and posts the next step, so
- *           the collective advances as often as the caller tests (whole chunks, no segments).
- *   others  dbtree, and the suite's algorithms on device buffers or on vectors of 2 GiB and
- *           more, run to completion inside sl_coll_iallreduce: correct, but nothing overlaps.
+ *           the collective advances as often as the caller tests (whole chunks, no segments;
+ *           dbtree runs its two trees one after the other).
+ *   others  the suite's algorithms on device buffers or on vectors of 2 GiB and more run to
+ *           completion inside sl_coll_iallreduce: correct, but nothing overlaps.
  *           sl_coll_iallreduce_overlaps says which case a communicator is in (for vectors
  *           under 2 GiB).
  * Several operations may be in flight on one communicator; every rank must start them in the
