@@ -49,6 +49,7 @@ static unsigned opt_places = PLACE_OUT | PLACE_IN;
 static long long opt_root = 0;
 static long long opt_reps = 3;
 static size_t opt_cold = 0; /* 0: four times the last-level cache, within [64M, 256M] */
+static size_t opt_segment = 0; /* 0: the communication layer's default (SL_COLL_SEGMENT) */
 
 static const sl_opt extra_opts[] = {
     {"op", 0, SL_OPT_CHOICE, &opt_op, 0, 0, "allreduce|reduce_scatter|allgather|broadcast", 0,
@@ -62,6 +63,8 @@ static const sl_opt extra_opts[] = {
     {"root", 0, SL_OPT_INT, &opt_root, 0, 1 << 20, NULL, 0, "broadcast root (default 0)"},
     {"reps", 0, SL_OPT_INT, &opt_reps, 1, 1000, NULL, 0,
      "throughput mode: timed repetitions of -n back-to-back operations (default 3)"},
+    {"segment", 0, SL_OPT_SIZE, &opt_segment, 8, 1 << 30, NULL, 0,
+     "pipelining segment of ring, tree, dbtree and rhd messages (default 256K or $SL_COLL_SEGMENT)"},
     {"cold", 0, SL_OPT_SIZE, &opt_cold, 1 << 20, (long long)1 << 34, NULL, 0,
      "bytes the buffer rotation cycles through (default 4 x last-level cache, 64M..256M); "
      "the memory probe copies max(-e, this / 4)"},
@@ -393,6 +396,8 @@ static void emit_row(sl_ctx *ctx, bench *b, const char *mode, const sl_stats *st
     sl_result_param_num(&r, "count", (double)b->count);
     sl_result_param_num(&r, "ranks", ctx->nranks);
     sl_result_param_num(&r, "buffer_sets", b->nsets);
+    if (b->c->impl != SL_COLL_MPI && b->c->impl != SL_COLL_NCCL)
+        sl_result_param_num(&r, "segment_bytes", (double)b->c->seg_bytes);
     if (b->op == OP_BROADCAST) sl_result_param_num(&r, "root", b->root);
     sl_result_set_time(&r, st);
     sl_result_param_num(&r, "iterations", iters);
@@ -634,6 +639,7 @@ int main(int argc, char **argv)
                 sl_note(&ctx, "%s: %s; skipped", sl_coll_name(i), sl_coll_strerror(rc));
                 continue;
             }
+            if (opt_segment) c.seg_bytes = opt_segment;
             sweep_impl(&ctx, &c, (sl_backend)be, (sl_dtype)t, arena, arena_bytes, sizes, nsizes, &ser[i]);
             sl_comm_free(&c);
         }
