@@ -615,6 +615,16 @@ int main(int argc, char **argv)
             ctx.nranks, ctx.nranks == 1 ? "" : "s", sl_backend_name((sl_backend)be), arena_bytes >> 20,
             llc_bytes() >> 20, membw);
     if (ctx.nranks == 1) sl_note(&ctx, "one rank: busbw is not applicable (null)");
+    /* Unbound ranks can be put on one core by the scheduler for a while, and a message then
+     * waits for a time slice: milliseconds where microseconds were meant. Say so. */
+    sl_env_local me;
+    sl_env_local_capture(&me);
+    int most_bound = me.nbound_cpus;
+    SL_CHECK_MPI(MPI_Allreduce(&me.nbound_cpus, &most_bound, 1, MPI_INT, MPI_MAX, ctx.comm));
+    if (most_bound > 1)
+        sl_note(&ctx, "ranks are not bound to one core each (up to %d CPUs): small-message times "
+                      "may include scheduler delays; for latency, launch with --bind-to core",
+                most_bound);
     sl_table_begin(&ctx, columns, (int)(sizeof columns / sizeof columns[0]));
 
     char *arena = sl_k_malloc((sl_backend)be, SL_MEM_COMM, arena_bytes);
