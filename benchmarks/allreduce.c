@@ -262,6 +262,11 @@ static long check(bench *b, unsigned k, double *worst, char *msg, size_t msglen)
     int rc = call(b, 0);
     if (rc) SL_FATAL("%s: %s", sl_coll_name(b->c->impl), sl_coll_strerror(rc));
     fetch(b, h, r, out_elems * es);
+    /* For the tests of the check itself: SL_TEST_CORRUPT=1 spoils one element on the last
+     * rank, which must then be reported and make the program exit 1. */
+    const char *corrupt = getenv("SL_TEST_CORRUPT");
+    if (corrupt && !strcmp(corrupt, "1") && ctx->rank == ctx->nranks - 1 && out_elems)
+        put(h, out_elems - 1, b->t, get(h, out_elems - 1, b->t) + 1);
     long wrong = 0;
     double w = 0;
     char first_msg[160] = "";

@@ -92,6 +92,13 @@ expect_usage 1 --place --op broadcast --place out
 expect_usage 1 --dtype -d int8
 expect_usage 1 --redop --redop prod
 
+# The check can fail: one spoiled element on the last rank is reported and exits 1.
+SL_TEST_CORRUPT=1 launch 3 allreduce -C ring,rhd -b 48 -e 48 -n 2 -w 0 -o "$out/corrupt" \
+  >"$out/corrupt.txt" 2>&1
+rc=$?
+[ $rc = 1 ] && grep -q 'CHECK FAILED' "$out/corrupt.txt" && grep -q 'rank 2 element 11' "$out/corrupt.txt"
+ok $? "a wrong element is caught: exit 1, CHECK FAILED naming rank and element (rc=$rc)"
+
 # nccl needs device buffers: on a cpu run it is skipped with a note, not a failure.
 launch 2 allreduce -C nccl,ring -B cpu -b 64 -e 64 -n 2 -w 0 -o "$out/nccl" >"$out/nccl.txt" 2>&1
 rc=$?
