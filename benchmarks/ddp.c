@@ -604,10 +604,12 @@ static void run_variant(sl_ctx *ctx, int variant, sl_coll impl, const sl_mlp *m,
     sl_k_host_free(SL_BACKEND_CPU, mine);
 
     double t1 = NAN;
-    if (opt_baseline && variant != V_PS) {
-        if (baselines[variant] == 0) {
+    if (P == 1) {
+        t1 = st.median; /* this run is the one-rank run */
+    } else if (opt_baseline && variant != V_PS) {
+        if (baselines[variant] == 0) { /* once per variant: on one rank the collective is moot */
             int b1 = opt_scaling == 0 ? (int)opt_batch : B;
-            baselines[variant] = P == 1 ? st.median : one_rank_step_time(ctx, variant, m, task, o, b1);
+            baselines[variant] = one_rank_step_time(ctx, variant, m, task, o, b1);
         }
         t1 = baselines[variant];
     }
