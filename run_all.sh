@@ -79,7 +79,7 @@ np_given="$np"
 if [[ -z "$np" ]]; then
   if [[ -n "${SLURM_NTASKS:-}" ]]; then np="$SLURM_NTASKS"
   elif command -v nvidia-smi >/dev/null 2>&1 && gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU') && (( gpus > 0 )); then np="$gpus"
-  else np="$(nproc)"; fi
+  else np="$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)"; fi
 fi
 [[ -n "$timeout_s" ]] || { [[ $mode == quick ]] && timeout_s=300 || timeout_s=3600; }
 

@@ -102,6 +102,7 @@ static const sl_program program = {
     .default_dtype = SL_F32,
     .colls = (1u << SL_NCOLLS) - 1,
     .default_coll = SL_COLL_MPI,
+    .default_colls = (1u << SL_NCOLLS) - 1, /* comparing the implementations is the point */
     .default_iters = 20,
     .default_warmup = 3,
     .default_minbytes = 16,
@@ -568,28 +569,16 @@ static size_t llc_bytes(void)
     return v > 0 ? (size_t)v : (size_t)32 << 20;
 }
 
-/* The harness defaults -C to one implementation; this program sweeps all of them unless -C is
- * given, since comparing them is its purpose. */
-static int coll_given(int argc, char **argv)
-{
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "-C") || !strncmp(argv[i], "--coll", 6) ||
-            (!strncmp(argv[i], "-C", 2) && argv[i][2]))
-            return 1;
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
     sl_ctx ctx;
     sl_init(&ctx, &program, argc, argv);
-    if (!coll_given(argc, argv)) ctx.opt.colls = (1u << SL_NCOLLS) - 1;
 
     char why[256] = "";
     int be = sl_k_backend_resolve(ctx.opt.backend, why, sizeof why);
     if (be < 0) SL_FATAL("-B %s: %s", sl_backend_name(ctx.opt.backend), why);
     sl_mem_space space = be == SL_BACKEND_CUDA ? SL_MEM_DEVICE : SL_MEM_HOST;
-    if (space == SL_MEM_DEVICE) /* before any device allocation: NCCL needs a GPU per rank */
+    if (space == SL_MEM_DEVICE) /* sl_init gave each rank of a node its own GPU */
         sl_note(&ctx, "one GPU per rank of a node (rank 0: GPU %d)", sl_coll_bind_device(ctx.comm));
 
     /* Sizes: -b, -b*f, ... <= -e (checked by validate()). */

@@ -11,6 +11,7 @@
 
 #include "sl_env.h"
 #include "sl_harness.h"
+#include "sl_coll.h"
 #include "sl_json.h"
 #include "sl_timer.h"
 #include "sl_trace.h"
@@ -150,6 +151,8 @@ static void resolve_backend_and_colls(sl_ctx *ctx)
         if (o->backend == SL_BACKEND_CUDA && devices == 0)
             SL_FATAL("--backend cuda: no CUDA device is visible on this node");
         if (o->backend == SL_BACKEND_AUTO) o->backend = devices > 0 ? SL_BACKEND_CUDA : SL_BACKEND_CPU;
+        /* one GPU per rank of a node, before anything allocates device memory (NCCL needs it) */
+        if (o->backend == SL_BACKEND_CUDA) sl_coll_bind_device(ctx->comm);
     } else {
         o->backend = SL_BACKEND_CPU;
     }

@@ -284,7 +284,7 @@ int sl_options_parse(const sl_program *p, int argc, char **argv, sl_options *o, 
     o->dtypes = 1u << p->default_dtype;
     o->check = 1;
     o->backend = SL_BACKEND_AUTO;
-    o->colls = 1u << p->default_coll;
+    o->colls = p->default_colls ? p->default_colls : 1u << p->default_coll;
 
     const long long big = (long long)1 << 62;
     const shared_opt shared[] = {
@@ -419,7 +419,13 @@ void sl_options_print_help(const sl_program *p)
     if (p->uses & SL_USES_BACKEND) printf("  -B, --backend cpu|cuda|auto   compute backend (default auto)\n");
     if (p->uses & SL_USES_COLL) {
         mask_names(p->colls, SL_NCOLLS, coll_name_i, names, sizeof names);
-        printf("  -C, --coll LIST        %s|all (default %s)\n", names, sl_coll_name(p->default_coll));
+        char defaults[128];
+        if (p->default_colls)
+            mask_names(p->default_colls, SL_NCOLLS, coll_name_i, defaults, sizeof defaults);
+        else
+            snprintf(defaults, sizeof defaults, "%s", sl_coll_name(p->default_coll));
+        printf("  -C, --coll LIST        %s|all (default %s)\n", names,
+               p->default_colls == p->colls ? "all" : defaults);
     }
     printf("  -o, --out DIR          results directory (default $SL_RESULTS or results/<run-id>)\n");
     printf("      --trace            write a Chrome trace (<benchmark>.trace.json)\n");

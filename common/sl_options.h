@@ -62,6 +62,7 @@ typedef struct sl_program {
     sl_dtype default_dtype;
     unsigned colls;            /* accepted collectives, bit (1 << sl_coll) */
     sl_coll default_coll;
+    unsigned default_colls;    /* several by default (a mask); 0 means just default_coll */
     int default_iters, default_warmup;
     size_t default_minbytes, default_maxbytes;
     const sl_opt *extra;       /* technique options, ended by {0}; may be NULL */
