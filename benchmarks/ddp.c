@@ -545,7 +545,8 @@ static const sl_column columns[] = {
     {"overlap", "%", "overlap", 8, 1, 100},
     {"samples/s", "", "samples_per_s", 11, 1, 0},
     {"eff", "%", "scaling_eff", 7, 1, 100},
-    {"bytes/step", "MB", "bytes_model", 11, 2, 1e-6},
+    {"model", "MB/step", "bytes_model", 8, 2, 1e-6},
+    {"sent", "MB/step", "bytes_sent", 8, 2, 1e-6},
     {"activ", "MB", "mem_activ", 8, 2, 1e-6},
     {"error", "rel", "weight_rel_err", 10, 2, 0},
     {"check", "", "check", 7, 0, 0},
@@ -572,7 +573,13 @@ static void run_variant(sl_ctx *ctx, int variant, sl_coll impl, const sl_mlp *m,
     for (int k = 0; k < 4; k++) held[k] += (double)sl_mem_current(space, held_cats[k]);
 
     sl_stats st;
+    unsigned long long sent0 = comm.bytes_sent;
     sl_time_loop(ctx, ddp_step, &r, &st);
+    /* Bytes sent per step, measured where the suite's own transport carries them (the MPI
+     * library's collectives are opaque: n/a); the busiest rank's figure. */
+    double sent = (double)(comm.bytes_sent - sent0) / steps, sent_max = 0;
+    SL_CHECK_MPI(MPI_Allreduce(&sent, &sent_max, 1, MPI_DOUBLE, MPI_MAX, ctx->comm));
+    int opaque = variant != V_PS && (impl == SL_COLL_MPI || impl == SL_COLL_NCCL);
     step_times med = median_times(&r, (int)ctx->opt.iters, ctx->comm);
 
     /* Check, outside the timed region: against the serial reference, and replicas equal. */
@@ -646,6 +653,7 @@ static void run_variant(sl_ctx *ctx, int variant, sl_coll impl, const sl_mlp *m,
     sl_result_metric(&res, "scaling_eff", eff, "fraction");
     sl_result_metric(&res, "one_rank_step", t1, "s");
     sl_result_metric(&res, "bytes_model", model_bytes(variant, P, m->nparams, r.workers), "bytes");
+    sl_result_metric(&res, "bytes_sent", opaque ? NAN : sent_max, "bytes");
     sl_result_metric(&res, "tflops", 3.0 * sl_mlp_flops_forward(m, B) / st.median / 1e12, "TFLOP/s");
     sl_result_metric(&res, "weight_rel_err", d.max_rel, "ratio");
     for (int k = 0; k < 4; k++) sl_result_metric(&res, held_names[k], held[k], "bytes");

@@ -369,6 +369,7 @@ int sl_coll_send(sl_comm *c, const void *buf, size_t n, sl_dtype t, int peer, in
     int rc = check_p2p(c, buf, n, t, peer, tag);
     if (rc || n == 0) return rc;
     if (c->impl == SL_COLL_NCCL) {
+        c->bytes_sent += n * sl_dtype_size(t);
         sl_nccl_send(c->nccl, c->stream, buf, n, t, peer);
         sl_cdev_stream_sync(c->stream);
     } else {

@@ -98,6 +98,7 @@ static void down_done(dbt *d, int w, size_t off, size_t len)
 {
     for (int i = 0; i < 2; i++) {
         if (d->h[w].child[i] < 0) continue;
+        d->c->bytes_sent += len * sl_dtype_size(d->t);
         SL_CHECK_MPI(MPI_Isend(slc_at(d->r, off, d->t), (int)(len * sl_dtype_size(d->t)),
                                MPI_BYTE, d->h[w].child[i], SL_TAG_DBTREE_DOWN + w, d->c->comm,
                                &d->sends[d->nsends++]));
@@ -116,6 +117,7 @@ static void up_done(dbt *d, int w, size_t off, size_t len)
         cur = acc;
     }
     if (d->h[w].parent >= 0) {
+        d->c->bytes_sent += len * sl_dtype_size(d->t);
         SL_CHECK_MPI(MPI_Isend(cur, (int)(len * sl_dtype_size(d->t)), MPI_BYTE, d->h[w].parent,
                                SL_TAG_DBTREE_UP + w, d->c->comm, &d->up[w]));
     } else {

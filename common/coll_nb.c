@@ -55,9 +55,11 @@ static void post_step(sl_coll_req *q)
         SL_CHECK_MPI(MPI_Irecv(into, (int)(st->recv_len * es), MPI_BYTE, st->from, q->tag, comm,
                                &q->q[1]));
     }
-    if (st->send_len && st->to != MPI_PROC_NULL)
+    if (st->send_len && st->to != MPI_PROC_NULL) {
+        q->c->bytes_sent += st->send_len * es;
         SL_CHECK_MPI(MPI_Isend(slc_at(buf_of(q, st->send_buf), st->send_off, q->t),
                                (int)(st->send_len * es), MPI_BYTE, st->to, q->tag, comm, &q->q[0]));
+    }
 }
 
 /* The current step's messages have completed: reduce what arrived, post the next step. */

@@ -97,6 +97,7 @@ void slx_xchg(sl_comm *c, const void *sbuf, size_t sn, int to, void *dst, const 
                 sl_cdev_memcpy(x.stage_s[i % 2], src, len * x.esize, SL_CDEV_D2H, c->stream);
                 src = x.stage_s[i % 2];
             }
+            c->bytes_sent += len * x.esize;
             SL_CHECK_MPI(MPI_Isend(src, (int)(len * x.esize), MPI_BYTE, to, tag, c->comm,
                                    &sreq[i % 2]));
         }

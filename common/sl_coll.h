@@ -90,6 +90,9 @@ typedef struct sl_comm {
     void *nccl;           /* ncclComm_t (nccl implementation) */
     void *stream;         /* cudaStream_t for device work (CUDA builds, device space) */
     unsigned nb_seq;      /* non-blocking operations started so far: tags in flight */
+    unsigned long long bytes_sent; /* bytes this rank has sent through the suite's own transport
+                                      (ring, tree, dbtree, rhd, send; not the MPI library's or
+                                      NCCL's collectives, which cannot be observed from here) */
 } sl_comm;
 
 /* Gives each rank of a node its own GPU (node-local rank modulo the visible devices), as NCCL

@@ -38,6 +38,19 @@ for np in 1 2 3 4; do
   ok $? "np=$np: rows pass and carry the step breakdown"
 done
 
+python3 - "$out/np4/ddp.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+ring = [r for r in rows if r["collective"] == "ring" and r["variant"] == "sync"][0]
+mpi = [r for r in rows if r["collective"] == "mpi" and r["variant"] == "sync"][0]
+model, sent = ring["metrics"]["bytes_model"]["value"], ring["metrics"]["bytes_sent"]["value"]
+# the ring sends 2(N-1)/N of the gradient; chunks of an uneven split differ by one element
+ok = sent is not None and abs(sent - model) <= 0.01 * model and mpi["metrics"]["bytes_sent"]["value"] is None
+print(f"ring sent {sent} bytes/step, model {model}", file=sys.stderr)
+sys.exit(0 if ok else 1)
+PY
+ok $? "np=4: the ring's measured bytes per step match 2(N-1)/N x gradient bytes; mpi's are n/a"
+
 # shellcheck disable=SC2086
 launch 3 ddp $small -C ring --scaling strong --batch 16 -o "$out/strong" >"$out/strong.txt" 2>&1
 ok $? "-np 3 -C ring --scaling strong --batch 16: the uneven split (6+5+5) passes"
