@@ -44,7 +44,7 @@ declare -A quick_args=(
   [mae_threads]="-n 3 -w 1 --samples 1048576 --threads 1,2"
   [allreduce]="-C all -b 8 -e 1M -f 8 -n 5 -w 2"
   [kernels]="-n 3 -w 1 --gemm-n 512 --elems 1048576 --copy-bytes 32M"
-  [ddp]="--layers 4 --width 512 --in 128 --out 32 --batch 16 --bucket-mb 1 -n 3 -w 1"
+  [ddp]="--layers 4 --width 512 --inputs 128 --outputs 32 --batch 16 --bucket-mb 1 -n 3 -w 1"
 )
 declare -A full_args=(
   [mae_threads]="--samples 8388608 --threads max"

@@ -150,7 +150,9 @@ static void emit(run *R, const char *kernel, sl_dtype dt, const char *shape, con
     if (!R->ctx->opt.check) sl_result_check(&r, SL_CHECK_SKIPPED, 0, NULL);
     else if (pass < 0) sl_result_check(&r, SL_CHECK_NONE, 0, "%s", msg ? msg : "probe");
     else sl_result_check(&r, pass ? SL_CHECK_PASS : SL_CHECK_FAIL, err, "%s", msg ? msg : "");
-    snprintf(r.headline, sizeof r.headline, isnan(flops) ? "gbps" : "gflops");
+    /* a memory-bound kernel (or a copy) is summarised by its bandwidth, the rest by FLOP/s */
+    int by_bandwidth = isnan(flops) || flops == 0 || strcmp(bound, "memory") == 0;
+    snprintf(r.headline, sizeof r.headline, by_bandwidth ? "gbps" : "gflops");
     sl_result_add_counters(R->ctx, &r);
     sl_result_emit(R->ctx, &r);
 }

@@ -198,7 +198,9 @@ void sl_init(sl_ctx *ctx, const sl_program *prog, int argc, char **argv)
 
     /* Parse before MPI starts: a usage error is the same on every rank and needs no MPI. */
     char err[512];
-    if (sl_options_parse(prog, argc, argv, &ctx->opt, err, sizeof err)) sl_usage_error("%s", err);
+    int rc = sl_options_parse(prog, argc, argv, &ctx->opt, err, sizeof err);
+    if (rc == SL_EXIT_RUNTIME) sl_fatal(rc, __FILE__, __LINE__, "%s", err); /* a program defect */
+    if (rc) sl_usage_error("%s", err);
     if (ctx->opt.help || ctx->opt.version) {
         if (sl_launcher_rank() == 0) {
             if (ctx->opt.help)
@@ -221,7 +223,7 @@ void sl_init(sl_ctx *ctx, const sl_program *prog, int argc, char **argv)
     if (prog->validate) prog->validate(ctx);
     /* counters before the results directory: a bad event name leaves nothing behind */
     char note[256] = "";
-    int rc = sl_papi_init(&ctx->papi, ctx->opt.papi_events, note, sizeof note);
+    rc = sl_papi_init(&ctx->papi, ctx->opt.papi_events, note, sizeof note);
     if (rc < 0) sl_usage_error("%s", note);
     make_run_id(ctx);
     open_results(ctx);

@@ -307,6 +307,16 @@ int sl_options_parse(const sl_program *p, int argc, char **argv, sl_options *o, 
     const int nshared = (int)(sizeof shared / sizeof shared[0]);
     char label[64], names[128];
 
+    /* A technique option may not reuse a shared option's name: it would never be reached. */
+    for (const sl_opt *e = p->extra; e && e->name; e++)
+        for (int k = 0; k < nshared; k++)
+            if (strcmp(e->name, shared[k].o.name) == 0 ||
+                (e->short_name && e->short_name == shared[k].o.short_name)) {
+                errf(err, errlen, "%s's option --%s clashes with the shared option --%s (-%c)",
+                     p->name, e->name, shared[k].o.name, shared[k].o.short_name ? shared[k].o.short_name : '-');
+                return SL_EXIT_RUNTIME;
+            }
+
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         const char *inline_val = NULL;

@@ -88,7 +88,8 @@ typedef struct sl_options {
 } sl_options;
 
 /* Parses argv[1..argc) into o (defaults first, from p) and into p->extra's destinations.
- * Returns 0 on success; SL_EXIT_USAGE with a one-line message in err on a usage error. */
+ * Returns 0 on success; SL_EXIT_USAGE with a one-line message in err on a usage error;
+ * SL_EXIT_RUNTIME when p itself is defective (a technique option named like a shared one). */
 int sl_options_parse(const sl_program *p, int argc, char **argv, sl_options *o, char *err,
                      size_t errlen);
 

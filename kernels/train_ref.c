@@ -59,8 +59,10 @@ sl_weight_diff sl_weights_compare(sl_backend be, size_t n, const float *got, con
         g = hg;
         w = hw;
     }
-    double scale = 0;
+    double scale = 0, diff2 = 0, want2 = 0;
     for (size_t i = 0; i < n; i++) {
+        diff2 += ((double)g[i] - (double)w[i]) * ((double)g[i] - (double)w[i]);
+        want2 += (double)w[i] * (double)w[i];
         if (!isfinite(g[i])) d.nonfinite = 1;
         if (!isfinite(w[i])) d.ref_nonfinite = 1;
         double e = fabs((double)g[i] - (double)w[i]);
@@ -71,6 +73,7 @@ sl_weight_diff sl_weights_compare(sl_backend be, size_t n, const float *got, con
         if (fabs(w[i]) > scale) scale = fabs(w[i]);
     }
     d.max_rel = scale > 0 ? d.max_abs / scale : d.max_abs;
+    d.l2_rel = want2 > 0 ? sqrt(diff2 / want2) : sqrt(diff2);
     free(hg);
     free(hw);
     return d;

@@ -27,6 +27,7 @@ void sl_train_serial(const sl_mlp *m, sl_task *task, const sl_optim *o, int batc
 typedef struct sl_weight_diff {
     double max_abs;  /* max |got - want| */
     double max_rel;  /* max_abs / max |want| (a norm-wise relative error) */
+    double l2_rel;   /* ||got - want||_2 / ||want||_2 */
     size_t worst;    /* index of the largest difference */
     int nonfinite;   /* got holds NaN or inf */
     int ref_nonfinite; /* want holds NaN or inf: the reference run itself diverged */

@@ -5,7 +5,7 @@
 . "$(dirname "$0")/../lib/common.sh"
 out=$(tmpdir)
 trap 'rm -rf "$out"' EXIT
-small="--layers 3 --width 48 --in 12 --out 5 --bucket-mb 0.004 --accum 3 -n 2 -w 1 --baseline 0"
+small="--layers 3 --width 48 --inputs 12 --outputs 5 --bucket-mb 0.004 --accum 3 -n 2 -w 1 --baseline 0"
 
 rows_pass() { # rows_pass FILE NP EXPECTED_VARIANTS...
   python3 - "$@" <<'PY'
@@ -62,7 +62,7 @@ launch 2 ddp $small --variants accum --accum 4 --batch 9 --optim adamw -o "$out/
 ok $? "accum with AdamW equals the serial full-batch run"
 
 # The one-rank baseline (rank 0 alone while the others wait) gives an efficiency in (0, 1.5].
-launch 2 ddp --layers 3 --width 48 --in 12 --out 5 --batch 4 -n 2 -w 1 --variants sync \
+launch 2 ddp --layers 3 --width 48 --inputs 12 --outputs 5 --batch 4 -n 2 -w 1 --variants sync \
   -o "$out/eff" >"$out/eff.txt" 2>&1
 python3 - "$out/eff/ddp.jsonl" <<'PY'
 import json, sys
@@ -73,11 +73,11 @@ PY
 ok $? "--baseline 1: scaling efficiency measured against the one-rank run"
 
 # A batch smaller than the default --accum: accum is skipped with a note, the rest runs.
-launch 2 ddp --layers 2 --width 16 --in 4 --out 3 --batch 2 -n 1 -w 0 --baseline 0 \
+launch 2 ddp --layers 2 --width 16 --inputs 4 --outputs 3 --batch 2 -n 1 -w 0 --baseline 0 \
   -o "$out/skip" >"$out/skip.txt" 2>&1
 [ $? = 0 ] && grep -q 'skipping accum' "$out/skip.txt"
 ok $? "--batch below the default --accum skips accum with a note instead of failing"
-launch 2 ddp --layers 2 --width 16 --in 4 --out 3 --batch 2 -n 1 -w 0 --check 0 \
+launch 2 ddp --layers 2 --width 16 --inputs 4 --outputs 3 --batch 2 -n 1 -w 0 --check 0 \
   -o "$out/nocheck" >/dev/null 2>&1
 python3 -c "import json,sys; sys.exit(0 if all(json.loads(l)['check']['status']=='skipped' for l in open(sys.argv[1])) else 1)" "$out/nocheck/ddp.jsonl"
 ok $? "--check 0: rows marked skipped"

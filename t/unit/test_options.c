@@ -39,6 +39,13 @@ static const sl_program prog = {
     .extra = extra,
 };
 
+static long long clash_target;
+static const sl_opt clashing[] = {
+    {"out", 0, SL_OPT_INT, &clash_target, 0, 9, NULL, 0, "shadows the shared --out"},
+    {0},
+};
+static const sl_program clash = {.name = "clash", .summary = "defective", .extra = clashing};
+
 static const sl_program narrow = {
     .name = "narrow", .summary = "uses no sizes, dtypes, collectives", .default_iters = 1,
 };
@@ -154,6 +161,12 @@ int main(void)
         rc = sl_options_parse(&prog, 5, argv, &o, err, sizeof err);
         ok(rc == SL_EXIT_USAGE && strstr(err, "--minbytes") && strstr(err, "--maxbytes"),
            "minbytes > maxbytes is rejected naming both");
+    }
+
+    {
+        int rc = parse(&clash, &o, err, sizeof err, "--out", "5", NULL);
+        ok(rc == SL_EXIT_RUNTIME && strstr(err, "--out") && strstr(err, "clashes"),
+           "a technique option named like a shared one is a program defect (exit 3), not parsed");
     }
 
     size_t sz;
