@@ -131,26 +131,6 @@ static int val(int p, size_t i, unsigned k)
     return (int)((mix((uint32_t)i ^ (k * 0x9e3779b9U)) + (uint32_t)p * 5u) % 17u) - 8;
 }
 
-static double get(const void *b, size_t i, sl_dtype t)
-{
-    switch (t) {
-    case SL_F32: return ((const float *)b)[i];
-    case SL_F64: return ((const double *)b)[i];
-    case SL_F16: return sl_f16_to_f32(((const uint16_t *)b)[i]);
-    default: return sl_bf16_to_f32(((const uint16_t *)b)[i]);
-    }
-}
-
-static void put(void *b, size_t i, sl_dtype t, double v)
-{
-    switch (t) {
-    case SL_F32: ((float *)b)[i] = (float)v; break;
-    case SL_F64: ((double *)b)[i] = v; break;
-    case SL_F16: ((uint16_t *)b)[i] = sl_f32_to_f16((float)v); break;
-    default: ((uint16_t *)b)[i] = sl_f32_to_bf16((float)v); break;
-    }
-}
-
 /* The reduction of element i over all ranks, as the dtype holds it (avg: the exact sum divided
  * once in the dtype's arithmetic, f32 for the 16-bit types). */
 static double reference(int nranks, size_t i, unsigned k, sl_dtype t, sl_redop op)
@@ -257,7 +237,7 @@ static long check(bench *b, unsigned k, double *worst, char *msg, size_t msglen)
     size_t first = b->op == OP_ALLGATHER ? (size_t)ctx->rank * n : 0;
     int src_rank = b->op == OP_BROADCAST ? b->root : ctx->rank;
     if (b->op != OP_BROADCAST || ctx->rank == b->root) {
-        for (size_t i = 0; i < in_elems; i++) put(h, i, b->t, val(src_rank, first + i, k));
+        for (size_t i = 0; i < in_elems; i++) sl_elem_put(h, i, b->t, val(src_rank, first + i, k));
         store(b, s, h, in_elems * es);
     }
     int rc = call(b, 0);
@@ -267,7 +247,7 @@ static long check(bench *b, unsigned k, double *worst, char *msg, size_t msglen)
      * rank, which must then be reported and make the program exit 1. */
     const char *corrupt = getenv("SL_TEST_CORRUPT");
     if (corrupt && !strcmp(corrupt, "1") && ctx->rank == ctx->nranks - 1 && out_elems)
-        put(h, out_elems - 1, b->t, get(h, out_elems - 1, b->t) + 1);
+        sl_elem_put(h, out_elems - 1, b->t, sl_elem_get(h, out_elems - 1, b->t) + 1);
     long wrong = 0;
     double w = 0;
     char first_msg[160] = "";
@@ -277,7 +257,7 @@ static long check(bench *b, unsigned k, double *worst, char *msg, size_t msglen)
         if (b->op == OP_ALLGATHER) want = val((int)(i / n), i, k);
         else if (b->op == OP_BROADCAST) want = val(b->root, i, k);
         else want = reference(ctx->nranks, base + i, k, b->t, (sl_redop)opt_redop);
-        double got = get(h, i, b->t);
+        double got = sl_elem_get(h, i, b->t);
         if (got != want) {
             if (!wrong++)
                 snprintf(first_msg, sizeof first_msg, "rank %d element %zu: %g, expected %g",

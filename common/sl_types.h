@@ -17,6 +17,11 @@ size_t sl_dtype_size(sl_dtype t);          /* bytes per element */
 const char *sl_backend_name(sl_backend b); /* "cpu" "cuda" "auto" */
 const char *sl_coll_name(sl_coll c);       /* "mpi" "nccl" "ring" ... */
 
+/* Element i of a buffer of type t, widened to double / stored from a double (rounded to
+ * nearest even for the 16-bit types). For building and checking test data, not hot loops. */
+double sl_elem_get(const void *buf, size_t i, sl_dtype t);
+void sl_elem_put(void *buf, size_t i, sl_dtype t, double v);
+
 /* Name -> value; -1 when unknown. */
 int sl_dtype_from_name(const char *s);
 int sl_backend_from_name(const char *s);

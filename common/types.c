@@ -1,6 +1,8 @@
 /* types.c — names of element types, backends and collective implementations. */
 #include <string.h>
 
+#include "sl_half.h"
+
 #include "sl_types.h"
 
 static const char *const dtype_names[SL_NDTYPES] = {"f32", "f64", "f16", "bf16"};
@@ -26,3 +28,23 @@ static int lookup(const char *const *names, int n, const char *s)
 int sl_dtype_from_name(const char *s) { return lookup(dtype_names, SL_NDTYPES, s); }
 int sl_backend_from_name(const char *s) { return lookup(backend_names, SL_NBACKENDS, s); }
 int sl_coll_from_name(const char *s) { return lookup(coll_names, SL_NCOLLS, s); }
+
+double sl_elem_get(const void *b, size_t i, sl_dtype t)
+{
+    switch (t) {
+    case SL_F32: return ((const float *)b)[i];
+    case SL_F64: return ((const double *)b)[i];
+    case SL_F16: return sl_f16_to_f32(((const uint16_t *)b)[i]);
+    default: return sl_bf16_to_f32(((const uint16_t *)b)[i]);
+    }
+}
+
+void sl_elem_put(void *b, size_t i, sl_dtype t, double v)
+{
+    switch (t) {
+    case SL_F32: ((float *)b)[i] = (float)v; break;
+    case SL_F64: ((double *)b)[i] = v; break;
+    case SL_F16: ((uint16_t *)b)[i] = sl_f32_to_f16((float)v); break;
+    default: ((uint16_t *)b)[i] = sl_f32_to_bf16((float)v); break;
+    }
+}

@@ -47,26 +47,6 @@ static int val(int p, size_t i, int it)
     return (int)((mix((uint32_t)i) + (uint32_t)p * 5u + (uint32_t)it * 7u) % 17u) - 8;
 }
 
-static double get(const void *b, size_t i, sl_dtype t)
-{
-    switch (t) {
-    case SL_F32: return ((const float *)b)[i];
-    case SL_F64: return ((const double *)b)[i];
-    case SL_F16: return sl_f16_to_f32(((const uint16_t *)b)[i]);
-    default: return sl_bf16_to_f32(((const uint16_t *)b)[i]);
-    }
-}
-
-static void put(void *b, size_t i, sl_dtype t, double v)
-{
-    switch (t) {
-    case SL_F32: ((float *)b)[i] = (float)v; break;
-    case SL_F64: ((double *)b)[i] = v; break;
-    case SL_F16: ((uint16_t *)b)[i] = sl_f32_to_f16((float)v); break;
-    default: ((uint16_t *)b)[i] = sl_f32_to_bf16((float)v); break;
-    }
-}
-
 /* The reduction over all ranks of val(., i, it), as the type would hold it. */
 static double expect(size_t i, int it, sl_dtype t, sl_redop op)
 {
@@ -174,8 +154,8 @@ static void check_input(tally *ty, bufs *b, int k, size_t n, size_t first, sl_dt
                         const char *what)
 {
     for (size_t i = 0; i < n; i++)
-        if (get(b->h[k], i, t) != val(g_rank, first + i, it)) {
-            fail(ty, "%s: input element %zu changed to %g", what, i, get(b->h[k], i, t));
+        if (sl_elem_get(b->h[k], i, t) != val(g_rank, first + i, it)) {
+            fail(ty, "%s: input element %zu changed to %g", what, i, sl_elem_get(b->h[k], i, t));
             return;
         }
 }
@@ -186,7 +166,7 @@ static void do_allreduce(tally *ty, bufs *b, sl_dtype t, sl_redop op, size_t n, 
                          int it)
 {
     sl_comm *c = b->c;
-    for (size_t i = 0; i < n; i++) put(b->h[0], i, t, val(g_rank, i, it));
+    for (size_t i = 0; i < n; i++) sl_elem_put(b->h[0], i, t, val(g_rank, i, it));
     poison(b->h[1], b->bytes);
     upload(b);
     int rc = sl_coll_allreduce(c, b->d[0], b->d[inplace ? 0 : 1], n, t, op);
@@ -194,7 +174,7 @@ static void do_allreduce(tally *ty, bufs *b, sl_dtype t, sl_redop op, size_t n, 
     int k = inplace ? 0 : 1;
     if (rc) { fail(ty, "count %zu: rc %d (%s)", n, rc, sl_coll_strerror(rc)); return; }
     for (size_t i = 0; i < n; i++) {
-        double want = expect(i, it, t, op), got = get(b->h[k], i, t);
+        double want = expect(i, it, t, op), got = sl_elem_get(b->h[k], i, t);
         if (got != want) {
             fail(ty, "count %zu %s seg %zu it %d: element %zu is %g, expected %g", n,
                  inplace ? "in place" : "out of place", c->seg_bytes, it, i, got, want);
@@ -209,7 +189,7 @@ static void do_reduce_scatter(tally *ty, bufs *b, sl_dtype t, sl_redop op, size_
 {
     sl_comm *c = b->c;
     size_t total = n * (size_t)g_size, mine = (size_t)g_rank * n;
-    for (size_t i = 0; i < total; i++) put(b->h[0], i, t, val(g_rank, i, it));
+    for (size_t i = 0; i < total; i++) sl_elem_put(b->h[0], i, t, val(g_rank, i, it));
     poison(b->h[1], b->bytes);
     upload(b);
     void *r = inplace ? D(b, 0, mine, t) : b->d[1];
@@ -218,7 +198,7 @@ static void do_reduce_scatter(tally *ty, bufs *b, sl_dtype t, sl_redop op, size_
     if (rc) { fail(ty, "count %zu: rc %d (%s)", n, rc, sl_coll_strerror(rc)); return; }
     const void *res = inplace ? (const void *)H(b, 0, mine, t) : b->h[1];
     for (size_t i = 0; i < n; i++) {
-        double want = expect(mine + i, it, t, op), got = get(res, i, t);
+        double want = expect(mine + i, it, t, op), got = sl_elem_get(res, i, t);
         if (got != want) {
             fail(ty, "count %zu %s seg %zu it %d: element %zu is %g, expected %g", n,
                  inplace ? "in place" : "out of place", c->seg_bytes, it, i, got, want);
@@ -241,10 +221,10 @@ static void do_allgather(tally *ty, bufs *b, sl_dtype t, size_t n, int inplace, 
     /* Rank p contributes val(p, j, it) for j in its block [p n, p n + n). */
     void *s;
     if (inplace) {
-        for (size_t i = 0; i < n; i++) put(b->h[1], mine + i, t, val(g_rank, mine + i, it));
+        for (size_t i = 0; i < n; i++) sl_elem_put(b->h[1], mine + i, t, val(g_rank, mine + i, it));
         s = D(b, 1, mine, t);
     } else {
-        for (size_t i = 0; i < n; i++) put(b->h[0], i, t, val(g_rank, mine + i, it));
+        for (size_t i = 0; i < n; i++) sl_elem_put(b->h[0], i, t, val(g_rank, mine + i, it));
         s = b->d[0];
     }
     upload(b);
@@ -252,7 +232,7 @@ static void do_allgather(tally *ty, bufs *b, sl_dtype t, size_t n, int inplace, 
     download(b);
     if (rc) { fail(ty, "count %zu: rc %d (%s)", n, rc, sl_coll_strerror(rc)); return; }
     for (size_t j = 0; j < n * (size_t)g_size; j++) {
-        double want = val((int)(j / n), j, it), got = get(b->h[1], j, t);
+        double want = val((int)(j / n), j, it), got = sl_elem_get(b->h[1], j, t);
         if (got != want) {
             fail(ty, "count %zu %s seg %zu it %d: element %zu is %g, expected %g", n,
                  inplace ? "in place" : "out of place", c->seg_bytes, it, j, got, want);
@@ -267,13 +247,13 @@ static void do_broadcast(tally *ty, bufs *b, sl_dtype t, size_t n, int root, int
     sl_comm *c = b->c;
     poison(b->h[0], b->bytes);
     if (g_rank == root)
-        for (size_t i = 0; i < n; i++) put(b->h[0], i, t, val(root, i, it));
+        for (size_t i = 0; i < n; i++) sl_elem_put(b->h[0], i, t, val(root, i, it));
     upload(b);
     int rc = sl_coll_broadcast(c, b->d[0], n, t, root);
     download(b);
     if (rc) { fail(ty, "count %zu: rc %d (%s)", n, rc, sl_coll_strerror(rc)); return; }
     for (size_t i = 0; i < n; i++) {
-        double want = val(root, i, it), got = get(b->h[0], i, t);
+        double want = val(root, i, it), got = sl_elem_get(b->h[0], i, t);
         if (got != want) {
             fail(ty, "count %zu root %d seg %zu it %d: element %zu is %g, expected %g", n, root,
                  c->seg_bytes, it, i, got, want);
@@ -286,7 +266,7 @@ static void do_reduce(tally *ty, bufs *b, sl_dtype t, sl_redop op, size_t n, int
                       int inplace, int it)
 {
     sl_comm *c = b->c;
-    for (size_t i = 0; i < n; i++) put(b->h[0], i, t, val(g_rank, i, it));
+    for (size_t i = 0; i < n; i++) sl_elem_put(b->h[0], i, t, val(g_rank, i, it));
     poison(b->h[1], b->bytes);
     upload(b);
     /* Away from the root the receive buffer is not used: pass NULL out of place. */
@@ -297,7 +277,7 @@ static void do_reduce(tally *ty, bufs *b, sl_dtype t, sl_redop op, size_t n, int
     if (g_rank == root) {
         const void *res = b->h[inplace ? 0 : 1];
         for (size_t i = 0; i < n; i++) {
-            double want = expect(i, it, t, op), got = get(res, i, t);
+            double want = expect(i, it, t, op), got = sl_elem_get(res, i, t);
             if (got != want) {
                 fail(ty, "count %zu root %d %s seg %zu it %d: element %zu is %g, expected %g", n,
                      root, inplace ? "in place" : "out of place", c->seg_bytes, it, i, got, want);
@@ -441,7 +421,7 @@ static void sweep_nonblocking(sl_comm *c, const char *space)
     for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++) {
         size_t n = counts[ci];
         for (int k = 0; k < 3; k++) { /* k = 0 in place, k = 1 and 2 out of place */
-            for (size_t i = 0; i < n; i++) put(b[k].h[0], i, dt[k], val(g_rank, i, k));
+            for (size_t i = 0; i < n; i++) sl_elem_put(b[k].h[0], i, dt[k], val(g_rank, i, k));
             poison(b[k].h[1], b[k].bytes);
             upload(&b[k]);
         }
@@ -459,7 +439,7 @@ static void sweep_nonblocking(sl_comm *c, const char *space)
             download(&b[k]);
             const void *res = b[k].h[k ? 1 : 0];
             for (size_t i = 0; i < n; i++) {
-                double want = expect(i, k, dt[k], rop[k]), got = get(res, i, dt[k]);
+                double want = expect(i, k, dt[k], rop[k]), got = sl_elem_get(res, i, dt[k]);
                 if (got != want) {
                     fail(&ty, "count %zu op %d: element %zu is %g, expected %g", n, k, i, got, want);
                     break;
@@ -483,7 +463,7 @@ static void sweep_p2p(sl_comm *c, const char *space)
     bufs b;
     bufs_init(&b, c, n * sizeof(double));
     int right = (g_rank + 1) % g_size, left = (g_rank + g_size - 1) % g_size;
-    for (size_t i = 0; i < n; i++) put(b.h[0], i, SL_F64, val(g_rank, i, 3));
+    for (size_t i = 0; i < n; i++) sl_elem_put(b.h[0], i, SL_F64, val(g_rank, i, 3));
     poison(b.h[1], b.bytes);
     upload(&b);
     int rc1, rc2;
@@ -497,8 +477,8 @@ static void sweep_p2p(sl_comm *c, const char *space)
     download(&b);
     if (rc1 || rc2) fail(&ty, "rc %d %d", rc1, rc2);
     for (size_t i = 0; i < n && !ty.fails; i++)
-        if (get(b.h[1], i, SL_F64) != val(left, i, 3))
-            fail(&ty, "element %zu is %g, expected %g", i, get(b.h[1], i, SL_F64), (double)val(left, i, 3));
+        if (sl_elem_get(b.h[1], i, SL_F64) != val(left, i, 3))
+            fail(&ty, "element %zu is %g, expected %g", i, sl_elem_get(b.h[1], i, SL_F64), (double)val(left, i, 3));
     if (sl_coll_barrier(c)) fail(&ty, "barrier failed");
     verdict(&ty, "%s %s send/recv around the ring, barrier", space, sl_coll_name(c->impl));
     bufs_free(&b);
