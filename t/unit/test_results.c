@@ -104,7 +104,7 @@ int main(void)
     fclose(ctx.jsonl);
 
     is_int(validate("rows", path, "--min-rows 3"), 0, "every row is valid JSON with the schema's fields");
-    ok(!isnan(sl_result_get(&r, "nothing")) == 0, "an absent metric reads as NaN");
+    ok(isnan(sl_result_get(&r, "nothing")), "an absent metric reads as NaN");
 
     /* A deliberately broken file must be rejected by the validator (so the check above means
      * something). */
