@@ -104,7 +104,7 @@ $(info $(call mark,$(HAVE_PYTHON3)) python3                     required: script
 endif
 
 # Flags ---------------------------------------------------------------------------------------
-CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fopenmp -pthread -Icommon -Ikernels -I$(BUILD)
+CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fopenmp -pthread -Icommon -Icommon/coll -Ikernels -Ibenchmarks/train -I$(BUILD)
 ifeq ($(DEBUG),1)
 OPT := -O0 -g3
 else
@@ -120,7 +120,7 @@ ifeq ($(PAPI),1)
 LDLIBS  += -lpapi
 endif
 ifeq ($(CUDA),1)
-NVCCFLAGS := -O2 -g -std=c++17 $(DEFS) -DOMPI_SKIP_MPICXX -DMPICH_SKIP_MPICXX -Icommon -Ikernels -I$(BUILD) $(MPI_CFLAGS) \
+NVCCFLAGS := -O2 -g -std=c++17 $(DEFS) -DOMPI_SKIP_MPICXX -DMPICH_SKIP_MPICXX -Icommon -Icommon/coll -Ikernels -Ibenchmarks/train -I$(BUILD) $(MPI_CFLAGS) \
              $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(a),code=sm_$(a)) \
              -Xcompiler -Wall,-Wextra,-Werror,-fPIC --Werror all-warnings
 LDLIBS  += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
@@ -132,15 +132,17 @@ endif
 LDFLAGS += -fopenmp -pthread $(SAN)
 
 # Sources: everything is found by wildcard, so a new file needs no Makefile edit -------------
-# common/*.c and kernels/*.c, kernels/cpu/*.c always; common/cuda/*.cu and kernels/cuda/*.cu
-# when CUDA=1, otherwise the host-only twins in common/nocuda/*.c and kernels/nocuda/*.c.
-COMMON_SRC := $(wildcard common/*.c)
+# common/*.c, common/coll/*.c and kernels/*.c, kernels/cpu/*.c always; the cuda/*.cu beside
+# them when CUDA=1, otherwise their host-only twins in nocuda/*.c. The training layer
+# (benchmarks/train/*.c) sits above both and is linked into every program.
+COMMON_SRC := $(wildcard common/*.c common/coll/*.c)
 KERNEL_SRC := $(wildcard kernels/*.c kernels/cpu/*.c)
+TRAIN_SRC  := $(wildcard benchmarks/train/*.c)
 ifeq ($(CUDA),1)
-COMMON_CU  := $(wildcard common/cuda/*.cu)
+COMMON_CU  := $(wildcard common/cuda/*.cu common/coll/cuda/*.cu)
 KERNEL_CU  := $(wildcard kernels/cuda/*.cu)
 else
-COMMON_SRC += $(wildcard common/nocuda/*.c)
+COMMON_SRC += $(wildcard common/nocuda/*.c common/coll/nocuda/*.c)
 KERNEL_SRC += $(wildcard kernels/nocuda/*.c)
 endif
 BENCH_SRC  := $(wildcard benchmarks/*.c)
@@ -148,9 +150,10 @@ TEST_SRC   := $(wildcard t/unit/*.c)
 
 COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/%.o) $(COMMON_CU:%.cu=$(BUILD)/%.cu.o) $(BUILD)/build_info.o
 KERNEL_OBJ := $(KERNEL_SRC:%.c=$(BUILD)/%.o) $(KERNEL_CU:%.cu=$(BUILD)/%.cu.o)
+TRAIN_OBJ  := $(TRAIN_SRC:%.c=$(BUILD)/%.o)
 PROGRAMS   := $(BENCH_SRC:benchmarks/%.c=$(BIN)/%)
 TESTS      := $(TEST_SRC:t/unit/%.c=$(BUILD)/t/%)
-LIBS       := $(BUILD)/libsl_kernels.a $(BUILD)/libsl_common.a
+LIBS       := $(BUILD)/libsl_train.a $(BUILD)/libsl_kernels.a $(BUILD)/libsl_common.a
 
 .PHONY: all check clean install deps FORCE
 # Objects of programs and tests are kept (not deleted as intermediates), so a second make
@@ -234,6 +237,11 @@ $(BUILD)/libsl_common.a: $(COMMON_OBJ)
 	$(Q)ar rcs $@ $^
 
 $(BUILD)/libsl_kernels.a: $(KERNEL_OBJ)
+	@rm -f $@
+	$(say) AR $@
+	$(Q)ar rcs $@ $^
+
+$(BUILD)/libsl_train.a: $(TRAIN_OBJ)
 	@rm -f $@
 	$(say) AR $@
 	$(Q)ar rcs $@ $^

@@ -272,6 +272,23 @@ static int apply_plain(const sl_opt *o, const char *v, char *err, size_t errlen)
     return 0;
 }
 
+/* Every technique option of p, groups first, then the program's own. Returns the count, or -1
+ * when there are more than SL_MAX_TECH_OPTS. */
+#define SL_MAX_TECH_OPTS 128
+static int technique_options(const sl_program *p, const sl_opt **out)
+{
+    const sl_opt *tables[SL_MAX_OPT_GROUPS + 1];
+    int ntables = 0, n = 0;
+    for (int g = 0; g < SL_MAX_OPT_GROUPS && p->groups[g]; g++) tables[ntables++] = p->groups[g]->opts;
+    tables[ntables++] = p->extra;
+    for (int k = 0; k < ntables; k++)
+        for (const sl_opt *e = tables[k]; e && e->name; e++) {
+            if (n == SL_MAX_TECH_OPTS) return -1;
+            out[n++] = e;
+        }
+    return n;
+}
+
 int sl_options_parse(const sl_program *p, int argc, char **argv, sl_options *o, char *err,
                      size_t errlen)
 {
@@ -307,8 +324,16 @@ int sl_options_parse(const sl_program *p, int argc, char **argv, sl_options *o, 
     const int nshared = (int)(sizeof shared / sizeof shared[0]);
     char label[64], names[128];
 
-    /* A technique option may not reuse a shared option's name: it would never be reached. */
-    for (const sl_opt *e = p->extra; e && e->name; e++)
+    /* A technique option may not reuse a shared option's name, nor another technique
+     * option's: it would never be reached. */
+    const sl_opt *tech[SL_MAX_TECH_OPTS];
+    int ntech = technique_options(p, tech);
+    if (ntech < 0) {
+        errf(err, errlen, "%s has more than %d technique options", p->name, SL_MAX_TECH_OPTS);
+        return SL_EXIT_RUNTIME;
+    }
+    for (int t = 0; t < ntech; t++) {
+        const sl_opt *e = tech[t];
         for (int k = 0; k < nshared; k++)
             if (strcmp(e->name, shared[k].o.name) == 0 ||
                 (e->short_name && e->short_name == shared[k].o.short_name)) {
@@ -316,6 +341,13 @@ int sl_options_parse(const sl_program *p, int argc, char **argv, sl_options *o, 
                      p->name, e->name, shared[k].o.name, shared[k].o.short_name ? shared[k].o.short_name : '-');
                 return SL_EXIT_RUNTIME;
             }
+        for (int u = 0; u < t; u++)
+            if (strcmp(e->name, tech[u]->name) == 0 || (e->short_name && e->short_name == tech[u]->short_name)) {
+                errf(err, errlen, "%s's option --%s clashes with its option --%s", p->name, e->name,
+                     tech[u]->name);
+                return SL_EXIT_RUNTIME;
+            }
+    }
 
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
@@ -333,8 +365,8 @@ int sl_options_parse(const sl_program *p, int argc, char **argv, sl_options *o, 
             if (eq) inline_val = eq + 1;
             for (int k = 0; k < nshared && !found; k++)
                 if (strcmp(shared[k].o.name, name) == 0) found = &shared[k].o, sfound = &shared[k];
-            for (const sl_opt *e = p->extra; e && e->name && !found; e++)
-                if (strcmp(e->name, name) == 0) found = e;
+            for (int t = 0; t < ntech && !found; t++)
+                if (strcmp(tech[t]->name, name) == 0) found = tech[t];
             if (!found) {
                 errf(err, errlen, "unknown option '--%s'", name);
                 return SL_EXIT_USAGE;
@@ -342,8 +374,8 @@ int sl_options_parse(const sl_program *p, int argc, char **argv, sl_options *o, 
         } else if (arg[0] == '-' && arg[1] && arg[1] != '-') {
             for (int k = 0; k < nshared && !found; k++)
                 if (shared[k].o.short_name == arg[1]) found = &shared[k].o, sfound = &shared[k];
-            for (const sl_opt *e = p->extra; e && e->name && !found; e++)
-                if (e->short_name == arg[1]) found = e;
+            for (int t = 0; t < ntech && !found; t++)
+                if (tech[t]->short_name == arg[1]) found = tech[t];
             if (!found) {
                 errf(err, errlen, "unknown option '-%c'", arg[1]);
                 return SL_EXIT_USAGE;
@@ -409,6 +441,20 @@ int sl_options_parse(const sl_program *p, int argc, char **argv, sl_options *o, 
     return 0;
 }
 
+static void print_opt_table(const char *title, const sl_opt *opts)
+{
+    if (!opts || !opts->name) return;
+    printf("\n%s options:\n", title);
+    for (const sl_opt *e = opts; e->name; e++) {
+        char lhs[64];
+        if (e->short_name)
+            snprintf(lhs, sizeof lhs, "-%c, --%s", e->short_name, e->name);
+        else
+            snprintf(lhs, sizeof lhs, "    --%s", e->name);
+        printf("  %-22s %s\n", lhs, e->help ? e->help : "");
+    }
+}
+
 void sl_options_print_help(const sl_program *p)
 {
     printf("%s — %s\n\nusage: %s [options]   (under MPI: scripts/sl-launch -np N %s ...)\n\n",
@@ -442,16 +488,8 @@ void sl_options_print_help(const sl_program *p)
     printf("      --papi EVENTS      read PAPI counters, e.g. PAPI_TOT_CYC,PAPI_L3_TCM\n");
     printf("  -q, --quiet            print only notes and the verdict\n");
     printf("  -h, --help  -V, --version\n");
-    if (p->extra && p->extra->name) {
-        printf("\n%s options:\n", p->name);
-        for (const sl_opt *e = p->extra; e->name; e++) {
-            char lhs[64];
-            if (e->short_name)
-                snprintf(lhs, sizeof lhs, "-%c, --%s", e->short_name, e->name);
-            else
-                snprintf(lhs, sizeof lhs, "    --%s", e->name);
-            printf("  %-22s %s\n", lhs, e->help ? e->help : "");
-        }
-    }
+    for (int g = 0; g < SL_MAX_OPT_GROUPS && p->groups[g]; g++)
+        print_opt_table(p->groups[g]->title, p->groups[g]->opts);
+    print_opt_table(p->name, p->extra);
     printf("\nexit status: 0 ok, 1 a check failed, 2 usage error, 3 runtime error\n");
 }

@@ -46,6 +46,15 @@ typedef struct sl_opt {
     const char *help;   /* one line for --help */
 } sl_opt;
 
+/* A titled table of options shared by a family of programs (the training layer's group), so
+ * that it is written once and each program of the family lists it in sl_program.groups. */
+typedef struct sl_opt_group {
+    const char *title;  /* heading in --help: "training" */
+    const sl_opt *opts; /* ended by {0} */
+} sl_opt_group;
+
+#define SL_MAX_OPT_GROUPS 4
+
 /* Which shared options mean something to a program. */
 enum {
     SL_USES_SIZES = 1 << 0,   /* -b -e -f */
@@ -65,6 +74,8 @@ typedef struct sl_program {
     unsigned default_colls;    /* several by default (a mask); 0 means just default_coll */
     int default_iters, default_warmup;
     size_t default_minbytes, default_maxbytes;
+    const sl_opt_group *groups[SL_MAX_OPT_GROUPS]; /* option groups before the program's own,
+                                  in --help order; NULL-ended */
     const sl_opt *extra;       /* technique options, ended by {0}; may be NULL */
     /* Checks that need the rank count (or several options together), run by sl_init once MPI
      * is up and before anything is written: it calls sl_usage_error, or drops what cannot run
@@ -87,9 +98,10 @@ typedef struct sl_options {
     int help, version;         /* set when --help / --version was given */
 } sl_options;
 
-/* Parses argv[1..argc) into o (defaults first, from p) and into p->extra's destinations.
- * Returns 0 on success; SL_EXIT_USAGE with a one-line message in err on a usage error;
- * SL_EXIT_RUNTIME when p itself is defective (a technique option named like a shared one). */
+/* Parses argv[1..argc) into o (defaults first, from p) and into the destinations of p->groups'
+ * and p->extra's options. Returns 0 on success; SL_EXIT_USAGE with a one-line message in err on
+ * a usage error; SL_EXIT_RUNTIME when p itself is defective (a technique option named like a
+ * shared one, or like another technique option). */
 int sl_options_parse(const sl_program *p, int argc, char **argv, sl_options *o, char *err,
                      size_t errlen);
 
