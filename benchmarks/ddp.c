@@ -1,4 +1,4 @@
-/* ddp.c — data-parallel training (DDP) of the shared MLP.
+/* ddp.c — data-parallel training (DDP) of the shared MLP, on the training layer.
  *
  * What is replicated: every rank holds the whole model, its gradients and its optimizer state.
  * What is partitioned: each step's global batch of B samples; rank r trains on its contiguous
@@ -16,85 +16,31 @@
  *
  * The loss is normalised over the global batch (MSE mean over B·out elements), so a rank's
  * gradient is its share of the global gradient and a SUM all-reduce gives the global gradient
- * exactly, even when B does not divide evenly across ranks.
- *
- * Check: after the run, every rank's weights must equal those of one process that trained on
- * the whole global batch for the same steps (kernels/train_ref.c), to a relative tolerance
- * (see CHECK_TOLERANCE_SGD), and all replicas must be bit-identical to each other.
+ * exactly, even when B does not divide evenly across ranks. The training layer
+ * (benchmarks/train/) checks the weights against one process trained on the whole batch and
+ * the replicas against each other, and reports the step's phases, memory and bytes.
  */
-#include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <time.h>
 
-#include "kernels.h"
-#include "mlp.h"
-#include "scalelab.h"
-#include "sl_coll.h"
-#include "train_ref.h"
-
-/* Why 1e-4 (SGD, largest element difference relative to the largest weight): replicas and the
- * reference differ only in the order of floating-point additions (the batch is summed in
- * pieces, then across ranks). In f32 (eps 6e-8) that perturbs each step by ~1e-7 relative,
- * which a dozen or a hundred SGD steps keep well below 1e-5 (the measured error is printed in
- * every row). Real defects — a bucket never reduced, a stale gradient, averaging instead of
- * summing, a slice off by one sample — give errors of 1e-2 and more.
- * AdamW is checked in the L2 norm, to 1e-3: its update m/sqrt(v) has the same size whatever
- * the gradient's, so a weight whose gradient is at rounding level can move by +lr in one run
- * and -lr in the other; single weights then differ by O(lr), while the norm of the difference
- * stays near 1e-5 of the weights' norm unless the gradients are wrong wholesale. (Adam is
- * blind to a uniform scale of the gradient, so SGD, the default, is the stricter check.) */
-#define CHECK_TOLERANCE_SGD 1e-4
-#define CHECK_TOLERANCE_ADAMW_L2 1e-3
+#include "sl_train.h"
 
 enum { V_SYNC, V_BUCKETED, V_ACCUM, V_PS, NVARIANTS };
 static const char *const variant_names[NVARIANTS] = {"sync", "bucketed", "accum", "ps"};
 
-static long long opt_layers = 6, opt_width = 2048, opt_in = 256, opt_out = 64;
-static long long opt_batch = 32, opt_accum = 4, opt_servers = 1, opt_seed = 1234;
-static long long opt_baseline = 1;
-static double opt_bucket_mb = 25.0, opt_lr = 0.01;
-static int opt_scaling = 0; /* 0 weak, 1 strong */
-static int opt_optim = 0;   /* 0 sgd, 1 adamw */
+static long long opt_accum = 4, opt_servers = 1;
+static double opt_bucket_mb = 25.0;
 static unsigned opt_variants = ~0u;
 
-static const sl_opt extra_opts[] = {
-    {"layers", 'L', SL_OPT_INT, &opt_layers, 1, SL_MLP_MAX_LAYERS, NULL, 0, "Linear layers (default 6)"},
-    {"width", 0, SL_OPT_INT, &opt_width, 1, 1 << 16, NULL, 0, "hidden width (default 2048)"},
-    {"inputs", 0, SL_OPT_INT, &opt_in, 1, 1 << 16, NULL, 0, "input features (default 256)"},
-    {"outputs", 0, SL_OPT_INT, &opt_out, 1, 1 << 16, NULL, 0, "outputs (default 64)"},
-    {"batch", 0, SL_OPT_INT, &opt_batch, 1, 1 << 20, NULL, 0,
-     "samples per rank (weak scaling) or in all (strong) per step (default 32)"},
-    {"scaling", 0, SL_OPT_CHOICE, &opt_scaling, 0, 0, "weak|strong", 0,
-     "keep the per-rank (weak, default) or the global (strong) batch fixed"},
+static const sl_opt ddp_opts[] = {
     {"bucket-mb", 0, SL_OPT_DOUBLE, &opt_bucket_mb, 0, 0, NULL, 0, "bucket size in MiB (default 25)"},
     {"accum", 0, SL_OPT_INT, &opt_accum, 1, 1 << 16, NULL, 0, "micro-batches per step for accum (default 4)"},
     {"servers", 0, SL_OPT_INT, &opt_servers, 1, 1 << 16, NULL, 0, "parameter-server ranks for ps (default 1)"},
-    {"optim", 0, SL_OPT_CHOICE, &opt_optim, 0, 0, "sgd|adamw", 0, "optimizer (default sgd, momentum 0.9)"},
-    {"lr", 0, SL_OPT_DOUBLE, &opt_lr, 0, 0, NULL, 0, "learning rate (default 0.01)"},
     {"variants", 0, SL_OPT_CHOICE_LIST, &opt_variants, 0, 0, "sync|bucketed|accum|ps", 0,
      "variants to run (default all)"},
-    {"baseline", 0, SL_OPT_INT, &opt_baseline, 0, 1, NULL, 0,
-     "measure the one-rank run for scaling efficiency (default 1)"},
-    {"seed", 0, SL_OPT_INT, &opt_seed, 0, 1LL << 62, NULL, 0, "initialisation and data seed"},
     {0},
 };
 
-static void validate(sl_ctx *ctx);
-static const sl_program program = {
-    .name = "ddp",
-    .summary = "data-parallel training: per-step, bucketed+overlapped, accumulated, parameter server",
-    .uses = SL_USES_BACKEND | SL_USES_COLL,
-    .colls = (1u << SL_NCOLLS) - 1,
-    .default_coll = SL_COLL_MPI,
-    .default_iters = 10,
-    .default_warmup = 2,
-    .extra = extra_opts,
-    .validate = validate,
-};
-
-/* One rank's replica and its training run --------------------------------------------- */
+/* One rank's replica ------------------------------------------------------------------- */
 
 #define MAX_BUCKETS 256
 
@@ -105,46 +51,24 @@ typedef struct bucket {
     double t_start, t_done;
 } bucket;
 
-typedef struct step_times { /* seconds, this rank, one step */
-    double data, compute, comm, exposed;
-} step_times;
-
-typedef struct ddp_run {
-    sl_ctx *ctx;
-    int variant;
-    sl_backend be;
-    const sl_mlp *m;
-    sl_task *task;
-    sl_optim optim;
-    sl_comm *comm;          /* the ranks taking part (world, or one rank for the baseline) */
-    int rank, size;
-    int global_batch;       /* B */
-    int lo, hi;             /* this rank's samples within a step: [lo, hi) of B */
-    int micro;              /* micro-batches per step (accum), else 1 */
-    int servers, workers;   /* ps */
+typedef struct replica {
     float *params, *grads, *state, *target;
     float *ps_recv;         /* ps server: one worker's gradient shard */
     sl_mlp_acts acts;
+    int micro, mb;          /* micro-batches per step (accum, else 1) and their largest size */
+    int servers, workers;   /* ps */
     int nbuckets;
     bucket buckets[MAX_BUCKETS];
-    int step, nsteps;
-    step_times *times;      /* [nsteps] */
-} ddp_run;
+} replica;
 
-/* Contiguous share [lo, hi) of n items for part p of parts: the first n % parts get one more. */
-static void share(int n, int parts, int p, int *lo, int *hi)
-{
-    int base = n / parts, extra = n % parts;
-    *lo = p * base + (p < extra ? p : extra);
-    *hi = *lo + base + (p < extra);
-}
+static int is_server(const sl_train *t) { return t->variant == V_PS && t->rank >= t->data_ranks; }
 
 /* Shard of the flat parameter vector owned by server s. */
-static void shard(size_t n, int servers, int s, size_t *off, size_t *count)
+static void server_shard(const sl_train *t, int s, size_t *off, size_t *count)
 {
-    size_t base = n / (size_t)servers, extra = n % (size_t)servers, us = (size_t)s;
-    *off = us * base + (us < extra ? us : extra);
-    *count = base + (us < extra);
+    size_t hi;
+    sl_share(t->m->nparams, t->size - t->data_ranks, s, off, &hi);
+    *count = hi - *off;
 }
 
 /* Buckets in reverse layer order: walk from the last layer down, closing a bucket once it
@@ -157,10 +81,7 @@ static int make_buckets(const sl_mlp *m, double bucket_bytes, bucket *b)
     for (int l = m->nlayers - 1; l >= 0; l--) {
         bytes += sl_mlp_layer_size(m, l) * sizeof(float);
         if ((double)bytes >= bucket_bytes || l == 0) {
-            b[n].l0 = l;
-            b[n].l1 = l1;
-            b[n].off = m->w_off[l];
-            b[n].count = sl_mlp_range_size(m, l, l1);
+            b[n] = (bucket){.l0 = l, .l1 = l1, .off = m->w_off[l], .count = sl_mlp_range_size(m, l, l1)};
             n++;
             l1 = l;
             bytes = 0;
@@ -175,149 +96,91 @@ static int make_buckets(const sl_mlp *m, double bucket_bytes, bucket *b)
     return n;
 }
 
-static void run_setup(ddp_run *r, sl_ctx *ctx, int variant, sl_comm *comm, const sl_mlp *m,
-                      sl_task *task, const sl_optim *o, int global_batch, int nsteps)
+static int data_ranks(int variant, int nranks)
 {
-    memset(r, 0, sizeof *r);
-    r->ctx = ctx;
-    r->variant = variant;
-    r->be = m->be;
-    r->m = m;
-    r->task = task;
-    r->optim = *o;
-    r->comm = comm;
-    r->rank = comm->rank;
-    r->size = comm->size;
-    r->global_batch = global_batch;
-    r->micro = variant == V_ACCUM ? (int)opt_accum : 1;
-    r->nsteps = nsteps;
-    r->times = calloc((size_t)nsteps, sizeof *r->times);
-    if (!r->times) SL_FATAL("out of memory for %d step timings", nsteps);
+    return variant == V_PS ? nranks - (int)opt_servers : nranks;
+}
 
-    int data_ranks = r->size, data_rank = r->rank;
-    if (variant == V_PS) {
-        r->servers = (int)opt_servers;
-        r->workers = r->size - r->servers;
-        data_ranks = r->workers;
-    }
-    if (variant != V_PS || data_rank < r->workers) {
-        share(global_batch, data_ranks, data_rank, &r->lo, &r->hi);
-    }
-
-    size_t n = m->nparams;
-    r->params = sl_k_malloc(r->be, SL_MEM_PARAMS, n * sizeof(float));
-    r->grads = sl_k_malloc(r->be, SL_MEM_GRADS, n * sizeof(float));
-    r->state = sl_k_malloc(r->be, SL_MEM_OPTIM, (size_t)sl_optim_state_per_param(o) * n * sizeof(float) + 1);
-    sl_mlp_init_params(m, (uint64_t)opt_seed, 0, n, r->params);
-    int local = r->hi - r->lo, mb = (local + r->micro - 1) / r->micro;
-    if (mb < 1) mb = 1;
-    r->target = sl_k_malloc(r->be, SL_MEM_DATA, (size_t)mb * m->dims[m->nlayers] * sizeof(float));
-    sl_mlp_acts_alloc(m, mb, &r->acts);
-    if (variant == V_PS && r->rank >= r->workers) {
+static void setup(sl_train *t)
+{
+    replica *r = calloc(1, sizeof *r);
+    if (!r) SL_FATAL("out of memory");
+    t->state = r;
+    const sl_mlp *m = t->m;
+    const size_t n = m->nparams;
+    r->micro = t->variant == V_ACCUM ? (int)opt_accum : 1;
+    r->workers = t->data_ranks;
+    r->servers = t->size - t->data_ranks;
+    r->params = sl_k_malloc(t->be, SL_MEM_PARAMS, n * sizeof(float));
+    r->grads = sl_k_malloc(t->be, SL_MEM_GRADS, n * sizeof(float));
+    r->state = sl_k_malloc(t->be, SL_MEM_OPTIM, (size_t)sl_optim_state_per_param(&t->optim) * n * sizeof(float) + 1);
+    sl_mlp_init_params(m, (uint64_t)sl_train_opt.seed, 0, n, r->params);
+    int local = t->hi - t->lo;
+    r->mb = local > r->micro ? (local + r->micro - 1) / r->micro : 1;
+    r->target = sl_k_malloc(t->be, SL_MEM_DATA, (size_t)r->mb * m->dims[m->nlayers] * sizeof(float));
+    sl_mlp_acts_alloc(m, r->mb, &r->acts);
+    if (is_server(t)) {
         size_t off, cnt;
-        shard(n, r->servers, r->rank - r->workers, &off, &cnt);
-        r->ps_recv = sl_k_malloc(r->be, SL_MEM_COMM, cnt * sizeof(float) + 1);
+        server_shard(t, t->rank - r->workers, &off, &cnt);
+        r->ps_recv = sl_k_malloc(t->be, SL_MEM_COMM, cnt * sizeof(float) + 1);
     }
-    if (variant == V_BUCKETED) r->nbuckets = make_buckets(m, opt_bucket_mb * 1048576.0, r->buckets);
+    if (t->variant == V_BUCKETED) r->nbuckets = make_buckets(m, opt_bucket_mb * 1048576.0, r->buckets);
 }
 
-static void run_free(ddp_run *r)
+static void release(sl_train *t)
 {
-    sl_mlp_acts_free(r->m, &r->acts);
-    sl_k_free(r->be, r->params);
-    sl_k_free(r->be, r->grads);
-    sl_k_free(r->be, r->state);
-    sl_k_free(r->be, r->target);
-    sl_k_free(r->be, r->ps_recv);
-    free(r->times);
-}
-
-static void coll_check(int rc, const char *what)
-{
-    if (rc != SL_COLL_OK) SL_FATAL("%s failed: %s", what, sl_coll_strerror(rc));
+    replica *r = t->state;
+    sl_mlp_acts_free(t->m, &r->acts);
+    sl_k_free(t->be, r->params);
+    sl_k_free(t->be, r->grads);
+    sl_k_free(t->be, r->state);
+    sl_k_free(t->be, r->target);
+    sl_k_free(t->be, r->ps_recv);
+    free(r);
 }
 
 /* The steps --------------------------------------------------------------------------- */
 
-/* The buffer that receives dL/d(output): the gradient buffer the last layer does NOT write its
- * dL/dx into (layer l writes dbuf[l & 1]), so backward never reads and writes one buffer. */
-static float *dout_buffer(ddp_run *r) { return r->acts.dbuf[r->m->nlayers & 1]; }
-
-/* Forward and loss of micro-batch [first, first + count) of this step; leaves dL/dout in
- * dout_buffer(). Returns seconds spent generating the data. */
-static double forward_micro(ddp_run *r, int first, int count)
-{
-    const sl_mlp *m = r->m;
-    const int out = m->dims[m->nlayers];
-    double t0 = sl_now();
-    r->acts.batch = count;
-    sl_task_batch(r->task, (uint64_t)r->step * (uint64_t)r->global_batch + (uint64_t)first, count,
-                  r->acts.x[0], r->target);
-    double t1 = sl_now();
-    sl_mlp_forward(m, &r->acts, r->params);
-    sl_k_mse(r->be, (size_t)count * out, r->acts.x[m->nlayers], r->target, dout_buffer(r),
-             1.0f / ((float)r->global_batch * (float)out));
-    sl_trace_event("forward", "compute", 0, t1, sl_now());
-    return t1 - t0;
-}
-
-/* Backward one layer at a time; after each layer, `after_layer` may start or progress
- * communication (the DDP hook). */
-typedef void (*layer_hook)(ddp_run *r, int layer, step_times *t);
-static void backward_layers(ddp_run *r, layer_hook after_layer, step_times *t)
-{
-    const sl_mlp *m = r->m;
-    float *dy = dout_buffer(r);
-    for (int l = m->nlayers - 1; l >= 0; l--) {
-        float *dx = l > 0 ? r->acts.dbuf[l & 1] : NULL;
-        double t0 = sl_now();
-        sl_mlp_layer_backward(m, l, r->acts.batch, r->params + m->w_off[l], r->acts.x[l],
-                              r->acts.z[l], dy, r->grads + m->w_off[l], dx);
-        sl_k_sync(r->be); /* the layer's gradients are final before communication reads them */
-        double t1 = sl_now();
-        t->compute += t1 - t0;
-        sl_trace_event("backward", "compute", 0, t0, t1);
-        if (after_layer) after_layer(r, l, t);
-        dy = dx;
-    }
-}
-
 /* Progresses bucket bk's all-reduce; records when it is seen complete. */
-static void bucket_poll(bucket *bk)
+static void bucket_poll(bucket *bk, int wait)
 {
-    int done = 0;
-    coll_check(sl_coll_test(bk->req, &done), "sl_coll_test");
+    int done = 1;
+    if (!wait) sl_train_coll_ok(sl_coll_test(bk->req, &done), "sl_coll_test");
     if (!done) return;
-    coll_check(sl_coll_wait(bk->req), "sl_coll_wait");
+    sl_train_coll_ok(sl_coll_wait(bk->req), "sl_coll_wait");
     bk->req = NULL;
     bk->t_done = sl_now();
     sl_trace_event("allreduce bucket", "comm", 1, bk->t_start, bk->t_done);
 }
 
-/* bucketed: start a bucket's all-reduce once its lowest layer is done; progress the others. */
-static void bucket_hook(ddp_run *r, int layer, step_times *t)
+/* bucketed, after each layer's backward: start the all-reduce of the bucket whose lowest layer
+ * this is; progress the others. The time spent here is communication the step waits for. */
+static void bucket_hook(sl_train *t, int layer, int backward)
 {
+    (void)backward;
+    replica *r = t->state;
     double t0 = sl_now();
     for (int b = 0; b < r->nbuckets; b++) {
         bucket *bk = &r->buckets[b];
-        if (bk->req) bucket_poll(bk);
+        if (bk->req) bucket_poll(bk, 0);
         if (bk->l0 == layer) {
             bk->t_start = sl_now();
             bk->t_done = 0;
             float *g = r->grads + bk->off;
-            coll_check(sl_coll_iallreduce(r->comm, g, g, bk->count, SL_F32, SL_OP_SUM, &bk->req),
-                       "sl_coll_iallreduce");
+            sl_train_coll_ok(sl_coll_iallreduce(t->comm, g, g, bk->count, SL_F32, SL_OP_SUM, &bk->req),
+                             "sl_coll_iallreduce");
             /* An implementation that cannot overlap finishes inside the start: record its end
              * now, not at the next layer, so no overlap is credited to it. */
-            bucket_poll(bk);
+            bucket_poll(bk, 0);
         }
     }
-    t->exposed += sl_now() - t0;
+    sl_train_record(t, SL_PHASE_EXPOSED, sl_now() - t0);
 }
+static const sl_layer_hooks bucket_hooks = {.after = bucket_hook};
 
 /* Time during which at least one bucket was in flight (the union of their intervals; buckets
  * start in order, so a running maximum suffices). */
-static double buckets_span(const ddp_run *r)
+static double buckets_span(const replica *r)
 {
     double span = 0, reach = 0;
     for (int b = 0; b < r->nbuckets; b++) {
@@ -329,215 +192,166 @@ static double buckets_span(const ddp_run *r)
     return span;
 }
 
-static void optimizer_step(ddp_run *r, size_t off, size_t count, float *state, step_times *t)
+/* Forward, loss and backward of this rank's samples [lo + a, lo + b) of the step. */
+static void forward_backward(sl_train *t, int a, int b, const sl_layer_hooks *hooks)
 {
-    double t0 = sl_now();
-    sl_optim so = sl_optim_for_step(&r->optim, r->step);
-    sl_optim_step(r->be, &so, count, r->params + off, r->grads + off, state);
-    sl_k_sync(r->be);
-    t->compute += sl_now() - t0;
+    replica *r = t->state;
+    const int L = t->m->nlayers;
+    r->acts.batch = b - a;
+    sl_train_load(t, t->lo + a, b - a, r->acts.x[0], r->target);
+    sl_train_forward(t, &r->acts, r->params, 0, L, NULL);
+    sl_train_loss(t, &r->acts, r->target);
+    sl_train_backward(t, &r->acts, r->params, r->grads, sl_train_dout(t, &r->acts), 0, L, hooks);
 }
 
-static void step_allreduce_variants(ddp_run *r, step_times *t)
+static void step_allreduce_variants(sl_train *t)
 {
-    const sl_mlp *m = r->m;
-    sl_k_memset0(r->be, r->grads, m->nparams * sizeof(float));
-    int local = r->hi - r->lo;
+    replica *r = t->state;
+    const size_t n = t->m->nparams;
+    sl_k_memset0(t->be, r->grads, n * sizeof(float));
     for (int k = 0; k < r->micro; k++) {
-        int a, b;
-        share(local, r->micro, k, &a, &b);
+        size_t a, b;
+        sl_share((size_t)(t->hi - t->lo), r->micro, k, &a, &b);
         if (b == a) continue;
-        double t0 = sl_now();
-        t->data += forward_micro(r, r->lo + a, b - a);
-        t->compute += sl_now() - t0;
         int last = k == r->micro - 1;
-        backward_layers(r, r->variant == V_BUCKETED && last ? bucket_hook : NULL, t);
+        forward_backward(t, (int)a, (int)b, t->variant == V_BUCKETED && last ? &bucket_hooks : NULL);
     }
-    t->compute -= t->data; /* the forward timing above included generating the batch */
     double t0 = sl_now();
-    if (r->variant == V_BUCKETED) {
-        for (int b = 0; b < r->nbuckets; b++) {
-            bucket *bk = &r->buckets[b];
-            if (!bk->req) continue;
-            coll_check(sl_coll_wait(bk->req), "sl_coll_wait");
-            bk->req = NULL;
-            bk->t_done = sl_now();
-            sl_trace_event("allreduce bucket", "comm", 1, bk->t_start, bk->t_done);
-        }
-        t->exposed += sl_now() - t0;
-        t->comm = buckets_span(r);
+    if (t->variant == V_BUCKETED) {
+        for (int b = 0; b < r->nbuckets; b++)
+            if (r->buckets[b].req) bucket_poll(&r->buckets[b], 1);
+        sl_train_record(t, SL_PHASE_EXPOSED, sl_now() - t0);
+        sl_train_record(t, SL_PHASE_COMM, buckets_span(r));
     } else {
-        coll_check(sl_coll_allreduce(r->comm, r->grads, r->grads, m->nparams, SL_F32, SL_OP_SUM),
-                   "sl_coll_allreduce");
-        double t1 = sl_now();
-        t->comm = t->exposed = t1 - t0;
-        sl_trace_event("allreduce", "comm", 1, t0, t1);
+        sl_train_coll_ok(sl_coll_allreduce(t->comm, r->grads, r->grads, n, SL_F32, SL_OP_SUM),
+                         "sl_coll_allreduce");
+        sl_train_span(t, SL_PHASE_COMM, "allreduce", t0, sl_now());
+        sl_train_record(t, SL_PHASE_EXPOSED, sl_now() - t0);
     }
-    optimizer_step(r, 0, m->nparams, r->state, t);
+    sl_train_optimize(t, r->params, r->grads, r->state, 0, n);
 }
 
 /* ps: workers compute and push gradient shards; each server sums its shard over the workers
  * in a fixed order, steps its shard of the master weights and sends it back to every worker. */
-static void step_ps(ddp_run *r, step_times *t)
+static void step_ps(sl_train *t)
 {
-    const sl_mlp *m = r->m;
-    const size_t n = m->nparams;
-    if (r->rank < r->workers) {
-        sl_k_memset0(r->be, r->grads, n * sizeof(float));
-        double t0 = sl_now();
-        t->data += forward_micro(r, r->lo, r->hi - r->lo);
-        t->compute += sl_now() - t0 - t->data;
-        backward_layers(r, NULL, t);
+    replica *r = t->state;
+    size_t off, cnt;
+    if (!is_server(t)) {
+        sl_k_memset0(t->be, r->grads, t->m->nparams * sizeof(float));
+        forward_backward(t, 0, t->hi - t->lo, NULL);
         double c0 = sl_now();
         for (int s = 0; s < r->servers; s++) {
-            size_t off, cnt;
-            shard(n, r->servers, s, &off, &cnt);
-            coll_check(sl_coll_send(r->comm, r->grads + off, cnt, SL_F32, r->workers + s, 1), "push");
+            server_shard(t, s, &off, &cnt);
+            sl_train_coll_ok(sl_coll_send(t->comm, r->grads + off, cnt, SL_F32, r->workers + s, 1), "push");
         }
         for (int s = 0; s < r->servers; s++) {
-            size_t off, cnt;
-            shard(n, r->servers, s, &off, &cnt);
-            coll_check(sl_coll_recv(r->comm, r->params + off, cnt, SL_F32, r->workers + s, 2), "pull");
+            server_shard(t, s, &off, &cnt);
+            sl_train_coll_ok(sl_coll_recv(t->comm, r->params + off, cnt, SL_F32, r->workers + s, 2), "pull");
         }
-        double c1 = sl_now();
-        t->comm = t->exposed = c1 - c0;
-        sl_trace_event("push+pull", "comm", 1, c0, c1);
-    } else {
-        size_t off, cnt;
-        shard(n, r->servers, r->rank - r->workers, &off, &cnt);
-        sl_k_memset0(r->be, r->grads + off, cnt * sizeof(float));
-        double c0 = sl_now();
-        for (int w = 0; w < r->workers; w++) {
-            double r0 = sl_now();
-            coll_check(sl_coll_recv(r->comm, r->ps_recv, cnt, SL_F32, w, 1), "push (server)");
-            double a0 = sl_now();
-            t->comm += a0 - r0;
-            sl_k_add(r->be, SL_F32, cnt, r->ps_recv, r->grads + off);
-            sl_k_sync(r->be);
-            t->compute += sl_now() - a0;
-        }
-        /* the server's optimizer state covers its shard only */
-        optimizer_step(r, off, cnt, r->state, t);
-        double s0 = sl_now();
-        for (int w = 0; w < r->workers; w++)
-            coll_check(sl_coll_send(r->comm, r->params + off, cnt, SL_F32, w, 2), "pull (server)");
-        double s1 = sl_now();
-        t->comm += s1 - s0;
-        t->exposed = t->comm;
-        sl_trace_event("serve", "comm", 1, c0, s1);
+        sl_train_span(t, SL_PHASE_COMM, "push+pull", c0, sl_now());
+        sl_train_record(t, SL_PHASE_EXPOSED, sl_now() - c0);
+        return;
     }
+    server_shard(t, t->rank - r->workers, &off, &cnt);
+    sl_k_memset0(t->be, r->grads + off, cnt * sizeof(float));
+    double c0 = sl_now(), comm = 0;
+    for (int w = 0; w < r->workers; w++) {
+        double r0 = sl_now();
+        sl_train_coll_ok(sl_coll_recv(t->comm, r->ps_recv, cnt, SL_F32, w, 1), "push (server)");
+        double a0 = sl_now();
+        comm += a0 - r0;
+        sl_k_add(t->be, SL_F32, cnt, r->ps_recv, r->grads + off);
+        sl_k_sync(t->be);
+        sl_train_record(t, SL_PHASE_COMPUTE, sl_now() - a0);
+    }
+    /* the server's optimizer state covers its shard only */
+    sl_train_optimize(t, r->params, r->grads, r->state, off, cnt);
+    double s0 = sl_now();
+    for (int w = 0; w < r->workers; w++)
+        sl_train_coll_ok(sl_coll_send(t->comm, r->params + off, cnt, SL_F32, w, 2), "pull (server)");
+    double s1 = sl_now();
+    comm += s1 - s0;
+    sl_train_record(t, SL_PHASE_COMM, comm);
+    sl_train_record(t, SL_PHASE_EXPOSED, comm);
+    sl_trace_event("serve", "comm", 1, c0, s1);
 }
 
-static void ddp_step(void *arg)
+static void step(sl_train *t)
 {
-    ddp_run *r = arg;
-    step_times t = {0};
-    if (r->variant == V_PS)
-        step_ps(r, &t);
+    if (t->variant == V_PS)
+        step_ps(t);
     else
-        step_allreduce_variants(r, &t);
-    if (r->step < r->nsteps) r->times[r->step] = t;
-    r->step++;
+        step_allreduce_variants(t);
 }
 
-/* Results ------------------------------------------------------------------------------ */
-
-/* Median over the timed steps of each component's slowest rank. */
-static step_times median_times(ddp_run *r, int timed, MPI_Comm comm)
+/* Every worker holds the whole model; a server its shard. */
+static const float *weights(sl_train *t, size_t *first, size_t *count)
 {
-    int first = r->nsteps - timed;
-    double *loc = malloc(4 * (size_t)timed * sizeof(double)), *mx = malloc(4 * (size_t)timed * sizeof(double));
-    if (!loc || !mx) SL_FATAL("out of memory");
-    for (int i = 0; i < timed; i++) {
-        loc[4 * i + 0] = r->times[first + i].data;
-        loc[4 * i + 1] = r->times[first + i].compute;
-        loc[4 * i + 2] = r->times[first + i].comm;
-        loc[4 * i + 3] = r->times[first + i].exposed;
-    }
-    sl_stats_slowest_rank(loc, mx, 4 * timed, comm);
-    step_times med;
-    double col[timed];
-    sl_stats s;
-    double *out[4] = {&med.data, &med.compute, &med.comm, &med.exposed};
-    for (int k = 0; k < 4; k++) {
-        for (int i = 0; i < timed; i++) col[i] = mx[4 * i + k];
-        sl_stats_compute(col, timed, &s);
-        *out[k] = s.median;
-    }
-    free(loc);
-    free(mx);
-    return med;
+    replica *r = t->state;
+    *first = 0;
+    *count = t->m->nparams;
+    if (is_server(t)) server_shard(t, t->rank - r->workers, first, count);
+    return r->params + *first;
 }
+
+/* The models ------------------------------------------------------------------------------ */
 
 /* Bytes a rank sends per step by the textbook volume: ring all-reduce moves 2(N-1)/N of the
  * gradient; a parameter-server worker pushes and pulls the whole model. */
-static double model_bytes(int variant, int nranks, size_t nparams, int workers)
+static double bytes_model(const sl_train *t)
 {
-    double psi = (double)nparams * sizeof(float);
-    if (variant == V_PS) return 2.0 * psi * (workers > 0 ? 1 : 0);
-    return nranks > 1 ? 2.0 * (nranks - 1) / nranks * psi : 0.0;
+    double psi = (double)t->m->nparams * sizeof(float);
+    if (t->variant == V_PS) return 2.0 * psi;
+    return t->size > 1 ? 2.0 * (t->size - 1) / t->size * psi : 0.0;
 }
 
-/* One-rank run of the same variant (rank 0 alone, the others wait) for scaling efficiency:
- * weak scaling keeps the per-rank batch, strong the global batch. */
-static double one_rank_step_time(sl_ctx *ctx, int variant, const sl_mlp *m, sl_task *task,
-                                 const sl_optim *o, int batch)
+/* A replica holds the whole model, its gradients, its optimizer state and the activations of
+ * one (micro-)batch. */
+static void memory_model(const sl_train *t, double bytes[SL_MEM_NCATS])
 {
-    double median = 0;
-    int tracing = sl_trace_enabled();
-    sl_trace_enable(0); /* the one-rank run is not part of the timeline */
-    if (ctx->rank == 0) {
-        sl_comm self;
-        coll_check(sl_comm_init(&self, MPI_COMM_SELF, SL_COLL_MPI,
-                                m->be == SL_BACKEND_CUDA ? SL_MEM_DEVICE : SL_MEM_HOST),
-                   "sl_comm_init (one rank)");
-        ddp_run r;
-        int steps = (int)ctx->opt.warmup + (int)ctx->opt.iters;
-        run_setup(&r, ctx, variant, &self, m, task, o, batch, steps);
-        double t[steps];
-        for (int s = 0; s < steps; s++) {
-            double t0 = sl_now();
-            ddp_step(&r);
-            t[s] = sl_now() - t0;
-        }
-        sl_stats st;
-        sl_stats_compute(t + ctx->opt.warmup, (int)ctx->opt.iters, &st);
-        median = st.median;
-        run_free(&r);
-        sl_comm_free(&self);
-    }
-    sl_trace_enable(tracing);
-    /* The other ranks wait without polling (a busy MPI_Bcast would take the cores rank 0 is
-     * being measured on). */
-    MPI_Request req;
-    SL_CHECK_MPI(MPI_Ibcast(&median, 1, MPI_DOUBLE, 0, ctx->comm, &req));
-    for (int done = 0; !done;) {
-        SL_CHECK_MPI(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
-        if (!done) nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
-    }
-    return median;
+    const replica *r = t->state;
+    sl_mlp_bytes b = sl_mlp_memory(t->m, r->mb, &t->optim);
+    bytes[SL_MEM_PARAMS] = (double)b.params;
+    bytes[SL_MEM_GRADS] = (double)b.grads;
+    bytes[SL_MEM_OPTIM] = (double)b.optim;
+    bytes[SL_MEM_ACTIV] = (double)b.activ;
 }
 
-/* Reference weights for a global batch, computed once per batch on every rank's behalf by
- * rank 0 and kept there. */
-typedef struct reference {
-    int batch;
-    float *params; /* rank 0 only */
-} reference;
-
-static const float *reference_for(sl_ctx *ctx, reference *refs, int *nrefs, const sl_mlp *m,
-                                  sl_task *task, const sl_optim *o, int batch, int steps)
+static void row(sl_train *t, sl_result *res)
 {
-    for (int i = 0; i < *nrefs; i++)
-        if (refs[i].batch == batch) return refs[i].params;
-    reference *ref = &refs[(*nrefs)++];
-    ref->batch = batch;
-    ref->params = NULL;
-    if (ctx->rank == 0) {
-        ref->params = sl_k_malloc(m->be, SL_MEM_OTHER, m->nparams * sizeof(float));
-        sl_train_serial(m, task, o, batch, steps, (uint64_t)opt_seed, ref->params, NULL);
+    replica *r = t->state;
+    if (t->variant == V_BUCKETED) {
+        sl_result_param_num(res, "bucket_mb", opt_bucket_mb);
+        sl_result_param_num(res, "buckets", r->nbuckets);
+        sl_result_param_num(res, "nonblocking_overlaps", sl_coll_iallreduce_overlaps(t->comm));
     }
-    return ref->params;
+    if (t->variant == V_ACCUM) sl_result_param_num(res, "accum", (double)opt_accum);
+    if (t->variant == V_PS) sl_result_param_num(res, "servers", (double)opt_servers);
+}
+
+/* What cannot be run is said once, up front, with the option that asks for it. */
+static void validate(sl_ctx *ctx)
+{
+    const int P = ctx->nranks;
+    const long long batch = sl_train_opt.batch;
+    if (opt_bucket_mb <= 0) sl_usage_error("--bucket-mb: expected a size in MiB > 0, got %g", opt_bucket_mb);
+    long long share = sl_train_opt.scaling == 1 ? batch / P : batch;
+    if ((opt_variants & (1u << V_ACCUM)) && share < opt_accum) {
+        if (opt_variants != ~0u) /* asked for by name: say what is wrong */
+            sl_usage_error("--accum %lld: a rank's %lld samples of --batch %lld are fewer than the "
+                           "micro-batches", opt_accum, share, batch);
+        opt_variants &= ~(1u << V_ACCUM);
+        sl_note(ctx, "skipping accum: a rank's share of --batch %lld is smaller than --accum %lld",
+                batch, opt_accum);
+    }
+    if ((opt_variants & (1u << V_PS)) && P - opt_servers < 1) {
+        if (opt_variants == (1u << V_PS))
+            sl_usage_error("--servers %lld: ps needs at least one worker rank beside the servers (%d ranks)",
+                           opt_servers, P);
+        opt_variants &= ~(1u << V_PS);
+        sl_note(ctx, "skipping ps: it needs more ranks than --servers %lld (one worker at least)", opt_servers);
+    }
 }
 
 static const sl_column columns[] = {
@@ -558,213 +372,33 @@ static const sl_column columns[] = {
     {"check", "", "check", 7, 0, 0},
 };
 
-static void run_variant(sl_ctx *ctx, int variant, sl_coll impl, const sl_mlp *m, sl_task *task,
-                        const sl_optim *o, reference *refs, int *nrefs, double *baselines)
-{
-    const int P = ctx->nranks;
-    const int workers = variant == V_PS ? P - (int)opt_servers : P;
-    const int B = opt_scaling == 0 ? (int)opt_batch * workers : (int)opt_batch;
-    const int steps = (int)ctx->opt.warmup + (int)ctx->opt.iters;
-    sl_mem_space space = m->be == SL_BACKEND_CUDA ? SL_MEM_DEVICE : SL_MEM_HOST;
+static const sl_technique ddp = {
+    .program = {
+        .name = "ddp",
+        .summary = "data-parallel training: per-step, bucketed+overlapped, accumulated, parameter server",
+        .uses = SL_USES_BACKEND | SL_USES_COLL,
+        .colls = (1u << SL_NCOLLS) - 1,
+        .default_coll = SL_COLL_MPI,
+        .default_iters = 10,
+        .default_warmup = 2,
+        .extra = ddp_opts,
+        .validate = validate,
+    },
+    .variants = variant_names,
+    .nvariants = NVARIANTS,
+    .variant_mask = &opt_variants,
+    .p2p_variants = 1u << V_PS,
+    .no_baseline_variants = 1u << V_PS,
+    .data_ranks = data_ranks,
+    .setup = setup,
+    .step = step,
+    .weights = weights,
+    .free = release,
+    .memory_model = memory_model,
+    .bytes_model = bytes_model,
+    .row = row,
+    .columns = columns,
+    .ncolumns = (int)(sizeof columns / sizeof columns[0]),
+};
 
-    sl_comm comm;
-    coll_check(sl_comm_init(&comm, ctx->comm, impl, space), "sl_comm_init");
-    /* what one replica holds, by category, as counted by the allocator */
-    static const sl_mem_cat held_cats[] = {SL_MEM_PARAMS, SL_MEM_GRADS, SL_MEM_OPTIM, SL_MEM_ACTIV};
-    static const char *const held_names[] = {"mem_params", "mem_grads", "mem_optim", "mem_activ"};
-    double held[4];
-    for (int k = 0; k < 4; k++) held[k] = -(double)sl_mem_current(space, held_cats[k]);
-    ddp_run r;
-    run_setup(&r, ctx, variant, &comm, m, task, o, B, steps);
-    for (int k = 0; k < 4; k++) held[k] += (double)sl_mem_current(space, held_cats[k]);
-
-    sl_stats st;
-    unsigned long long sent0 = comm.bytes_sent;
-    sl_time_loop(ctx, ddp_step, &r, &st);
-    /* Bytes sent per step, measured where the suite's own transport carries them (the MPI
-     * library's collectives are opaque: n/a); the busiest rank's figure. */
-    double sent = (double)(comm.bytes_sent - sent0) / steps, sent_max = 0;
-    SL_CHECK_MPI(MPI_Allreduce(&sent, &sent_max, 1, MPI_DOUBLE, MPI_MAX, ctx->comm));
-    int opaque = variant != V_PS && (impl == SL_COLL_MPI || impl == SL_COLL_NCCL);
-    step_times med = median_times(&r, (int)ctx->opt.iters, ctx->comm);
-
-    /* Check, outside the timed region: against the serial reference, and replicas equal. */
-    sl_weight_diff d = {0};
-    int src = 0; /* a rank holding the full weights: rank 0 (a worker also under ps) */
-    if (ctx->opt.check) {
-        const float *ref = reference_for(ctx, refs, nrefs, m, task, o, B, steps);
-        if (ctx->rank == src) d = sl_weights_compare(m->be, m->nparams, r.params, ref);
-    }
-    float *bcast = sl_k_host_alloc(SL_BACKEND_CPU, SL_MEM_OTHER, m->nparams * sizeof(float));
-    float *mine = sl_k_host_alloc(SL_BACKEND_CPU, SL_MEM_OTHER, m->nparams * sizeof(float));
-    sl_k_memcpy(m->be, mine, r.params, m->nparams * sizeof(float), SL_K_D2H);
-    if (ctx->rank == src) memcpy(bcast, mine, m->nparams * sizeof(float));
-    SL_CHECK_MPI(MPI_Bcast(bcast, (int)m->nparams, MPI_FLOAT, src, ctx->comm));
-    /* every rank's full replica (ps: every worker; a server checks its own shard) */
-    size_t lo = 0, hi = m->nparams;
-    if (variant == V_PS && ctx->rank >= r.workers) {
-        size_t off, cnt;
-        shard(m->nparams, r.servers, ctx->rank - r.workers, &off, &cnt);
-        lo = off;
-        hi = off + cnt;
-    }
-    long long mismatched = 0, total_mismatched = 0;
-    for (size_t i = lo; i < hi && ctx->opt.check; i++)
-        mismatched += memcmp(&mine[i], &bcast[i], sizeof(float)) != 0;
-    SL_CHECK_MPI(MPI_Allreduce(&mismatched, &total_mismatched, 1, MPI_LONG_LONG, MPI_SUM, ctx->comm));
-    SL_CHECK_MPI(MPI_Bcast(&d, (int)sizeof d, MPI_BYTE, src, ctx->comm));
-    sl_k_host_free(SL_BACKEND_CPU, bcast);
-    sl_k_host_free(SL_BACKEND_CPU, mine);
-
-    double t1 = NAN;
-    if (P == 1) {
-        t1 = st.median; /* this run is the one-rank run */
-    } else if (opt_baseline && variant != V_PS) {
-        if (baselines[variant] == 0) { /* once per variant: on one rank the collective is moot */
-            int b1 = opt_scaling == 0 ? (int)opt_batch : B;
-            baselines[variant] = one_rank_step_time(ctx, variant, m, task, o, b1);
-        }
-        t1 = baselines[variant];
-    }
-    double eff = NAN;
-    if (!isnan(t1)) eff = opt_scaling == 0 ? t1 / st.median : t1 / (P * st.median);
-
-    sl_result res;
-    sl_result_init(ctx, &res, variant_names[variant]);
-    res.backend = sl_backend_name(m->be);
-    res.collective = variant == V_PS ? "p2p" : sl_coll_name(impl);
-    res.dtype = "f32";
-    sl_result_param_num(&res, "global_batch", B);
-    sl_result_param_num(&res, "rank_batch", r.hi - r.lo);
-    sl_result_param_str(&res, "scaling", opt_scaling ? "strong" : "weak");
-    sl_result_param_num(&res, "layers", (double)opt_layers);
-    sl_result_param_num(&res, "width", (double)opt_width);
-    sl_result_param_num(&res, "params", (double)m->nparams);
-    if (variant == V_BUCKETED) {
-        sl_result_param_num(&res, "bucket_mb", opt_bucket_mb);
-        sl_result_param_num(&res, "buckets", r.nbuckets);
-        sl_result_param_num(&res, "nonblocking_overlaps", sl_coll_iallreduce_overlaps(&comm));
-    }
-    if (variant == V_ACCUM) sl_result_param_num(&res, "accum", (double)opt_accum);
-    if (variant == V_PS) sl_result_param_num(&res, "servers", (double)opt_servers);
-    sl_result_set_time(&res, &st);
-    sl_result_metric(&res, "samples_per_s", B / st.median, "samples/s");
-    sl_result_metric(&res, "compute", med.compute, "s");
-    sl_result_metric(&res, "data", med.data, "s");
-    sl_result_metric(&res, "comm", med.comm, "s");
-    sl_result_metric(&res, "exposed_comm", med.exposed, "s");
-    double overlap = med.comm > 0 ? 1.0 - med.exposed / med.comm : NAN;
-    if (!isnan(overlap)) overlap = overlap < 0 ? 0 : overlap > 1 ? 1 : overlap;
-    sl_result_metric(&res, "overlap", overlap, "fraction");
-    sl_result_metric(&res, "scaling_eff", eff, "fraction");
-    sl_result_metric(&res, "one_rank_step", t1, "s");
-    sl_result_metric(&res, "bytes_model", model_bytes(variant, P, m->nparams, r.workers), "bytes");
-    sl_result_metric(&res, "bytes_sent", opaque ? NAN : sent_max, "bytes");
-    sl_result_metric(&res, "tflops", 3.0 * sl_mlp_flops_forward(m, B) / st.median / 1e12, "TFLOP/s");
-    sl_result_metric(&res, "weight_rel_err", d.max_rel, "ratio");
-    sl_result_metric(&res, "weight_l2_err", d.l2_rel, "ratio");
-    for (int k = 0; k < 4; k++) sl_result_metric(&res, held_names[k], held[k], "bytes");
-    snprintf(res.headline, sizeof res.headline, "samples_per_s");
-    if (!ctx->opt.check)
-        sl_result_check(&res, SL_CHECK_SKIPPED, d.max_rel, NULL);
-    else if (d.ref_nonfinite)
-        sl_result_check(&res, SL_CHECK_FAIL, NAN,
-                        "the serial reference itself diverged (non-finite weights): lower --lr");
-    else {
-        int adamw = o->kind == SL_OPTIM_ADAMW;
-        double err = adamw ? d.l2_rel : d.max_rel;
-        double tol = adamw ? CHECK_TOLERANCE_ADAMW_L2 : CHECK_TOLERANCE_SGD;
-        if (d.nonfinite || err > tol || total_mismatched)
-            sl_result_check(&res, SL_CHECK_FAIL, err,
-                            "weights differ from the serial reference by %.3g (%s; tolerance %g; "
-                            "worst element %zu); %lld elements differ between replicas",
-                            err, adamw ? "L2" : "max", tol, d.worst, total_mismatched);
-        else
-            sl_result_check(&res, SL_CHECK_PASS, err, NULL);
-    }
-    sl_result_emit(ctx, &res);
-
-    run_free(&r);
-    sl_comm_free(&comm);
-}
-
-/* What cannot be run is said once, up front, with the option that asks for it (called by
- * sl_init before the results directory is created). */
-static void validate(sl_ctx *ctx)
-{
-    const int P = ctx->nranks;
-    if (opt_bucket_mb <= 0) sl_usage_error("--bucket-mb: expected a size in MiB > 0, got %g", opt_bucket_mb);
-    if (!(opt_lr > 0) || opt_lr > 1e6)
-        sl_usage_error("--lr: expected a learning rate in (0, 1e6], got %g", opt_lr);
-    int workers_ps = P - (int)opt_servers;
-    if (opt_scaling == 1) {
-        if (opt_batch < P)
-            sl_usage_error("--batch %lld cannot be split over %d ranks (strong scaling gives each "
-                           "rank at least one sample): use --batch >= %d",
-                           opt_batch, P, P);
-        if ((opt_variants & (1u << V_ACCUM)) && opt_batch / P < opt_accum) {
-            if (opt_variants != ~0u)
-                sl_usage_error("--accum %lld: a rank's share of --batch %lld is %lld samples, fewer "
-                               "than the micro-batches", opt_accum, opt_batch, opt_batch / P);
-            opt_variants &= ~(1u << V_ACCUM);
-            sl_note(ctx, "skipping accum: a rank's share of --batch %lld is smaller than --accum %lld",
-                    opt_batch, opt_accum);
-        }
-    } else if ((opt_variants & (1u << V_ACCUM)) && opt_batch < opt_accum) {
-        if (opt_variants != ~0u) /* asked for by name: say what is wrong */
-            sl_usage_error("--accum %lld: more micro-batches than --batch %lld samples per rank",
-                           opt_accum, opt_batch);
-        opt_variants &= ~(1u << V_ACCUM);
-        sl_note(ctx, "skipping accum: --batch %lld per rank is smaller than --accum %lld", opt_batch,
-                opt_accum);
-    }
-    if ((opt_variants & (1u << V_PS)) && opt_variants != (1u << V_PS) && workers_ps < 1) {
-        opt_variants &= ~(1u << V_PS);
-        sl_note(ctx, "skipping ps: it needs more ranks than --servers %lld (one worker at least)", opt_servers);
-    } else if (opt_variants == (1u << V_PS) && workers_ps < 1) {
-        sl_usage_error("--servers %lld: ps needs at least one worker rank beside the servers (%d ranks)",
-                       opt_servers, P);
-    } else if ((opt_variants & (1u << V_PS)) && opt_scaling == 1 && opt_batch < workers_ps) {
-        sl_usage_error("--batch %lld cannot be split over %d ps workers", opt_batch, workers_ps);
-    }
-}
-
-int main(int argc, char **argv)
-{
-    sl_ctx ctx;
-    sl_init(&ctx, &program, argc, argv);
-    const int P = ctx.nranks;
-    const sl_backend be = ctx.opt.backend;
-
-    sl_mlp m;
-    if (sl_mlp_init(&m, be, (int)opt_layers, (int)opt_in, (int)opt_width, (int)opt_out, SL_ACT_GELU))
-        sl_usage_error("--layers/--width/--inputs/--outputs: not a valid MLP shape");
-    sl_optim o = {0};
-    o.kind = opt_optim ? SL_OPTIM_ADAMW : SL_OPTIM_SGD;
-    o.sgd = (sl_sgd){.lr = (float)opt_lr, .momentum = 0.9f, .weight_decay = 0.0f};
-    o.adamw = (sl_adamw){.lr = (float)opt_lr, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f,
-                         .weight_decay = 0.01f};
-    int max_b = opt_scaling == 0 ? (int)opt_batch * P : (int)opt_batch;
-    sl_task task;
-    sl_task_init(&task, be, (int)opt_in, (int)opt_out, (uint64_t)opt_seed, max_b);
-
-    sl_note(&ctx, "MLP %lld x %lld wide (%zu parameters, %.1f MiB of f32 gradients), %s scaling, "
-                  "batch %lld %s, %s",
-            opt_layers, opt_width, m.nparams, m.nparams * 4.0 / 1048576, opt_scaling ? "strong" : "weak",
-            opt_batch, opt_scaling ? "in all" : "per rank", sl_optim_name(o.kind));
-    sl_table_begin(&ctx, columns, (int)(sizeof columns / sizeof columns[0]));
-
-    reference refs[8];
-    int nrefs = 0;
-    double baselines[NVARIANTS] = {0};
-    for (int c = 0; c < SL_NCOLLS; c++) {
-        if (!(ctx.opt.colls & (1u << c))) continue;
-        for (int v = 0; v < V_PS; v++)
-            if (opt_variants & (1u << v)) run_variant(&ctx, v, (sl_coll)c, &m, &task, &o, refs, &nrefs, baselines);
-    }
-    if (opt_variants & (1u << V_PS)) run_variant(&ctx, V_PS, SL_COLL_MPI, &m, &task, &o, refs, &nrefs, baselines);
-
-    for (int i = 0; i < nrefs; i++) sl_k_free(be, refs[i].params);
-    sl_task_free(&task);
-    return sl_finalize(&ctx);
-}
+int main(int argc, char **argv) { return sl_train_main(&ddp, argc, argv); }

@@ -441,6 +441,30 @@ int sl_options_parse(const sl_program *p, int argc, char **argv, sl_options *o, 
     return 0;
 }
 
+/* " (default V)" from the option's destination before parsing, for help texts that do not
+ * state their default (a group shared by programs whose defaults differ). */
+static void current_value(const sl_opt *o, char *buf, size_t len)
+{
+    char v[80] = "";
+    switch (o->type) {
+    case SL_OPT_INT: snprintf(v, sizeof v, "%lld", *(const long long *)o->dest); break;
+    case SL_OPT_SIZE: snprintf(v, sizeof v, "%zu", *(const size_t *)o->dest); break;
+    case SL_OPT_DOUBLE: snprintf(v, sizeof v, "%g", *(const double *)o->dest); break;
+    case SL_OPT_CHOICE: {
+        int idx = *(const int *)o->dest;
+        const char *p = o->choices;
+        for (int i = 0; i < idx && p; i++) {
+            p = strchr(p, '|');
+            if (p) p++;
+        }
+        if (p) snprintf(v, sizeof v, "%.*s", (int)strcspn(p, "|"), p);
+        break;
+    }
+    default: break;
+    }
+    if (v[0]) snprintf(buf, len, " (default %s)", v);
+}
+
 static void print_opt_table(const char *title, const sl_opt *opts)
 {
     if (!opts || !opts->name) return;
@@ -451,7 +475,9 @@ static void print_opt_table(const char *title, const sl_opt *opts)
             snprintf(lhs, sizeof lhs, "-%c, --%s", e->short_name, e->name);
         else
             snprintf(lhs, sizeof lhs, "    --%s", e->name);
-        printf("  %-22s %s\n", lhs, e->help ? e->help : "");
+        char def[96] = "";
+        if (!e->help || !strstr(e->help, "default")) current_value(e, def, sizeof def);
+        printf("  %-22s %s%s\n", lhs, e->help ? e->help : "", def);
     }
 }
 

@@ -1,0 +1,212 @@
+/* sl_train.h — the training layer: one driver that every training benchmark (ddp, zero,
+ * pipeline, megatron_mlp, halo_conv, vdnn, checkpoint, precision) runs on, and the table of
+ * callbacks through which a technique plugs into it (in the style of nccl-tests' one callback
+ * table per test).
+ *
+ * The driver owns what every technique shares:
+ *   - the training options (--layers --width --inputs --outputs --batch --scaling --optim --lr
+ *     --seed --baseline; -w/-n are the untimed and timed training steps), parsed once;
+ *   - the model, the synthetic task and the optimizer;
+ *   - the loop over collectives and variants, the timed steps and their named phases (data,
+ *     compute, comm, exposed comm, bubble, transfer, recompute), each phase's median over the
+ *     timed steps of the slowest rank;
+ *   - the serial reference (cached per global batch), the check against it with the
+ *     technique's tolerance, and the check that replicas are bit-identical;
+ *   - the one-rank baseline for scaling efficiency;
+ *   - the common row: samples/s, TFLOP/s, memory by category as counted by the allocator (and
+ *     the technique's analytic memory model beside it), bytes sent per step against the
+ *     technique's model, the phases, the check.
+ * A technique file holds the technique: what it partitions, what it communicates when, which
+ * part of the weights each rank holds. The skeleton is in README.md ("Adding a training
+ * benchmark").
+ *
+ *   static const sl_technique ddp = { .program = {...}, .setup = ..., .step = ..., ... };
+ *   int main(int argc, char **argv) { return sl_train_main(&ddp, argc, argv); }
+ */
+#ifndef SL_TRAIN_H
+#define SL_TRAIN_H
+
+#include <stddef.h>
+
+#include "kernels.h"
+#include "mlp.h"
+#include "scalelab.h"
+#include "sl_coll.h"
+#include "train_ref.h"
+#include "coll_compat.h" /* TEMP */
+
+/* The named phases of a step. A technique records only those it has; a phase never recorded
+ * is absent from the row (null), not zero. */
+typedef enum {
+    SL_PHASE_DATA,      /* generating or loading the batch */
+    SL_PHASE_COMPUTE,   /* forward, backward, optimizer */
+    SL_PHASE_COMM,      /* communication in flight (overlapped or not) */
+    SL_PHASE_EXPOSED,   /* communication nothing overlapped: the step waited for it */
+    SL_PHASE_BUBBLE,    /* idle, waiting for another stage (pipelines) */
+    SL_PHASE_TRANSFER,  /* host <-> device copies (offload) */
+    SL_PHASE_RECOMPUTE, /* forward work done again in backward (checkpointing) */
+    SL_NPHASES
+} sl_phase;
+/* The row's metric name: "data" "compute" "comm" "exposed_comm" "bubble" "transfer" "recompute". */
+const char *sl_phase_name(sl_phase p);
+
+/* The shared training options, after parsing. A technique may change the defaults before
+ * sl_train_main (its --help then shows its own). */
+typedef struct sl_train_options {
+    long long layers, width, inputs, outputs;
+    long long batch;     /* per rank (weak) or in all (strong) */
+    int scaling;         /* 0 weak, 1 strong */
+    int optim;           /* 0 sgd (momentum 0.9), 1 adamw */
+    double lr;
+    long long seed;
+    long long baseline;  /* 1: measure the one-rank run for scaling efficiency */
+} sl_train_options;
+extern sl_train_options sl_train_opt;
+extern const sl_opt_group sl_train_option_group;
+
+struct sl_technique;
+
+/* One run of one variant on one communicator: what a technique's callbacks see. The driver
+ * fills every field before setup; the technique reads them and keeps its own state in
+ * `state`. */
+typedef struct sl_train {
+    sl_ctx *ctx;
+    const struct sl_technique *tech;
+    int variant;
+    sl_backend be;
+    const sl_mlp *m;
+    sl_task *task;
+    sl_optim optim;
+    sl_comm *comm;          /* the ranks taking part: the world, or rank 0 alone (baseline) */
+    int rank, size;         /* in comm */
+    int global_batch;       /* B: samples per step over all data ranks */
+    int data_ranks;         /* ranks that train on data (all but a parameter server's) */
+    int lo, hi;             /* this rank's samples of a step: [lo, hi) of B (empty if none) */
+    int step, nsteps;       /* the step being run (0-based) and warm-up + timed steps */
+    int baseline;           /* 1 in the one-rank baseline run */
+    void *state;            /* the technique's */
+    /* driver-private */
+    double phase[SL_NPHASES];
+    unsigned phases_used;
+    double *phase_log;      /* [nsteps][SL_NPHASES] */
+} sl_train;
+
+/* The callbacks of a technique. Only setup, step and weights are required. */
+typedef struct sl_technique {
+    /* The program: name, summary, uses (backend, collectives), defaults, its own options in
+     * .extra and its .validate. The driver adds the training option group and runs its own
+     * checks of the shared options before .validate. */
+    sl_program program;
+    const char *const *variants; /* names, for --variants and the rows */
+    int nvariants;
+    const unsigned *variant_mask; /* the program's --variants destination (bit per variant) */
+    /* Variants that communicate point to point rather than through the -C collective: run once,
+     * after the others, with the mpi implementation; their rows say collective "p2p". */
+    unsigned p2p_variants;
+    /* Variants that have no one-rank baseline (the efficiency is then n/a). */
+    unsigned no_baseline_variants;
+
+    /* Ranks of `nranks` that train on data (default: all). */
+    int (*data_ranks)(int variant, int nranks);
+    /* Allocates this rank's part of the model, gradients, optimizer state and buffers (with
+     * sl_k_malloc and the right category: the driver reports what setup held) and initialises
+     * the parameters it holds from sl_mlp_init_params(sl_train_opt.seed). */
+    void (*setup)(sl_train *t);
+    /* One training step of samples [step * B, (step + 1) * B); records its phases
+     * (sl_train_span, sl_train_record). */
+    void (*step)(sl_train *t);
+    /* This rank's weights after training: *first is the first flat element they hold and
+     * *count how many (the whole vector for a replica, a shard for a sharded technique, 0 if
+     * none), in backend memory. Ranks holding the same elements must hold them bit-identically. */
+    const float *(*weights)(sl_train *t, size_t *first, size_t *count);
+    /* Sharded techniques: gathers the full weights into full (host memory, m->nparams floats)
+     * on rank 0. Collective. Default: rank 0's weights() are the full vector. */
+    void (*gather_weights)(sl_train *t, float *full);
+    void (*free)(sl_train *t);
+
+    /* Analytic models, reported beside the measurements: bytes this rank holds per category
+     * (bytes[SL_MEM_PARAMS] ...; leave 0 what the model does not cover), and bytes the busiest
+     * rank sends per step. Either may be NULL. */
+    void (*memory_model)(const sl_train *t, double bytes[SL_MEM_NCATS]);
+    double (*bytes_model)(const sl_train *t);
+    /* The technique's own parameters and metrics of the row. May be NULL. */
+    void (*row)(sl_train *t, sl_result *r);
+
+    /* The check: relative tolerances against the serial reference (0: the defaults below),
+     * and a different reference where the technique's is not serial full-batch training
+     * (params: backend memory, m->nparams floats, on rank 0). */
+    double tol_sgd_max, tol_adamw_l2;
+    void (*reference)(sl_train *t, float *params);
+
+    /* The stdout table. */
+    const sl_column *columns;
+    int ncolumns;
+} sl_technique;
+
+/* Why 1e-4 (SGD, largest element difference relative to the largest weight): replicas and the
+ * reference differ only in the order of floating-point additions (the batch is summed in
+ * pieces, then across ranks). In f32 (eps 6e-8) that perturbs each step by ~1e-7 relative,
+ * which a dozen or a hundred SGD steps keep well below 1e-5 (the measured error is printed in
+ * every row). Real defects — a gradient never reduced, a stale gradient, averaging instead of
+ * summing, a slice off by one sample — give errors of 1e-2 and more.
+ * AdamW is checked in the L2 norm, to 1e-3: its update m/sqrt(v) has the same size whatever
+ * the gradient's, so a weight whose gradient is at rounding level can move by +lr in one run
+ * and -lr in the other; single weights then differ by O(lr), while the norm of the difference
+ * stays near 1e-5 of the weights' norm unless the gradients are wrong wholesale. (Adam is
+ * blind to a uniform scale of the gradient, so SGD, the default, is the stricter check.) */
+#define SL_TRAIN_TOL_SGD_MAX 1e-4
+#define SL_TRAIN_TOL_ADAMW_L2 1e-3
+
+/* Parses, runs every requested collective x variant, and finalises; returns main's status. */
+int sl_train_main(const sl_technique *tech, int argc, char **argv);
+
+/* Phases ------------------------------------------------------------------------------------ */
+
+/* Adds seconds to phase p of the current step. */
+void sl_train_record(sl_train *t, sl_phase p, double seconds);
+/* Adds t1 - t0 to phase p and puts the span on the trace (communication phases on their own
+ * row, tid 1). */
+void sl_train_span(sl_train *t, sl_phase p, const char *name, double t0, double t1);
+
+/* Model pieces with phases recorded ------------------------------------------------------- */
+
+/* Called before and after each layer of a range, forward (backward = 0) or backward (1).
+ * `before` may return the parameter block the layer should use (a gathered copy: ZeRO-3), or
+ * NULL for params + m->w_off[l]. Either may be NULL. */
+typedef struct sl_layer_hooks {
+    const float *(*before)(sl_train *t, int layer, int backward);
+    void (*after)(sl_train *t, int layer, int backward);
+} sl_layer_hooks;
+
+/* Samples [first, first + count) of the current step's batch into x[count, in] and
+ * y[count, out] (backend memory). Phase data. */
+void sl_train_load(sl_train *t, int first, int count, float *x, float *y);
+/* Forward of layers [l0, l1) from a->x[l0] (a->batch rows). Phase compute. */
+void sl_train_forward(sl_train *t, sl_mlp_acts *a, const float *params, int l0, int l1,
+                      const sl_layer_hooks *h);
+/* MSE against y of the model output a->x[nlayers], normalised over the global batch, so that
+ * gradients summed over ranks are the global batch's. Leaves dL/dout in sl_train_dout(a).
+ * Returns the loss. Phase compute. */
+double sl_train_loss(sl_train *t, sl_mlp_acts *a, const float *y);
+/* The buffer that receives dL/d(output): the one the last layer does not write its dL/dx
+ * into (layer l writes a->dbuf[l & 1]), so backward never reads and writes one buffer. */
+float *sl_train_dout(const sl_train *t, sl_mlp_acts *a);
+/* Backward of layers [l0, l1) from dy = dL/d(x[l1]) (overwritten), accumulating into the
+ * gradient blocks grads + w_off[l]; returns dL/d(x[l0]) (in a->dbuf[l0 & 1]), or NULL when
+ * l0 == 0. Each layer is synced before `after` runs, so its gradients are final there.
+ * Phase compute. */
+float *sl_train_backward(sl_train *t, sl_mlp_acts *a, const float *params, float *grads,
+                         float *dy, int l0, int l1, const sl_layer_hooks *h);
+/* One optimizer step on flat elements [off, off + count) with state for that slice.
+ * Phase compute. */
+void sl_train_optimize(sl_train *t, float *params, const float *grads, float *state, size_t off,
+                       size_t count);
+
+/* Helpers ------------------------------------------------------------------------------- */
+
+/* Contiguous share [lo, hi) of n items for part p of parts: the first n % parts get one more. */
+void sl_share(size_t n, int parts, int p, size_t *lo, size_t *hi);
+/* A communication call that must succeed: anything but SL_COLL_OK is fatal, naming `what`. */
+void sl_train_coll_ok(int rc, const char *what);
+
+#endif

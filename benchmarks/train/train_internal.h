@@ -1,0 +1,37 @@
+/* train_internal.h — what the files of the training layer share; techniques use sl_train.h. */
+#ifndef SL_TRAIN_INTERNAL_H
+#define SL_TRAIN_INTERNAL_H
+
+#include "sl_train.h"
+
+/* The check of one run (train_check.c). */
+typedef struct train_check {
+    sl_weight_diff diff;           /* full weights vs the serial reference (from rank 0) */
+    long long replica_mismatches;  /* elements that differ from rank 0's, over all ranks */
+} train_check;
+/* Collective; the reference is computed on rank 0 at the first run of each global batch. */
+train_check train_check_run(sl_train *t);
+void train_check_verdict(const sl_train *t, const train_check *c, sl_result *res);
+void train_references_free(void);
+
+/* A run of one variant on comm (train_run.c): the sl_train is set up, ready for steps. */
+void train_open(sl_train *t, sl_ctx *ctx, const sl_technique *tech, int variant, sl_comm *comm,
+                const sl_mlp *m, sl_task *task, const sl_optim *o, int global_batch, int nsteps);
+void train_close(sl_train *t);
+/* The step as the timing loop's body: phases zeroed, the technique's step, phases logged. */
+void train_step_body(void *arg);
+/* Median over the timed steps of each phase's slowest rank; used is the union over ranks of
+ * the phases recorded (collective over comm). */
+void train_phase_medians(const sl_train *t, int timed, MPI_Comm comm, double med[SL_NPHASES],
+                         unsigned *used);
+
+/* The one-rank run of a variant (rank 0 alone, the others wait): its median step time, on
+ * every rank. Weak scaling keeps the per-rank batch, strong the global batch. */
+double train_one_rank_step(sl_ctx *ctx, const sl_technique *tech, int variant, const sl_mlp *m,
+                           sl_task *task, const sl_optim *o, int batch);
+
+/* Runs variant `variant` over collective impl on the world and emits its row. */
+void train_run_variant(sl_ctx *ctx, const sl_technique *tech, int variant, sl_coll impl,
+                       const sl_mlp *m, sl_task *task, const sl_optim *o, double *baselines);
+
+#endif

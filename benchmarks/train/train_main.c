@@ -1,0 +1,82 @@
+/* train_main.c — sl_train_main: the life of a training benchmark. Parses the technique's
+ * program with the training option group added, checks the shared options, builds the model,
+ * the task and the optimizer, runs every requested collective x variant, and finishes. */
+#include <stdlib.h>
+
+#include "train_internal.h"
+
+static const sl_technique *the_technique;
+
+/* The shared options' checks, then the technique's (which may drop variants it cannot run);
+ * then every variant left must be able to split its batch. Runs in sl_init, before anything
+ * is written. */
+static void validate(sl_ctx *ctx)
+{
+    const sl_technique *tech = the_technique;
+    const sl_train_options *o = &sl_train_opt;
+    if (!(o->lr > 0) || o->lr > 1e6) sl_usage_error("--lr: expected a learning rate in (0, 1e6], got %g", o->lr);
+    if (tech->program.validate) tech->program.validate(ctx);
+    unsigned mask = *tech->variant_mask;
+    if (!mask) sl_usage_error("--variants: none of the variants asked for can run on %d ranks", ctx->nranks);
+    for (int v = 0; v < tech->nvariants; v++) {
+        if (!(mask & (1u << v))) continue;
+        int d = tech->data_ranks ? tech->data_ranks(v, ctx->nranks) : ctx->nranks;
+        if (o->scaling == 1 && d > 0 && o->batch < d)
+            sl_usage_error("--batch %lld cannot be split over %d data ranks (strong scaling gives each "
+                           "at least one sample): use --batch >= %d", o->batch, d, d);
+    }
+}
+
+int sl_train_main(const sl_technique *tech, int argc, char **argv)
+{
+    /* The program as the technique wrote it, with the training options before its own. */
+    static sl_program prog;
+    prog = tech->program;
+    int g = 0;
+    while (g < SL_MAX_OPT_GROUPS - 1 && prog.groups[g]) g++;
+    prog.groups[g] = &sl_train_option_group;
+    prog.validate = validate;
+    the_technique = tech;
+
+    sl_ctx ctx;
+    sl_init(&ctx, &prog, argc, argv);
+    const int P = ctx.nranks;
+    const sl_backend be = ctx.opt.backend;
+    const sl_train_options *o = &sl_train_opt;
+
+    sl_mlp m;
+    if (sl_mlp_init(&m, be, (int)o->layers, (int)o->inputs, (int)o->width, (int)o->outputs, SL_ACT_GELU))
+        sl_usage_error("--layers/--width/--inputs/--outputs: not a valid MLP shape");
+    sl_optim optim = {0};
+    optim.kind = o->optim ? SL_OPTIM_ADAMW : SL_OPTIM_SGD;
+    optim.sgd = (sl_sgd){.lr = (float)o->lr, .momentum = 0.9f, .weight_decay = 0.0f};
+    optim.adamw = (sl_adamw){.lr = (float)o->lr, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f,
+                             .weight_decay = 0.01f};
+    int max_batch = o->scaling == 0 ? (int)o->batch * P : (int)o->batch;
+    sl_task task;
+    sl_task_init(&task, be, (int)o->inputs, (int)o->outputs, (uint64_t)o->seed, max_batch);
+
+    sl_note(&ctx, "MLP %lld x %lld wide (%zu parameters, %.1f MiB of f32 gradients), %s scaling, "
+                  "batch %lld %s, %s",
+            o->layers, o->width, m.nparams, m.nparams * 4.0 / 1048576, o->scaling ? "strong" : "weak",
+            o->batch, o->scaling ? "in all" : "per data rank", sl_optim_name(optim.kind));
+    sl_table_begin(&ctx, tech->columns, tech->ncolumns);
+
+    double *baselines = calloc((size_t)tech->nvariants, sizeof *baselines);
+    if (!baselines) SL_FATAL("out of memory");
+    const unsigned mask = *tech->variant_mask;
+    for (int c = 0; c < SL_NCOLLS; c++) {
+        if (!(ctx.opt.colls & (1u << c))) continue;
+        for (int v = 0; v < tech->nvariants; v++)
+            if ((mask & (1u << v)) && !((tech->p2p_variants >> v) & 1))
+                train_run_variant(&ctx, tech, v, (sl_coll)c, &m, &task, &optim, baselines);
+    }
+    for (int v = 0; v < tech->nvariants; v++) /* point to point: once, whatever -C says */
+        if ((mask & (1u << v)) && ((tech->p2p_variants >> v) & 1))
+            train_run_variant(&ctx, tech, v, SL_COLL_MPI, &m, &task, &optim, baselines);
+
+    free(baselines);
+    train_references_free();
+    sl_task_free(&task);
+    return sl_finalize(&ctx);
+}

@@ -1,0 +1,234 @@
+/* train_run.c — one run of one variant: set up through the technique's table, time its steps
+ * with their phases, measure memory and bytes, check, and emit the common row. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "train_internal.h"
+
+static int data_ranks_of(const sl_technique *tech, int variant, int nranks)
+{
+    return tech->data_ranks ? tech->data_ranks(variant, nranks) : nranks;
+}
+
+void train_open(sl_train *t, sl_ctx *ctx, const sl_technique *tech, int variant, sl_comm *comm,
+                const sl_mlp *m, sl_task *task, const sl_optim *o, int global_batch, int nsteps)
+{
+    memset(t, 0, sizeof *t);
+    t->ctx = ctx;
+    t->tech = tech;
+    t->variant = variant;
+    t->be = m->be;
+    t->m = m;
+    t->task = task;
+    t->optim = *o;
+    t->comm = comm;
+    t->rank = sl_comm_rank(comm);
+    t->size = sl_comm_size(comm);
+    t->global_batch = global_batch;
+    t->data_ranks = data_ranks_of(tech, variant, t->size);
+    if (t->rank < t->data_ranks) {
+        size_t lo, hi;
+        sl_share((size_t)global_batch, t->data_ranks, t->rank, &lo, &hi);
+        t->lo = (int)lo;
+        t->hi = (int)hi;
+    }
+    t->nsteps = nsteps;
+    t->phase_log = calloc((size_t)nsteps * SL_NPHASES, sizeof *t->phase_log);
+    if (!t->phase_log) SL_FATAL("out of memory for %d steps' phases", nsteps);
+    tech->setup(t);
+}
+
+void train_close(sl_train *t)
+{
+    if (t->tech->free) t->tech->free(t);
+    free(t->phase_log);
+    t->phase_log = NULL;
+}
+
+void train_step_body(void *arg)
+{
+    sl_train *t = arg;
+    memset(t->phase, 0, sizeof t->phase);
+    t->tech->step(t);
+    if (t->step < t->nsteps) memcpy(t->phase_log + (size_t)t->step * SL_NPHASES, t->phase, sizeof t->phase);
+    t->step++;
+}
+
+void train_phase_medians(const sl_train *t, int timed, MPI_Comm comm, double med[SL_NPHASES],
+                         unsigned *used)
+{
+    const int first = t->nsteps - timed, n = timed * SL_NPHASES;
+    double *slowest = malloc((size_t)n * sizeof *slowest), *col = malloc((size_t)timed * sizeof *col);
+    if (!slowest || !col) SL_FATAL("out of memory for %d steps' phases", timed);
+    sl_stats_slowest_rank(t->phase_log + (size_t)first * SL_NPHASES, slowest, n, comm);
+    for (int p = 0; p < SL_NPHASES; p++) {
+        for (int i = 0; i < timed; i++) col[i] = slowest[i * SL_NPHASES + p];
+        sl_stats s;
+        sl_stats_compute(col, timed, &s);
+        med[p] = s.median;
+    }
+    free(slowest);
+    free(col);
+    SL_CHECK_MPI(MPI_Allreduce(&t->phases_used, used, 1, MPI_UNSIGNED, MPI_BOR, comm));
+}
+
+double train_one_rank_step(sl_ctx *ctx, const sl_technique *tech, int variant, const sl_mlp *m,
+                           sl_task *task, const sl_optim *o, int batch)
+{
+    double median = 0;
+    int tracing = sl_trace_enabled();
+    sl_trace_enable(0); /* the one-rank run is not part of the timeline */
+    if (ctx->rank == 0) {
+        sl_comm *self;
+        sl_train_coll_ok(sl_comm_create(&self, MPI_COMM_SELF, SL_COLL_MPI,
+                                        m->be == SL_BACKEND_CUDA ? SL_MEM_DEVICE : SL_MEM_HOST),
+                         "sl_comm_create (one rank)");
+        const int steps = (int)ctx->opt.warmup + (int)ctx->opt.iters;
+        sl_train t;
+        train_open(&t, ctx, tech, variant, self, m, task, o, batch, steps);
+        t.baseline = 1;
+        double *times = malloc((size_t)steps * sizeof *times);
+        if (!times) SL_FATAL("out of memory for %d step times", steps);
+        for (int s = 0; s < steps; s++) {
+            double t0 = sl_now();
+            train_step_body(&t);
+            times[s] = sl_now() - t0;
+        }
+        sl_stats st;
+        sl_stats_compute(times + ctx->opt.warmup, (int)ctx->opt.iters, &st);
+        median = st.median;
+        free(times);
+        train_close(&t);
+        sl_comm_destroy(self);
+    }
+    sl_trace_enable(tracing);
+    /* The other ranks wait without polling (a busy MPI_Bcast would take the cores rank 0 is
+     * being measured on). */
+    MPI_Request req;
+    SL_CHECK_MPI(MPI_Ibcast(&median, 1, MPI_DOUBLE, 0, ctx->comm, &req));
+    for (int done = 0; !done;) {
+        SL_CHECK_MPI(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
+        if (!done) nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+    }
+    return median;
+}
+
+/* What setup holds by category, as the allocator counted it. */
+static const sl_mem_cat held_cats[] = {SL_MEM_PARAMS, SL_MEM_GRADS, SL_MEM_OPTIM, SL_MEM_ACTIV};
+enum { NHELD = sizeof held_cats / sizeof held_cats[0] };
+
+static size_t space_total(sl_mem_space space)
+{
+    size_t total = 0;
+    for (int c = 0; c < SL_MEM_NCATS; c++) total += sl_mem_current(space, (sl_mem_cat)c);
+    return total;
+}
+
+/* The row every training benchmark shares. */
+static void common_row(sl_train *t, sl_result *res, const sl_stats *st, const double med[SL_NPHASES],
+                       unsigned used, double one_rank, double sent, const double held[NHELD],
+                       double peak)
+{
+    const sl_technique *tech = t->tech;
+    const sl_mlp *m = t->m;
+    const int B = t->global_batch, P = t->size;
+    sl_result_param_num(res, "global_batch", B);
+    sl_result_param_num(res, "rank_batch", t->hi - t->lo);
+    sl_result_param_str(res, "scaling", sl_train_opt.scaling ? "strong" : "weak");
+    sl_result_param_num(res, "layers", (double)sl_train_opt.layers);
+    sl_result_param_num(res, "width", (double)sl_train_opt.width);
+    sl_result_param_num(res, "params", (double)m->nparams);
+    sl_result_set_time(res, st);
+    sl_result_metric(res, "samples_per_s", B / st->median, "samples/s");
+    for (int p = 0; p < SL_NPHASES; p++)
+        if (used & (1u << p)) sl_result_metric(res, sl_phase_name((sl_phase)p), med[p], "s");
+    if (used & (1u << SL_PHASE_COMM)) {
+        double overlap = med[SL_PHASE_COMM] > 0 ? 1.0 - med[SL_PHASE_EXPOSED] / med[SL_PHASE_COMM] : NAN;
+        if (!isnan(overlap)) overlap = overlap < 0 ? 0 : overlap > 1 ? 1 : overlap;
+        sl_result_metric(res, "overlap", overlap, "fraction");
+    }
+    double eff = NAN;
+    if (!isnan(one_rank)) eff = sl_train_opt.scaling == 0 ? one_rank / st->median : one_rank / (P * st->median);
+    sl_result_metric(res, "scaling_eff", eff, "fraction");
+    sl_result_metric(res, "one_rank_step", one_rank, "s");
+    sl_result_metric(res, "bytes_model", tech->bytes_model ? tech->bytes_model(t) : NAN, "bytes");
+    sl_result_metric(res, "bytes_sent", sent, "bytes");
+    sl_result_metric(res, "tflops", 3.0 * sl_mlp_flops_forward(m, B) / st->median / 1e12, "TFLOP/s");
+    static const char *const held_names[NHELD] = {"mem_params", "mem_grads", "mem_optim", "mem_activ"};
+    for (int k = 0; k < NHELD; k++) sl_result_metric(res, held_names[k], held[k], "bytes");
+    if (tech->memory_model) {
+        static const char *const model_names[NHELD] = {"model_params", "model_grads", "model_optim", "model_activ"};
+        double model[SL_MEM_NCATS] = {0};
+        tech->memory_model(t, model);
+        for (int k = 0; k < NHELD; k++) sl_result_metric(res, model_names[k], model[held_cats[k]], "bytes");
+    }
+    sl_result_metric(res, "mem_peak", peak, "bytes");
+}
+
+void train_run_variant(sl_ctx *ctx, const sl_technique *tech, int variant, sl_coll impl,
+                       const sl_mlp *m, sl_task *task, const sl_optim *o, double *baselines)
+{
+    const int P = ctx->nranks;
+    const int p2p = (tech->p2p_variants >> variant) & 1;
+    const int B = sl_train_opt.scaling == 0 ? (int)sl_train_opt.batch * data_ranks_of(tech, variant, P)
+                                            : (int)sl_train_opt.batch;
+    const int steps = (int)ctx->opt.warmup + (int)ctx->opt.iters;
+    const sl_mem_space space = m->be == SL_BACKEND_CUDA ? SL_MEM_DEVICE : SL_MEM_HOST;
+
+    sl_comm *comm;
+    sl_train_coll_ok(sl_comm_create(&comm, ctx->comm, impl, space), "sl_comm_create");
+    double held[NHELD];
+    for (int k = 0; k < NHELD; k++) held[k] = -(double)sl_mem_current(space, held_cats[k]);
+    size_t before = space_total(space);
+    sl_train t;
+    train_open(&t, ctx, tech, variant, comm, m, task, o, B, steps);
+    for (int k = 0; k < NHELD; k++) held[k] += (double)sl_mem_current(space, held_cats[k]);
+
+    sl_stats st;
+    sl_mem_reset_peaks();
+    unsigned long long sent0 = sl_comm_bytes_sent(comm);
+    sl_time_loop(ctx, train_step_body, &t, &st);
+    double peak = (double)sl_mem_peak_total(space) - (double)before;
+    /* Bytes sent per step, measured where the suite's own transport carries them (the MPI
+     * library's and NCCL's collectives are opaque: n/a); the busiest rank's figure. */
+    double sent = (double)(sl_comm_bytes_sent(comm) - sent0) / steps, sent_max = 0;
+    SL_CHECK_MPI(MPI_Allreduce(&sent, &sent_max, 1, MPI_DOUBLE, MPI_MAX, ctx->comm));
+    int opaque = !p2p && (impl == SL_COLL_MPI || impl == SL_COLL_NCCL);
+    double med[SL_NPHASES];
+    unsigned used;
+    train_phase_medians(&t, (int)ctx->opt.iters, ctx->comm, med, &used);
+
+    train_check c = {0};
+    if (ctx->opt.check) c = train_check_run(&t);
+
+    double one_rank = NAN;
+    if (P == 1) {
+        one_rank = st.median; /* this run is the one-rank run */
+    } else if (sl_train_opt.baseline && !((tech->no_baseline_variants >> variant) & 1)) {
+        if (baselines[variant] == 0) /* once per variant: on one rank the collective is moot */
+            baselines[variant] = train_one_rank_step(ctx, tech, variant, m, task, o,
+                                                     sl_train_opt.scaling == 0 ? (int)sl_train_opt.batch : B);
+        one_rank = baselines[variant];
+    }
+
+    sl_result res;
+    sl_result_init(ctx, &res, tech->variants[variant]);
+    res.backend = sl_backend_name(m->be);
+    res.collective = p2p ? "p2p" : sl_coll_name(impl);
+    res.dtype = "f32";
+    common_row(&t, &res, &st, med, used, one_rank, opaque ? NAN : sent_max, held, peak);
+    if (tech->row) tech->row(&t, &res);
+    sl_result_metric(&res, "weight_rel_err", c.diff.max_rel, "ratio");
+    sl_result_metric(&res, "weight_l2_err", c.diff.l2_rel, "ratio");
+    snprintf(res.headline, sizeof res.headline, "samples_per_s");
+    if (ctx->opt.check)
+        train_check_verdict(&t, &c, &res);
+    else
+        sl_result_check(&res, SL_CHECK_SKIPPED, NAN, NULL);
+    sl_result_emit(ctx, &res);
+
+    train_close(&t);
+    sl_comm_destroy(comm);
+}
