@@ -46,6 +46,24 @@ static const sl_opt clashing[] = {
 };
 static const sl_program clash = {.name = "clash", .summary = "defective", .extra = clashing};
 
+/* A group shared by a family of programs, listed before a program's own table. */
+static long long group_width = 16, own_depth = 2;
+static const sl_opt group_opts[] = {
+    {"width", 0, SL_OPT_INT, &group_width, 1, 1024, NULL, 0, "width"},
+    {0},
+};
+static const sl_opt_group group = {"family", group_opts};
+static const sl_opt own_opts[] = {
+    {"depth", 0, SL_OPT_INT, &own_depth, 1, 8, NULL, 0, "depth"},
+    {0},
+};
+static const sl_program grouped = {.name = "grouped", .summary = "a group and its own", .groups = {&group}, .extra = own_opts};
+static const sl_opt own_clashing[] = {
+    {"width", 0, SL_OPT_INT, &own_depth, 1, 8, NULL, 0, "shadows the group's --width"},
+    {0},
+};
+static const sl_program group_clash = {.name = "gclash", .summary = "defective", .groups = {&group}, .extra = own_clashing};
+
 static const sl_program narrow = {
     .name = "narrow", .summary = "uses no sizes, dtypes, collectives", .default_iters = 1,
 };
@@ -167,6 +185,15 @@ int main(void)
         int rc = parse(&clash, &o, err, sizeof err, "--out", "5", NULL);
         ok(rc == SL_EXIT_RUNTIME && strstr(err, "--out") && strstr(err, "clashes"),
            "a technique option named like a shared one is a program defect (exit 3), not parsed");
+    }
+
+    {
+        int rc = parse(&grouped, &o, err, sizeof err, "--width", "64", "--depth=5");
+        ok(rc == 0 && group_width == 64 && own_depth == 5, "options of a group and of the program's own table both land");
+        bad(&grouped, "--width", "2000", "--width", "[1, 1024]");
+        rc = parse(&group_clash, &o, err, sizeof err, "--depth", "1", NULL);
+        ok(rc == SL_EXIT_RUNTIME && strstr(err, "--width") && strstr(err, "clashes"),
+           "a program option named like one of its group's is a program defect (exit 3)");
     }
 
     size_t sz;
