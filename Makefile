@@ -92,7 +92,7 @@ MISSING_DNF += hwloc-devel
 endif
 
 mark = $(if $(filter 1,$(1)),✓,✗)
-ifeq ($(filter clean,$(MAKECMDGOALS)),)
+ifeq ($(filter clean print-build,$(MAKECMDGOALS)),)
 $(info $(call mark,$(HAVE_MPICC)) MPI compiler ($(MPICC))      required: every program)
 $(info $(call mark,$(HAVE_CBLAS)) OpenBLAS CBLAS              required: CPU GEMM)
 $(info $(call mark,$(HAVE_HWLOC)) hwloc                       required: topology and rank binding in the manifest)
@@ -155,7 +155,7 @@ PROGRAMS   := $(BENCH_SRC:benchmarks/%.c=$(BIN)/%)
 TESTS      := $(TEST_SRC:t/unit/%.c=$(BUILD)/t/%)
 LIBS       := $(BUILD)/libsl_train.a $(BUILD)/libsl_kernels.a $(BUILD)/libsl_common.a
 
-.PHONY: all check clean install deps FORCE
+.PHONY: all check clean install deps print-build FORCE
 # Objects of programs and tests are kept (not deleted as intermediates), so a second make
 # or make check right after make rebuilds nothing.
 .SECONDARY:
@@ -258,6 +258,14 @@ $(BUILD)/t/%: $(BUILD)/t/unit/%.o $(LIBS) $(FLAGS_STAMP)
 
 clean:
 	rm -rf $(BUILD) $(BIN)
+
+# The compiler, flags and libraries a program outside benchmarks/ needs to build against the
+# suite (t/integration/readme.t builds the README's skeleton with them), one per line.
+print-build:
+	@echo '$(MPICC)'
+	@echo '$(CFLAGS)'
+	@echo '$(LDFLAGS) $(LIBS) $(LDLIBS)'
+
 
 FORCE:
 
