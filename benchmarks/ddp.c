@@ -96,10 +96,7 @@ static int make_buckets(const sl_mlp *m, double bucket_bytes, bucket *b)
     return n;
 }
 
-static int data_ranks(int variant, int nranks)
-{
-    return variant == V_PS ? nranks - (int)opt_servers : nranks;
-}
+static int data_ranks(int variant, int nranks) { return variant == V_PS ? nranks - (int)opt_servers : nranks; }
 
 static void setup(sl_train *t)
 {
@@ -204,8 +201,13 @@ static void forward_backward(sl_train *t, int a, int b, const sl_layer_hooks *ho
     sl_train_backward(t, &r->acts, r->params, r->grads, sl_train_dout(t, &r->acts), 0, L, hooks);
 }
 
-static void step_allreduce_variants(sl_train *t)
+static void step_ps(sl_train *t);
+static void step(sl_train *t)
 {
+    if (t->variant == V_PS) { /* the parameter server communicates point to point */
+        step_ps(t);
+        return;
+    }
     replica *r = t->state;
     const size_t n = t->m->nparams;
     sl_k_memset0(t->be, r->grads, n * sizeof(float));
@@ -275,14 +277,6 @@ static void step_ps(sl_train *t)
     sl_train_record(t, SL_PHASE_COMM, comm);
     sl_train_record(t, SL_PHASE_EXPOSED, comm);
     sl_trace_event("serve", "comm", 1, c0, s1);
-}
-
-static void step(sl_train *t)
-{
-    if (t->variant == V_PS)
-        step_ps(t);
-    else
-        step_allreduce_variants(t);
 }
 
 /* Every worker holds the whole model; a server its shard. */
