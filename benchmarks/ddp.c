@@ -16,9 +16,8 @@
  *
  * The loss is normalised over the global batch (MSE mean over B·out elements), so a rank's
  * gradient is its share of the global gradient and a SUM all-reduce gives the global gradient
- * exactly, even when B does not divide evenly across ranks. The training layer
- * (benchmarks/train/) checks the weights against one process trained on the whole batch and
- * the replicas against each other, and reports the step's phases, memory and bytes.
+ * exactly, even when B does not divide evenly across ranks. The training layer checks the
+ * weights against one process trained on the whole batch and the replicas against each other.
  */
 #include <stdlib.h>
 
@@ -52,10 +51,9 @@ typedef struct bucket {
 } bucket;
 
 typedef struct replica {
-    float *params, *grads, *state, *target;
+    sl_replica rep;         /* params, grads, optimizer state, activations */
     float *ps_recv;         /* ps server: one worker's gradient shard */
-    sl_mlp_acts acts;
-    int micro, mb;          /* micro-batches per step (accum, else 1) and their largest size */
+    int micro;              /* micro-batches per step (accum), else 1 */
     int servers, workers;   /* ps */
     int nbuckets;
     bucket buckets[MAX_BUCKETS];
@@ -103,35 +101,23 @@ static void setup(sl_train *t)
     replica *r = calloc(1, sizeof *r);
     if (!r) SL_FATAL("out of memory");
     t->state = r;
-    const sl_mlp *m = t->m;
-    const size_t n = m->nparams;
     r->micro = t->variant == V_ACCUM ? (int)opt_accum : 1;
     r->workers = t->data_ranks;
     r->servers = t->size - t->data_ranks;
-    r->params = sl_k_malloc(t->be, SL_MEM_PARAMS, n * sizeof(float));
-    r->grads = sl_k_malloc(t->be, SL_MEM_GRADS, n * sizeof(float));
-    r->state = sl_k_malloc(t->be, SL_MEM_OPTIM, (size_t)sl_optim_state_per_param(&t->optim) * n * sizeof(float) + 1);
-    sl_mlp_init_params(m, (uint64_t)sl_train_opt.seed, 0, n, r->params);
     int local = t->hi - t->lo;
-    r->mb = local > r->micro ? (local + r->micro - 1) / r->micro : 1;
-    r->target = sl_k_malloc(t->be, SL_MEM_DATA, (size_t)r->mb * m->dims[m->nlayers] * sizeof(float));
-    sl_mlp_acts_alloc(m, r->mb, &r->acts);
+    sl_replica_alloc(t, (local + r->micro - 1) / r->micro, &r->rep);
     if (is_server(t)) {
         size_t off, cnt;
         server_shard(t, t->rank - r->workers, &off, &cnt);
         r->ps_recv = sl_k_malloc(t->be, SL_MEM_COMM, cnt * sizeof(float) + 1);
     }
-    if (t->variant == V_BUCKETED) r->nbuckets = make_buckets(m, opt_bucket_mb * 1048576.0, r->buckets);
+    if (t->variant == V_BUCKETED) r->nbuckets = make_buckets(t->m, opt_bucket_mb * 1048576.0, r->buckets);
 }
 
 static void release(sl_train *t)
 {
     replica *r = t->state;
-    sl_mlp_acts_free(t->m, &r->acts);
-    sl_k_free(t->be, r->params);
-    sl_k_free(t->be, r->grads);
-    sl_k_free(t->be, r->state);
-    sl_k_free(t->be, r->target);
+    sl_replica_free(t, &r->rep);
     sl_k_free(t->be, r->ps_recv);
     free(r);
 }
@@ -154,8 +140,8 @@ static void bucket_poll(bucket *bk, int wait)
  * this is; progress the others. The time spent here is communication the step waits for. */
 static void bucket_hook(sl_train *t, int layer, int backward)
 {
-    (void)backward;
     replica *r = t->state;
+    if (!backward) return;
     double t0 = sl_now();
     for (int b = 0; b < r->nbuckets; b++) {
         bucket *bk = &r->buckets[b];
@@ -163,7 +149,7 @@ static void bucket_hook(sl_train *t, int layer, int backward)
         if (bk->l0 == layer) {
             bk->t_start = sl_now();
             bk->t_done = 0;
-            float *g = r->grads + bk->off;
+            float *g = r->rep.grads + bk->off;
             sl_train_coll_ok(sl_coll_iallreduce(t->comm, g, g, bk->count, SL_F32, SL_OP_SUM, &bk->req),
                              "sl_coll_iallreduce");
             /* An implementation that cannot overlap finishes inside the start: record its end
@@ -189,18 +175,6 @@ static double buckets_span(const replica *r)
     return span;
 }
 
-/* Forward, loss and backward of this rank's samples [lo + a, lo + b) of the step. */
-static void forward_backward(sl_train *t, int a, int b, const sl_layer_hooks *hooks)
-{
-    replica *r = t->state;
-    const int L = t->m->nlayers;
-    r->acts.batch = b - a;
-    sl_train_load(t, t->lo + a, b - a, r->acts.x[0], r->target);
-    sl_train_forward(t, &r->acts, r->params, 0, L, NULL);
-    sl_train_loss(t, &r->acts, r->target);
-    sl_train_backward(t, &r->acts, r->params, r->grads, sl_train_dout(t, &r->acts), 0, L, hooks);
-}
-
 static void step_ps(sl_train *t);
 static void step(sl_train *t)
 {
@@ -210,13 +184,14 @@ static void step(sl_train *t)
     }
     replica *r = t->state;
     const size_t n = t->m->nparams;
-    sl_k_memset0(t->be, r->grads, n * sizeof(float));
+    sl_k_memset0(t->be, r->rep.grads, n * sizeof(float));
     for (int k = 0; k < r->micro; k++) {
         size_t a, b;
         sl_share((size_t)(t->hi - t->lo), r->micro, k, &a, &b);
         if (b == a) continue;
         int last = k == r->micro - 1;
-        forward_backward(t, (int)a, (int)b, t->variant == V_BUCKETED && last ? &bucket_hooks : NULL);
+        sl_replica_forward_backward(t, &r->rep, t->lo + (int)a, (int)(b - a),
+                                    t->variant == V_BUCKETED && last ? &bucket_hooks : NULL);
     }
     double t0 = sl_now();
     if (t->variant == V_BUCKETED) {
@@ -225,12 +200,12 @@ static void step(sl_train *t)
         sl_train_record(t, SL_PHASE_EXPOSED, sl_now() - t0);
         sl_train_record(t, SL_PHASE_COMM, buckets_span(r));
     } else {
-        sl_train_coll_ok(sl_coll_allreduce(t->comm, r->grads, r->grads, n, SL_F32, SL_OP_SUM),
+        sl_train_coll_ok(sl_coll_allreduce(t->comm, r->rep.grads, r->rep.grads, n, SL_F32, SL_OP_SUM),
                          "sl_coll_allreduce");
         sl_train_span(t, SL_PHASE_COMM, "allreduce", t0, sl_now());
         sl_train_record(t, SL_PHASE_EXPOSED, sl_now() - t0);
     }
-    sl_train_optimize(t, r->params, r->grads, r->state, 0, n);
+    sl_train_optimize(t, r->rep.params, r->rep.grads, r->rep.optim, 0, n);
 }
 
 /* ps: workers compute and push gradient shards; each server sums its shard over the workers
@@ -240,38 +215,38 @@ static void step_ps(sl_train *t)
     replica *r = t->state;
     size_t off, cnt;
     if (!is_server(t)) {
-        sl_k_memset0(t->be, r->grads, t->m->nparams * sizeof(float));
-        forward_backward(t, 0, t->hi - t->lo, NULL);
+        sl_k_memset0(t->be, r->rep.grads, t->m->nparams * sizeof(float));
+        sl_replica_forward_backward(t, &r->rep, t->lo, t->hi - t->lo, NULL);
         double c0 = sl_now();
         for (int s = 0; s < r->servers; s++) {
             server_shard(t, s, &off, &cnt);
-            sl_train_coll_ok(sl_coll_send(t->comm, r->grads + off, cnt, SL_F32, r->workers + s, 1), "push");
+            sl_train_coll_ok(sl_coll_send(t->comm, r->rep.grads + off, cnt, SL_F32, r->workers + s, 1), "push");
         }
         for (int s = 0; s < r->servers; s++) {
             server_shard(t, s, &off, &cnt);
-            sl_train_coll_ok(sl_coll_recv(t->comm, r->params + off, cnt, SL_F32, r->workers + s, 2), "pull");
+            sl_train_coll_ok(sl_coll_recv(t->comm, r->rep.params + off, cnt, SL_F32, r->workers + s, 2), "pull");
         }
         sl_train_span(t, SL_PHASE_COMM, "push+pull", c0, sl_now());
         sl_train_record(t, SL_PHASE_EXPOSED, sl_now() - c0);
         return;
     }
     server_shard(t, t->rank - r->workers, &off, &cnt);
-    sl_k_memset0(t->be, r->grads + off, cnt * sizeof(float));
+    sl_k_memset0(t->be, r->rep.grads + off, cnt * sizeof(float));
     double c0 = sl_now(), comm = 0;
     for (int w = 0; w < r->workers; w++) {
         double r0 = sl_now();
         sl_train_coll_ok(sl_coll_recv(t->comm, r->ps_recv, cnt, SL_F32, w, 1), "push (server)");
         double a0 = sl_now();
         comm += a0 - r0;
-        sl_k_add(t->be, SL_F32, cnt, r->ps_recv, r->grads + off);
+        sl_k_add(t->be, SL_F32, cnt, r->ps_recv, r->rep.grads + off);
         sl_k_sync(t->be);
         sl_train_record(t, SL_PHASE_COMPUTE, sl_now() - a0);
     }
     /* the server's optimizer state covers its shard only */
-    sl_train_optimize(t, r->params, r->grads, r->state, off, cnt);
+    sl_train_optimize(t, r->rep.params, r->rep.grads, r->rep.optim, off, cnt);
     double s0 = sl_now();
     for (int w = 0; w < r->workers; w++)
-        sl_train_coll_ok(sl_coll_send(t->comm, r->params + off, cnt, SL_F32, w, 2), "pull (server)");
+        sl_train_coll_ok(sl_coll_send(t->comm, r->rep.params + off, cnt, SL_F32, w, 2), "pull (server)");
     double s1 = sl_now();
     comm += s1 - s0;
     sl_train_record(t, SL_PHASE_COMM, comm);
@@ -286,18 +261,20 @@ static const float *weights(sl_train *t, size_t *first, size_t *count)
     *first = 0;
     *count = t->m->nparams;
     if (is_server(t)) server_shard(t, t->rank - r->workers, first, count);
-    return r->params + *first;
+    return r->rep.params + *first;
 }
 
-/* The models ------------------------------------------------------------------------------ */
-
-/* Bytes a rank sends per step by the textbook volume: ring all-reduce moves 2(N-1)/N of the
- * gradient; a parameter-server worker pushes and pulls the whole model. */
+/* Bytes the busiest rank sends per step by the textbook volume: ring all-reduce sends
+ * 2(N-1)/N of the gradient; a parameter-server worker pushes the whole gradient, a server
+ * sends its shard (the first is the largest) back to every worker. */
 static double bytes_model(const sl_train *t)
 {
     double psi = (double)t->m->nparams * sizeof(float);
-    if (t->variant == V_PS) return 2.0 * psi;
-    return t->size > 1 ? 2.0 * (t->size - 1) / t->size * psi : 0.0;
+    if (t->variant != V_PS) return t->size > 1 ? 2.0 * (t->size - 1) / t->size * psi : 0.0;
+    size_t off, cnt;
+    server_shard(t, 0, &off, &cnt);
+    double server = (double)t->data_ranks * (double)cnt * sizeof(float);
+    return server > psi ? server : psi;
 }
 
 /* A replica holds the whole model, its gradients, its optimizer state and the activations of
@@ -305,7 +282,7 @@ static double bytes_model(const sl_train *t)
 static void memory_model(const sl_train *t, double bytes[SL_MEM_NCATS])
 {
     const replica *r = t->state;
-    sl_mlp_bytes b = sl_mlp_memory(t->m, r->mb, &t->optim);
+    sl_mlp_bytes b = sl_mlp_memory(t->m, r->rep.rows, &t->optim);
     bytes[SL_MEM_PARAMS] = (double)b.params;
     bytes[SL_MEM_GRADS] = (double)b.grads;
     bytes[SL_MEM_OPTIM] = (double)b.optim;

@@ -202,6 +202,23 @@ float *sl_train_backward(sl_train *t, sl_mlp_acts *a, const float *params, float
 void sl_train_optimize(sl_train *t, float *params, const float *grads, float *state, size_t off,
                        size_t count);
 
+/* A full replica ------------------------------------------------------------------------- */
+
+/* What data parallelism holds on a rank: the parameters (initialised from the seed), their
+ * gradients and optimizer state, a target buffer and the activations of up to `rows` samples,
+ * each counted under its category. */
+typedef struct sl_replica {
+    float *params, *grads, *optim, *target;
+    sl_mlp_acts acts;
+    int rows;
+} sl_replica;
+void sl_replica_alloc(sl_train *t, int rows, sl_replica *r);
+void sl_replica_free(sl_train *t, sl_replica *r);
+/* Load samples [first, first + count) of the step, forward, loss, and backward accumulating
+ * into r->grads, with the hooks on every layer both ways. */
+void sl_replica_forward_backward(sl_train *t, sl_replica *r, int first, int count,
+                                 const sl_layer_hooks *h);
+
 /* Helpers ------------------------------------------------------------------------------- */
 
 /* Contiguous share [lo, hi) of n items for part p of parts: the first n % parts get one more. */

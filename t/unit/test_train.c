@@ -25,8 +25,7 @@ static const sl_opt opts[] = {
 };
 
 typedef struct replica {
-    float *params, *grads, *state, *target;
-    sl_mlp_acts acts;
+    sl_replica rep;
     long long hook_calls;
 } replica;
 
@@ -34,14 +33,7 @@ static void setup(sl_train *t)
 {
     replica *r = calloc(1, sizeof *r);
     if (!r) SL_FATAL("out of memory");
-    size_t n = t->m->nparams;
-    int rows = t->hi - t->lo > 0 ? t->hi - t->lo : 1;
-    r->params = sl_k_malloc(t->be, SL_MEM_PARAMS, n * sizeof(float));
-    r->grads = sl_k_malloc(t->be, SL_MEM_GRADS, n * sizeof(float));
-    r->state = sl_k_malloc(t->be, SL_MEM_OPTIM, n * 2 * sizeof(float));
-    r->target = sl_k_malloc(t->be, SL_MEM_DATA, (size_t)rows * t->m->dims[t->m->nlayers] * sizeof(float));
-    sl_mlp_acts_alloc(t->m, rows, &r->acts);
-    sl_mlp_init_params(t->m, (uint64_t)sl_train_opt.seed, 0, n, r->params);
+    sl_replica_alloc(t, t->hi - t->lo, &r->rep);
     t->state = r;
 }
 
@@ -50,33 +42,27 @@ static const float *fetch_layer(sl_train *t, int layer, int backward)
     (void)backward;
     replica *r = t->state;
     r->hook_calls++;
-    return r->params + t->m->w_off[layer];
+    return r->rep.params + t->m->w_off[layer];
 }
 static const sl_layer_hooks fetch_hooks = {.before = fetch_layer};
 
 static void step(sl_train *t)
 {
     replica *r = t->state;
-    const int L = t->m->nlayers;
     const size_t n = t->m->nparams;
-    const sl_layer_hooks *h = t->variant == V_SHARDED ? &fetch_hooks : NULL;
-    sl_k_memset0(t->be, r->grads, n * sizeof(float));
-    if (t->hi > t->lo) {
-        r->acts.batch = t->hi - t->lo;
-        sl_train_load(t, t->lo + (t->variant == V_OFFBYONE), r->acts.batch, r->acts.x[0], r->target);
-        sl_train_forward(t, &r->acts, r->params, 0, L, h);
-        sl_train_loss(t, &r->acts, r->target);
-        sl_train_backward(t, &r->acts, r->params, r->grads, sl_train_dout(t, &r->acts), 0, L, h);
-    }
+    sl_k_memset0(t->be, r->rep.grads, n * sizeof(float));
+    if (t->hi > t->lo)
+        sl_replica_forward_backward(t, &r->rep, t->lo + (t->variant == V_OFFBYONE), t->hi - t->lo,
+                                    t->variant == V_SHARDED ? &fetch_hooks : NULL);
     double t0 = sl_now();
-    sl_train_coll_ok(sl_coll_allreduce(t->comm, r->grads, r->grads, n, SL_F32, SL_OP_SUM), "allreduce");
+    sl_train_coll_ok(sl_coll_allreduce(t->comm, r->rep.grads, r->rep.grads, n, SL_F32, SL_OP_SUM), "allreduce");
     sl_train_span(t, SL_PHASE_COMM, "allreduce", t0, sl_now());
-    sl_train_optimize(t, r->params, r->grads, r->state, 0, n);
+    sl_train_optimize(t, r->rep.params, r->rep.grads, r->rep.optim, 0, n);
     if (t->variant == V_DRIFT && t->rank == 1 && t->step == t->nsteps - 1) {
         float w;
-        sl_k_memcpy(t->be, &w, r->params, sizeof w, SL_K_D2H);
+        sl_k_memcpy(t->be, &w, r->rep.params, sizeof w, SL_K_D2H);
         w = nextafterf(w, INFINITY);
-        sl_k_memcpy(t->be, r->params, &w, sizeof w, SL_K_H2D);
+        sl_k_memcpy(t->be, r->rep.params, &w, sizeof w, SL_K_H2D);
     }
 }
 
@@ -87,7 +73,7 @@ static const float *weights(sl_train *t, size_t *first, size_t *count)
     if (t->variant == V_SHARDED) sl_share(t->m->nparams, t->size, t->rank, &lo, &hi);
     *first = lo;
     *count = hi - lo;
-    return r->params + lo;
+    return r->rep.params + lo;
 }
 
 /* The shards, gathered to rank 0 as a sharded technique would (sharded only). */
@@ -113,11 +99,7 @@ static void gather_weights(sl_train *t, float *full)
 static void release(sl_train *t)
 {
     replica *r = t->state;
-    sl_mlp_acts_free(t->m, &r->acts);
-    sl_k_free(t->be, r->params);
-    sl_k_free(t->be, r->grads);
-    sl_k_free(t->be, r->state);
-    sl_k_free(t->be, r->target);
+    sl_replica_free(t, &r->rep);
     free(r);
 }
 
