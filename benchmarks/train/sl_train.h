@@ -120,7 +120,7 @@ typedef struct sl_technique {
      * none), in backend memory. Ranks holding the same elements must hold them bit-identically. */
     const float *(*weights)(sl_train *t, size_t *first, size_t *count);
     /* Sharded techniques: gathers the full weights into full (host memory, m->nparams floats)
-     * on rank 0. Collective. Default: rank 0's weights() are the full vector. */
+     * on rank 0. Collective; called only when rank 0's weights() are not the whole vector. */
     void (*gather_weights)(sl_train *t, float *full);
     void (*free)(sl_train *t);
 

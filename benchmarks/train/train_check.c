@@ -47,20 +47,22 @@ void train_references_free(void)
     nrefs = 0;
 }
 
-/* The full weights on rank 0 (host memory). */
+/* The full weights on rank 0 (host memory): its own where it holds them all, else gathered by
+ * the technique. Collective. */
 static void full_weights(sl_train *t, float *full)
 {
-    if (t->tech->gather_weights) {
-        t->tech->gather_weights(t, full);
-        return;
-    }
-    if (t->rank != 0) return;
-    size_t first, count;
+    size_t first = 0, count = 0;
     const float *w = t->tech->weights(t, &first, &count);
-    if (first != 0 || count != t->m->nparams)
-        SL_FATAL("%s: rank 0 holds weights [%zu, %zu) of %zu, not all: the technique needs "
+    int whole = first == 0 && count == t->m->nparams;
+    SL_CHECK_MPI(MPI_Bcast(&whole, 1, MPI_INT, 0, t->ctx->comm));
+    if (whole) {
+        if (t->rank == 0) sl_k_memcpy(t->be, full, w, count * sizeof(float), SL_K_D2H);
+    } else if (t->tech->gather_weights) {
+        t->tech->gather_weights(t, full);
+    } else {
+        SL_FATAL("%s: rank 0 holds weights [%zu, %zu) of %zu, not all, and the technique has no "
                  "gather_weights", t->tech->program.name, first, first + count, t->m->nparams);
-    sl_k_memcpy(t->be, full, w, count * sizeof(float), SL_K_D2H);
+    }
 }
 
 train_check train_check_run(sl_train *t)

@@ -76,7 +76,8 @@ static const float *weights(sl_train *t, size_t *first, size_t *count)
     return r->rep.params + lo;
 }
 
-/* The shards, gathered to rank 0 as a sharded technique would (sharded only). */
+/* The shards, gathered to rank 0 as a sharded technique would (the driver calls this only
+ * when rank 0's weights are not the whole vector: the sharded variant). */
 static void gather_weights(sl_train *t, float *full)
 {
     size_t first, count;
@@ -115,48 +116,18 @@ static void row(sl_train *t, sl_result *res)
 }
 
 static const sl_column columns[] = {
-    {"variant", "", "variant", 11, 0, 0},
-    {"step", "ms", "time.median", 10, 2, 1e3},
-    {"comm", "ms", "comm", 9, 2, 1e3},
-    {"error", "rel", "weight_rel_err", 10, 2, 0},
-    {"check", "", "check", 7, 0, 0},
+    {"variant", "", "variant", 11, 0, 0}, {"step", "ms", "time.median", 10, 2, 1e3}, {"comm", "ms", "comm", 9, 2, 1e3},
+    {"error", "rel", "weight_rel_err", 10, 2, 0}, {"check", "", "check", 7, 0, 0},
 };
 
-/* A technique whose gather_weights is used only by the sharded variant: the driver calls it
- * for every variant, so it dispatches here. */
-static void gather_any(sl_train *t, float *full)
-{
-    if (t->variant == V_SHARDED) {
-        gather_weights(t, full);
-    } else if (t->rank == 0) {
-        size_t first, count;
-        sl_k_memcpy(t->be, full, weights(t, &first, &count), t->m->nparams * sizeof(float), SL_K_D2H);
-    }
-}
-
 static const sl_technique tech = {
-    .program = {
-        .name = "test_train",
-        .summary = "a small technique through the training layer",
-        .uses = SL_USES_BACKEND | SL_USES_COLL,
-        .colls = (1u << SL_COLL_MPI) | (1u << SL_COLL_RING),
-        .default_coll = SL_COLL_MPI,
-        .default_iters = 3,
-        .default_warmup = 1,
-        .extra = opts,
-    },
-    .variants = names,
-    .nvariants = NVARIANTS,
-    .variant_mask = &opt_variants,
-    .setup = setup,
-    .step = step,
-    .weights = weights,
-    .gather_weights = gather_any,
-    .free = release,
-    .bytes_model = bytes_model,
-    .row = row,
-    .columns = columns,
-    .ncolumns = (int)(sizeof columns / sizeof columns[0]),
+    .program = {.name = "test_train", .summary = "a small technique through the training layer",
+                .uses = SL_USES_BACKEND | SL_USES_COLL, .colls = (1u << SL_COLL_MPI) | (1u << SL_COLL_RING),
+                .default_coll = SL_COLL_MPI, .default_iters = 3, .default_warmup = 1, .extra = opts},
+    .variants = names, .nvariants = NVARIANTS, .variant_mask = &opt_variants,
+    .setup = setup, .step = step, .weights = weights, .gather_weights = gather_weights, .free = release,
+    .bytes_model = bytes_model, .row = row,
+    .columns = columns, .ncolumns = (int)(sizeof columns / sizeof columns[0]),
 };
 
 int main(int argc, char **argv)
