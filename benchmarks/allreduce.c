@@ -35,11 +35,21 @@
 #include "sl_coll.h"
 #include "sl_half.h"
 
-enum { OP_ALLREDUCE, OP_REDUCE_SCATTER, OP_ALLGATHER, OP_BROADCAST };
-static const sl_collective op_coll[] = {SL_CO_ALLREDUCE, SL_CO_REDUCE_SCATTER, SL_CO_ALLGATHER,
-                                        SL_CO_BROADCAST};
-enum { MODE_LATENCY = 1, MODE_THROUGHPUT = 2 };
-enum { PLACE_OUT = 1, PLACE_IN = 2 };
+/* The operations measured (X: id, --op name, the communication layer's collective), the
+ * timing modes and the placements; --mode and --place take bit masks of the last two. */
+#define OP_LIST(X)                                                                            \
+    X(OP_ALLREDUCE, "allreduce", SL_CO_ALLREDUCE)                                             \
+    X(OP_REDUCE_SCATTER, "reduce_scatter", SL_CO_REDUCE_SCATTER)                              \
+    X(OP_ALLGATHER, "allgather", SL_CO_ALLGATHER) X(OP_BROADCAST, "broadcast", SL_CO_BROADCAST)
+#define MODE_LIST(X) X(M_LATENCY, "latency") X(M_THROUGHPUT, "throughput")
+#define PLACE_LIST(X) X(P_OUT, "out") X(P_IN, "in")
+SL_ENUM(op_id, OP_LIST, NOPS);
+SL_ENUM(mode_id, MODE_LIST, NMODES);
+SL_ENUM(place_id, PLACE_LIST, NPLACES);
+#define OP_COLL(id, name, coll) coll,
+static const sl_collective op_coll[NOPS] = {OP_LIST(OP_COLL)};
+enum { MODE_LATENCY = 1u << M_LATENCY, MODE_THROUGHPUT = 1u << M_THROUGHPUT };
+enum { PLACE_OUT = 1u << P_OUT, PLACE_IN = 1u << P_IN };
 
 /* Technique options. */
 static int opt_op = OP_ALLREDUCE;
@@ -52,13 +62,13 @@ static size_t opt_cold = 0; /* 0: four times the last-level cache, within [64M, 
 static size_t opt_segment = 0; /* 0: the communication layer's default (SL_COLL_SEGMENT) */
 
 static const sl_opt extra_opts[] = {
-    {"op", 0, SL_OPT_CHOICE, &opt_op, 0, 0, "allreduce|reduce_scatter|allgather|broadcast", 0,
+    {"op", 0, SL_OPT_CHOICE, &opt_op, 0, 0, SL_ENUM_CHOICES(OP_LIST), 0,
      "collective to measure (default allreduce)"},
     {"redop", 0, SL_OPT_CHOICE, &opt_redop, 0, 0, "sum|max|min|avg", 0,
      "reduction of allreduce and reduce_scatter (default sum)"},
-    {"mode", 0, SL_OPT_CHOICE_LIST, &opt_modes, 0, 0, "latency|throughput", 0,
+    {"mode", 0, SL_OPT_CHOICE_LIST, &opt_modes, 0, 0, SL_ENUM_CHOICES(MODE_LIST), 0,
      "latency: each operation timed alone after a barrier; throughput: back to back (default all)"},
-    {"place", 0, SL_OPT_CHOICE_LIST, &opt_places, 0, 0, "out|in", 0,
+    {"place", 0, SL_OPT_CHOICE_LIST, &opt_places, 0, 0, SL_ENUM_CHOICES(PLACE_LIST), 0,
      "out of place and/or in place (default all; broadcast is in place only)"},
     {"root", 0, SL_OPT_INT, &opt_root, 0, 1 << 20, NULL, 0, "broadcast root (default 0)"},
     {"reps", 0, SL_OPT_INT, &opt_reps, 1, 1000, NULL, 0,

@@ -30,16 +30,14 @@
 #include "sl_half.h"
 #include "sl_rng.h"
 
-enum {
-    K_GEMM, K_BIAS, K_BIAS_GRAD, K_RELU, K_GELU, K_GELU_BWD, K_MSE, K_XENT, K_SGD, K_ADAMW, K_CAST, K_SCALE,
-    K_AXPBY, K_CONV_FWD, K_CONV_BWD_DATA, K_CONV_BWD_FILTER, K_RNG, NKERNELS
-};
-static const char *const kernel_names[NKERNELS] = {
-    "gemm",  "bias_add", "bias_grad", "relu",  "gelu", "gelu_bwd", "mse", "softmax_xent", "sgd", "adamw",
-    "cast",  "scale_check", "axpby", "conv_fwd", "conv_bwd_data", "conv_bwd_filter", "rng_normal"};
-#define KERNEL_CHOICES                                                                       \
-    "gemm|bias_add|bias_grad|relu|gelu|gelu_bwd|mse|softmax_xent|sgd|adamw|cast|scale_check|axpby|" \
-    "conv_fwd|conv_bwd_data|conv_bwd_filter|rng_normal"
+#define KERNEL_LIST(X)                                                                        \
+    X(K_GEMM, "gemm") X(K_BIAS, "bias_add") X(K_BIAS_GRAD, "bias_grad") X(K_RELU, "relu")       \
+    X(K_GELU, "gelu") X(K_GELU_BWD, "gelu_bwd") X(K_MSE, "mse") X(K_XENT, "softmax_xent")       \
+    X(K_SGD, "sgd") X(K_ADAMW, "adamw") X(K_CAST, "cast") X(K_SCALE, "scale_check")             \
+    X(K_AXPBY, "axpby") X(K_CONV_FWD, "conv_fwd") X(K_CONV_BWD_DATA, "conv_bwd_data")          \
+    X(K_CONV_BWD_FILTER, "conv_bwd_filter") X(K_RNG, "rng_normal")
+SL_ENUM(kernel_id, KERNEL_LIST, NKERNELS);
+static const char *const kernel_names[NKERNELS] = SL_ENUM_NAMES(KERNEL_LIST);
 
 static long long opt_gemm_n = 2048;
 static long long opt_elems = 16 << 20;
@@ -55,7 +53,7 @@ static const sl_opt extra_opts[] = {
      "elements of the element-wise kernels (default 16777216)"},
     {"copy-bytes", 0, SL_OPT_SIZE, &opt_copy_bytes, 8 << 20, 1LL << 40, NULL, 0,
      "bytes of the bandwidth probe copy (default 256M)"},
-    {"kernels", 'k', SL_OPT_CHOICE_LIST, &opt_kernels, 0, 0, KERNEL_CHOICES, 0,
+    {"kernels", 'k', SL_OPT_CHOICE_LIST, &opt_kernels, 0, 0, SL_ENUM_CHOICES(KERNEL_LIST), 0,
      "kernels to run (default all)"},
     {"train-steps", 0, SL_OPT_INT, &opt_train_steps, 0, 1000000, NULL, 0,
      "instead of the kernels, train the MLP this many steps and print the loss curve"},

@@ -32,9 +32,11 @@
 #include "scalelab.h"
 #include "sl_rng.h"
 
-enum { V_SERIAL, V_RACY, V_MUTEX, V_ATOMIC, V_PARTIAL, V_OPENMP, NVARIANTS };
-static const char *const variant_names[NVARIANTS] = {"serial", "racy",    "mutex",
-                                                     "atomic", "partial", "openmp"};
+#define MAE_VARIANTS(X)                                                                    \
+    X(V_SERIAL, "serial") X(V_RACY, "racy") X(V_MUTEX, "mutex") X(V_ATOMIC, "atomic")        \
+    X(V_PARTIAL, "partial") X(V_OPENMP, "openmp")
+SL_ENUM(mae_variant, MAE_VARIANTS, NVARIANTS);
+static const char *const variant_names[NVARIANTS] = SL_ENUM_NAMES(MAE_VARIANTS);
 
 /* Technique options (filled by the parser). */
 static long long opt_samples = 4 << 20;
@@ -49,7 +51,7 @@ static const sl_opt extra_opts[] = {
     {"features", 'M', SL_OPT_INT, &opt_features, 1, 4096, NULL, 0, "M: features per sample (default 8)"},
     {"threads", 't', SL_OPT_INT_LIST, &opt_threads, 1, 1024, NULL, 1,
      "thread counts to sweep, e.g. 1,2,4; max = 1,2,4,... up to the CPUs this rank may use (default)"},
-    {"variants", 0, SL_OPT_CHOICE_LIST, &opt_variants, 0, 0, "serial|racy|mutex|atomic|partial|openmp", 0,
+    {"variants", 0, SL_OPT_CHOICE_LIST, &opt_variants, 0, 0, SL_ENUM_CHOICES(MAE_VARIANTS), 0,
      "variants to run (default all; serial always runs, as the baseline)"},
     {"seed", 0, SL_OPT_INT, &opt_seed, 0, 1LL << 62, NULL, 0, "data generator seed (default 42)"},
     {0},
