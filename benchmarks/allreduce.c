@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "kernels.h"
+#include "probe.h"
 #include "scalelab.h"
 #include "sl_coll.h"
 #include "sl_half.h"
@@ -214,19 +215,6 @@ static void body_throughput(void *arg)
     for (int i = 0; i < b->nops; i++) one_op(b);
 }
 
-/* Host image of a device (or host) region. */
-static void fetch(const bench *b, void *host, const void *src, size_t bytes)
-{
-    if (b->be == SL_BACKEND_CUDA) sl_k_memcpy(b->be, host, src, bytes, SL_K_D2H);
-    else memcpy(host, src, bytes);
-}
-
-static void store(const bench *b, void *dst, const void *host, size_t bytes)
-{
-    if (b->be == SL_BACKEND_CUDA) sl_k_memcpy(b->be, dst, host, bytes, SL_K_H2D);
-    else memcpy(dst, host, bytes);
-}
-
 /* One call on set 0 with fresh data, compared exactly with the reference on every rank.
  * Returns the number of wrong elements over all ranks; *worst: the largest difference. */
 static long check(bench *b, unsigned k, double *worst, char *msg, size_t msglen)
@@ -243,16 +231,16 @@ static long check(bench *b, unsigned k, double *worst, char *msg, size_t msglen)
     memset(h, 0xA5, out_elems * es);
     if (b->op == OP_ALLGATHER || (b->op == OP_BROADCAST && ctx->rank != b->root) ||
         (!b->inplace && b->op != OP_BROADCAST))
-        store(b, r, h, out_elems * es);
+        sl_k_memcpy(b->be, r, h, out_elems * es, SL_K_H2D);
     size_t first = b->op == OP_ALLGATHER ? (size_t)ctx->rank * n : 0;
     int src_rank = b->op == OP_BROADCAST ? b->root : ctx->rank;
     if (b->op != OP_BROADCAST || ctx->rank == b->root) {
         for (size_t i = 0; i < in_elems; i++) sl_elem_put(h, i, b->t, val(src_rank, first + i, k));
-        store(b, s, h, in_elems * es);
+        sl_k_memcpy(b->be, s, h, in_elems * es, SL_K_H2D);
     }
     int rc = call(b, 0);
     if (rc) SL_FATAL("%s: %s", sl_coll_name(b->c->impl), sl_coll_strerror(rc));
-    fetch(b, h, r, out_elems * es);
+    sl_k_memcpy(b->be, h, r, out_elems * es, SL_K_D2H);
     /* For the tests of the check itself: SL_TEST_CORRUPT=1 spoils one element on the last
      * rank, which must then be reported and make the program exit 1. */
     const char *corrupt = getenv("SL_TEST_CORRUPT");
@@ -463,37 +451,21 @@ static void sweep_impl(sl_ctx *ctx, sl_comm *c, sl_backend be, sl_dtype t, char 
     ser->ran = 1;
 }
 
-/* Memory bandwidth per rank, every rank copying at once: the ceiling for data that must pass
- * through memory, which on one node is how every message travels. */
-typedef struct copy_probe { char *a, *b; size_t bytes; } copy_probe;
-static void body_copy(void *arg)
-{
-    copy_probe *p = arg;
-    memcpy(p->b, p->a, p->bytes);
-}
-
+/* Memory bandwidth per rank, every rank copying at once on one thread (kernels/probe.h): the
+ * ceiling for data that must pass through memory, which on one node is how every message
+ * travels. STREAM counts a copy as reading and writing the bytes. */
 static double memory_bandwidth(sl_ctx *ctx, size_t bytes)
 {
-    copy_probe p = {.bytes = bytes};
-    p.a = sl_alloc(SL_MEM_OTHER, bytes);
-    p.b = sl_alloc(SL_MEM_OTHER, bytes);
-    memset(p.a, 1, bytes);
+    sl_probe p;
+    sl_probe_init(&p, SL_PROBE_COPY, SL_BACKEND_CPU, bytes, 1);
     sl_stats st;
-    sl_time_loop_n(ctx, 2, 5, body_copy, &p, &st);
-    /* STREAM counts a copy as reading and writing the bytes. */
-    double bw = 2.0 * (double)bytes / st.median / 1e9;
+    double bw = sl_probe_run(ctx, &p, 2, 5, &st) / st.median / 1e9;
     sl_result r;
-    sl_result_init(ctx, &r, "memcpy");
-    r.backend = "cpu";
+    sl_probe_result(ctx, &p, &st, &r, "memcpy", "copy_bw_per_rank", bw);
     sl_result_param_str(&r, "mode", "probe");
     sl_result_param_num(&r, "bytes", (double)bytes);
-    sl_result_set_time(&r, &st);
-    sl_result_metric(&r, "copy_bw_per_rank", bw, "GB/s");
-    snprintf(r.headline, sizeof r.headline, "copy_bw_per_rank");
-    sl_result_check(&r, SL_CHECK_NONE, 0, "bandwidth probe: nothing to check");
     sl_result_emit(ctx, &r);
-    sl_free(p.a);
-    sl_free(p.b);
+    sl_probe_free(&p);
     return bw;
 }
 

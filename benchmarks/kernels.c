@@ -26,6 +26,7 @@
 
 #include "kernels.h"
 #include "mlp.h"
+#include "probe.h"
 #include "ref.h"
 #include "train_ref.h"
 #include "scalelab.h"
@@ -244,32 +245,21 @@ static double bench_gemm(run *R, sl_dtype dt, row *probe)
     return flops / st.min; /* as a peak: the fastest iteration */
 }
 
-typedef struct copy_args {
-    sl_backend be;
-    void *dst, *src;
-    size_t bytes;
-} copy_args;
-
-static void copy_fn(void *p)
-{
-    copy_args *c = p;
-    sl_k_memcpy(c->be, c->dst, c->src, c->bytes, SL_K_D2D);
-}
-
+/* The bandwidth probe: a copy in the backend's memory by its own copy (kernels/probe.h). */
 static double bench_copy(run *R, row *probe)
 {
-    copy_args c = {R->be, dev(R, opt_copy_bytes), dev(R, opt_copy_bytes), opt_copy_bytes};
-    sl_k_fill(R->be, SL_F32, opt_copy_bytes / 4, c.src, 1.0);
+    sl_probe p;
+    sl_probe_init(&p, SL_PROBE_COPY, R->be, opt_copy_bytes, 0);
     sl_stats st;
-    measure(R, copy_fn, &c, &st);
-    row w = {.kernel = "peak_copy", .dt = SL_F32, .st = st, .flops = 0.0,
-             .bytes = 2.0 * opt_copy_bytes, .pass = -1};
+    row w = {.kernel = "peak_copy", .dt = SL_F32, .flops = 0.0, .pass = -1};
+    w.bytes = sl_probe_run(R->ctx, &p, (int)R->ctx->opt.warmup, (int)R->ctx->opt.iters, &st);
+    w.st = st;
     snprintf(w.shape, sizeof w.shape, "%zu MiB", opt_copy_bytes >> 20);
     snprintf(w.msg, sizeof w.msg, "bandwidth probe");
     *probe = w;
     /* a peak is the best the machine did: the fastest iteration, not the median */
     R->peak_bw = w.bytes / st.min;
-    sl_k_free(R->be, c.dst), sl_k_free(R->be, c.src);
+    sl_probe_free(&p);
     return R->peak_bw;
 }
 

@@ -299,3 +299,10 @@ void sl_k_rng_normal(sl_backend be, uint64_t seed, uint64_t first, size_t n, flo
 {
     if (n) ops(be)->rng_normal(seed, first, n, x, mean, stddev);
 }
+
+/* Memory probe */
+
+double sl_k_read_sum(sl_backend be, size_t n, const double *x)
+{
+    return n ? ops(be)->read_sum(n, x) : 0.0;
+}

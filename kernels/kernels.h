@@ -200,4 +200,9 @@ void sl_k_rng_uniform(sl_backend be, uint64_t seed, uint64_t first, size_t n, fl
 void sl_k_rng_normal(sl_backend be, uint64_t seed, uint64_t first, size_t n, float *x,
                      float mean, float stddev);
 
+/* Memory probe ------------------------------------------------------------------------------ */
+
+/* The sum of x[n], every element read once: the kernel of the read-bandwidth probe (probe.h). */
+double sl_k_read_sum(sl_backend be, size_t n, const double *x);
+
 #endif
