@@ -154,7 +154,6 @@ static void emit(run *R, const char *kernel, sl_dtype dt, const char *shape, con
     /* a memory-bound kernel (or a copy) is summarised by its bandwidth, the rest by FLOP/s */
     int by_bandwidth = isnan(flops) || flops == 0 || strcmp(bound, "memory") == 0;
     snprintf(r.headline, sizeof r.headline, by_bandwidth ? "gbps" : "gflops");
-    sl_result_add_counters(R->ctx, &r);
     sl_result_emit(R->ctx, &r);
 }
 

@@ -460,7 +460,6 @@ static void sweep_dtype(sl_ctx *ctx, sl_dtype dtype, const int *threads, int nth
             } else {
                 sl_result_check(&r, SL_CHECK_PASS, 0, NULL);
             }
-            sl_result_add_counters(ctx, &r);
             sl_result_emit(ctx, &r);
         }
     }

@@ -68,7 +68,8 @@ void sl_result_check(sl_result *r, sl_check_status status, double error, const c
     __attribute__((format(printf, 4, 5)));
 
 /* Rank 0 writes and flushes the jsonl row and prints the table row; a failed check sets the
- * program's exit status to 1. Must be called on every rank (only rank 0 writes). */
+ * program's exit status to 1. Must be called on every rank (only rank 0 writes). A row with a
+ * time from sl_time_loop and no counters of its own carries that loop's --papi counters. */
 void sl_result_emit(struct sl_ctx *ctx, const sl_result *r);
 
 /* Serialises r as one JSON object (no newline) into j; used by emit and by the tests. */
