@@ -27,30 +27,35 @@ double sl_ref_act_grad(sl_act a, double x)
     return a == SL_ACT_RELU ? (x > 0) : a == SL_ACT_GELU ? sl_ref_gelu_grad(x) : 1.0;
 }
 
-/* Adds one term t to a sum and its bookkeeping. */
-static void add_term(double t, double *sum, double *mag, double *terms)
+/* A sum with what its rounding bound needs: the sum of |terms| and their count. */
+typedef struct sum {
+    double s, mag, terms;
+} sum;
+
+static void add_term(sum *a, double t)
 {
-    *sum += t;
-    *mag += fabs(t);
-    *terms += 1;
+    a->s += t;
+    a->mag += fabs(t);
+    a->terms += 1;
 }
 
-static void put(double *out, double v)
+static double finish(const sum *a, double *mag, double *terms)
 {
-    if (out) *out = v;
+    if (mag) *mag = a->mag;
+    if (terms) *terms = a->terms;
+    return a->s;
 }
 
 double sl_ref_gemm_at(int transa, int transb, int k, const float *a, int lda, const float *b,
                       int ldb, int i, int j, double *mag)
 {
-    double s = 0, m = 0, n = 0;
+    sum d = {0, 0, 0};
     for (int p = 0; p < k; p++) {
         double x = transa ? a[(size_t)p * lda + i] : a[(size_t)i * lda + p];
         double y = transb ? b[(size_t)j * ldb + p] : b[(size_t)p * ldb + j];
-        add_term(x * y, &s, &m, &n);
+        add_term(&d, x * y);
     }
-    put(mag, m);
-    return s;
+    return finish(&d, mag, NULL);
 }
 
 double sl_ref_mse(size_t n, const float *y, const float *t, double norm, double *dy)
@@ -109,35 +114,41 @@ static size_t yi(const sl_conv2d *cv, int b, int k, int p, int q)
     return (((size_t)b * cv->k + k) * cv->p + p) * cv->q + q;
 }
 
-/* The input row (column) tap i of output row p reads, or -1 in the padding. */
-static int in_at(int p, int stride, int pad, int i, int size)
+/* The input pixel (h, w) that tap (i, j) of output pixel (p, q) reads; 0 in the padding. */
+static int tap(const sl_conv2d *cv, int p, int q, int i, int j, int *h, int *w)
 {
-    int h = p * stride - pad + i;
-    return h >= 0 && h < size ? h : -1;
+    *h = p * cv->stride_h - cv->pad_h + i;
+    *w = q * cv->stride_w - cv->pad_w + j;
+    return *h >= 0 && *h < cv->h && *w >= 0 && *w < cv->w;
+}
+
+/* The four indices of entry idx of an array [*][n1][n2][n3]. */
+static void split4(size_t idx, int n1, int n2, int n3, int *i0, int *i1, int *i2, int *i3)
+{
+    *i3 = (int)(idx % (size_t)n3), idx /= (size_t)n3;
+    *i2 = (int)(idx % (size_t)n2), idx /= (size_t)n2;
+    *i1 = (int)(idx % (size_t)n1), *i0 = (int)(idx / (size_t)n1);
 }
 
 double sl_ref_conv2d_forward_at(const sl_conv2d *cv, const float *x, const float *w, size_t idx,
                                 double *mag, double *terms)
 {
-    int q = (int)(idx % cv->q), p = (int)(idx / cv->q % cv->p);
-    int k = (int)(idx / ((size_t)cv->p * cv->q) % cv->k), b = (int)(idx / ((size_t)cv->p * cv->q * cv->k));
-    double s = 0, m = 0, n = 0;
+    int b, k, p, q, h, ww;
+    split4(idx, cv->k, cv->p, cv->q, &b, &k, &p, &q);
+    sum y = {0, 0, 0};
     for (int c = 0; c < cv->c; c++)
         for (int i = 0; i < cv->r; i++)
-            for (int j = 0; j < cv->s; j++) {
-                int h = in_at(p, cv->stride_h, cv->pad_h, i, cv->h), ww = in_at(q, cv->stride_w, cv->pad_w, j, cv->w);
-                if (h >= 0 && ww >= 0) add_term((double)x[xi(cv, b, c, h, ww)] * w[wi(cv, k, c, i, j)], &s, &m, &n);
-            }
-    put(mag, m), put(terms, n);
-    return s;
+            for (int j = 0; j < cv->s; j++)
+                if (tap(cv, p, q, i, j, &h, &ww)) add_term(&y, (double)x[xi(cv, b, c, h, ww)] * w[wi(cv, k, c, i, j)]);
+    return finish(&y, mag, terms);
 }
 
 double sl_ref_conv2d_backward_data_at(const sl_conv2d *cv, const float *dy, const float *w,
                                       size_t idx, double *mag, double *terms)
 {
-    int ww = (int)(idx % cv->w), h = (int)(idx / cv->w % cv->h);
-    int c = (int)(idx / ((size_t)cv->w * cv->h) % cv->c), b = (int)(idx / ((size_t)cv->w * cv->h * cv->c));
-    double s = 0, m = 0, n = 0;
+    int b, c, h, ww;
+    split4(idx, cv->c, cv->h, cv->w, &b, &c, &h, &ww);
+    sum dx = {0, 0, 0};
     for (int k = 0; k < cv->k; k++)
         for (int i = 0; i < cv->r; i++)
             for (int j = 0; j < cv->s; j++) {
@@ -145,25 +156,20 @@ double sl_ref_conv2d_backward_data_at(const sl_conv2d *cv, const float *dy, cons
                 int hp = h + cv->pad_h - i, wq = ww + cv->pad_w - j;
                 if (hp < 0 || wq < 0 || hp % cv->stride_h || wq % cv->stride_w) continue;
                 int p = hp / cv->stride_h, q = wq / cv->stride_w;
-                if (p >= cv->p || q >= cv->q) continue;
-                add_term((double)dy[yi(cv, b, k, p, q)] * w[wi(cv, k, c, i, j)], &s, &m, &n);
+                if (p < cv->p && q < cv->q) add_term(&dx, (double)dy[yi(cv, b, k, p, q)] * w[wi(cv, k, c, i, j)]);
             }
-    put(mag, m), put(terms, n);
-    return s;
+    return finish(&dx, mag, terms);
 }
 
 double sl_ref_conv2d_backward_filter_at(const sl_conv2d *cv, const float *x, const float *dy,
                                         size_t idx, double *mag, double *terms)
 {
-    int j = (int)(idx % cv->s), i = (int)(idx / cv->s % cv->r);
-    int c = (int)(idx / ((size_t)cv->s * cv->r) % cv->c), k = (int)(idx / ((size_t)cv->s * cv->r * cv->c));
-    double s = 0, m = 0, n = 0;
+    int k, c, i, j, h, ww;
+    split4(idx, cv->c, cv->r, cv->s, &k, &c, &i, &j);
+    sum dw = {0, 0, 0};
     for (int b = 0; b < cv->n; b++)
         for (int p = 0; p < cv->p; p++)
-            for (int q = 0; q < cv->q; q++) {
-                int h = in_at(p, cv->stride_h, cv->pad_h, i, cv->h), ww = in_at(q, cv->stride_w, cv->pad_w, j, cv->w);
-                if (h >= 0 && ww >= 0) add_term((double)x[xi(cv, b, c, h, ww)] * dy[yi(cv, b, k, p, q)], &s, &m, &n);
-            }
-    put(mag, m), put(terms, n);
-    return s;
+            for (int q = 0; q < cv->q; q++)
+                if (tap(cv, p, q, i, j, &h, &ww)) add_term(&dw, (double)x[xi(cv, b, c, h, ww)] * dy[yi(cv, b, k, p, q)]);
+    return finish(&dw, mag, terms);
 }
