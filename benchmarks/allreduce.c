@@ -320,17 +320,17 @@ typedef struct series {  /* one implementation's sweep, for the model and the su
 } series;
 
 static const sl_column columns[] = {
-    {"coll", "", "collective", 7, 0, 0},
-    {"place", "", "place", 6, 0, 0},
-    {"mode", "", "mode", 11, 0, 0},
+    SL_COL("coll", "collective", 7),
+    SL_COL("place", "place", 6),
+    SL_COL("mode", "mode", 11),
     {"size", "B", "bytes", 11, 0, 0},
     {"count", "elts", "count", 10, 0, 0},
-    {"iters", "", "iterations", 6, 0, 0},
-    {"time", "us", "time.median", 11, 2, 1e6},
-    {"p95", "us", "time.p95", 11, 2, 1e6},
+    SL_COL("iters", "iterations", 6),
+    SL_COL_TIME("us", 1e6, 2, 11),
+    SL_COL_P95("us", 1e6, 2, 11),
     {"algbw", "GB/s", "algbw", 9, 3, 0},
     {"busbw", "GB/s", "busbw", 9, 3, 0},
-    {"check", "", "check", 6, 0, 0},
+    SL_COL_CHECK(6),
 };
 
 static double bus_factor(int op, int n)

@@ -76,16 +76,16 @@ static const sl_program program = {
 };
 
 static const sl_column columns[] = {
-    {"kernel", "", "variant", 16, 0, 0},
-    {"dtype", "", "dtype", 6, 0, 0},
-    {"shape", "", "shape", 18, 0, 0},
-    {"time", "ms", "time.median", 10, 3, 1e3},
+    SL_COL("kernel", "variant", 16),
+    SL_COL("dtype", "dtype", 6),
+    SL_COL("shape", "shape", 18),
+    SL_COL_TIME("ms", 1e3, 3, 10),
     {"GFLOP/s", "", "gflops", 9, 1, 0},
     {"GB/s", "", "gbps", 8, 1, 0},
     {"AI", "flop/B", "ai", 8, 2, 0},
     {"roof", "%", "roof_fraction", 6, 1, 100},
-    {"bound", "", "bound", 8, 0, 0},
-    {"check", "", "check", 8, 0, 0},
+    SL_COL("bound", "bound", 8),
+    SL_COL_CHECK(8),
 };
 
 /* The run ------------------------------------------------------------------------------- */

@@ -337,11 +337,11 @@ static double measure_read_bw(sl_ctx *ctx, sl_probe *probe, int nt)
 /* The sweep ------------------------------------------------------------------------------ */
 
 static const sl_column columns[] = {
-    {"dtype", "", "dtype", 6, 0, 0},
-    {"threads", "", "threads", 8, 0, 0},
-    {"variant", "", "variant", 12, 0, 0},
-    {"time", "ms", "time.median", 10, 3, 1e3},
-    {"p95", "ms", "time.p95", 10, 3, 1e3},
+    SL_COL("dtype", "dtype", 6),
+    SL_COL("threads", "threads", 8),
+    SL_COL("variant", "variant", 12),
+    SL_COL_TIME("ms", 1e3, 3, 10),
+    SL_COL_P95("ms", 1e3, 3, 10),
     {"speedup", "x", "speedup", 9, 2, 0},
     {"eff_bw", "GB/s", "eff_bw", 9, 2, 0},
     {"read_bw", "GB/s", "read_bw", 9, 2, 0},
@@ -349,7 +349,7 @@ static const sl_column columns[] = {
     {"value", "sum|e|", "value", 14, 0, 0},
     {"diff", "", "diff_from_serial", 12, 0, 0},
     {"lost", "%", "lost_updates", 7, 2, 100},
-    {"check", "", "check", 13, 0, 0},
+    SL_COL_CHECK(13),
 };
 
 /* Thread counts: the list given, or 1, 2, 4, ... up to the CPUs this rank may use. */

@@ -91,6 +91,13 @@ typedef struct sl_column {
     double scale; /* 0 means 1 */
 } sl_column;
 
+/* The columns most tables share, written once: a name or count without unit, the median and
+ * p95 times in a unit (scale: seconds to that unit), the check. */
+#define SL_COL(title, key, width) {title, "", key, width, 0, 0}
+#define SL_COL_TIME(unit, scale, prec, width) {"time", unit, "time.median", width, prec, scale}
+#define SL_COL_P95(unit, scale, prec, width) {"p95", unit, "time.p95", width, prec, scale}
+#define SL_COL_CHECK(width) {"check", "", "check", width, 0, 0}
+
 /* Declares the table of this program; prints the header and units rows (rank 0). */
 void sl_table_begin(struct sl_ctx *ctx, const sl_column *cols, int ncols);
 
