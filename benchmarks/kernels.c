@@ -47,7 +47,6 @@ static long long opt_elems = 16 << 20;
 static size_t opt_copy_bytes = (size_t)256 << 20;
 static unsigned opt_kernels = ~0u;
 static long long opt_train_steps = 0;
-static long long opt_seed = 42;
 
 static const sl_opt extra_opts[] = {
     {"gemm-n", 0, SL_OPT_INT, &opt_gemm_n, 1, 65536, NULL, 0,
@@ -60,7 +59,6 @@ static const sl_opt extra_opts[] = {
      "kernels to run (default all)"},
     {"train-steps", 0, SL_OPT_INT, &opt_train_steps, 0, 1000000, NULL, 0,
      "instead of the kernels, train the MLP this many steps and print the loss curve"},
-    {"seed", 0, SL_OPT_INT, &opt_seed, 0, 1LL << 62, NULL, 0, "data seed (default 42)"},
     {0},
 };
 
@@ -72,6 +70,7 @@ static const sl_program program = {
     .default_dtype = SL_F32,
     .default_iters = 5,
     .default_warmup = 1,
+    .groups = {&sl_data_opts},
     .extra = extra_opts,
 };
 
@@ -180,7 +179,7 @@ static void *host_copy(run *R, const void *d, size_t bytes) { return sl_k_downlo
 static float *dev_randn(run *R, uint64_t stream, size_t n, float scale)
 {
     float *d = dev(R, n * sizeof(float));
-    sl_k_rng_normal(R->be, (uint64_t)opt_seed ^ stream, 0, n, d, 0.0f, scale);
+    sl_k_rng_normal(R->be, (uint64_t)sl_opt_seed ^ stream, 0, n, d, 0.0f, scale);
     return d;
 }
 
@@ -395,7 +394,7 @@ static void bench_ew(run *R, int kernel, sl_dtype dt)
     float *x = host_copy(R, e.x, n * 4), *z = host_copy(R, e.z, n * 4);
     if (kernel == K_BIAS_GRAD) sl_k_memset0(R->be, e.w, nw * 4); /* accumulates: from zero */
     float *w0 = host_copy(R, e.w, nw * 4);
-    sl_k_rng_normal(R->be, (uint64_t)opt_seed ^ 12, 0, n, e.y, 0.0f, 1.0f); /* y as generated */
+    sl_k_rng_normal(R->be, (uint64_t)sl_opt_seed ^ 12, 0, n, e.y, 0.0f, 1.0f); /* y as generated */
     float *y0 = host_copy(R, e.y, n * 4);
     sl_k_memset0(R->be, e.v, n * 4);
     if (e.hx) sl_k_cast(R->be, n, e.y, SL_F32, e.hy, dt, NULL);
@@ -524,13 +523,13 @@ static void train_demo(run *R, int steps)
     float *p = sl_k_malloc(be, SL_MEM_PARAMS, m.nparams * 4);
     sl_optim o = {.kind = SL_OPTIM_ADAMW, .adamw = {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f}};
     sl_task task;
-    sl_task_init(&task, be, in, out, (uint64_t)opt_seed, batch);
+    sl_task_init(&task, be, in, out, (uint64_t)sl_opt_seed, batch);
     double *curve = malloc((size_t)steps * sizeof *curve);
     if (!curve) SL_FATAL("out of memory for the loss curve");
     sl_note(R->ctx, "training a %d-layer %d-%d-%d ReLU MLP, batch %d, AdamW lr 1e-2, on the synthetic task (seed %lld)",
-            layers, in, hidden, out, batch, opt_seed);
+            layers, in, hidden, out, batch, sl_opt_seed);
     double t0 = sl_now();
-    sl_train_serial(&m, &task, &o, batch, steps, (uint64_t)opt_seed, p, curve); /* train_ref.h */
+    sl_train_serial(&m, &task, &o, batch, steps, (uint64_t)sl_opt_seed, p, curve); /* train_ref.h */
     double elapsed = sl_now() - t0;
     for (int s = 0; s < steps; s++)
         if (s % (steps >= 10 ? steps / 10 : 1) == 0 || s == steps - 1)

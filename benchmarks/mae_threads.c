@@ -42,7 +42,6 @@ static const char *const variant_names[NVARIANTS] = SL_ENUM_NAMES(MAE_VARIANTS);
 /* Technique options (filled by the parser). */
 static long long opt_samples = 4 << 20;
 static long long opt_features = 8;
-static long long opt_seed = 42;
 static sl_int_list opt_threads = {.is_max = 1};
 static unsigned opt_variants = ~0u;
 
@@ -54,7 +53,6 @@ static const sl_opt extra_opts[] = {
      "thread counts to sweep, e.g. 1,2,4; max = 1,2,4,... up to the CPUs this rank may use (default)"},
     {"variants", 0, SL_OPT_CHOICE_LIST, &opt_variants, 0, 0, SL_ENUM_CHOICES(MAE_VARIANTS), 0,
      "variants to run (default all; serial always runs, as the baseline)"},
-    {"seed", 0, SL_OPT_INT, &opt_seed, 0, 1LL << 62, NULL, 0, "data generator seed (default 42)"},
     {0},
 };
 
@@ -66,6 +64,7 @@ static const sl_program program = {
     .default_dtype = SL_F64,
     .default_iters = 10,
     .default_warmup = 2,
+    .groups = {&sl_data_opts},
     .extra = extra_opts,
 };
 
@@ -371,7 +370,7 @@ static int thread_counts(int *out, int max_out, int bound_cpus)
 
 static void sweep_dtype(sl_ctx *ctx, sl_dtype dtype, const int *threads, int nthreads_counts)
 {
-    uint64_t seed = (uint64_t)opt_seed;
+    uint64_t seed = (uint64_t)sl_opt_seed;
     size_t n = (size_t)opt_samples, m = (size_t)opt_features;
     dataset d = {.dtype = dtype, .m = m};
     d.first_row = n * (size_t)ctx->rank / (size_t)ctx->nranks;

@@ -494,3 +494,10 @@ void sl_options_print_help(const sl_program *p)
     print_opt_table(p->name, p->extra);
     printf("\nexit status: 0 ok, 1 a check failed, 2 usage error, 3 runtime error\n");
 }
+
+long long sl_opt_seed = 42;
+static const sl_opt data_opts[] = {
+    {"seed", 0, SL_OPT_INT, &sl_opt_seed, 0, 1LL << 62, NULL, 0, "seed of the generated data (default 42)"},
+    {0},
+};
+const sl_opt_group sl_data_opts = {"data", data_opts};
