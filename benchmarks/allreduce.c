@@ -1,5 +1,5 @@
 /* allreduce.c — collective communication: all-reduce, reduce-scatter, all-gather and broadcast
- * over a size sweep, for each implementation of the communication layer (common/sl_coll.h):
+ * over a size sweep, for each implementation of the communication layer (common/coll/sl_coll.h):
  * the MPI library, NCCL, ring, binomial tree, double binary tree, recursive halving/doubling.
  *
  * What is measured, as nccl-tests does:

@@ -1,8 +1,8 @@
 /* coll_device.h — what the communication layer needs from the device: memory, copies,
  * element-wise reductions on device buffers, streams, and NCCL.
  *
- * Defined in common/cuda/coll_device.cu and common/cuda/coll_nccl.cu when CUDA is built, and
- * as stubs in common/nocuda/ otherwise, so the C files of the layer contain no #if. This
+ * Defined in common/coll/cuda/coll_device.cu and coll_nccl.cu when CUDA is built, and
+ * as stubs in common/coll/nocuda/ otherwise, so the C files of the layer contain no #if. This
  * header is plain C without mpi.h because nvcc compiles its users without MPI's include path;
  * reduction ops are passed as int (values of sl_redop). */
 #ifndef SL_COLL_DEVICE_H

@@ -1,6 +1,6 @@
 /* coll_nccl.c — setting up the NCCL communicator of an sl_comm: rank 0 creates the unique id,
- * MPI broadcasts it, every rank joins. The NCCL calls themselves are in common/cuda/coll_nccl.cu
- * (stubs that say "NCCL not built" in common/nocuda/ and in CUDA builds without NCCL). */
+ * MPI broadcasts it, every rank joins. The NCCL calls themselves are in common/coll/cuda/coll_nccl.cu
+ * (stubs that say "NCCL not built" in common/coll/nocuda/ and in CUDA builds without NCCL). */
 #include "coll_internal.h"
 
 int slc_nccl_init(sl_comm *c)
