@@ -1,98 +1,12 @@
-/* coll_internal.h — what the files of the communication layer share: message tags, the
- * partition of a vector into chunks, local memory operations in the communicator's memory
- * space, the segmented point-to-point transport and the algorithm entry points. Not for
+/* coll_internal.h — the algorithm layer of the communication layer: the entry points of each
+ * implementation (mpi, nccl, ring, tree, dbtree, rhd) and the schedules of the non-blocking
+ * engine. Algorithms are written in the transport (coll_xfer.h) and the local operations
+ * (coll_local.h); only the dispatch (coll_comm.c) and set-up (coll_setup.c) call them. Not for
  * benchmarks: they use sl_coll.h. */
 #ifndef SL_COLL_INTERNAL_H
 #define SL_COLL_INTERNAL_H
 
-#include <stdint.h>
-#include <string.h>
-
-#include "coll_device.h"
-#include "sl_coll.h"
-#include "sl_error.h"
-
-/* Tags on the private communicator. Blocking collectives run one at a time, in the same order
- * on every rank, so one tag per kind of message is enough; point-to-point messages of the user
- * get SL_TAG_USER + tag so they can never match a collective's. */
-enum {
-    SL_TAG_RING = 1, SL_TAG_TREE, SL_TAG_DBTREE_UP, SL_TAG_DBTREE_DOWN = SL_TAG_DBTREE_UP + 2,
-    SL_TAG_RHD = SL_TAG_DBTREE_DOWN + 2, SL_TAG_RHD_FOLD, SL_TAG_CHAIN,
-    SL_TAG_USER = 1 << 10,
-};
-
-/* Element i of a typed buffer. */
-static inline void *slc_at(const void *p, size_t i, sl_dtype t)
-{
-    return (char *)(uintptr_t)p + i * sl_dtype_size(t);
-}
-
-/* The vector of `count` elements cut into n chunks whose sizes differ by at most one (the
- * first count % n chunks are one longer): works for any count, including count < n and 0. */
-static inline size_t slc_chunk_off(size_t count, int n, int i)
-{
-    size_t q = count / (size_t)n, r = count % (size_t)n;
-    return (size_t)i * q + ((size_t)i < r ? (size_t)i : r);
-}
-static inline size_t slc_chunk_len(size_t count, int n, int i)
-{
-    return count / (size_t)n + ((size_t)i < count % (size_t)n ? 1 : 0);
-}
-static inline int slc_mod(int a, int n) { return ((a % n) + n) % n; }
-
-/* Elements per pipelining segment: c->seg_bytes rounded down to whole elements, at least one,
- * and at most 1 GiB so that every message size fits MPI's int count. */
-static inline size_t slc_seg_elems(const sl_comm *c, sl_dtype t)
-{
-    size_t b = c->seg_bytes < ((size_t)1 << 30) ? c->seg_bytes : ((size_t)1 << 30);
-    size_t e = b / sl_dtype_size(t);
-    return e ? e : 1;
-}
-
-/* Scratch owned by the communicator, grown on demand (contents are not kept when it grows):
- * SLC_WORK and SLC_SEG live in the buffers' space, SLC_WORK_HOST and SLC_STAGE in host memory
- * (pinned on a device communicator). */
-enum { SLC_WORK, SLC_WORK_HOST, SLC_SEG, SLC_STAGE };
-void *slc_scratch(sl_comm *c, int which, size_t bytes);
-
-/* Local operations on buffers in the communicator's space. */
-void slc_copy(sl_comm *c, void *dst, const void *src, size_t bytes);
-/* dst[i] = a[i] op b[i]; dst may be a or b. op avg combines as sum. */
-void slc_reduce(sl_comm *c, void *dst, const void *a, const void *b, size_t n, sl_dtype t,
-                sl_redop op);
-/* The avg epilogue: buf[i] /= nranks (no-op for other ops). */
-void slc_finish_avg(sl_comm *c, void *buf, size_t n, sl_dtype t, sl_redop op);
-
-/* Host element-wise kernels (coll_reduce_ops.c). */
-void sl_reduce_host(void *dst, const void *a, const void *b, size_t n, sl_dtype t, sl_redop op);
-void sl_divide_host(void *buf, size_t n, sl_dtype t, int divisor);
-
-/* The transport every suite algorithm is written in (coll_xfer.c): sends sn elements of sbuf
- * to rank `to` while receiving rn elements from rank `from`. With op == SL_NREDOPS the received
- * data is stored in dst; otherwise dst = a op received (dst may be a). Either side may be
- * absent (count 0 or rank MPI_PROC_NULL). Messages are cut into segments of c->seg_bytes and
- * double-buffered so that segment i is reduced while segment i+1 arrives; both ends compute
- * the same segmentation from the count. Device buffers are staged through pinned host memory
- * when MPI cannot take them. Blocking. */
-void slx_xchg(sl_comm *c, const void *sbuf, size_t sn, int to, void *dst, const void *a,
-              size_t rn, int from, sl_dtype t, sl_redop op, int tag);
-static inline void slx_send(sl_comm *c, const void *buf, size_t n, sl_dtype t, int to, int tag)
-{
-    slx_xchg(c, buf, n, to, NULL, NULL, 0, MPI_PROC_NULL, t, SL_NREDOPS, tag);
-}
-static inline void slx_recv(sl_comm *c, void *buf, size_t n, sl_dtype t, int from, int tag)
-{
-    slx_xchg(c, NULL, 0, MPI_PROC_NULL, buf, NULL, n, from, t, SL_NREDOPS, tag);
-}
-static inline void slx_recv_reduce(sl_comm *c, void *dst, const void *a, size_t n, sl_dtype t,
-                                   sl_redop op, int from, int tag)
-{
-    slx_xchg(c, NULL, 0, MPI_PROC_NULL, dst, a, n, from, t, op, tag);
-}
-
-/* The argument checks of sl_coll_allreduce, shared with sl_coll_iallreduce. */
-int slc_check_allreduce(const sl_comm *c, const void *s, const void *r, size_t n, sl_dtype t,
-                        sl_redop op);
+#include "coll_xfer.h"
 
 /* Algorithms: arguments are already validated; count > 0; c->size > 1. */
 int slc_mpi_init(sl_comm *c);
@@ -111,6 +25,15 @@ MPI_Op slc_mpi_op(const sl_comm *c, sl_dtype t, sl_redop op);
 int slc_nccl_init(sl_comm *c);
 int slc_nccl_op(sl_redop op); /* the op passed to NCCL (avg -> sum, divided afterwards) */
 void slc_nccl_free(sl_comm *c);
+int slc_nccl_allreduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t, sl_redop op);
+int slc_nccl_reduce_scatter(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t,
+                            sl_redop op);
+int slc_nccl_allgather(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t);
+int slc_nccl_broadcast(sl_comm *c, void *buf, size_t n, sl_dtype t, int root);
+int slc_nccl_reduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t, sl_redop op,
+                    int root);
+int slc_nccl_send(sl_comm *c, const void *buf, size_t n, sl_dtype t, int peer);
+int slc_nccl_recv(sl_comm *c, void *buf, size_t n, sl_dtype t, int peer);
 
 int slc_ring_allreduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t, sl_redop op);
 int slc_ring_reduce_scatter(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t,

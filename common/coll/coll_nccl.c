@@ -14,8 +14,70 @@ int slc_nccl_init(sl_comm *c)
     return SL_COLL_OK;
 }
 
+/* The op NCCL is asked for: avg as a sum, divided afterwards. NCCL's own ncclAvg multiplies
+ * each contribution by 1/n before adding for floating types, which rounds differently from
+ * the one division every other implementation does; the suite keeps one definition. */
+int slc_nccl_op(sl_redop op) { return op == SL_OP_AVG ? (int)SL_OP_SUM : (int)op; }
+
 void slc_nccl_free(sl_comm *c)
 {
     if (c->nccl) sl_nccl_comm_destroy(c->nccl);
     c->nccl = NULL;
+}
+
+/* The blocking collectives: enqueued on the communicator's stream, waited for, then the avg
+ * division (NCCL was asked for a sum). */
+int slc_nccl_allreduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t, sl_redop op)
+{
+    sl_nccl_allreduce(c->nccl, c->stream, s, r, n, t, slc_nccl_op(op));
+    sl_cdev_stream_sync(c->stream);
+    slc_finish_avg(c, r, n, t, op);
+    return SL_COLL_OK;
+}
+
+int slc_nccl_reduce_scatter(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t,
+                            sl_redop op)
+{
+    sl_nccl_reduce_scatter(c->nccl, c->stream, s, r, n, t, slc_nccl_op(op));
+    sl_cdev_stream_sync(c->stream);
+    slc_finish_avg(c, r, n, t, op);
+    return SL_COLL_OK;
+}
+
+int slc_nccl_allgather(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t)
+{
+    sl_nccl_allgather(c->nccl, c->stream, s, r, n, t);
+    sl_cdev_stream_sync(c->stream);
+    return SL_COLL_OK;
+}
+
+int slc_nccl_broadcast(sl_comm *c, void *buf, size_t n, sl_dtype t, int root)
+{
+    sl_nccl_broadcast(c->nccl, c->stream, buf, n, t, root);
+    sl_cdev_stream_sync(c->stream);
+    return SL_COLL_OK;
+}
+
+int slc_nccl_reduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t, sl_redop op,
+                    int root)
+{
+    sl_nccl_reduce(c->nccl, c->stream, s, r, n, t, slc_nccl_op(op), root);
+    sl_cdev_stream_sync(c->stream);
+    if (c->rank == root) slc_finish_avg(c, r, n, t, op);
+    return SL_COLL_OK;
+}
+
+int slc_nccl_send(sl_comm *c, const void *buf, size_t n, sl_dtype t, int peer)
+{
+    c->bytes_sent += n * sl_dtype_size(t);
+    sl_nccl_send(c->nccl, c->stream, buf, n, t, peer);
+    sl_cdev_stream_sync(c->stream);
+    return SL_COLL_OK;
+}
+
+int slc_nccl_recv(sl_comm *c, void *buf, size_t n, sl_dtype t, int peer)
+{
+    sl_nccl_recv(c->nccl, c->stream, buf, n, t, peer);
+    sl_cdev_stream_sync(c->stream);
+    return SL_COLL_OK;
 }

@@ -11,7 +11,7 @@
  * device memory; otherwise each outgoing segment is copied to pinned host memory before its
  * send, and each incoming one lands in pinned memory and is copied up to the device, where a
  * CUDA kernel reduces it. */
-#include "coll_internal.h"
+#include "coll_xfer.h"
 
 typedef struct xfer {
     sl_comm *c;
