@@ -191,7 +191,7 @@ static int call(bench *b, int k)
 static void one_op(bench *b)
 {
     int rc = call(b, b->next);
-    if (rc) SL_FATAL("%s %s: %s", sl_coll_name(b->c->impl), sl_collective_name(op_coll[b->op]),
+    if (rc) SL_FATAL("%s %s: %s", sl_coll_name(sl_comm_impl(b->c)), sl_collective_name(op_coll[b->op]),
                      sl_coll_strerror(rc));
     b->next = (b->next + 1) % b->nsets;
 }
@@ -241,7 +241,7 @@ static long check(bench *b, unsigned k, double *worst, char *msg, size_t msglen)
         store(b, s, h, in_elems * es);
     }
     int rc = call(b, 0);
-    if (rc) SL_FATAL("%s: %s", sl_coll_name(b->c->impl), sl_coll_strerror(rc));
+    if (rc) SL_FATAL("%s: %s", sl_coll_name(sl_comm_impl(b->c)), sl_coll_strerror(rc));
     fetch(b, h, r, out_elems * es);
     /* For the tests of the check itself: SL_TEST_CORRUPT=1 spoils one element on the last
      * rank, which must then be reported and make the program exit 1. */
@@ -369,8 +369,8 @@ static void emit_row(sl_ctx *ctx, bench *b, const char *mode, const sl_stats *st
                      sl_check_status cs, double err, const char *msg)
 {
     sl_result r;
-    sl_result_init(ctx, &r, sl_coll_name(b->c->impl));
-    r.collective = sl_coll_name(b->c->impl);
+    sl_result_init(ctx, &r, sl_coll_name(sl_comm_impl(b->c)));
+    r.collective = sl_coll_name(sl_comm_impl(b->c));
     r.dtype = sl_dtype_name(b->t);
     r.backend = sl_backend_name(b->be);
     sl_result_param_str(&r, "op", sl_collective_name(op_coll[b->op]));
@@ -382,8 +382,8 @@ static void emit_row(sl_ctx *ctx, bench *b, const char *mode, const sl_stats *st
     sl_result_param_num(&r, "count", (double)b->count);
     sl_result_param_num(&r, "ranks", ctx->nranks);
     sl_result_param_num(&r, "buffer_sets", b->nsets);
-    if (b->c->impl != SL_COLL_MPI && b->c->impl != SL_COLL_NCCL)
-        sl_result_param_num(&r, "segment_bytes", (double)b->c->seg_bytes);
+    if (sl_comm_impl(b->c) != SL_COLL_MPI && sl_comm_impl(b->c) != SL_COLL_NCCL)
+        sl_result_param_num(&r, "segment_bytes", (double)sl_comm_segment(b->c));
     if (b->op == OP_BROADCAST) sl_result_param_num(&r, "root", b->root);
     sl_result_set_time(&r, st);
     sl_result_param_num(&r, "iterations", iters);
@@ -613,19 +613,17 @@ int main(int argc, char **argv)
                         sl_collective_name(op_coll[opt_op]));
                 continue;
             }
-            sl_comm c;
-            int rc = sl_comm_init(&c, ctx.comm, (sl_coll)i, space);
-            if (rc == SL_COLL_ENOTSUP && i == SL_COLL_NCCL) {
-                sl_note(&ctx, "nccl: works on device buffers only (-B cuda); skipped");
+            char why[160];
+            if (sl_coll_available((sl_coll)i, space, why, sizeof why)) {
+                sl_note(&ctx, "%s: %s; skipped", sl_coll_name(i), why);
                 continue;
             }
-            if (rc) {
-                sl_note(&ctx, "%s: %s; skipped", sl_coll_name(i), sl_coll_strerror(rc));
-                continue;
-            }
-            if (opt_segment) c.seg_bytes = opt_segment;
-            sweep_impl(&ctx, &c, (sl_backend)be, (sl_dtype)t, arena, arena_bytes, sizes, nsizes, &ser[i]);
-            sl_comm_free(&c);
+            sl_comm *c;
+            int rc = sl_comm_create(&c, ctx.comm, (sl_coll)i, space);
+            if (rc) SL_FATAL("%s: %s", sl_coll_name(i), sl_coll_strerror(rc));
+            if (opt_segment) sl_comm_set_segment(c, opt_segment);
+            sweep_impl(&ctx, c, (sl_backend)be, (sl_dtype)t, arena, arena_bytes, sizes, nsizes, &ser[i]);
+            sl_comm_destroy(c);
         }
         summary(&ctx, ser, membw);
     }

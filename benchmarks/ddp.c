@@ -186,8 +186,8 @@ static void run_setup(ddp_run *r, sl_ctx *ctx, int variant, sl_comm *comm, const
     r->task = task;
     r->optim = *o;
     r->comm = comm;
-    r->rank = comm->rank;
-    r->size = comm->size;
+    r->rank = sl_comm_rank(comm);
+    r->size = sl_comm_size(comm);
     r->global_batch = global_batch;
     r->micro = variant == V_ACCUM ? (int)opt_accum : 1;
     r->nsteps = nsteps;
@@ -487,13 +487,13 @@ static double one_rank_step_time(sl_ctx *ctx, int variant, const sl_mlp *m, sl_t
     int tracing = sl_trace_enabled();
     sl_trace_enable(0); /* the one-rank run is not part of the timeline */
     if (ctx->rank == 0) {
-        sl_comm self;
-        coll_check(sl_comm_init(&self, MPI_COMM_SELF, SL_COLL_MPI,
+        sl_comm *self;
+        coll_check(sl_comm_create(&self, MPI_COMM_SELF, SL_COLL_MPI,
                                 m->be == SL_BACKEND_CUDA ? SL_MEM_DEVICE : SL_MEM_HOST),
-                   "sl_comm_init (one rank)");
+                   "sl_comm_create (one rank)");
         ddp_run r;
         int steps = (int)ctx->opt.warmup + (int)ctx->opt.iters;
-        run_setup(&r, ctx, variant, &self, m, task, o, batch, steps);
+        run_setup(&r, ctx, variant, self, m, task, o, batch, steps);
         double t[steps];
         for (int s = 0; s < steps; s++) {
             double t0 = sl_now();
@@ -504,7 +504,7 @@ static double one_rank_step_time(sl_ctx *ctx, int variant, const sl_mlp *m, sl_t
         sl_stats_compute(t + ctx->opt.warmup, (int)ctx->opt.iters, &st);
         median = st.median;
         run_free(&r);
-        sl_comm_free(&self);
+        sl_comm_destroy(self);
     }
     sl_trace_enable(tracing);
     /* The other ranks wait without polling (a busy MPI_Bcast would take the cores rank 0 is
@@ -567,23 +567,23 @@ static void run_variant(sl_ctx *ctx, int variant, sl_coll impl, const sl_mlp *m,
     const int steps = (int)ctx->opt.warmup + (int)ctx->opt.iters;
     sl_mem_space space = m->be == SL_BACKEND_CUDA ? SL_MEM_DEVICE : SL_MEM_HOST;
 
-    sl_comm comm;
-    coll_check(sl_comm_init(&comm, ctx->comm, impl, space), "sl_comm_init");
+    sl_comm *comm;
+    coll_check(sl_comm_create(&comm, ctx->comm, impl, space), "sl_comm_create");
     /* what one replica holds, by category, as counted by the allocator */
     static const sl_mem_cat held_cats[] = {SL_MEM_PARAMS, SL_MEM_GRADS, SL_MEM_OPTIM, SL_MEM_ACTIV};
     static const char *const held_names[] = {"mem_params", "mem_grads", "mem_optim", "mem_activ"};
     double held[4];
     for (int k = 0; k < 4; k++) held[k] = -(double)sl_mem_current(space, held_cats[k]);
     ddp_run r;
-    run_setup(&r, ctx, variant, &comm, m, task, o, B, steps);
+    run_setup(&r, ctx, variant, comm, m, task, o, B, steps);
     for (int k = 0; k < 4; k++) held[k] += (double)sl_mem_current(space, held_cats[k]);
 
     sl_stats st;
-    unsigned long long sent0 = comm.bytes_sent;
+    unsigned long long sent0 = sl_comm_bytes_sent(comm);
     sl_time_loop(ctx, ddp_step, &r, &st);
     /* Bytes sent per step, measured where the suite's own transport carries them (the MPI
      * library's collectives are opaque: n/a); the busiest rank's figure. */
-    double sent = (double)(comm.bytes_sent - sent0) / steps, sent_max = 0;
+    double sent = (double)(sl_comm_bytes_sent(comm) - sent0) / steps, sent_max = 0;
     SL_CHECK_MPI(MPI_Allreduce(&sent, &sent_max, 1, MPI_DOUBLE, MPI_MAX, ctx->comm));
     int opaque = variant != V_PS && (impl == SL_COLL_MPI || impl == SL_COLL_NCCL);
     step_times med = median_times(&r, (int)ctx->opt.iters, ctx->comm);
@@ -643,7 +643,7 @@ static void run_variant(sl_ctx *ctx, int variant, sl_coll impl, const sl_mlp *m,
     if (variant == V_BUCKETED) {
         sl_result_param_num(&res, "bucket_mb", opt_bucket_mb);
         sl_result_param_num(&res, "buckets", r.nbuckets);
-        sl_result_param_num(&res, "nonblocking_overlaps", sl_coll_iallreduce_overlaps(&comm));
+        sl_result_param_num(&res, "nonblocking_overlaps", sl_coll_iallreduce_overlaps(comm));
     }
     if (variant == V_ACCUM) sl_result_param_num(&res, "accum", (double)opt_accum);
     if (variant == V_PS) sl_result_param_num(&res, "servers", (double)opt_servers);
@@ -685,7 +685,7 @@ static void run_variant(sl_ctx *ctx, int variant, sl_coll impl, const sl_mlp *m,
     sl_result_emit(ctx, &res);
 
     run_free(&r);
-    sl_comm_free(&comm);
+    sl_comm_destroy(comm);
 }
 
 /* What cannot be run is said once, up front, with the option that asks for it (called by

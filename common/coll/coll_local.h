@@ -21,6 +21,34 @@
 #include "sl_coll.h"
 #include "sl_error.h"
 
+/* The communicator (opaque to benchmarks: sl_coll.h declares it, the accessors read it). */
+struct sl_comm {
+    MPI_Comm comm;        /* private duplicate: the suite's messages never meet the caller's */
+    MPI_Comm nb_comm;     /* second duplicate, for non-blocking operations in flight */
+    int rank, size;
+    sl_coll impl;
+    sl_mem_space space;   /* where the buffers passed to this communicator live */
+    int mpi_device_ok;    /* device buffers may go to MPI directly (CUDA-aware MPI) */
+    size_t seg_bytes;     /* pipelining segment of ring, tree, dbtree, rhd messages; may be
+                             changed between calls (default 256 KiB, env SL_COLL_SEGMENT) */
+    /* Scratch, grown on demand and kept: received segments (in the buffers' memory space),
+     * pinned host staging for device buffers, and a whole-vector work buffer. */
+    void *seg_scratch;  size_t seg_scratch_bytes;
+    void *stage;        size_t stage_bytes;
+    void *work;         size_t work_bytes;
+    void *work_host;    size_t work_host_bytes;
+    MPI_Datatype mpi_half;    /* 2-byte contiguous type for f16/bf16 (mpi implementation) */
+    MPI_Op mpi_ops[2][3];     /* [f16, bf16][sum, max, min] user-defined ops */
+    void *nccl;           /* ncclComm_t (nccl implementation) */
+    void *stream;         /* cudaStream_t for device work (CUDA builds, device space) */
+    unsigned nb_seq;      /* non-blocking operations started so far: tags in flight */
+    struct sl_coll_req *nb_active; /* operations in flight (started, not yet waited for) */
+    struct sl_coll_req *nccl_pending; /* nccl isend/irecv not yet enqueued (coll_nccl.c) */
+    unsigned long long bytes_sent; /* bytes this rank has sent through the suite's own transport
+                                      (ring, tree, dbtree, rhd, send; not the MPI library's or
+                                      NCCL's collectives, which cannot be observed from here) */
+};
+
 /* Element i of a typed buffer. */
 static inline void *slc_at(const void *p, size_t i, sl_dtype t)
 {

@@ -1,6 +1,7 @@
 /* coll_setup.c — communicators of the communication layer: creation (backend checks, private
  * MPI communicators, the implementation's own set-up), destruction, and the queries that need
  * no communicator (names, error strings, what each implementation provides). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,18 +83,40 @@ int sl_coll_bind_device(MPI_Comm comm)
     return local % ndev;
 }
 
-int sl_comm_init(sl_comm *c, MPI_Comm comm, sl_coll impl, sl_mem_space space)
+int sl_coll_available(sl_coll impl, sl_mem_space space, char *why, size_t whylen)
 {
-    memset(c, 0, sizeof *c);
+    const char *msg = NULL;
+    int rc = SL_COLL_OK;
+    if ((unsigned)impl >= SL_NCOLLS) {
+        rc = SL_COLL_EINVAL, msg = "unknown implementation";
+    } else if ((unsigned)space >= SL_MEM_NSPACES) {
+        rc = SL_COLL_EINVAL, msg = "unknown memory space";
+    } else if (space == SL_MEM_DEVICE || impl == SL_COLL_NCCL) {
+        if (!sl_cdev_built())
+            rc = SL_COLL_ENOTBUILT, msg = impl == SL_COLL_NCCL
+                                              ? "NCCL not built (this build has no CUDA)"
+                                              : "CUDA not built (nvcc was not found at build time)";
+        else if (impl == SL_COLL_NCCL && !sl_nccl_built())
+            rc = SL_COLL_ENOTBUILT, msg = "NCCL not built (nccl.h/libnccl not found at build time)";
+        else if (space != SL_MEM_DEVICE)
+            rc = SL_COLL_ENOTSUP, msg = "NCCL needs device buffers";
+        else if (sl_cdev_count() == 0)
+            rc = SL_COLL_ENODEV, msg = "no CUDA device visible";
+    }
+    if (why && whylen) snprintf(why, whylen, "%s", msg ? msg : "available");
+    return rc;
+}
+
+int sl_comm_create(sl_comm **out, MPI_Comm comm, sl_coll impl, sl_mem_space space)
+{
+    if (!out) return SL_COLL_EINVAL;
+    *out = NULL;
+    int rc = sl_coll_available(impl, space, NULL, 0);
+    if (rc) return rc;
+    sl_comm *c = calloc(1, sizeof *c);
+    if (!c) SL_FATAL("out of memory for a communicator");
     c->comm = c->nb_comm = MPI_COMM_NULL;
     c->mpi_half = MPI_DATATYPE_NULL;
-    if ((unsigned)impl >= SL_NCOLLS || (unsigned)space >= SL_MEM_NSPACES) return SL_COLL_EINVAL;
-    if (space == SL_MEM_DEVICE || impl == SL_COLL_NCCL) {
-        if (!sl_cdev_built()) return SL_COLL_ENOTBUILT;
-        if (impl == SL_COLL_NCCL && !sl_nccl_built()) return SL_COLL_ENOTBUILT;
-        if (space != SL_MEM_DEVICE) return SL_COLL_ENOTSUP; /* NCCL works on device memory */
-        if (sl_cdev_count() == 0) return SL_COLL_ENODEV;
-    }
     c->impl = impl;
     c->space = space;
     c->seg_bytes = default_segment();
@@ -105,20 +128,33 @@ int sl_comm_init(sl_comm *c, MPI_Comm comm, sl_coll impl, sl_mem_space space)
         c->mpi_device_ok = mpi_is_cuda_aware();
         c->stream = sl_cdev_stream_create();
     }
-    if (impl == SL_COLL_MPI) return slc_mpi_init(c);
-    if (impl == SL_COLL_NCCL) return slc_nccl_init(c);
+    if (impl == SL_COLL_MPI) rc = slc_mpi_init(c);
+    if (impl == SL_COLL_NCCL) rc = slc_nccl_init(c);
+    if (rc) {
+        sl_comm_destroy(c);
+        return rc;
+    }
+    *out = c;
     return SL_COLL_OK;
 }
 
-void sl_comm_free(sl_comm *c)
+void sl_comm_destroy(sl_comm *c)
 {
-    if (c->comm == MPI_COMM_NULL) return;
+    if (!c) return;
+    if (c->nb_active) SL_FATAL("sl_comm_destroy: operations still in flight (wait for them first)");
     if (c->impl == SL_COLL_MPI) slc_mpi_free(c);
     if (c->impl == SL_COLL_NCCL) slc_nccl_free(c);
     slc_scratch_release_all(c);
     if (c->stream) sl_cdev_stream_destroy(c->stream);
-    MPI_Comm_free(&c->comm);
-    MPI_Comm_free(&c->nb_comm);
-    memset(c, 0, sizeof *c);
-    c->comm = c->nb_comm = MPI_COMM_NULL;
+    if (c->comm != MPI_COMM_NULL) MPI_Comm_free(&c->comm);
+    if (c->nb_comm != MPI_COMM_NULL) MPI_Comm_free(&c->nb_comm);
+    free(c);
 }
+
+int sl_comm_rank(const sl_comm *c) { return c->rank; }
+int sl_comm_size(const sl_comm *c) { return c->size; }
+sl_coll sl_comm_impl(const sl_comm *c) { return c->impl; }
+sl_mem_space sl_comm_space(const sl_comm *c) { return c->space; }
+size_t sl_comm_segment(const sl_comm *c) { return c->seg_bytes; }
+void sl_comm_set_segment(sl_comm *c, size_t bytes) { c->seg_bytes = bytes ? bytes : 1; }
+unsigned long long sl_comm_bytes_sent(const sl_comm *c) { return c->bytes_sent; }

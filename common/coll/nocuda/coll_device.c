@@ -1,5 +1,5 @@
 /* coll_device.c (no CUDA) — the device side of the communication layer in a build without
- * CUDA: nothing is built, no device is visible. sl_comm_init refuses device communicators
+ * CUDA: nothing is built, no device is visible. sl_coll_available refuses device communicators
  * before any of the other functions could be reached, so reaching them is a bug. */
 #include "coll_device.h"
 #include "sl_error.h"
