@@ -28,6 +28,10 @@ void *sl_cdev_stream_create(void);
 void sl_cdev_stream_destroy(void *stream);
 void sl_cdev_stream_sync(void *stream);
 int sl_cdev_stream_done(void *stream);  /* 1 when all work queued on it has finished */
+/* An event recorded on `stream` after the work queued so far; done: 1 once that work finished. */
+void *sl_cdev_event_record(void *stream);
+int sl_cdev_event_done(void *event);
+void sl_cdev_event_destroy(void *event);
 /* Copies on `stream` and waits for them. */
 void sl_cdev_memcpy(void *dst, const void *src, size_t bytes, int kind, void *stream);
 /* dst[i] = a[i] op b[i] (dst may equal a or b), 16-bit types through f32; waits. */
@@ -54,6 +58,10 @@ void sl_nccl_reduce(void *comm, void *stream, const void *s, void *r, size_t n, 
                     int op, int root);
 void sl_nccl_send(void *comm, void *stream, const void *buf, size_t n, sl_dtype t, int peer);
 void sl_nccl_recv(void *comm, void *stream, void *buf, size_t n, sl_dtype t, int peer);
+/* ncclGroupStart / ncclGroupEnd: the calls between them are enqueued as one (send/recv pairs
+ * with several peers cannot then deadlock in stream order). */
+void sl_nccl_group_start(void);
+void sl_nccl_group_end(void);
 
 #ifdef __cplusplus
 }

@@ -22,6 +22,14 @@ int slc_mpi_reduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t, sl_
 MPI_Datatype slc_mpi_type(const sl_comm *c, sl_dtype t);
 MPI_Op slc_mpi_op(const sl_comm *c, sl_dtype t, sl_redop op);
 
+/* Non-blocking forms of the mpi implementation on buffers MPI can take: posted into q. */
+int slc_mpi_iallreduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t, sl_redop op,
+                       struct sl_coll_req *q);
+int slc_mpi_ireduce_scatter(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t,
+                            sl_redop op, struct sl_coll_req *q);
+int slc_mpi_iallgather(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t,
+                       struct sl_coll_req *q);
+
 int slc_nccl_init(sl_comm *c);
 int slc_nccl_op(sl_redop op); /* the op passed to NCCL (avg -> sum, divided afterwards) */
 void slc_nccl_free(sl_comm *c);
@@ -33,6 +41,18 @@ int slc_nccl_broadcast(sl_comm *c, void *buf, size_t n, sl_dtype t, int root);
 int slc_nccl_reduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t, sl_redop op,
                     int root);
 int slc_nccl_send(sl_comm *c, const void *buf, size_t n, sl_dtype t, int peer);
+/* Non-blocking: enqueued on the stream, an event recorded after it (q kind SLC_REQ_NCCL). */
+int slc_nccl_iallreduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t, sl_redop op,
+                        struct sl_coll_req *q);
+int slc_nccl_ireduce_scatter(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t,
+                             sl_redop op, struct sl_coll_req *q);
+int slc_nccl_iallgather(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t,
+                        struct sl_coll_req *q);
+/* isend (send = 1) / irecv: held back (SLC_REQ_NCCL_PENDING) until slc_nccl_flush enqueues
+ * everything held as one NCCL group; every other NCCL call of the communicator flushes first. */
+int slc_nccl_ip2p(sl_comm *c, int send, const void *buf, size_t n, sl_dtype t, int peer,
+                  struct sl_coll_req *q);
+void slc_nccl_flush(sl_comm *c);
 int slc_nccl_recv(sl_comm *c, void *buf, size_t n, sl_dtype t, int peer);
 
 int slc_ring_allreduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t, sl_redop op);
@@ -69,9 +89,16 @@ typedef struct slc_step {
     int a_buf;                   /* A: SLC_BUF_S or SLC_BUF_R */
     size_t avg_off, avg_len;     /* for avg: this range of R is final after the step; divide it */
 } slc_step;
-/* Each fills out[0..) (room for 2 * nranks + 64 steps) and returns the number of steps. */
-int slc_ring_schedule(const sl_comm *c, size_t n, slc_step *out);
+/* Each fills out[0..) (room for 2 * nranks + 64 steps) and returns the number of steps.
+ * The ring's: its reduce-scatter half, its all-gather half or both (the all-reduce), over an
+ * even split of count (block 0) or over nranks blocks of `block` elements (reduce-scatter and
+ * all-gather, R then being the whole vector). rhd's: the all-reduce, and its reduce-scatter
+ * (R the whole vector; this rank's block of R is the result) and all-gather on blocks of n. */
+enum { SLC_PART_RS = 1, SLC_PART_AG = 2 };
+int slc_ring_schedule(const sl_comm *c, size_t count, size_t block, int parts, slc_step *out);
 int slc_rhd_schedule(const sl_comm *c, size_t n, slc_step *out);
+int slc_rhd_rs_schedule(const sl_comm *c, size_t n, slc_step *out);
+int slc_rhd_ag_schedule(const sl_comm *c, size_t n, slc_step *out);
 int slc_tree_schedule(const sl_comm *c, size_t n, slc_step *out);
 int slc_dbtree_schedule(const sl_comm *c, size_t n, slc_step *out);
 
@@ -79,5 +106,12 @@ int slc_rhd_allreduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t, 
 int slc_rhd_reduce_scatter(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t,
                            sl_redop op);
 int slc_rhd_allgather(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t);
+
+/* The non-blocking engine (coll_nb.c). slc_req_new makes a request in flight on c (a
+ * collective takes the next sequence tag: every rank starts collectives in the same order);
+ * slc_nb_schedule starts collective w (allreduce, reduce_scatter, allgather) of implementation
+ * c->impl as a schedule on host buffers; slc_nb_overlaps says whether c's collectives would. */
+struct sl_coll_req *slc_req_new(sl_comm *c, int collective, sl_dtype t, sl_redop op);
+void slc_nb_schedule(struct sl_coll_req *q, sl_collective w, const void *s, void *r, size_t n);
 
 #endif

@@ -25,10 +25,12 @@ void slc_nccl_free(sl_comm *c)
     c->nccl = NULL;
 }
 
-/* The blocking collectives: enqueued on the communicator's stream, waited for, then the avg
+/* The blocking calls flush the isend/irecv held back first (their order on the stream is the
+ * order of the calls). The blocking collectives: enqueued on the communicator's stream, waited for, then the avg
  * division (NCCL was asked for a sum). */
 int slc_nccl_allreduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t, sl_redop op)
 {
+    slc_nccl_flush(c);
     sl_nccl_allreduce(c->nccl, c->stream, s, r, n, t, slc_nccl_op(op));
     sl_cdev_stream_sync(c->stream);
     slc_finish_avg(c, r, n, t, op);
@@ -38,6 +40,7 @@ int slc_nccl_allreduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t,
 int slc_nccl_reduce_scatter(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t,
                             sl_redop op)
 {
+    slc_nccl_flush(c);
     sl_nccl_reduce_scatter(c->nccl, c->stream, s, r, n, t, slc_nccl_op(op));
     sl_cdev_stream_sync(c->stream);
     slc_finish_avg(c, r, n, t, op);
@@ -46,6 +49,7 @@ int slc_nccl_reduce_scatter(sl_comm *c, const void *s, void *r, size_t n, sl_dty
 
 int slc_nccl_allgather(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t)
 {
+    slc_nccl_flush(c);
     sl_nccl_allgather(c->nccl, c->stream, s, r, n, t);
     sl_cdev_stream_sync(c->stream);
     return SL_COLL_OK;
@@ -53,6 +57,7 @@ int slc_nccl_allgather(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t)
 
 int slc_nccl_broadcast(sl_comm *c, void *buf, size_t n, sl_dtype t, int root)
 {
+    slc_nccl_flush(c);
     sl_nccl_broadcast(c->nccl, c->stream, buf, n, t, root);
     sl_cdev_stream_sync(c->stream);
     return SL_COLL_OK;
@@ -61,6 +66,7 @@ int slc_nccl_broadcast(sl_comm *c, void *buf, size_t n, sl_dtype t, int root)
 int slc_nccl_reduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t, sl_redop op,
                     int root)
 {
+    slc_nccl_flush(c);
     sl_nccl_reduce(c->nccl, c->stream, s, r, n, t, slc_nccl_op(op), root);
     sl_cdev_stream_sync(c->stream);
     if (c->rank == root) slc_finish_avg(c, r, n, t, op);
@@ -69,6 +75,7 @@ int slc_nccl_reduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t, sl
 
 int slc_nccl_send(sl_comm *c, const void *buf, size_t n, sl_dtype t, int peer)
 {
+    slc_nccl_flush(c);
     c->bytes_sent += n * sl_dtype_size(t);
     sl_nccl_send(c->nccl, c->stream, buf, n, t, peer);
     sl_cdev_stream_sync(c->stream);
@@ -77,7 +84,83 @@ int slc_nccl_send(sl_comm *c, const void *buf, size_t n, sl_dtype t, int peer)
 
 int slc_nccl_recv(sl_comm *c, void *buf, size_t n, sl_dtype t, int peer)
 {
+    slc_nccl_flush(c);
     sl_nccl_recv(c->nccl, c->stream, buf, n, t, peer);
     sl_cdev_stream_sync(c->stream);
     return SL_COLL_OK;
+}
+
+/* ---- non-blocking: enqueued, with an event after each operation ------------------------- */
+
+static int enqueued(sl_comm *c, struct sl_coll_req *q)
+{
+    q->event = sl_cdev_event_record(c->stream);
+    q->kind = SLC_REQ_NCCL;
+    return SL_COLL_OK;
+}
+
+int slc_nccl_iallreduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t, sl_redop op,
+                        struct sl_coll_req *q)
+{
+    slc_nccl_flush(c);
+    sl_nccl_allreduce(c->nccl, c->stream, s, r, n, t, slc_nccl_op(op));
+    q->avg_buf = r; /* avg: divided once the sum is done (test, wait) */
+    q->avg_n = n;
+    return enqueued(c, q);
+}
+
+int slc_nccl_ireduce_scatter(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t,
+                             sl_redop op, struct sl_coll_req *q)
+{
+    slc_nccl_flush(c);
+    sl_nccl_reduce_scatter(c->nccl, c->stream, s, r, n, t, slc_nccl_op(op));
+    q->avg_buf = r;
+    q->avg_n = n;
+    return enqueued(c, q);
+}
+
+int slc_nccl_iallgather(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t,
+                        struct sl_coll_req *q)
+{
+    slc_nccl_flush(c);
+    sl_nccl_allgather(c->nccl, c->stream, s, r, n, t);
+    return enqueued(c, q);
+}
+
+/* isend/irecv wait in c->nccl_pending (in the order they were started) for the next flush. */
+int slc_nccl_ip2p(sl_comm *c, int send, const void *buf, size_t n, sl_dtype t, int peer,
+                  struct sl_coll_req *q)
+{
+    q->kind = SLC_REQ_NCCL_PENDING;
+    q->p2p_send = send;
+    q->p2p_buf = buf;
+    q->p2p_n = n;
+    q->p2p_peer = peer;
+    if (send) c->bytes_sent += n * sl_dtype_size(t);
+    struct sl_coll_req **tail = &c->nccl_pending;
+    while (*tail) tail = &(*tail)->pnext;
+    *tail = q;
+    return SL_COLL_OK;
+}
+
+void slc_nccl_flush(sl_comm *c)
+{
+    if (!c->nccl_pending) return;
+    sl_nccl_group_start();
+    for (struct sl_coll_req *q = c->nccl_pending; q; q = q->pnext) {
+        if (q->p2p_send)
+            sl_nccl_send(c->nccl, c->stream, q->p2p_buf, q->p2p_n, q->t, q->p2p_peer);
+        else
+            sl_nccl_recv(c->nccl, c->stream, (void *)(uintptr_t)q->p2p_buf, q->p2p_n, q->t,
+                         q->p2p_peer);
+    }
+    sl_nccl_group_end();
+    struct sl_coll_req *q = c->nccl_pending;
+    c->nccl_pending = NULL;
+    while (q) {
+        struct sl_coll_req *next = q->pnext;
+        q->pnext = NULL;
+        enqueued(c, q);
+        q = next;
+    }
 }

@@ -38,4 +38,49 @@ static inline void slx_recv_reduce(sl_comm *c, void *dst, const void *a, size_t 
     slx_xchg(c, NULL, 0, MPI_PROC_NULL, dst, a, n, from, t, op, tag);
 }
 
+/* An operation in flight (sl_coll_req of sl_coll.h): the MPI requests it waits for, or the
+ * device event, or the schedule it runs (coll_nb.c), and what is left to do once its messages
+ * have arrived, in this order: a local copy, a copy from a pinned stage up to the device, the
+ * avg division; then the stage and the work vector are freed. */
+enum { SLC_REQ_DONE, SLC_REQ_MPI, SLC_REQ_NCCL, SLC_REQ_NCCL_PENDING, SLC_REQ_SCHED };
+struct slc_step;
+struct sl_coll_req {
+    sl_comm *c;
+    struct sl_coll_req *next;      /* c->nb_active */
+    struct sl_coll_req *pnext;     /* c->nccl_pending */
+    int kind, tag;
+    sl_dtype t;
+    sl_redop op;
+    const void *s;                 /* schedule: the send buffer S and the result R */
+    void *r;
+    MPI_Request *mq, mq2[2];       /* mq: mq2, or an array of nmq for many segments */
+    int nmq;
+    struct slc_step *steps;        /* schedule (coll_nb.c) */
+    int nsteps, step;
+    void *scratch;                 /* where a reducing step receives */
+    const void *copy_from;         /* epilogue */
+    void *copy_to;
+    size_t copy_bytes;
+    void *h2d_to;
+    size_t h2d_bytes;
+    void *avg_buf;
+    size_t avg_n;
+    void *stage;                   /* pinned host memory (sl_cdev_host_alloc) */
+    void *work;                    /* host memory (sl_alloc) */
+    void *event;                   /* nccl: recorded after the operation on the stream */
+    int p2p_send, p2p_peer;        /* nccl isend/irecv waiting for the group (coll_nccl.c) */
+    const void *p2p_buf;
+    size_t p2p_n;
+};
+
+/* Non-blocking point to point on the private communicator (the one slx_send/slx_recv use, cut
+ * into the same segments so that either end may be blocking): posts the messages into q
+ * (q->mq, kind SLC_REQ_MPI). Device buffers that MPI cannot take are staged through pinned
+ * host memory: a send copies the whole message first; a receive lands in the stage and q's
+ * epilogue copies it to the device. */
+void slx_isend(sl_comm *c, const void *buf, size_t n, sl_dtype t, int to, int tag,
+               struct sl_coll_req *q);
+void slx_irecv(sl_comm *c, void *buf, size_t n, sl_dtype t, int from, int tag,
+               struct sl_coll_req *q);
+
 #endif

@@ -18,6 +18,10 @@ void sl_cdev_stream_destroy(void *stream) { (void)stream; }
 void sl_cdev_stream_sync(void *stream) { (void)stream; }
 int sl_cdev_stream_done(void *stream) { (void)stream; return 1; }
 
+void *sl_cdev_event_record(void *stream) { (void)stream; NOT_BUILT("sl_cdev_event_record"); }
+int sl_cdev_event_done(void *event) { (void)event; return 1; }
+void sl_cdev_event_destroy(void *event) { (void)event; }
+
 void sl_cdev_memcpy(void *dst, const void *src, size_t bytes, int kind, void *stream)
 {
     (void)dst; (void)src; (void)bytes; (void)kind; (void)stream;

@@ -59,3 +59,6 @@ void sl_nccl_recv(void *comm, void *stream, void *buf, size_t n, sl_dtype t, int
     (void)comm; (void)stream; (void)buf; (void)n; (void)t; (void)peer;
     NOT_BUILT();
 }
+
+void sl_nccl_group_start(void) { NOT_BUILT(); }
+void sl_nccl_group_end(void) { NOT_BUILT(); }
