@@ -32,8 +32,8 @@
 
 #include "kernels.h"
 #include "scalelab.h"
+#include "coll_reference.h"
 #include "sl_coll.h"
-#include "sl_half.h"
 
 enum { OP_ALLREDUCE, OP_REDUCE_SCATTER, OP_ALLGATHER, OP_BROADCAST };
 static const sl_collective op_coll[] = {SL_CO_ALLREDUCE, SL_CO_REDUCE_SCATTER, SL_CO_ALLGATHER,
@@ -115,36 +115,8 @@ static const sl_program program = {
  * that the largest sizes do not dominate the run; the row records the count it used. */
 #define TIME_BUDGET_S 0.25
 
-/* ---- data and reference ------------------------------------------------------------------ */
-
-static uint32_t mix(uint32_t x)
-{
-    x ^= x >> 16; x *= 0x7feb352dU; x ^= x >> 15; x *= 0x846ca68bU; x ^= x >> 16;
-    return x;
-}
-
-/* Rank p's value at element i for check number k: an integer in [-8, 8], distinct across the
- * ranks at every element (p * 5 mod 17 for up to 17 ranks; beyond that values repeat but stay
- * exact), so sums over up to 32 ranks stay within 256 and are exact in every dtype. */
-static int val(int p, size_t i, unsigned k)
-{
-    return (int)((mix((uint32_t)i ^ (k * 0x9e3779b9U)) + (uint32_t)p * 5u) % 17u) - 8;
-}
-
-/* The reduction of element i over all ranks, as the dtype holds it (avg: the exact sum divided
- * once in the dtype's arithmetic, f32 for the 16-bit types). */
-static double reference(int nranks, size_t i, unsigned k, sl_dtype t, sl_redop op)
-{
-    long acc = val(0, i, k);
-    for (int p = 1; p < nranks; p++) {
-        long v = val(p, i, k);
-        acc = op == SL_OP_MAX ? (v > acc ? v : acc) : op == SL_OP_MIN ? (v < acc ? v : acc) : acc + v;
-    }
-    if (op != SL_OP_AVG) return (double)acc;
-    if (t == SL_F64) return (double)acc / nranks;
-    float q = (float)acc / (float)nranks;
-    return t == SL_F32 ? q : t == SL_F16 ? sl_f16_to_f32(sl_f32_to_f16(q)) : sl_bf16_to_f32(sl_f32_to_bf16(q));
-}
+/* Data and reference: sl_coll_ref_value / sl_coll_ref_reduce (coll_reference.h), integers in
+ * [-8, 8] per rank, element and check number, whose sums are exact in every dtype. */
 
 /* ---- one configuration ------------------------------------------------------------------- */
 
@@ -237,7 +209,7 @@ static long check(bench *b, unsigned k, double *worst, char *msg, size_t msglen)
     size_t first = b->op == OP_ALLGATHER ? (size_t)ctx->rank * n : 0;
     int src_rank = b->op == OP_BROADCAST ? b->root : ctx->rank;
     if (b->op != OP_BROADCAST || ctx->rank == b->root) {
-        for (size_t i = 0; i < in_elems; i++) sl_elem_put(h, i, b->t, val(src_rank, first + i, k));
+        for (size_t i = 0; i < in_elems; i++) sl_elem_put(h, i, b->t, sl_coll_ref_value(src_rank, first + i, k));
         store(b, s, h, in_elems * es);
     }
     int rc = call(b, 0);
@@ -254,9 +226,9 @@ static long check(bench *b, unsigned k, double *worst, char *msg, size_t msglen)
     size_t base = b->op == OP_REDUCE_SCATTER ? (size_t)ctx->rank * n : 0;
     for (size_t i = 0; i < out_elems; i++) {
         double want;
-        if (b->op == OP_ALLGATHER) want = val((int)(i / n), i, k);
-        else if (b->op == OP_BROADCAST) want = val(b->root, i, k);
-        else want = reference(ctx->nranks, base + i, k, b->t, (sl_redop)opt_redop);
+        if (b->op == OP_ALLGATHER) want = sl_coll_ref_value((int)(i / n), i, k);
+        else if (b->op == OP_BROADCAST) want = sl_coll_ref_value(b->root, i, k);
+        else want = sl_coll_ref_reduce(ctx->nranks, base + i, k, b->t, (sl_redop)opt_redop);
         double got = sl_elem_get(h, i, b->t);
         if (got != want) {
             if (!wrong++)

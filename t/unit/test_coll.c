@@ -1,10 +1,10 @@
 /* test_coll.c — correctness of every collective of every implementation in sl_coll.h, on the
  * rank count it is started with (t/integration/coll.t runs it on 1..8 ranks).
  *
- * Data are small integers (|v| <= 8) that differ per rank, per element and per iteration, so
- * sums over five ranks (<= 40) are exact in f16 and bf16 and any order of additions gives the
- * same bits: results are compared exactly with a reference computed here, element by element,
- * straight from the generator. A wrong offset or chunk, a permutation of blocks or ranks, stale
+ * Data are small integers (|v| <= 8) that differ per rank, element and iteration, so sums over
+ * eight ranks are exact in f16 and bf16 and any order of additions gives the same bits:
+ * results are compared exactly, element by element, with the layer's reference
+ * (coll_reference.h, shared with the allreduce benchmark). A wrong offset or chunk, a permutation of blocks or ranks, stale
  * data from the previous iteration or an input clobbered by an out-of-place call all show up as
  * a mismatch. avg is checked against the exact sum divided once, in the type's arithmetic.
  *
@@ -24,7 +24,7 @@
 #include "../tap.h"
 #include "coll_device.h"
 #include "coll_internal.h"
-#include "sl_half.h"
+#include "coll_reference.h"
 
 static int g_rank, g_size;
 static const size_t small_counts[] = {0, 1, 2, 7, 1000};
@@ -34,37 +34,13 @@ static const size_t large_counts[] = {100003, 1 << 20}; /* a prime above 10^5, a
 
 /* ---- data and reference -------------------------------------------------------------- */
 
-static uint32_t mix(uint32_t x)
-{
-    x ^= x >> 16; x *= 0x7feb352dU; x ^= x >> 15; x *= 0x846ca68bU; x ^= x >> 16;
-    return x;
-}
-
-/* Rank p's value at element i in iteration it: distinct across ranks at every element
- * (p * 5 mod 17), scrambled along the vector, shifted between iterations. */
-static int val(int p, size_t i, int it)
-{
-    return (int)((mix((uint32_t)i) + (uint32_t)p * 5u + (uint32_t)it * 7u) % 17u) - 8;
-}
-
-/* The reduction over all ranks of val(., i, it), as the type would hold it. */
+/* Rank p's value at element i in iteration it, and the reduction over all ranks as the type
+ * would hold it (avg: the exact sum divided once): the layer's reference (coll_reference.h),
+ * the one the allreduce benchmark checks against. */
+static int val(int p, size_t i, int it) { return sl_coll_ref_value(p, i, (unsigned)it); }
 static double expect(size_t i, int it, sl_dtype t, sl_redop op)
 {
-    long acc = val(0, i, it);
-    for (int p = 1; p < g_size; p++) {
-        long v = val(p, i, it);
-        if (op == SL_OP_MAX) acc = v > acc ? v : acc;
-        else if (op == SL_OP_MIN) acc = v < acc ? v : acc;
-        else acc += v;
-    }
-    if (op != SL_OP_AVG) return (double)acc;
-    /* The exact sum divided once by n in the type's arithmetic (f32 for 16-bit types). */
-    switch (t) {
-    case SL_F64: return (double)acc / g_size;
-    case SL_F32: return (float)acc / (float)g_size;
-    case SL_F16: return sl_f16_to_f32(sl_f32_to_f16((float)acc / (float)g_size));
-    default: return sl_bf16_to_f32(sl_f32_to_bf16((float)acc / (float)g_size));
-    }
+    return sl_coll_ref_reduce(g_size, i, (unsigned)it, t, op);
 }
 
 /* ---- per-rank failure bookkeeping ---------------------------------------------------- */
