@@ -287,6 +287,12 @@ static void sweep_collectives(sl_comm *c, const char *space)
                  : w == SL_CO_BROADCAST      ? sl_coll_broadcast(c, b.d[0], 4, SL_F32, 0)
                                              : sl_coll_reduce(c, b.d[0], b.d[1], 4, SL_F32, SL_OP_SUM, 0);
         if (rc != SL_COLL_ENOTSUP) fail(&ty, "rc %d, expected SL_COLL_ENOTSUP", rc);
+        sl_coll_req *q = (sl_coll_req *)&ty; /* must come back NULL */
+        rc = w == SL_CO_ALLREDUCE        ? sl_coll_iallreduce(c, b.d[0], b.d[1], 4, SL_F32, SL_OP_SUM, &q)
+             : w == SL_CO_REDUCE_SCATTER ? sl_coll_ireduce_scatter(c, b.d[0], b.d[1], 4, SL_F32, SL_OP_SUM, &q)
+             : w == SL_CO_ALLGATHER      ? sl_coll_iallgather(c, b.d[0], b.d[1], 4, SL_F32, &q)
+                                         : SL_COLL_ENOTSUP;
+        if (rc != SL_COLL_ENOTSUP || (w <= SL_CO_ALLGATHER && q)) fail(&ty, "non-blocking: rc %d, expected SL_COLL_ENOTSUP", rc);
         verdict(&ty, "%s %s %s: not provided, says so", space, impl, sl_collective_name((sl_collective)w));
     }
 
@@ -429,6 +435,158 @@ static void sweep_nonblocking(sl_comm *c, const char *space)
     for (int k = 0; k < 3; k++) bufs_free(&b[k]);
 }
 
+/* Non-blocking reduce-scatter and all-gather, two in flight at once: both started before either
+ * is waited for, waited in the opposite order (every wait advances both), each dtype and op
+ * with prime and tiny counts, in and out of place. The ring's schedules must send what its
+ * blocking algorithm does: (n-1) blocks each. */
+static void sweep_nb_rs_ag(sl_comm *c, const char *space)
+{
+    if (!sl_coll_supports(sl_comm_impl(c), SL_CO_REDUCE_SCATTER) ||
+        !sl_coll_supports(sl_comm_impl(c), SL_CO_ALLGATHER))
+        return;
+    static const size_t counts[] = {0, 1, 2, 7, 13, 1009};
+    tally ty = {0};
+    size_t maxn = 1009 * (size_t)g_size;
+    bufs rs, ag;
+    bufs_init(&rs, c, maxn * sizeof(double));
+    bufs_init(&ag, c, maxn * sizeof(double));
+    int ring_host = sl_comm_impl(c) == SL_COLL_RING && sl_coll_iallreduce_overlaps(c);
+    for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++) {
+        for (int v = 0; v < 4; v++) {
+            size_t n = counts[ci], total = n * (size_t)g_size, mine = (size_t)g_rank * n;
+            sl_dtype t = (sl_dtype)((ci + (size_t)v) % SL_NDTYPES);
+            sl_redop op = (sl_redop)v;
+            int inplace = (int)(ci + (size_t)v) % 2, it = 10 + v;
+            for (size_t i = 0; i < total; i++) sl_elem_put(rs.h[0], i, t, val(g_rank, i, it));
+            poison(rs.h[1], rs.bytes);
+            poison(ag.h[1], ag.bytes);
+            if (inplace)
+                for (size_t i = 0; i < n; i++) sl_elem_put(ag.h[1], mine + i, t, val(g_rank, mine + i, it));
+            else
+                for (size_t i = 0; i < n; i++) sl_elem_put(ag.h[0], i, t, val(g_rank, mine + i, it));
+            upload(&rs);
+            upload(&ag);
+            void *rr = inplace ? D(&rs, 0, mine, t) : rs.d[1];
+            void *as = inplace ? D(&ag, 1, mine, t) : ag.d[0];
+            unsigned long long sent0 = sl_comm_bytes_sent(c);
+            sl_coll_req *q[2] = {NULL, NULL};
+            int rc0 = sl_coll_ireduce_scatter(c, rs.d[0], rr, n, t, op, &q[0]);
+            int rc1 = sl_coll_iallgather(c, as, ag.d[1], n, t, &q[1]);
+            if (rc0 || rc1 || !q[0] || !q[1]) {
+                fail(&ty, "count %zu: rc %d %d", n, rc0, rc1);
+                sl_coll_waitall(2, q);
+                continue;
+            }
+            int done = 0, spins = 0;
+            while (!done && spins++ < 1000000) sl_coll_test(q[1], &done);
+            if (!done) fail(&ty, "count %zu: test never reported completion", n);
+            sl_coll_wait(q[1]);
+            sl_coll_wait(q[0]);
+            download(&rs);
+            download(&ag);
+            size_t es = sl_dtype_size(t);
+            if (ring_host && g_size > 1 && sl_comm_bytes_sent(c) - sent0 != 2 * (size_t)(g_size - 1) * n * es)
+                fail(&ty, "count %zu: %llu bytes sent, expected %zu", n, sl_comm_bytes_sent(c) - sent0,
+                     2 * (size_t)(g_size - 1) * n * es);
+            const void *res = inplace ? (const void *)H(&rs, 0, mine, t) : rs.h[1];
+            for (size_t i = 0; i < n; i++) {
+                double want = expect(mine + i, it, t, op), got = sl_elem_get(res, i, t);
+                if (got != want) {
+                    fail(&ty, "reduce_scatter count %zu %s %s %s: element %zu is %g, expected %g", n,
+                         sl_dtype_name(t), sl_redop_name(op), inplace ? "in place" : "out of place", i, got, want);
+                    break;
+                }
+            }
+            if (!inplace) check_input(&ty, &rs, 0, total, 0, t, it, "ireduce_scatter");
+            for (size_t j = 0; j < total; j++) {
+                double want = val((int)(j / n), j, it), got = sl_elem_get(ag.h[1], j, t);
+                if (got != want) {
+                    fail(&ty, "allgather count %zu %s %s: element %zu is %g, expected %g", n,
+                         sl_dtype_name(t), inplace ? "in place" : "out of place", j, got, want);
+                    break;
+                }
+            }
+        }
+    }
+    verdict(&ty, "%s %s ireduce_scatter + iallgather in flight together, every dtype and op, counts 0 1 2 7 13 1009 (%s)",
+            space, sl_coll_name(sl_comm_impl(c)),
+            sl_coll_iallreduce_overlaps(c) ? "progresses" : "completes at start");
+    bufs_free(&rs);
+    bufs_free(&ag);
+}
+
+/* Non-blocking point to point: every rank sends to both neighbours and receives from both at
+ * once (a halo exchange: with blocking sends of large messages this deadlocks), waited with
+ * waitall; then an isend matched by a blocking recv, with a tiny segment so that both ends
+ * must cut the message alike. Counts 0, 1, a prime and a large one; on one rank the
+ * neighbours are the rank itself. */
+static void sweep_nb_p2p(sl_comm *c, const char *space)
+{
+    static const size_t counts[] = {0, 1, 13, 100003};
+    tally ty = {0};
+    size_t maxn = 100003;
+    bufs b[2]; /* b[0]: h[0] to the right, h[1] from the left; b[1]: to the left, from the right */
+    bufs_init(&b[0], c, maxn * sizeof(double));
+    bufs_init(&b[1], c, maxn * sizeof(double));
+    int right = (g_rank + 1) % g_size, left = (g_rank + g_size - 1) % g_size;
+    int counting = sl_comm_impl(c) != SL_COLL_NCCL;
+    for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++) {
+        size_t n = counts[ci];
+        sl_dtype t = ci % 2 ? SL_F64 : SL_BF16;
+        for (int k = 0; k < 2; k++) {
+            for (size_t i = 0; i < n; i++) sl_elem_put(b[k].h[0], i, t, val(g_rank, i, 20 + k));
+            poison(b[k].h[1], b[k].bytes);
+            upload(&b[k]);
+        }
+        unsigned long long sent0 = sl_comm_bytes_sent(c);
+        sl_coll_req *q[4];
+        int rc = sl_coll_irecv(c, b[0].d[1], n, t, left, 7, &q[0]);
+        rc |= sl_coll_irecv(c, b[1].d[1], n, t, right, 8, &q[1]);
+        rc |= sl_coll_isend(c, b[0].d[0], n, t, right, 7, &q[2]);
+        rc |= sl_coll_isend(c, b[1].d[0], n, t, left, 8, &q[3]);
+        if (rc) fail(&ty, "count %zu: rc %d", n, rc);
+        if (sl_coll_waitall(4, q)) fail(&ty, "count %zu: waitall failed", n);
+        for (int k = 0; k < 4; k++)
+            if (q[k]) fail(&ty, "waitall left a request");
+        if (counting && sl_comm_bytes_sent(c) - sent0 != 2 * n * sl_dtype_size(t))
+            fail(&ty, "count %zu: %llu bytes sent, expected %zu", n, sl_comm_bytes_sent(c) - sent0,
+                 2 * n * sl_dtype_size(t));
+        for (int k = 0; k < 2; k++) {
+            download(&b[k]);
+            int from = k ? right : left;
+            for (size_t i = 0; i < n; i++)
+                if (sl_elem_get(b[k].h[1], i, t) != val(from, i, 20 + k)) {
+                    fail(&ty, "count %zu from %s: element %zu is %g, expected %d", n, k ? "right" : "left", i,
+                         sl_elem_get(b[k].h[1], i, t), val(from, i, 20 + k));
+                    break;
+                }
+        }
+    }
+    if (g_size > 1) { /* an isend to the right, a blocking recv from the left, then the wait */
+        size_t n = 1001, seg = sl_comm_segment(c);
+        sl_comm_set_segment(c, TINY_SEGMENT);
+        for (size_t i = 0; i < n; i++) sl_elem_put(b[0].h[0], i, SL_F32, val(g_rank, i, 30));
+        poison(b[0].h[1], b[0].bytes);
+        upload(&b[0]);
+        sl_coll_req *q;
+        int rc = sl_coll_isend(c, b[0].d[0], n, SL_F32, right, 9, &q);
+        rc |= sl_coll_recv(c, b[0].d[1], n, SL_F32, left, 9);
+        rc |= sl_coll_wait(q);
+        download(&b[0]);
+        if (rc) fail(&ty, "isend + blocking recv: rc %d", rc);
+        for (size_t i = 0; i < n; i++)
+            if (sl_elem_get(b[0].h[1], i, SL_F32) != val(left, i, 30)) {
+                fail(&ty, "isend + blocking recv: element %zu is %g", i, sl_elem_get(b[0].h[1], i, SL_F32));
+                break;
+            }
+        sl_comm_set_segment(c, seg);
+    }
+    verdict(&ty, "%s %s isend/irecv to both neighbours at once (counts 0 1 13 100003), waitall; isend with a blocking recv",
+            space, sl_coll_name(sl_comm_impl(c)));
+    bufs_free(&b[0]);
+    bufs_free(&b[1]);
+}
+
 /* Point to point: a message around the ring, every rank sending to the next. Rank 0 sends
  * first and the others receive first, so blocking sends cannot deadlock. */
 static void sweep_p2p(sl_comm *c, const char *space)
@@ -478,6 +636,31 @@ static void sweep_errors(sl_comm *c)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         if (cases[i].rc != cases[i].want)
             fail(&ty, "%s: rc %d, expected %d", cases[i].what, cases[i].rc, cases[i].want);
+    /* The non-blocking calls: the same checks, and no request on an error. */
+    sl_coll_req *q[9];
+    for (int i = 0; i < 9; i++) q[i] = (sl_coll_req *)&ty;
+    struct { int rc, want; const char *what; } nb[] = {
+        {sl_coll_iallreduce(c, x, y, 4, (sl_dtype)SL_NDTYPES, SL_OP_SUM, &q[0]), SL_COLL_EINVAL, "iallreduce: unknown dtype"},
+        {sl_coll_ireduce_scatter(c, x, y, 4, SL_F32, (sl_redop)SL_NREDOPS, &q[1]),
+         SL_COLL_EINVAL, "ireduce_scatter: unknown op"},
+        {sl_coll_ireduce_scatter(c, NULL, y, 1, SL_F32, SL_OP_SUM, &q[2]),
+         SL_COLL_EINVAL, "ireduce_scatter: NULL buffer (argument errors before ENOTSUP)"},
+        {sl_coll_iallgather(c, x, y, SIZE_MAX / 2, SL_F32, &q[3]), SL_COLL_EINVAL, "iallgather: count too large"},
+        {sl_coll_iallgather(c, x, NULL, 1, SL_F32, &q[4]),
+         SL_COLL_EINVAL, "iallgather: NULL buffer"},
+        {sl_coll_isend(c, x, 4, SL_F32, g_size, 0, &q[5]), SL_COLL_EINVAL, "isend: peer out of range"},
+        {sl_coll_isend(c, x, 4, SL_F32, 0, 1 << 20, &q[6]), SL_COLL_EINVAL, "isend: tag too large"},
+        {sl_coll_irecv(c, x, 4, SL_F32, -1, 0, &q[7]), SL_COLL_EINVAL, "irecv: negative peer"},
+        {sl_coll_irecv(c, NULL, 4, SL_F32, 0, 0, &q[8]), SL_COLL_EINVAL, "irecv: NULL buffer"},
+        {sl_coll_isend(c, x, 4, SL_F32, 0, 0, NULL), SL_COLL_EINVAL, "isend: NULL request"},
+        {sl_coll_wait(NULL), SL_COLL_EINVAL, "wait: NULL request"},
+        {sl_coll_waitall(2, (sl_coll_req *[2]){NULL, NULL}), SL_COLL_OK, "waitall: NULL entries skipped"},
+    };
+    for (size_t i = 0; i < sizeof nb / sizeof nb[0]; i++)
+        if (nb[i].rc != nb[i].want)
+            fail(&ty, "%s: rc %d, expected %d", nb[i].what, nb[i].rc, nb[i].want);
+    for (int i = 0; i < 9; i++)
+        if (q[i]) fail(&ty, "a refused non-blocking call left request %d set", i);
     verdict(&ty, "%s: bad arguments give SL_COLL_EINVAL", sl_coll_name(sl_comm_impl(c)));
 }
 
@@ -610,7 +793,9 @@ int main(int argc, char **argv)
             sweep_collectives(c, sname);
             if (!quick) sweep_large(c, sname);
             sweep_nonblocking(c, sname);
+            sweep_nb_rs_ag(c, sname);
             sweep_p2p(c, sname);
+            sweep_nb_p2p(c, sname);
             if (space == SL_MEM_HOST) sweep_errors(c);
             sl_comm_destroy(c);
         }
