@@ -23,8 +23,9 @@
 
 #include "sl_train.h"
 
-enum { V_SYNC, V_BUCKETED, V_ACCUM, V_PS, NVARIANTS };
-static const char *const variant_names[NVARIANTS] = {"sync", "bucketed", "accum", "ps"};
+#define DDP_VARIANTS(X) X(V_SYNC, "sync") X(V_BUCKETED, "bucketed") X(V_ACCUM, "accum") X(V_PS, "ps")
+SL_ENUM(ddp_variant, DDP_VARIANTS, NVARIANTS);
+static const char *const variant_names[NVARIANTS] = SL_ENUM_NAMES(DDP_VARIANTS);
 
 static long long opt_accum = 4, opt_servers = 1;
 static double opt_bucket_mb = 25.0;
@@ -34,7 +35,7 @@ static const sl_opt ddp_opts[] = {
     {"bucket-mb", 0, SL_OPT_DOUBLE, &opt_bucket_mb, 0, 0, NULL, 0, "bucket size in MiB (default 25)"},
     {"accum", 0, SL_OPT_INT, &opt_accum, 1, 1 << 16, NULL, 0, "micro-batches per step for accum (default 4)"},
     {"servers", 0, SL_OPT_INT, &opt_servers, 1, 1 << 16, NULL, 0, "parameter-server ranks for ps (default 1)"},
-    {"variants", 0, SL_OPT_CHOICE_LIST, &opt_variants, 0, 0, "sync|bucketed|accum|ps", 0,
+    {"variants", 0, SL_OPT_CHOICE_LIST, &opt_variants, 0, 0, SL_ENUM_CHOICES(DDP_VARIANTS), 0,
      "variants to run (default all)"},
     {0},
 };
