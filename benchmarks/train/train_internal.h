@@ -14,9 +14,11 @@ train_check train_check_run(sl_train *t);
 void train_check_verdict(const sl_train *t, const train_check *c, sl_result *res);
 void train_references_free(void);
 
-/* A run of one variant on comm (train_run.c): the sl_train is set up, ready for steps. */
+/* A run of one variant on comm (train_run.c): the sl_train is set up, ready for steps;
+ * baseline 1 for the one-rank run. */
 void train_open(sl_train *t, sl_ctx *ctx, const sl_technique *tech, int variant, sl_comm *comm,
-                const sl_mlp *m, sl_task *task, const sl_optim *o, int global_batch, int nsteps);
+                const sl_mlp *m, sl_task *task, const sl_optim *o, int global_batch, int nsteps,
+                int baseline);
 void train_close(sl_train *t);
 /* The step as the timing loop's body: phases zeroed, the technique's step, phases logged. */
 void train_step_body(void *arg);

@@ -13,9 +13,11 @@ static int data_ranks_of(const sl_technique *tech, int variant, int nranks)
 }
 
 void train_open(sl_train *t, sl_ctx *ctx, const sl_technique *tech, int variant, sl_comm *comm,
-                const sl_mlp *m, sl_task *task, const sl_optim *o, int global_batch, int nsteps)
+                const sl_mlp *m, sl_task *task, const sl_optim *o, int global_batch, int nsteps,
+                int baseline)
 {
     memset(t, 0, sizeof *t);
+    t->baseline = baseline;
     t->ctx = ctx;
     t->tech = tech;
     t->variant = variant;
@@ -87,8 +89,7 @@ double train_one_rank_step(sl_ctx *ctx, const sl_technique *tech, int variant, c
                          "sl_comm_create (one rank)");
         const int steps = (int)ctx->opt.warmup + (int)ctx->opt.iters;
         sl_train t;
-        train_open(&t, ctx, tech, variant, self, m, task, o, batch, steps);
-        t.baseline = 1;
+        train_open(&t, ctx, tech, variant, self, m, task, o, batch, steps, 1);
         double *times = malloc((size_t)steps * sizeof *times);
         if (!times) SL_FATAL("out of memory for %d step times", steps);
         for (int s = 0; s < steps; s++) {
@@ -183,7 +184,7 @@ void train_run_variant(sl_ctx *ctx, const sl_technique *tech, int variant, sl_co
     for (int k = 0; k < NHELD; k++) held[k] = -(double)sl_mem_current(space, held_cats[k]);
     size_t before = space_total(space);
     sl_train t;
-    train_open(&t, ctx, tech, variant, comm, m, task, o, B, steps);
+    train_open(&t, ctx, tech, variant, comm, m, task, o, B, steps, 0);
     for (int k = 0; k < NHELD; k++) held[k] += (double)sl_mem_current(space, held_cats[k]);
 
     sl_stats st;
