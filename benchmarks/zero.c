@@ -34,7 +34,8 @@
  *   stage0  4Ψ + 4Ψ + 4KΨ    stage1  4Ψ + 4Ψ + 4KS    stage2  4Ψ + 4S + 4KS    stage3  (4 + 4 + 4K)S
  * (with AdamW: 16Ψ, 8Ψ + 8Ψ/Nd, 4Ψ + 12Ψ/Nd, 16Ψ/Nd). The buffers outside that formula are
  * counted under SL_MEM_COMM and listed one by one in the row: stage 1's staging buffer (one
- * padded layer), stages 2-3's two bucket buffers, stage 3's gathered-layer buffers (one, two
+ * padded layer), stages 2-3's two bucket buffers (one when a single bucket holds the whole
+ * model), stage 3's gathered-layer buffers (one, two
  * with --prefetch); mem_padding says how many of the formula's bytes are padding.
  *
  * Traffic, the busiest rank's bytes sent per step (ring: (N-1)/N of each reduce-scatter's or
@@ -61,7 +62,10 @@ enum { NSTAGES = 4 };
 static const char *const stage_names[NSTAGES] = {"stage0", "stage1", "stage2", "stage3"};
 
 static unsigned opt_stages = ~0u;
-static double opt_bucket_mb = 25.0;
+/* 4 MiB: each hidden layer of the default model (1024 x 1025 floats) closes a bucket; 25 MiB,
+ * PyTorch DDP's default, would make the whole default model one bucket, reduced only after
+ * backward ends. */
+static double opt_bucket_mb = 4.0;
 static long long opt_prefetch = 1, opt_ranks = 0;
 static int opt_precision = 0; /* fp32 */
 static double opt_analytic = 0;
@@ -70,7 +74,7 @@ static int prefetch_given;
 static const sl_opt zero_opts[] = {
     {"stage", 0, SL_OPT_CHOICE_LIST, &opt_stages, 0, 0, "0|1|2|3", 0, "ZeRO stages to run (default all)"},
     {"bucket-mb", 0, SL_OPT_DOUBLE, &opt_bucket_mb, 0, 0, NULL, 0,
-     "gradient bucket in MiB, reduce-scattered during backward (stages 2-3; default 25)"},
+     "gradient bucket in MiB, reduce-scattered during backward (stages 2-3; default 4)"},
     {"prefetch", 0, SL_OPT_INT, &opt_prefetch, 0, 1, NULL, 0,
      "stage 3: gather the next layer while this one computes (default 1; stages 0-2 ignore it)"},
     {"precision", 0, SL_OPT_CHOICE, &opt_precision, 0, 0, "fp32|mixed", 0,
@@ -282,7 +286,8 @@ static void setup(sl_train *t)
     if (z->stage >= 2) {
         z->hooks = (sl_layer_hooks){.before = z->stage == 3 ? gather_before : NULL, .after = after_layer};
         make_buckets(z, m, opt_bucket_mb * 1048576.0);
-        for (int i = 0; i < 2; i++) z->bucket[i] = alloc_counted(t, SL_MEM_COMM, z->bucket_elems, &z->mem_bucket);
+        for (int i = 0; i < (z->nbuckets > 1 ? 2 : 1); i++)
+            z->bucket[i] = alloc_counted(t, SL_MEM_COMM, z->bucket_elems, &z->mem_bucket);
     }
     if (z->stage == 3) {
         z->nslots = opt_prefetch ? 2 : 1;
