@@ -31,15 +31,26 @@
 #include <unistd.h>
 
 #include "kernels.h"
+#include "probe.h"
 #include "scalelab.h"
 #include "sl_coll.h"
 #include "sl_half.h"
 
-enum { OP_ALLREDUCE, OP_REDUCE_SCATTER, OP_ALLGATHER, OP_BROADCAST };
-static const sl_collective op_coll[] = {SL_CO_ALLREDUCE, SL_CO_REDUCE_SCATTER, SL_CO_ALLGATHER,
-                                        SL_CO_BROADCAST};
-enum { MODE_LATENCY = 1, MODE_THROUGHPUT = 2 };
-enum { PLACE_OUT = 1, PLACE_IN = 2 };
+/* The operations measured (X: id, --op name, the communication layer's collective), the
+ * timing modes and the placements; --mode and --place take bit masks of the last two. */
+#define OP_LIST(X)                                                                            \
+    X(OP_ALLREDUCE, "allreduce", SL_CO_ALLREDUCE)                                             \
+    X(OP_REDUCE_SCATTER, "reduce_scatter", SL_CO_REDUCE_SCATTER)                              \
+    X(OP_ALLGATHER, "allgather", SL_CO_ALLGATHER) X(OP_BROADCAST, "broadcast", SL_CO_BROADCAST)
+#define MODE_LIST(X) X(M_LATENCY, "latency") X(M_THROUGHPUT, "throughput")
+#define PLACE_LIST(X) X(P_OUT, "out") X(P_IN, "in")
+SL_ENUM(op_id, OP_LIST, NOPS);
+SL_ENUM(mode_id, MODE_LIST, NMODES);
+SL_ENUM(place_id, PLACE_LIST, NPLACES);
+#define OP_COLL(id, name, coll) coll,
+static const sl_collective op_coll[NOPS] = {OP_LIST(OP_COLL)};
+enum { MODE_LATENCY = 1u << M_LATENCY, MODE_THROUGHPUT = 1u << M_THROUGHPUT };
+enum { PLACE_OUT = 1u << P_OUT, PLACE_IN = 1u << P_IN };
 
 /* Technique options. */
 static int opt_op = OP_ALLREDUCE;
@@ -52,13 +63,13 @@ static size_t opt_cold = 0; /* 0: four times the last-level cache, within [64M, 
 static size_t opt_segment = 0; /* 0: the communication layer's default (SL_COLL_SEGMENT) */
 
 static const sl_opt extra_opts[] = {
-    {"op", 0, SL_OPT_CHOICE, &opt_op, 0, 0, "allreduce|reduce_scatter|allgather|broadcast", 0,
+    {"op", 0, SL_OPT_CHOICE, &opt_op, 0, 0, SL_ENUM_CHOICES(OP_LIST), 0,
      "collective to measure (default allreduce)"},
     {"redop", 0, SL_OPT_CHOICE, &opt_redop, 0, 0, "sum|max|min|avg", 0,
      "reduction of allreduce and reduce_scatter (default sum)"},
-    {"mode", 0, SL_OPT_CHOICE_LIST, &opt_modes, 0, 0, "latency|throughput", 0,
+    {"mode", 0, SL_OPT_CHOICE_LIST, &opt_modes, 0, 0, SL_ENUM_CHOICES(MODE_LIST), 0,
      "latency: each operation timed alone after a barrier; throughput: back to back (default all)"},
-    {"place", 0, SL_OPT_CHOICE_LIST, &opt_places, 0, 0, "out|in", 0,
+    {"place", 0, SL_OPT_CHOICE_LIST, &opt_places, 0, 0, SL_ENUM_CHOICES(PLACE_LIST), 0,
      "out of place and/or in place (default all; broadcast is in place only)"},
     {"root", 0, SL_OPT_INT, &opt_root, 0, 1 << 20, NULL, 0, "broadcast root (default 0)"},
     {"reps", 0, SL_OPT_INT, &opt_reps, 1, 1000, NULL, 0,
@@ -204,19 +215,6 @@ static void body_throughput(void *arg)
     for (int i = 0; i < b->nops; i++) one_op(b);
 }
 
-/* Host image of a device (or host) region. */
-static void fetch(const bench *b, void *host, const void *src, size_t bytes)
-{
-    if (b->be == SL_BACKEND_CUDA) sl_k_memcpy(b->be, host, src, bytes, SL_K_D2H);
-    else memcpy(host, src, bytes);
-}
-
-static void store(const bench *b, void *dst, const void *host, size_t bytes)
-{
-    if (b->be == SL_BACKEND_CUDA) sl_k_memcpy(b->be, dst, host, bytes, SL_K_H2D);
-    else memcpy(dst, host, bytes);
-}
-
 /* One call on set 0 with fresh data, compared exactly with the reference on every rank.
  * Returns the number of wrong elements over all ranks; *worst: the largest difference. */
 static long check(bench *b, unsigned k, double *worst, char *msg, size_t msglen)
@@ -233,16 +231,16 @@ static long check(bench *b, unsigned k, double *worst, char *msg, size_t msglen)
     memset(h, 0xA5, out_elems * es);
     if (b->op == OP_ALLGATHER || (b->op == OP_BROADCAST && ctx->rank != b->root) ||
         (!b->inplace && b->op != OP_BROADCAST))
-        store(b, r, h, out_elems * es);
+        sl_k_memcpy(b->be, r, h, out_elems * es, SL_K_H2D);
     size_t first = b->op == OP_ALLGATHER ? (size_t)ctx->rank * n : 0;
     int src_rank = b->op == OP_BROADCAST ? b->root : ctx->rank;
     if (b->op != OP_BROADCAST || ctx->rank == b->root) {
         for (size_t i = 0; i < in_elems; i++) sl_elem_put(h, i, b->t, val(src_rank, first + i, k));
-        store(b, s, h, in_elems * es);
+        sl_k_memcpy(b->be, s, h, in_elems * es, SL_K_H2D);
     }
     int rc = call(b, 0);
     if (rc) SL_FATAL("%s: %s", sl_coll_name(b->c->impl), sl_coll_strerror(rc));
-    fetch(b, h, r, out_elems * es);
+    sl_k_memcpy(b->be, h, r, out_elems * es, SL_K_D2H);
     /* For the tests of the check itself: SL_TEST_CORRUPT=1 spoils one element on the last
      * rank, which must then be reported and make the program exit 1. */
     const char *corrupt = getenv("SL_TEST_CORRUPT");
@@ -322,17 +320,17 @@ typedef struct series {  /* one implementation's sweep, for the model and the su
 } series;
 
 static const sl_column columns[] = {
-    {"coll", "", "collective", 7, 0, 0},
-    {"place", "", "place", 6, 0, 0},
-    {"mode", "", "mode", 11, 0, 0},
+    SL_COL("coll", "collective", 7),
+    SL_COL("place", "place", 6),
+    SL_COL("mode", "mode", 11),
     {"size", "B", "bytes", 11, 0, 0},
     {"count", "elts", "count", 10, 0, 0},
-    {"iters", "", "iterations", 6, 0, 0},
-    {"time", "us", "time.median", 11, 2, 1e6},
-    {"p95", "us", "time.p95", 11, 2, 1e6},
+    SL_COL("iters", "iterations", 6),
+    SL_COL_TIME("us", 1e6, 2, 11),
+    SL_COL_P95("us", 1e6, 2, 11),
     {"algbw", "GB/s", "algbw", 9, 3, 0},
     {"busbw", "GB/s", "busbw", 9, 3, 0},
-    {"check", "", "check", 6, 0, 0},
+    SL_COL_CHECK(6),
 };
 
 static double bus_factor(int op, int n)
@@ -453,37 +451,21 @@ static void sweep_impl(sl_ctx *ctx, sl_comm *c, sl_backend be, sl_dtype t, char 
     ser->ran = 1;
 }
 
-/* Memory bandwidth per rank, every rank copying at once: the ceiling for data that must pass
- * through memory, which on one node is how every message travels. */
-typedef struct copy_probe { char *a, *b; size_t bytes; } copy_probe;
-static void body_copy(void *arg)
-{
-    copy_probe *p = arg;
-    memcpy(p->b, p->a, p->bytes);
-}
-
+/* Memory bandwidth per rank, every rank copying at once on one thread (kernels/probe.h): the
+ * ceiling for data that must pass through memory, which on one node is how every message
+ * travels. STREAM counts a copy as reading and writing the bytes. */
 static double memory_bandwidth(sl_ctx *ctx, size_t bytes)
 {
-    copy_probe p = {.bytes = bytes};
-    p.a = sl_alloc(SL_MEM_OTHER, bytes);
-    p.b = sl_alloc(SL_MEM_OTHER, bytes);
-    memset(p.a, 1, bytes);
+    sl_probe p;
+    sl_probe_init(&p, SL_PROBE_COPY, SL_BACKEND_CPU, bytes, 1);
     sl_stats st;
-    sl_time_loop_n(ctx, 2, 5, body_copy, &p, &st);
-    /* STREAM counts a copy as reading and writing the bytes. */
-    double bw = 2.0 * (double)bytes / st.median / 1e9;
+    double bw = sl_probe_run(ctx, &p, 2, 5, &st) / st.median / 1e9;
     sl_result r;
-    sl_result_init(ctx, &r, "memcpy");
-    r.backend = "cpu";
+    sl_probe_result(ctx, &p, &st, &r, "memcpy", "copy_bw_per_rank", bw);
     sl_result_param_str(&r, "mode", "probe");
     sl_result_param_num(&r, "bytes", (double)bytes);
-    sl_result_set_time(&r, &st);
-    sl_result_metric(&r, "copy_bw_per_rank", bw, "GB/s");
-    snprintf(r.headline, sizeof r.headline, "copy_bw_per_rank");
-    sl_result_check(&r, SL_CHECK_NONE, 0, "bandwidth probe: nothing to check");
     sl_result_emit(ctx, &r);
-    sl_free(p.a);
-    sl_free(p.b);
+    sl_probe_free(&p);
     return bw;
 }
 

@@ -326,21 +326,8 @@ static void validate(sl_ctx *ctx)
 }
 
 static const sl_column columns[] = {
-    {"variant", "", "variant", 9, 0, 0},
-    {"coll", "", "collective", 7, 0, 0},
-    {"batch", "", "global_batch", 7, 0, 0},
-    {"step", "ms", "time.median", 10, 2, 1e3},
-    {"compute", "ms", "compute", 9, 2, 1e3},
-    {"comm", "ms", "comm", 9, 2, 1e3},
-    {"exposed", "ms", "exposed_comm", 9, 2, 1e3},
-    {"overlap", "%", "overlap", 8, 1, 100},
-    {"samples/s", "", "samples_per_s", 11, 1, 0},
-    {"eff", "%", "scaling_eff", 7, 1, 100},
-    {"model", "MB/step", "bytes_model", 8, 2, 1e-6},
-    {"sent", "MB/step", "bytes_sent", 8, 2, 1e-6},
-    {"activ", "MB", "mem_activ", 8, 2, 1e-6},
-    {"error", "rel", "weight_rel_err", 10, 2, 0},
-    {"check", "", "check", 7, 0, 0},
+    SL_TRAIN_COLUMNS_RUN, SL_TRAIN_COLUMNS_STEP, SL_TRAIN_COLUMNS_BYTES,
+    {"activ", "MB", "mem_activ", 8, 2, 1e-6}, SL_TRAIN_COLUMNS_CHECK,
 };
 
 static const sl_technique ddp = {

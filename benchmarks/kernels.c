@@ -26,27 +26,27 @@
 
 #include "kernels.h"
 #include "mlp.h"
+#include "probe.h"
+#include "ref.h"
+#include "train_ref.h"
 #include "scalelab.h"
 #include "sl_half.h"
 #include "sl_rng.h"
 
-enum {
-    K_GEMM, K_BIAS, K_BIAS_GRAD, K_RELU, K_GELU, K_GELU_BWD, K_MSE, K_XENT, K_SGD, K_ADAMW, K_CAST, K_SCALE,
-    K_AXPBY, K_CONV_FWD, K_CONV_BWD_DATA, K_CONV_BWD_FILTER, K_RNG, NKERNELS
-};
-static const char *const kernel_names[NKERNELS] = {
-    "gemm",  "bias_add", "bias_grad", "relu",  "gelu", "gelu_bwd", "mse", "softmax_xent", "sgd", "adamw",
-    "cast",  "scale_check", "axpby", "conv_fwd", "conv_bwd_data", "conv_bwd_filter", "rng_normal"};
-#define KERNEL_CHOICES                                                                       \
-    "gemm|bias_add|bias_grad|relu|gelu|gelu_bwd|mse|softmax_xent|sgd|adamw|cast|scale_check|axpby|" \
-    "conv_fwd|conv_bwd_data|conv_bwd_filter|rng_normal"
+#define KERNEL_LIST(X)                                                                        \
+    X(K_GEMM, "gemm") X(K_BIAS, "bias_add") X(K_BIAS_GRAD, "bias_grad") X(K_RELU, "relu")       \
+    X(K_GELU, "gelu") X(K_GELU_BWD, "gelu_bwd") X(K_MSE, "mse") X(K_XENT, "softmax_xent")       \
+    X(K_SGD, "sgd") X(K_ADAMW, "adamw") X(K_CAST, "cast") X(K_SCALE, "scale_check")             \
+    X(K_AXPBY, "axpby") X(K_CONV_FWD, "conv_fwd") X(K_CONV_BWD_DATA, "conv_bwd_data")          \
+    X(K_CONV_BWD_FILTER, "conv_bwd_filter") X(K_RNG, "rng_normal")
+SL_ENUM(kernel_id, KERNEL_LIST, NKERNELS);
+static const char *const kernel_names[NKERNELS] = SL_ENUM_NAMES(KERNEL_LIST);
 
 static long long opt_gemm_n = 2048;
 static long long opt_elems = 16 << 20;
 static size_t opt_copy_bytes = (size_t)256 << 20;
 static unsigned opt_kernels = ~0u;
 static long long opt_train_steps = 0;
-static long long opt_seed = 42;
 
 static const sl_opt extra_opts[] = {
     {"gemm-n", 0, SL_OPT_INT, &opt_gemm_n, 1, 65536, NULL, 0,
@@ -55,11 +55,10 @@ static const sl_opt extra_opts[] = {
      "elements of the element-wise kernels (default 16777216)"},
     {"copy-bytes", 0, SL_OPT_SIZE, &opt_copy_bytes, 8 << 20, 1LL << 40, NULL, 0,
      "bytes of the bandwidth probe copy (default 256M)"},
-    {"kernels", 'k', SL_OPT_CHOICE_LIST, &opt_kernels, 0, 0, KERNEL_CHOICES, 0,
+    {"kernels", 'k', SL_OPT_CHOICE_LIST, &opt_kernels, 0, 0, SL_ENUM_CHOICES(KERNEL_LIST), 0,
      "kernels to run (default all)"},
     {"train-steps", 0, SL_OPT_INT, &opt_train_steps, 0, 1000000, NULL, 0,
      "instead of the kernels, train the MLP this many steps and print the loss curve"},
-    {"seed", 0, SL_OPT_INT, &opt_seed, 0, 1LL << 62, NULL, 0, "data seed (default 42)"},
     {0},
 };
 
@@ -71,20 +70,21 @@ static const sl_program program = {
     .default_dtype = SL_F32,
     .default_iters = 5,
     .default_warmup = 1,
+    .groups = {&sl_data_opts},
     .extra = extra_opts,
 };
 
 static const sl_column columns[] = {
-    {"kernel", "", "variant", 16, 0, 0},
-    {"dtype", "", "dtype", 6, 0, 0},
-    {"shape", "", "shape", 18, 0, 0},
-    {"time", "ms", "time.median", 10, 3, 1e3},
+    SL_COL("kernel", "variant", 16),
+    SL_COL("dtype", "dtype", 6),
+    SL_COL("shape", "shape", 18),
+    SL_COL_TIME("ms", 1e3, 3, 10),
     {"GFLOP/s", "", "gflops", 9, 1, 0},
     {"GB/s", "", "gbps", 8, 1, 0},
     {"AI", "flop/B", "ai", 8, 2, 0},
     {"roof", "%", "roof_fraction", 6, 1, 100},
-    {"bound", "", "bound", 8, 0, 0},
-    {"check", "", "check", 8, 0, 0},
+    SL_COL("bound", "bound", 8),
+    SL_COL_CHECK(8),
 };
 
 /* The run ------------------------------------------------------------------------------- */
@@ -153,7 +153,6 @@ static void emit(run *R, const char *kernel, sl_dtype dt, const char *shape, con
     /* a memory-bound kernel (or a copy) is summarised by its bandwidth, the rest by FLOP/s */
     int by_bandwidth = isnan(flops) || flops == 0 || strcmp(bound, "memory") == 0;
     snprintf(r.headline, sizeof r.headline, by_bandwidth ? "gbps" : "gflops");
-    sl_result_add_counters(R->ctx, &r);
     sl_result_emit(R->ctx, &r);
 }
 
@@ -176,17 +175,11 @@ static void emit_row(run *R, const row *w)
 /* Host <-> backend helpers ------------------------------------------------------------------ */
 
 static void *dev(run *R, size_t bytes) { return sl_k_malloc(R->be, SL_MEM_OTHER, bytes); }
-static void *host_copy(run *R, const void *d, size_t bytes)
-{
-    void *h = malloc(bytes ? bytes : 1);
-    if (!h) SL_FATAL("out of memory: %zu bytes for a check", bytes);
-    sl_k_memcpy(R->be, h, d, bytes, SL_K_D2H);
-    return h;
-}
+static void *host_copy(run *R, const void *d, size_t bytes) { return sl_k_download(R->be, d, bytes); }
 static float *dev_randn(run *R, uint64_t stream, size_t n, float scale)
 {
     float *d = dev(R, n * sizeof(float));
-    sl_k_rng_normal(R->be, (uint64_t)opt_seed ^ stream, 0, n, d, 0.0f, scale);
+    sl_k_rng_normal(R->be, (uint64_t)sl_opt_seed ^ stream, 0, n, d, 0.0f, scale);
     return d;
 }
 
@@ -229,17 +222,11 @@ static double bench_gemm(run *R, sl_dtype dt, row *probe)
     if (R->ctx->opt.check) {
         /* the reference reads the operands as the kernel saw them (rounded to dt) */
         float *a = host_copy(R, a32, nn * 4), *b = host_copy(R, b32, nn * 4), *c = host_copy(R, g.c, nn * 4);
+        for (size_t i = 0; i < nn; i++) a[i] = sl_round_to(dt, a[i]), b[i] = sl_round_to(dt, b[i]);
         for (int s = 0; s < 64; s++) {
-            size_t i = sl_rng_u64(7, 2 * s) % n, j = sl_rng_u64(7, 2 * s + 1) % n;
-            double want = 0, mag = 0;
-            for (int p = 0; p < n; p++) {
-                double x = dt == SL_F16 ? sl_f16_to_f32(sl_f32_to_f16(a[i * n + p]))
-                           : dt == SL_BF16 ? sl_bf16_to_f32(sl_f32_to_bf16(a[i * n + p])) : a[i * n + p];
-                double y = dt == SL_F16 ? sl_f16_to_f32(sl_f32_to_f16(b[(size_t)p * n + j]))
-                           : dt == SL_BF16 ? sl_bf16_to_f32(sl_f32_to_bf16(b[(size_t)p * n + j])) : b[(size_t)p * n + j];
-                want += x * y, mag += fabs(x * y);
-            }
-            double e = fabs(c[i * n + j] - want) / ((n + 2) * 0x1p-24 * mag);
+            int i = (int)(sl_rng_u64(7, 2 * s) % n), j = (int)(sl_rng_u64(7, 2 * s + 1) % n);
+            double mag, want = sl_ref_gemm_at(0, 0, n, a, n, b, n, i, j, &mag);
+            double e = fabs(c[(size_t)i * n + j] - want) / ((n + 2) * 0x1p-24 * mag);
             if (!(e <= err)) err = isnan(e) ? INFINITY : e;
         }
         pass = err <= 1.0;
@@ -256,32 +243,21 @@ static double bench_gemm(run *R, sl_dtype dt, row *probe)
     return flops / st.min; /* as a peak: the fastest iteration */
 }
 
-typedef struct copy_args {
-    sl_backend be;
-    void *dst, *src;
-    size_t bytes;
-} copy_args;
-
-static void copy_fn(void *p)
-{
-    copy_args *c = p;
-    sl_k_memcpy(c->be, c->dst, c->src, c->bytes, SL_K_D2D);
-}
-
+/* The bandwidth probe: a copy in the backend's memory by its own copy (kernels/probe.h). */
 static double bench_copy(run *R, row *probe)
 {
-    copy_args c = {R->be, dev(R, opt_copy_bytes), dev(R, opt_copy_bytes), opt_copy_bytes};
-    sl_k_fill(R->be, SL_F32, opt_copy_bytes / 4, c.src, 1.0);
+    sl_probe p;
+    sl_probe_init(&p, SL_PROBE_COPY, R->be, opt_copy_bytes, 0);
     sl_stats st;
-    measure(R, copy_fn, &c, &st);
-    row w = {.kernel = "peak_copy", .dt = SL_F32, .st = st, .flops = 0.0,
-             .bytes = 2.0 * opt_copy_bytes, .pass = -1};
+    row w = {.kernel = "peak_copy", .dt = SL_F32, .flops = 0.0, .pass = -1};
+    w.bytes = sl_probe_run(R->ctx, &p, (int)R->ctx->opt.warmup, (int)R->ctx->opt.iters, &st);
+    w.st = st;
     snprintf(w.shape, sizeof w.shape, "%zu MiB", opt_copy_bytes >> 20);
     snprintf(w.msg, sizeof w.msg, "bandwidth probe");
     *probe = w;
     /* a peak is the best the machine did: the fastest iteration, not the median */
     R->peak_bw = w.bytes / st.min;
-    sl_k_free(R->be, c.dst), sl_k_free(R->be, c.src);
+    sl_probe_free(&p);
     return R->peak_bw;
 }
 
@@ -301,11 +277,14 @@ typedef struct ew {
     size_t bad;
 } ew;
 
+/* The optimizers' settings: one step from zero state, as the reference takes it too. */
+static const sl_adamw ew_adamw = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f,
+                                  .weight_decay = 0.01f, .step = 1};
+static const sl_sgd ew_sgd = {.lr = 1e-3f, .momentum = 0.9f, .weight_decay = 0.01f};
+
 static void ew_fn(void *p)
 {
     ew *e = p;
-    sl_adamw aw = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .weight_decay = 0.01f, .step = 1};
-    sl_sgd sg = {.lr = 1e-3f, .momentum = 0.9f, .weight_decay = 0.01f};
     switch (e->kernel) {
     case K_BIAS: sl_k_bias_add(e->be, e->rows, e->cols, e->y, e->w); break;
     case K_BIAS_GRAD: sl_k_bias_grad(e->be, e->rows, e->cols, e->x, e->w); break;
@@ -316,8 +295,8 @@ static void ew_fn(void *p)
     case K_XENT:
         e->loss = sl_k_softmax_xent(e->be, e->rows, e->cols, e->x, e->labels, e->y, 1.0f / e->rows);
         break;
-    case K_SGD: sl_k_sgd_step(e->be, &sg, e->n, e->y, e->x, e->v); break;
-    case K_ADAMW: sl_k_adamw_step(e->be, &aw, e->n, e->y, e->x, e->v, e->w); break;
+    case K_SGD: sl_k_sgd_step(e->be, &ew_sgd, e->n, e->y, e->x, e->v); break;
+    case K_ADAMW: sl_k_adamw_step(e->be, &ew_adamw, e->n, e->y, e->x, e->v, e->w); break;
     case K_CAST: sl_k_cast(e->be, e->n, e->x, SL_F32, e->hy, e->dt, NULL); break;
     case K_SCALE: e->bad = sl_k_scale_check(e->be, e->n, e->y, 1.0f); break;
     case K_AXPBY: sl_k_axpby(e->be, e->dt, e->n, 1.0, e->hx, 1.0, e->hy); break;
@@ -325,14 +304,39 @@ static void ew_fn(void *p)
     }
 }
 
-static double gelu_d(double x)
+/* Elements per block of the reference (a whole number of softmax rows of 1000 classes). */
+#define EW_CHUNK 8000
+
+/* The double-precision reference (ref.h) of e's kernel for elements [lo, lo + m), from host
+ * copies of its inputs as the checked call saw them, into want[0, m) (want has room for
+ * 3 EW_CHUNK: optimizer state). Returns the part of the loss these elements carry. */
+static double ew_reference(const ew *e, size_t lo, size_t m, const float *x, const float *z,
+                           const float *y0, const float *w0, const int32_t *lab, double *want)
 {
-    return 0.5 * x * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
-}
-static double gelu_grad_d(double x)
-{
-    double t = tanh(0.7978845608028654 * (x + 0.044715 * x * x * x));
-    return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * 0.7978845608028654 * (1 + 3 * 0.044715 * x * x);
+    double loss = 0, *s1 = want + EW_CHUNK, *s2 = want + 2 * EW_CHUNK;
+    for (size_t k = 0; k < m; k++) {
+        size_t i = lo + k;
+        switch (e->kernel) {
+        case K_BIAS: want[k] = (double)y0[i] + w0[i % e->cols]; break;
+        case K_RELU: want[k] = sl_ref_act(SL_ACT_RELU, x[i]); break;
+        case K_GELU: want[k] = sl_ref_act(SL_ACT_GELU, x[i]); break;
+        case K_GELU_BWD: want[k] = z[i] * sl_ref_act_grad(SL_ACT_GELU, x[i]); break;
+        case K_SGD: case K_ADAMW: want[k] = y0[i], s1[k] = s2[k] = 0; break; /* zero state */
+        case K_CAST: case K_AXPBY: /* the operands as the dtype holds them */
+            want[k] = (double)sl_round_to(e->dt, x[i]) + (e->kernel == K_AXPBY ? sl_round_to(e->dt, y0[i]) : 0);
+            break;
+        case K_SCALE: want[k] = y0[i]; break; /* scaled by 1 */
+        case K_RNG: want[k] = sl_rng_normal(9, i); break;
+        default: break;
+        }
+    }
+    if (e->kernel == K_MSE) loss = sl_ref_mse(m, x + lo, z + lo, (double)(1.0f / e->n), want);
+    if (e->kernel == K_SGD) sl_ref_sgd_step(&ew_sgd, m, want, x + lo, s1);
+    if (e->kernel == K_ADAMW) sl_ref_adamw_step(&ew_adamw, m, want, x + lo, s1, s2);
+    for (size_t r = lo / e->cols; e->kernel == K_XENT && r < (lo + m) / e->cols; r++)
+        loss += sl_ref_softmax_xent_row(e->cols, x + r * e->cols, lab[r], 1.0 / e->rows,
+                                        want + (r * e->cols - lo)) / e->rows;
+    return loss;
 }
 
 /* One element-wise kernel: set up, time, then check one fresh call against double. Kernels
@@ -361,8 +365,7 @@ static void bench_ew(run *R, int kernel, sl_dtype dt)
         int32_t *lab = malloc((size_t)e.rows * sizeof *lab);
         if (!lab) SL_FATAL("out of memory for labels");
         for (int r = 0; r < e.rows; r++) lab[r] = (int32_t)(sl_rng_u64(3, r) % e.cols);
-        e.labels = dev(R, (size_t)e.rows * sizeof *lab);
-        sl_k_memcpy(R->be, e.labels, lab, (size_t)e.rows * sizeof *lab, SL_K_H2D);
+        e.labels = sl_k_upload(R->be, SL_MEM_OTHER, lab, (size_t)e.rows * sizeof *lab);
         free(lab);
     }
     if (kernel == K_ADAMW) sl_k_memset0(R->be, e.w, n * 4); /* v >= 0, as in training */
@@ -391,7 +394,7 @@ static void bench_ew(run *R, int kernel, sl_dtype dt)
     float *x = host_copy(R, e.x, n * 4), *z = host_copy(R, e.z, n * 4);
     if (kernel == K_BIAS_GRAD) sl_k_memset0(R->be, e.w, nw * 4); /* accumulates: from zero */
     float *w0 = host_copy(R, e.w, nw * 4);
-    sl_k_rng_normal(R->be, (uint64_t)opt_seed ^ 12, 0, n, e.y, 0.0f, 1.0f); /* y as generated */
+    sl_k_rng_normal(R->be, (uint64_t)sl_opt_seed ^ 12, 0, n, e.y, 0.0f, 1.0f); /* y as generated */
     float *y0 = host_copy(R, e.y, n * 4);
     sl_k_memset0(R->be, e.v, n * 4);
     if (e.hx) sl_k_cast(R->be, n, e.y, SL_F32, e.hy, dt, NULL);
@@ -402,59 +405,21 @@ static void bench_ew(run *R, int kernel, sl_dtype dt)
     void *hout = e.hy ? host_copy(R, e.hy, n * es) : NULL;
     double worst = 0, tol = 1e-5; /* relative to max(1, |want|): f32 formulas, a few roundings */
     int32_t *lab = kernel == K_XENT ? host_copy(R, e.labels, (size_t)e.rows * 4) : NULL;
-    double loss_want = 0;
-    for (size_t i = 0; i < n; i++) {
-        double want = 0, got = out ? out[i] : 0;
-        switch (kernel) {
-        case K_BIAS: want = (double)y0[i] + w0[i % e.cols]; break;
-        case K_BIAS_GRAD: want = got; break; /* its output is the bias: checked below */
-        case K_RELU: want = x[i] > 0 ? x[i] : 0; break;
-        case K_GELU: want = gelu_d(x[i]); break;
-        case K_GELU_BWD: want = z[i] * gelu_grad_d(x[i]); break;
-        case K_MSE:
-            want = 2.0 / n * ((double)x[i] - z[i]);
-            loss_want += ((double)x[i] - z[i]) * ((double)x[i] - z[i]) / n;
-            break;
-        case K_XENT: {
-            size_t r = i / e.cols;
-            if (i % e.cols == 0) { /* this row's log-sum-exp, once */
-                double m = x[i], s = 0;
-                for (int j = 1; j < e.cols; j++) m = fmax(m, x[i + j]);
-                for (int j = 0; j < e.cols; j++) s += exp(x[i + j] - m);
-                loss_want += (m + log(s) - x[r * e.cols + lab[r]]) / e.rows;
-                z[i] = (float)(m + log(s)); /* keep lse for the row in z[row start] */
-            }
-            double lse = z[r * e.cols];
-            want = (exp(x[i] - lse) - ((int)(i % e.cols) == lab[r])) / e.rows;
-            break;
+    double loss_want = 0, *want = malloc(3 * EW_CHUNK * sizeof *want);
+    if (!want) SL_FATAL("out of memory for the reference");
+    if (kernel == K_AXPBY && dt != SL_F32) tol = dt == SL_F16 ? 0x1p-11 : 0x1p-8; /* one rounding in dt */
+    for (size_t lo = 0; lo < n; lo += EW_CHUNK) {
+        size_t m = n - lo < EW_CHUNK ? n - lo : EW_CHUNK;
+        loss_want += ew_reference(&e, lo, m, x, z, y0, w0, lab, want);
+        for (size_t k = 0; k < m; k++) {
+            size_t i = lo + k;
+            double got = hout ? sl_elem_get(hout, i, dt) : out[i];
+            if (kernel == K_BIAS_GRAD) want[k] = got; /* its output is the bias: checked below */
+            double err = fabs(got - want[k]) / fmax(1.0, fabs(want[k]));
+            if (!(err <= worst)) worst = isnan(err) ? INFINITY : err;
         }
-        case K_SGD: want = y0[i] - 1e-3 * (x[i] + (double)0.01f * y0[i]); break;
-        case K_ADAMW: {
-            /* the first step from zero state: mhat = g, vhat = g^2 */
-            double g = x[i];
-            want = y0[i] - (double)1e-3f * ((double)0.01f * y0[i] + g / (fabs(g) + 1e-8));
-            break;
-        }
-        case K_CAST: {
-            float xr = dt == SL_F16 ? sl_f16_to_f32(sl_f32_to_f16(x[i])) : sl_bf16_to_f32(sl_f32_to_bf16(x[i]));
-            want = xr, got = dt == SL_F16 ? sl_f16_to_f32(((uint16_t *)hout)[i]) : sl_bf16_to_f32(((uint16_t *)hout)[i]);
-            break;
-        }
-        case K_SCALE: want = y0[i]; break;
-        case K_AXPBY: {
-            double xs = dt == SL_F32 ? x[i] : dt == SL_F16 ? sl_f16_to_f32(sl_f32_to_f16(x[i])) : sl_bf16_to_f32(sl_f32_to_bf16(x[i]));
-            double ys = dt == SL_F32 ? y0[i] : dt == SL_F16 ? sl_f16_to_f32(sl_f32_to_f16(y0[i])) : sl_bf16_to_f32(sl_f32_to_bf16(y0[i]));
-            want = xs + ys;
-            got = dt == SL_F32 ? ((float *)hout)[i] : dt == SL_F16 ? sl_f16_to_f32(((uint16_t *)hout)[i]) : sl_bf16_to_f32(((uint16_t *)hout)[i]);
-            /* one rounding in the dtype: 2^-11 (f16) or 2^-8 (bf16) relative */
-            if (dt != SL_F32) tol = dt == SL_F16 ? 0x1p-11 : 0x1p-8;
-            break;
-        }
-        case K_RNG: want = sl_rng_normal(9, i); break;
-        }
-        double err = fabs(got - want) / fmax(1.0, fabs(want));
-        if (!(err <= worst)) worst = isnan(err) ? INFINITY : err;
     }
+    free(want);
     if (kernel == K_BIAS_GRAD) {
         /* column sums of x from zero: within (rows + 1) u sum |x| of the exact sums */
         float *db = host_copy(R, e.w, nw * 4);
@@ -522,48 +487,17 @@ static void bench_conv(run *R, int pass)
                            (pass == K_CONV_FWD ? ny : pass == K_CONV_BWD_DATA ? nx : nw) * 4);
     double worst = 0;
     for (int s = 0; s < 64; s++) {
-        double want = 0, mag = 0, terms = 0;
+        double want, mag, terms;
         size_t idx;
-        if (pass == K_CONV_FWD) {
+        if (pass == K_CONV_FWD) { /* y was overwritten by the forward: recomputed from x and w */
             idx = sl_rng_u64(31, s) % ny;
-            int q = idx % cv->q, p = idx / cv->q % cv->p, k = idx / ((size_t)cv->p * cv->q) % cv->k,
-                b = idx / ((size_t)cv->p * cv->q * cv->k);
-            /* y was overwritten by the forward: recompute from x and w */
-            for (int ci = 0; ci < cv->c; ci++)
-                for (int i = 0; i < cv->r; i++)
-                    for (int j = 0; j < cv->s; j++) {
-                        int h = p - cv->pad_h + i, ww = q - cv->pad_w + j;
-                        if (h < 0 || h >= cv->h || ww < 0 || ww >= cv->w) continue;
-                        double t = (double)x[(((size_t)b * cv->c + ci) * cv->h + h) * cv->w + ww] *
-                                   w[(((size_t)k * cv->c + ci) * cv->r + i) * cv->s + j];
-                        want += t, mag += fabs(t), terms++;
-                    }
+            want = sl_ref_conv2d_forward_at(cv, x, w, idx, &mag, &terms);
         } else if (pass == K_CONV_BWD_DATA) {
             idx = sl_rng_u64(32, s) % nx;
-            int ww = idx % cv->w, h = idx / cv->w % cv->h, ci = idx / ((size_t)cv->w * cv->h) % cv->c,
-                b = idx / ((size_t)cv->w * cv->h * cv->c);
-            for (int k = 0; k < cv->k; k++)
-                for (int i = 0; i < cv->r; i++)
-                    for (int j = 0; j < cv->s; j++) {
-                        int p = h + cv->pad_h - i, q = ww + cv->pad_w - j; /* stride 1 */
-                        if (p < 0 || p >= cv->p || q < 0 || q >= cv->q) continue;
-                        double t = (double)y[(((size_t)b * cv->k + k) * cv->p + p) * cv->q + q] *
-                                   w[(((size_t)k * cv->c + ci) * cv->r + i) * cv->s + j];
-                        want += t, mag += fabs(t), terms++;
-                    }
+            want = sl_ref_conv2d_backward_data_at(cv, y, w, idx, &mag, &terms);
         } else {
             idx = sl_rng_u64(33, s) % nw;
-            int j = idx % cv->s, i = idx / cv->s % cv->r, ci = idx / ((size_t)cv->s * cv->r) % cv->c,
-                k = idx / ((size_t)cv->s * cv->r * cv->c);
-            for (int b = 0; b < cv->n; b++)
-                for (int p = 0; p < cv->p; p++)
-                    for (int q = 0; q < cv->q; q++) {
-                        int h = p - cv->pad_h + i, ww = q - cv->pad_w + j;
-                        if (h < 0 || h >= cv->h || ww < 0 || ww >= cv->w) continue;
-                        double t = (double)x[(((size_t)b * cv->c + ci) * cv->h + h) * cv->w + ww] *
-                                   y[(((size_t)b * cv->k + k) * cv->p + p) * cv->q + q];
-                        want += t, mag += fabs(t), terms++;
-                    }
+            want = sl_ref_conv2d_backward_filter_at(cv, x, y, idx, &mag, &terms);
         }
         double e = fabs(out[idx] - want) / ((terms + 2) * 0x1p-24 * mag + 1e-30);
         if (!(e <= worst)) worst = isnan(e) ? INFINITY : e;
@@ -586,33 +520,20 @@ static void train_demo(run *R, int steps)
     sl_backend be = R->be;
     sl_mlp m;
     sl_mlp_init(&m, be, layers, in, hidden, out, SL_ACT_RELU);
-    float *p = sl_k_malloc(be, SL_MEM_PARAMS, m.nparams * 4), *g = sl_k_malloc(be, SL_MEM_GRADS, m.nparams * 4);
+    float *p = sl_k_malloc(be, SL_MEM_PARAMS, m.nparams * 4);
     sl_optim o = {.kind = SL_OPTIM_ADAMW, .adamw = {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f}};
-    float *state = sl_k_malloc(be, SL_MEM_OPTIM, m.nparams * 4 * sl_optim_state_per_param(&o));
-    sl_mlp_init_params(&m, (uint64_t)opt_seed, 0, m.nparams, p);
     sl_task task;
-    sl_task_init(&task, be, in, out, (uint64_t)opt_seed, batch);
-    sl_mlp_acts a;
-    sl_mlp_acts_alloc(&m, batch, &a);
-    float *y = sl_k_malloc(be, SL_MEM_DATA, (size_t)batch * out * 4), *dout = sl_k_malloc(be, SL_MEM_ACTIV, (size_t)batch * out * 4);
+    sl_task_init(&task, be, in, out, (uint64_t)sl_opt_seed, batch);
     double *curve = malloc((size_t)steps * sizeof *curve);
     if (!curve) SL_FATAL("out of memory for the loss curve");
     sl_note(R->ctx, "training a %d-layer %d-%d-%d ReLU MLP, batch %d, AdamW lr 1e-2, on the synthetic task (seed %lld)",
-            layers, in, hidden, out, batch, opt_seed);
+            layers, in, hidden, out, batch, sl_opt_seed);
     double t0 = sl_now();
-    for (int s = 0; s < steps; s++) {
-        sl_task_batch(&task, (uint64_t)s * batch, batch, a.x[0], y);
-        sl_mlp_forward(&m, &a, p);
-        curve[s] = sl_k_mse(be, (size_t)batch * out, a.x[layers], y, dout, 1.0f / (batch * out));
-        sl_k_memset0(be, g, m.nparams * 4);
-        sl_mlp_backward(&m, &a, p, g, dout);
-        o.adamw.step = s + 1;
-        sl_optim_step(be, &o, m.nparams, p, g, state);
+    sl_train_serial(&m, &task, &o, batch, steps, (uint64_t)sl_opt_seed, p, curve); /* train_ref.h */
+    double elapsed = sl_now() - t0;
+    for (int s = 0; s < steps; s++)
         if (s % (steps >= 10 ? steps / 10 : 1) == 0 || s == steps - 1)
             sl_note(R->ctx, "step %5d  loss %.6f", s, curve[s]);
-    }
-    sl_k_sync(be);
-    double elapsed = sl_now() - t0;
     /* the first and last ten steps averaged, so that one batch decides nothing */
     int k = steps < 10 ? steps : 10;
     double first = 0, last = 0;
@@ -638,9 +559,8 @@ static void train_demo(run *R, int steps)
     sl_result_emit(R->ctx, &r);
     sl_note(R->ctx, "loss %.5f (first 10 steps) -> %.5f (last 10): %.1fx lower", first, last, first / last);
     free(curve);
-    sl_mlp_acts_free(&m, &a);
     sl_task_free(&task);
-    sl_k_free(be, p), sl_k_free(be, g), sl_k_free(be, state), sl_k_free(be, y), sl_k_free(be, dout);
+    sl_k_free(be, p);
 }
 
 int main(int argc, char **argv)

@@ -17,7 +17,7 @@
  * independently, in 64-bit integers, straight from the generator without the stored arrays.
  *
  * Bandwidth: every variant reads N·(M+1) elements; a STREAM-style read kernel over an array
- * of the same size, with the same thread count, measures what the memory system can deliver
+ * of the same size, with the same thread count (kernels/probe.h), measures what the memory system can deliver
  * in the same run, so "partial reaches x% of read bandwidth" is a ratio from one run.
  */
 #include <math.h>
@@ -30,16 +30,18 @@
 #include <string.h>
 
 #include "scalelab.h"
+#include "probe.h"
 #include "sl_rng.h"
 
-enum { V_SERIAL, V_RACY, V_MUTEX, V_ATOMIC, V_PARTIAL, V_OPENMP, NVARIANTS };
-static const char *const variant_names[NVARIANTS] = {"serial", "racy",    "mutex",
-                                                     "atomic", "partial", "openmp"};
+#define MAE_VARIANTS(X)                                                                    \
+    X(V_SERIAL, "serial") X(V_RACY, "racy") X(V_MUTEX, "mutex") X(V_ATOMIC, "atomic")        \
+    X(V_PARTIAL, "partial") X(V_OPENMP, "openmp")
+SL_ENUM(mae_variant, MAE_VARIANTS, NVARIANTS);
+static const char *const variant_names[NVARIANTS] = SL_ENUM_NAMES(MAE_VARIANTS);
 
 /* Technique options (filled by the parser). */
 static long long opt_samples = 4 << 20;
 static long long opt_features = 8;
-static long long opt_seed = 42;
 static sl_int_list opt_threads = {.is_max = 1};
 static unsigned opt_variants = ~0u;
 
@@ -49,9 +51,8 @@ static const sl_opt extra_opts[] = {
     {"features", 'M', SL_OPT_INT, &opt_features, 1, 4096, NULL, 0, "M: features per sample (default 8)"},
     {"threads", 't', SL_OPT_INT_LIST, &opt_threads, 1, 1024, NULL, 1,
      "thread counts to sweep, e.g. 1,2,4; max = 1,2,4,... up to the CPUs this rank may use (default)"},
-    {"variants", 0, SL_OPT_CHOICE_LIST, &opt_variants, 0, 0, "serial|racy|mutex|atomic|partial|openmp", 0,
+    {"variants", 0, SL_OPT_CHOICE_LIST, &opt_variants, 0, 0, SL_ENUM_CHOICES(MAE_VARIANTS), 0,
      "variants to run (default all; serial always runs, as the baseline)"},
-    {"seed", 0, SL_OPT_INT, &opt_seed, 0, 1LL << 62, NULL, 0, "data generator seed (default 42)"},
     {0},
 };
 
@@ -63,6 +64,7 @@ static const sl_program program = {
     .default_dtype = SL_F64,
     .default_iters = 10,
     .default_warmup = 2,
+    .groups = {&sl_data_opts},
     .extra = extra_opts,
 };
 
@@ -314,69 +316,19 @@ static void iteration_body(void *arg)
     }
 }
 
-/* STREAM-style read bandwidth: T threads each sum their part of a large array. */
-typedef struct stream_arg {
-    const double *a;
-    size_t lo, hi;
-    double sum;
-    char pad[64];
-} stream_arg;
-
-static void *stream_worker(void *p)
+/* Runs the read probe (kernels/probe.h) with nt threads, emits its row and returns its
+ * bandwidth (GB/s, all ranks together). */
+static double measure_read_bw(sl_ctx *ctx, sl_probe *probe, int nt)
 {
-    stream_arg *s = p;
-    double sum = 0;
-    const double *a = s->a;
-#pragma omp simd reduction(+ : sum)
-    for (size_t i = s->lo; i < s->hi; i++) sum += a[i];
-    s->sum = sum;
-    return NULL;
-}
-
-typedef struct stream_probe {
-    const double *a;
-    size_t n;
-    int nthreads;
-    double sink;
-} stream_probe;
-
-static void stream_body(void *arg)
-{
-    stream_probe *p = arg;
-    stream_arg sa[p->nthreads];
-    pthread_t tid[p->nthreads];
-    for (int t = 0; t < p->nthreads; t++) {
-        sa[t] = (stream_arg){.a = p->a, .lo = p->n * (size_t)t / (size_t)p->nthreads,
-                             .hi = p->n * (size_t)(t + 1) / (size_t)p->nthreads};
-        int rc = pthread_create(&tid[t], NULL, stream_worker, &sa[t]);
-        if (rc) SL_FATAL("pthread_create failed: %s", strerror(rc));
-    }
-    for (int t = 0; t < p->nthreads; t++) {
-        pthread_join(tid[t], NULL);
-        p->sink += sa[t].sum;
-    }
-}
-
-/* Runs the read probe with nt threads, emits its row and returns its bandwidth (GB/s, all
- * ranks together). */
-static double measure_read_bw(sl_ctx *ctx, const double *probe, size_t probe_n, int nt)
-{
-    stream_probe sp = {.a = probe, .n = probe_n, .nthreads = nt};
     sl_stats st;
-    sl_time_loop(ctx, stream_body, &sp, &st);
-    double bytes = (double)probe_n * sizeof(double) * ctx->nranks;
+    probe->threads = nt;
+    double bytes = sl_probe_run(ctx, probe, (int)ctx->opt.warmup, (int)ctx->opt.iters, &st) * ctx->nranks;
     double read_bw = bytes / st.median / 1e9;
     sl_result r;
-    sl_result_init(ctx, &r, "stream_read");
+    sl_probe_result(ctx, probe, &st, &r, "stream_read", "read_bw", read_bw);
     r.dtype = "f64";
-    r.backend = "cpu";
     sl_result_param_num(&r, "threads", nt);
     sl_result_param_num(&r, "bytes", bytes);
-    sl_result_set_time(&r, &st);
-    sl_result_metric(&r, "read_bw", read_bw, "GB/s");
-    snprintf(r.headline, sizeof r.headline, "read_bw");
-    sl_result_check(&r, SL_CHECK_NONE, 0, "bandwidth probe: nothing to check");
-    sl_result_add_counters(ctx, &r);
     sl_result_emit(ctx, &r);
     return read_bw;
 }
@@ -384,11 +336,11 @@ static double measure_read_bw(sl_ctx *ctx, const double *probe, size_t probe_n, 
 /* The sweep ------------------------------------------------------------------------------ */
 
 static const sl_column columns[] = {
-    {"dtype", "", "dtype", 6, 0, 0},
-    {"threads", "", "threads", 8, 0, 0},
-    {"variant", "", "variant", 12, 0, 0},
-    {"time", "ms", "time.median", 10, 3, 1e3},
-    {"p95", "ms", "time.p95", 10, 3, 1e3},
+    SL_COL("dtype", "dtype", 6),
+    SL_COL("threads", "threads", 8),
+    SL_COL("variant", "variant", 12),
+    SL_COL_TIME("ms", 1e3, 3, 10),
+    SL_COL_P95("ms", 1e3, 3, 10),
     {"speedup", "x", "speedup", 9, 2, 0},
     {"eff_bw", "GB/s", "eff_bw", 9, 2, 0},
     {"read_bw", "GB/s", "read_bw", 9, 2, 0},
@@ -396,7 +348,7 @@ static const sl_column columns[] = {
     {"value", "sum|e|", "value", 14, 0, 0},
     {"diff", "", "diff_from_serial", 12, 0, 0},
     {"lost", "%", "lost_updates", 7, 2, 100},
-    {"check", "", "check", 13, 0, 0},
+    SL_COL_CHECK(13),
 };
 
 /* Thread counts: the list given, or 1, 2, 4, ... up to the CPUs this rank may use. */
@@ -418,7 +370,7 @@ static int thread_counts(int *out, int max_out, int bound_cpus)
 
 static void sweep_dtype(sl_ctx *ctx, sl_dtype dtype, const int *threads, int nthreads_counts)
 {
-    uint64_t seed = (uint64_t)opt_seed;
+    uint64_t seed = (uint64_t)sl_opt_seed;
     size_t n = (size_t)opt_samples, m = (size_t)opt_features;
     dataset d = {.dtype = dtype, .m = m};
     d.first_row = n * (size_t)ctx->rank / (size_t)ctx->nranks;
@@ -434,9 +386,8 @@ static void sweep_dtype(sl_ctx *ctx, sl_dtype dtype, const int *threads, int nth
      * streams from memory rather than from cache. */
     size_t probe_n = (size_t)(bytes_read / ctx->nranks / sizeof(double));
     if (probe_n < ((size_t)64 << 20) / sizeof(double)) probe_n = ((size_t)64 << 20) / sizeof(double);
-    double *probe = sl_alloc(SL_MEM_OTHER, probe_n * sizeof(double));
-#pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < probe_n; i++) probe[i] = (double)(i & 7);
+    sl_probe probe;
+    sl_probe_init(&probe, SL_PROBE_READ, SL_BACKEND_CPU, probe_n * sizeof(double), 1);
 
     int cap = (int)ctx->opt.warmup + (int)ctx->opt.iters;
     iteration it = {.ctx = ctx, .d = &d, .capacity = cap};
@@ -446,12 +397,12 @@ static void sweep_dtype(sl_ctx *ctx, sl_dtype dtype, const int *threads, int nth
 
     /* serial is compared with the one-thread probe, measured first if 1 is not in the list */
     double serial_median = 0, read_bw_1 = NAN;
-    if (threads[0] != 1) read_bw_1 = measure_read_bw(ctx, probe, probe_n, 1);
+    if (threads[0] != 1) read_bw_1 = measure_read_bw(ctx, &probe, 1);
     sl_stats st;
     sl_result r;
     for (int ti = 0; ti < nthreads_counts; ti++) {
         int nt = threads[ti];
-        double read_bw = measure_read_bw(ctx, probe, probe_n, nt);
+        double read_bw = measure_read_bw(ctx, &probe, nt);
         if (nt == 1) read_bw_1 = read_bw;
 
         for (int v = 0; v < NVARIANTS; v++) {
@@ -508,13 +459,12 @@ static void sweep_dtype(sl_ctx *ctx, sl_dtype dtype, const int *threads, int nth
             } else {
                 sl_result_check(&r, SL_CHECK_PASS, 0, NULL);
             }
-            sl_result_add_counters(ctx, &r);
             sl_result_emit(ctx, &r);
         }
     }
     free(it.values);
     free(it.updates);
-    sl_free(probe);
+    sl_probe_free(&probe);
     sl_free(d.x);
     sl_free(d.y);
     sl_free(d.w);

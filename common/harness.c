@@ -257,6 +257,8 @@ void sl_time_loop_n(sl_ctx *ctx, int warmup, int iters, sl_body_fn body, void *a
     sl_papi_stop(&ctx->papi);
     sl_stats_slowest_rank(local, slowest, iters, ctx->comm);
     sl_stats_compute(slowest, iters, stats);
+    for (int i = 0; ctx->papi.active && i < ctx->papi.nevents && i < SL_STATS_MAX_COUNTERS; i++)
+        stats->counters[stats->ncounters++] = ctx->papi.values[i];
     free(local);
     free(slowest);
 }
@@ -264,15 +266,6 @@ void sl_time_loop_n(sl_ctx *ctx, int warmup, int iters, sl_body_fn body, void *a
 void sl_time_loop(sl_ctx *ctx, sl_body_fn body, void *arg, sl_stats *stats)
 {
     sl_time_loop_n(ctx, (int)ctx->opt.warmup, (int)ctx->opt.iters, body, arg, stats);
-}
-
-void sl_result_add_counters(const sl_ctx *ctx, sl_result *r)
-{
-    if (!ctx->papi.active) return;
-    for (int i = 0; i < ctx->papi.nevents && r->ncounters < SL_MAX_COUNTERS; i++) {
-        snprintf(r->counter_names[r->ncounters], sizeof r->counter_names[0], "%s", ctx->papi.names[i]);
-        r->counter_values[r->ncounters++] = ctx->papi.values[i];
-    }
 }
 
 int sl_finalize(sl_ctx *ctx)

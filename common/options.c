@@ -312,7 +312,7 @@ int sl_options_parse(const sl_program *p, int argc, char **argv, sl_options *o, 
         {{"warmup", 'w', SL_OPT_INT, &o->warmup, 0, 1 << 30, 0, 0, "untimed warm-up iterations"}, K_PLAIN, 0},
         {{"dtype", 'd', SL_OPT_STRING, NULL, 0, 0, 0, 0, "element type(s), comma-separated"}, K_DTYPE, SL_USES_DTYPE},
         {{"check", 'c', SL_OPT_INT, &o->check, 0, 1, 0, 0, "validate against the reference (default 1)"}, K_PLAIN, 0},
-        {{"backend", 'B', SL_OPT_STRING, NULL, 0, 0, 0, 0, "cpu|cuda|auto"}, K_BACKEND, SL_USES_BACKEND},
+        {{"backend", 'B', SL_OPT_STRING, NULL, 0, 0, 0, 0, SL_BACKEND_CHOICES}, K_BACKEND, SL_USES_BACKEND},
         {{"coll", 'C', SL_OPT_STRING, NULL, 0, 0, 0, 0, "collective implementation(s), comma-separated"}, K_COLL, SL_USES_COLL},
         {{"out", 'o', SL_OPT_STRING, &o->out, 0, 0, 0, 0, "results directory (default $SL_RESULTS or results/<run-id>)"}, K_PLAIN, 0},
         {{"trace", 0, SL_OPT_FLAG, &o->trace, 0, 0, 0, 0, "write a Chrome trace of every rank's events"}, K_PLAIN, 0},
@@ -424,7 +424,7 @@ int sl_options_parse(const sl_program *p, int argc, char **argv, sl_options *o, 
         } else if (kind == K_BACKEND) {
             int b = sl_backend_from_name(v);
             if (b < 0) {
-                errf(err, errlen, "%s: expected cpu|cuda|auto, got '%s'", label, v);
+                errf(err, errlen, "%s: expected %s, got '%s'", label, SL_BACKEND_CHOICES, v);
                 return SL_EXIT_USAGE;
             }
             o->backend = (sl_backend)b;
@@ -498,7 +498,8 @@ void sl_options_print_help(const sl_program *p)
         printf("  -d, --dtype LIST       %s|all (default %s)\n", names, sl_dtype_name(p->default_dtype));
     }
     printf("  -c, --check 0|1        validate against the reference (default 1); wrong results exit 1\n");
-    if (p->uses & SL_USES_BACKEND) printf("  -B, --backend cpu|cuda|auto   compute backend (default auto)\n");
+    if (p->uses & SL_USES_BACKEND)
+        printf("  -B, --backend %s   compute backend (default auto)\n", SL_BACKEND_CHOICES);
     if (p->uses & SL_USES_COLL) {
         mask_names(p->colls, SL_NCOLLS, coll_name_i, names, sizeof names);
         char defaults[128];
@@ -519,3 +520,10 @@ void sl_options_print_help(const sl_program *p)
     print_opt_table(p->name, p->extra);
     printf("\nexit status: 0 ok, 1 a check failed, 2 usage error, 3 runtime error\n");
 }
+
+long long sl_opt_seed = 42;
+static const sl_opt data_opts[] = {
+    {"seed", 0, SL_OPT_INT, &sl_opt_seed, 0, 1LL << 62, NULL, 0, "seed of the generated data (default 42)"},
+    {0},
+};
+const sl_opt_group sl_data_opts = {"data", data_opts};

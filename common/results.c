@@ -203,8 +203,23 @@ void sl_table_begin(sl_ctx *ctx, const sl_column *cols, int ncols)
     fflush(stdout);
 }
 
-void sl_result_emit(sl_ctx *ctx, const sl_result *r)
+/* The counters of the timed loop that r's time comes from (sl_stats), named after the run's
+ * --papi events, unless the row has counters of its own: every program's rows carry them
+ * without asking. */
+static void attach_counters(const sl_ctx *ctx, sl_result *r)
 {
+    if (r->ncounters || !r->has_time) return;
+    for (int i = 0; i < r->time.ncounters && i < ctx->papi.nevents && i < SL_MAX_COUNTERS; i++) {
+        snprintf(r->counter_names[i], sizeof r->counter_names[0], "%s", ctx->papi.names[i]);
+        r->counter_values[i] = r->time.counters[i];
+        r->ncounters = i + 1;
+    }
+}
+
+void sl_result_emit(sl_ctx *ctx, const sl_result *row)
+{
+    sl_result full = *row, *r = &full;
+    attach_counters(ctx, r);
     if (r->check == SL_CHECK_FAIL) {
         ctx->status = SL_EXIT_CHECK;
         ctx->nfailed++;

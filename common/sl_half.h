@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "sl_types.h"
+
 typedef uint16_t sl_f16;  /* bit pattern of an IEEE binary16 value */
 typedef uint16_t sl_bf16; /* bit pattern of a bfloat16 value */
 
@@ -60,6 +62,15 @@ static inline sl_bf16 sl_f32_to_bf16(float f)
     if ((u & 0x7fffffffu) > 0x7f800000u) return (sl_bf16)((u >> 16) | 0x40u); /* quiet NaN */
     u += 0x7fffu + ((u >> 16) & 1u); /* round to nearest even; overflow carries to inf */
     return (sl_bf16)(u >> 16);
+}
+
+/* v rounded to what dtype t holds (f16, bf16; f32 and f64 hold it as it is): the one
+ * round-to-dtype of the suite, for references that must see operands as a kernel saw them. */
+static inline float sl_round_to(sl_dtype t, float v)
+{
+    if (t == SL_F16) return sl_f16_to_f32(sl_f32_to_f16(v));
+    if (t == SL_BF16) return sl_bf16_to_f32(sl_f32_to_bf16(v));
+    return v;
 }
 
 #endif

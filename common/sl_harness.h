@@ -55,14 +55,12 @@ void sl_note(const sl_ctx *ctx, const char *fmt, ...) __attribute__((format(prin
 
 /* Runs body(arg) opt.warmup times untimed, then opt.iters times, each iteration between a
  * barrier and a host timestamp on every rank; stats are over each iteration's slowest rank.
- * PAPI counters (--papi) are read around the timed iterations into ctx->papi. */
+ * PAPI counters (--papi) are read around the timed iterations into ctx->papi and into stats,
+ * and so reach every row whose time these stats are (sl_result_emit). */
 typedef void (*sl_body_fn)(void *arg);
 void sl_time_loop(sl_ctx *ctx, sl_body_fn body, void *arg, sl_stats *stats);
 /* The same with explicit counts (iters >= 1). */
 void sl_time_loop_n(sl_ctx *ctx, int warmup, int iters, sl_body_fn body, void *arg,
                     sl_stats *stats);
-
-/* Adds the PAPI counters of the last timed loop to r (no-op without --papi). */
-void sl_result_add_counters(const sl_ctx *ctx, sl_result *r);
 
 #endif

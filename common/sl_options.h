@@ -114,4 +114,9 @@ int sl_parse_size(const char *s, size_t *out);
 /* Number of bits set: how many dtypes / collectives were asked for. */
 int sl_popcount(unsigned x);
 
+/* The option group of programs that generate their own data: --seed, into sl_opt_seed
+ * (default 42). */
+extern long long sl_opt_seed;
+extern const sl_opt_group sl_data_opts;
+
 #endif

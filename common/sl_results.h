@@ -68,7 +68,8 @@ void sl_result_check(sl_result *r, sl_check_status status, double error, const c
     __attribute__((format(printf, 4, 5)));
 
 /* Rank 0 writes and flushes the jsonl row and prints the table row; a failed check sets the
- * program's exit status to 1. Must be called on every rank (only rank 0 writes). */
+ * program's exit status to 1. Must be called on every rank (only rank 0 writes). A row with a
+ * time from sl_time_loop and no counters of its own carries that loop's --papi counters. */
 void sl_result_emit(struct sl_ctx *ctx, const sl_result *r);
 
 /* Serialises r as one JSON object (no newline) into j; used by emit and by the tests. */
@@ -89,6 +90,13 @@ typedef struct sl_column {
     int prec;
     double scale; /* 0 means 1 */
 } sl_column;
+
+/* The columns most tables share, written once: a name or count without unit, the median and
+ * p95 times in a unit (scale: seconds to that unit), the check. */
+#define SL_COL(title, key, width) {title, "", key, width, 0, 0}
+#define SL_COL_TIME(unit, scale, prec, width) {"time", unit, "time.median", width, prec, scale}
+#define SL_COL_P95(unit, scale, prec, width) {"p95", unit, "time.p95", width, prec, scale}
+#define SL_COL_CHECK(width) {"check", "", "check", width, 0, 0}
 
 /* Declares the table of this program; prints the header and units rows (rank 0). */
 void sl_table_begin(struct sl_ctx *ctx, const sl_column *cols, int ncols);

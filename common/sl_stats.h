@@ -9,12 +9,19 @@
 
 #include <mpi.h>
 
+#define SL_STATS_MAX_COUNTERS 8
+
 typedef struct sl_stats {
     int n;                 /* samples */
     double min, median, mean, max;
     double p95;            /* linear interpolation between order statistics (R type 7) */
     double stddev;         /* sample standard deviation (n-1); 0 for n < 2 */
     double cv;             /* stddev / mean; 0 when the mean is 0 */
+    /* The hardware counters (--papi) read around the timed loop these statistics come from
+     * (sl_time_loop), in the order of the run's events; none when ncounters is 0. A result
+     * row given these statistics carries them (sl_result_emit). */
+    int ncounters;
+    long long counters[SL_STATS_MAX_COUNTERS];
 } sl_stats;
 
 /* Fills s from x[0..n) (x is not modified). n == 0 gives all zeros. */

@@ -1,16 +1,27 @@
 /* sl_types.h — the names shared by the command line, the kernels and the communication layer:
- * element types, compute backends and collective implementations. */
+ * element types, compute backends and collective implementations. Each is one table
+ * (sl_enum.h): the enum, the names and the choice string come from it. */
 #ifndef SL_TYPES_H
 #define SL_TYPES_H
 
 #include <stddef.h>
 
-typedef enum { SL_F32, SL_F64, SL_F16, SL_BF16, SL_NDTYPES } sl_dtype;
-typedef enum { SL_BACKEND_CPU, SL_BACKEND_CUDA, SL_BACKEND_AUTO, SL_NBACKENDS } sl_backend;
-typedef enum {
-    SL_COLL_MPI, SL_COLL_NCCL, SL_COLL_RING, SL_COLL_TREE, SL_COLL_DBTREE, SL_COLL_RHD,
-    SL_NCOLLS
-} sl_coll;
+#include "sl_enum.h"
+
+/* X(id, name, bytes per element) */
+#define SL_DTYPE_LIST(X) X(SL_F32, "f32", 4) X(SL_F64, "f64", 8) X(SL_F16, "f16", 2) X(SL_BF16, "bf16", 2)
+#define SL_BACKEND_LIST(X) X(SL_BACKEND_CPU, "cpu") X(SL_BACKEND_CUDA, "cuda") X(SL_BACKEND_AUTO, "auto")
+#define SL_COLL_LIST(X)                                                                      \
+    X(SL_COLL_MPI, "mpi") X(SL_COLL_NCCL, "nccl") X(SL_COLL_RING, "ring") X(SL_COLL_TREE, "tree") \
+    X(SL_COLL_DBTREE, "dbtree") X(SL_COLL_RHD, "rhd")
+
+SL_ENUM(sl_dtype, SL_DTYPE_LIST, SL_NDTYPES);
+SL_ENUM(sl_backend, SL_BACKEND_LIST, SL_NBACKENDS);
+SL_ENUM(sl_coll, SL_COLL_LIST, SL_NCOLLS);
+
+#define SL_DTYPE_CHOICES SL_ENUM_CHOICES(SL_DTYPE_LIST)     /* "f32|f64|f16|bf16" */
+#define SL_BACKEND_CHOICES SL_ENUM_CHOICES(SL_BACKEND_LIST) /* "cpu|cuda|auto" */
+#define SL_COLL_CHOICES SL_ENUM_CHOICES(SL_COLL_LIST)       /* "mpi|nccl|ring|tree|dbtree|rhd" */
 
 const char *sl_dtype_name(sl_dtype t);     /* "f32" ... */
 size_t sl_dtype_size(sl_dtype t);          /* bytes per element */

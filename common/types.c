@@ -1,14 +1,16 @@
-/* types.c — names of element types, backends and collective implementations. */
+/* types.c — names of element types, backends and collective implementations (from the
+ * tables of sl_types.h), and element access by dtype. */
 #include <string.h>
 
 #include "sl_half.h"
 
 #include "sl_types.h"
 
-static const char *const dtype_names[SL_NDTYPES] = {"f32", "f64", "f16", "bf16"};
-static const size_t dtype_sizes[SL_NDTYPES] = {4, 8, 2, 2};
-static const char *const backend_names[SL_NBACKENDS] = {"cpu", "cuda", "auto"};
-static const char *const coll_names[SL_NCOLLS] = {"mpi", "nccl", "ring", "tree", "dbtree", "rhd"};
+#define DTYPE_SIZE(id, name, bytes) bytes,
+static const char *const dtype_names[SL_NDTYPES] = SL_ENUM_NAMES(SL_DTYPE_LIST);
+static const size_t dtype_sizes[SL_NDTYPES] = {SL_DTYPE_LIST(DTYPE_SIZE)};
+static const char *const backend_names[SL_NBACKENDS] = SL_ENUM_NAMES(SL_BACKEND_LIST);
+static const char *const coll_names[SL_NCOLLS] = SL_ENUM_NAMES(SL_COLL_LIST);
 
 const char *sl_dtype_name(sl_dtype t) { return (unsigned)t < SL_NDTYPES ? dtype_names[t] : "?"; }
 size_t sl_dtype_size(sl_dtype t) { return (unsigned)t < SL_NDTYPES ? dtype_sizes[t] : 0; }

@@ -56,6 +56,7 @@ typedef struct sl_kops {
     void (*rng_uniform)(uint64_t seed, uint64_t first, size_t n, float *x, float lo, float hi);
     void (*rng_normal)(uint64_t seed, uint64_t first, size_t n, float *x, float mean,
                        float stddev);
+    double (*read_sum)(size_t n, const double *x);
 } sl_kops;
 
 extern const sl_kops sl_cpu_ops;

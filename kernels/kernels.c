@@ -1,6 +1,7 @@
 /* kernels.c — the backend-neutral entry points of kernels.h: check arguments once, then
  * dispatch to the cpu or cuda table (backend.h). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend.h"
@@ -72,6 +73,19 @@ void sl_k_memcpy(sl_backend be, void *dst, const void *src, size_t bytes, sl_k_c
 void sl_k_memset0(sl_backend be, void *p, size_t bytes)
 {
     if (bytes) ops(be)->memset0(p, bytes);
+}
+void *sl_k_upload(sl_backend be, sl_mem_cat cat, const void *host, size_t bytes)
+{
+    void *d = sl_k_malloc(be, cat, bytes);
+    sl_k_memcpy(be, d, host, bytes, SL_K_H2D);
+    return d;
+}
+void *sl_k_download(sl_backend be, const void *src, size_t bytes)
+{
+    void *h = malloc(bytes ? bytes : 1);
+    if (!h) SL_FATAL("out of memory: %zu bytes for a host copy", bytes);
+    sl_k_memcpy(be, h, src, bytes, SL_K_D2H);
+    return h;
 }
 
 /* A stream handle remembers nothing but the native pointer; the cpu table returns a dummy
@@ -284,4 +298,11 @@ void sl_k_rng_normal(sl_backend be, uint64_t seed, uint64_t first, size_t n, flo
                      float mean, float stddev)
 {
     if (n) ops(be)->rng_normal(seed, first, n, x, mean, stddev);
+}
+
+/* Memory probe */
+
+double sl_k_read_sum(sl_backend be, size_t n, const double *x)
+{
+    return n ? ops(be)->read_sum(n, x) : 0.0;
 }

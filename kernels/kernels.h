@@ -61,6 +61,11 @@ typedef enum { SL_K_H2D, SL_K_D2H, SL_K_D2D } sl_k_copy_kind;
 /* Synchronous copy (on cpu, all three kinds are memcpy). */
 void sl_k_memcpy(sl_backend be, void *dst, const void *src, size_t bytes, sl_k_copy_kind kind);
 void sl_k_memset0(sl_backend be, void *p, size_t bytes);
+/* The host <-> backend copies of checks and tests: new backend memory (counted under cat)
+ * holding a copy of `bytes` of host memory; a new host array (malloc: release with free)
+ * holding a copy of `bytes` of backend memory. Out of memory is a runtime error. */
+void *sl_k_upload(sl_backend be, sl_mem_cat cat, const void *host, size_t bytes);
+void *sl_k_download(sl_backend be, const void *src, size_t bytes);
 
 /* Streams for copies that overlap compute (vDNN prefetch). On cpu a stream is a dummy and an
  * async copy is a memcpy done at once. */
@@ -194,5 +199,10 @@ void sl_k_rng_uniform(sl_backend be, uint64_t seed, uint64_t first, size_t n, fl
                       float hi);
 void sl_k_rng_normal(sl_backend be, uint64_t seed, uint64_t first, size_t n, float *x,
                      float mean, float stddev);
+
+/* Memory probe ------------------------------------------------------------------------------ */
+
+/* The sum of x[n], every element read once: the kernel of the read-bandwidth probe (probe.h). */
+double sl_k_read_sum(sl_backend be, size_t n, const double *x);
 
 #endif

@@ -51,13 +51,8 @@ sl_weight_diff sl_weights_compare(sl_backend be, size_t n, const float *got, con
     const float *g = got, *w = want;
     float *hg = NULL, *hw = NULL;
     if (be != SL_BACKEND_CPU) { /* compare on the host */
-        hg = malloc(n * sizeof(float) + 1);
-        hw = malloc(n * sizeof(float) + 1);
-        if (!hg || !hw) SL_FATAL("out of memory comparing %zu weights", n);
-        sl_k_memcpy(be, hg, got, n * sizeof(float), SL_K_D2H);
-        sl_k_memcpy(be, hw, want, n * sizeof(float), SL_K_D2H);
-        g = hg;
-        w = hw;
+        g = hg = sl_k_download(be, got, n * sizeof(float));
+        w = hw = sl_k_download(be, want, n * sizeof(float));
     }
     double scale = 0, diff2 = 0, want2 = 0;
     for (size_t i = 0; i < n; i++) {

@@ -143,6 +143,19 @@ typedef struct sl_technique {
     int ncolumns;
 } sl_technique;
 
+/* Columns every training table shows, for a technique's column list: which run, the step and
+ * its phases, the throughput and scaling; the bytes per step beside their model; the check. */
+#define SL_TRAIN_COLUMNS_RUN                                                                        \
+    SL_COL("variant", "variant", 9), SL_COL("coll", "collective", 7), SL_COL("batch", "global_batch", 7)
+#define SL_TRAIN_COLUMNS_STEP                                                                       \
+    {"step", "ms", "time.median", 10, 2, 1e3}, {"compute", "ms", "compute", 9, 2, 1e3},             \
+    {"comm", "ms", "comm", 9, 2, 1e3}, {"exposed", "ms", "exposed_comm", 9, 2, 1e3},                \
+    {"overlap", "%", "overlap", 8, 1, 100}, {"samples/s", "", "samples_per_s", 11, 1, 0},          \
+    {"eff", "%", "scaling_eff", 7, 1, 100}
+#define SL_TRAIN_COLUMNS_BYTES                                                                      \
+    {"model", "MB/step", "bytes_model", 8, 2, 1e-6}, {"sent", "MB/step", "bytes_sent", 8, 2, 1e-6}
+#define SL_TRAIN_COLUMNS_CHECK {"error", "rel", "weight_rel_err", 10, 2, 0}, SL_COL_CHECK(7)
+
 /* Why 1e-4 (SGD, largest element difference relative to the largest weight): replicas and the
  * reference differ only in the order of floating-point additions (the batch is summed in
  * pieces, then across ranks). In f32 (eps 6e-8) that perturbs each step by ~1e-7 relative,

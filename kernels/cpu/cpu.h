@@ -53,4 +53,6 @@ void sl_cpu_rng_uniform(uint64_t seed, uint64_t first, size_t n, float *x, float
 void sl_cpu_rng_normal(uint64_t seed, uint64_t first, size_t n, float *x, float mean,
                        float stddev);
 
+double sl_cpu_read_sum(size_t n, const double *x);
+
 #endif

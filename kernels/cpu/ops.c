@@ -108,4 +108,5 @@ const sl_kops sl_cpu_ops = {
     .conv2d_backward_filter = sl_cpu_conv2d_backward_filter,
     .rng_uniform = sl_cpu_rng_uniform,
     .rng_normal = sl_cpu_rng_normal,
+    .read_sum = sl_cpu_read_sum,
 };

@@ -61,5 +61,6 @@ void slk_conv2d_backward_filter(const sl_conv2d *cv, const float *x, const float
 void slk_rng_uniform(uint64_t seed, uint64_t first, size_t n, float *x, float lo, float hi);
 void slk_rng_normal(uint64_t seed, uint64_t first, size_t n, float *x, float mean,
                     float stddev);
+double slk_read_sum(size_t n, const double *x);
 
 #endif

@@ -195,6 +195,7 @@ extern "C" const sl_kops *sl_cuda_ops(char *why, size_t whylen)
         table.conv2d_backward_filter = slk_conv2d_backward_filter;
         table.rng_uniform = slk_rng_uniform;
         table.rng_normal = slk_rng_normal;
+        table.read_sum = slk_read_sum;
         table.name = "cuda";
     }
     return &table;

@@ -22,9 +22,9 @@ static double gemm_case(sl_dtype ab, sl_dtype cdt, int m, int n, int k, int ta, 
     size_t na = (size_t)ar * lda, nb = (size_t)br * ldb, nc = (size_t)m * ldc;
     float *a = t_randn(seed, na, 1.0f), *b = t_randn(seed + 1, nb, 1.0f);
     float *c = t_randn(seed + 2, nc, 1.0f);
-    for (size_t i = 0; i < na; i++) a[i] = t_round_to(ab, a[i]);
-    for (size_t i = 0; i < nb; i++) b[i] = t_round_to(ab, b[i]);
-    for (size_t i = 0; i < nc; i++) c[i] = t_round_to(cdt, c[i]);
+    for (size_t i = 0; i < na; i++) a[i] = sl_round_to(ab, a[i]);
+    for (size_t i = 0; i < nb; i++) b[i] = sl_round_to(ab, b[i]);
+    for (size_t i = 0; i < nc; i++) c[i] = sl_round_to(cdt, c[i]);
     /* beta == 0 must not read C: poison it */
     if (beta == 0.0f)
         for (size_t i = 0; i < nc; i++) c[i] = NAN;
@@ -37,13 +37,7 @@ static double gemm_case(sl_dtype ab, sl_dtype cdt, int m, int n, int k, int ta, 
     double worst = 0.0;
     for (int i = 0; i < m; i++)
         for (int j = 0; j < n; j++) {
-            double s = 0.0, sa = 0.0;
-            for (int p = 0; p < k; p++) {
-                double x = ta ? a[(size_t)p * lda + i] : a[(size_t)i * lda + p];
-                double y = tb ? b[(size_t)j * ldb + p] : b[(size_t)p * ldb + j];
-                s += x * y;
-                sa += fabs(x * y);
-            }
+            double sa, s = sl_ref_gemm_at(ta, tb, k, a, lda, b, ldb, i, j, &sa);
             double c0 = beta == 0.0f ? 0.0 : c[(size_t)i * ldc + j];
             double want = alpha * s + beta * c0;
             double bound = (k + 3) * U32 * (fabs(alpha) * sa + fabs(beta * c0)) +
@@ -121,25 +115,13 @@ static void check_bias(void)
     }
 }
 
-static double gelu_ref(double x)
-{
-    const double c = sqrt(2.0 / M_PI);
-    return 0.5 * x * (1.0 + tanh(c * (x + 0.044715 * x * x * x)));
-}
-static double gelu_grad_ref(double x)
-{
-    const double c = sqrt(2.0 / M_PI);
-    double t = tanh(c * (x + 0.044715 * x * x * x));
-    return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * c * (1.0 + 3.0 * 0.044715 * x * x);
-}
-
 static void check_activations(void)
 {
     /* the reference derivative itself, against a central difference in double */
     double worst_fd = 0;
     for (double x = -6.0; x <= 6.0; x += 0.37) {
-        double h = 1e-5, fd = (gelu_ref(x + h) - gelu_ref(x - h)) / (2 * h);
-        double e = fabs(fd - gelu_grad_ref(x));
+        double h = 1e-5, fd = (sl_ref_gelu(x + h) - sl_ref_gelu(x - h)) / (2 * h);
+        double e = fabs(fd - sl_ref_gelu_grad(x));
         if (e > worst_fd) worst_fd = e;
     }
     /* central difference error O(h^2 f''') ~ 1e-10, plus cancellation ~ 1e-16 / h */
@@ -155,9 +137,8 @@ static void check_activations(void)
         float *xd = t_up(x, n * 4), *dyd = t_up(dy, n * 4), *yd = t_up(y, n * 4);
         for (int a = 0; a < SL_NACTS; a++) {
             for (size_t i = 0; i < n; i++) {
-                double v = x[i];
-                want[i] = a == SL_ACT_RELU ? (v > 0 ? v : 0) : a == SL_ACT_GELU ? gelu_ref(v) : v;
-                wantd[i] = dy[i] * (a == SL_ACT_RELU ? (v > 0) : a == SL_ACT_GELU ? gelu_grad_ref(v) : 1.0);
+                want[i] = sl_ref_act((sl_act)a, x[i]);
+                wantd[i] = dy[i] * sl_ref_act_grad((sl_act)a, x[i]);
             }
             sl_k_act_forward(T_BE, (sl_act)a, n, xd, yd);
             t_down(y, yd, n * 4);
@@ -173,7 +154,7 @@ static void check_activations(void)
         sl_k_memcpy(T_BE, yd, xd, n * 4, SL_K_D2D);
         sl_k_act_forward(T_BE, SL_ACT_GELU, n, yd, yd);
         t_down(y, yd, n * 4);
-        for (size_t i = 0; i < n; i++) want[i] = gelu_ref(x[i]);
+        for (size_t i = 0; i < n; i++) want[i] = sl_ref_gelu(x[i]);
         ok(t_ratio(y, want, n, 1e-5, 1e-5) <= 1.0, "gelu forward in place n=%zu", n);
         t_free(xd), t_free(dyd), t_free(yd);
         free(x), free(dy), free(y), free(dx), free(want), free(wantd);
@@ -188,14 +169,9 @@ static void check_mse(void)
     for (int s = 0; s < 4; s++) {
         size_t n = sizes[s];
         float *y = t_randn(60 + s, n, 1), *t = t_randn(70 + s, n, 1), *dy = t_xmalloc(n * 4);
-        double *wantd = t_xmalloc(n * sizeof *wantd), want = 0, sa = 0;
+        double *wantd = t_xmalloc(n * sizeof *wantd);
         float norm = 1.0f / (float)n;
-        for (size_t i = 0; i < n; i++) {
-            double d = (double)y[i] - t[i];
-            want += d * d, sa += d * d;
-            wantd[i] = 2.0 * norm * ((float)(y[i] - t[i]));
-        }
-        want *= norm;
+        double want = sl_ref_mse(n, y, t, norm, wantd), sa = want / norm;
         float *yd = t_up(y, n * 4), *td = t_up(t, n * 4), *dyd = t_up(dy, n * 4);
         double got = sl_k_mse(T_BE, n, yd, td, dyd, norm);
         t_down(dy, dyd, n * 4);
@@ -220,16 +196,9 @@ static void check_xent(void)
         for (int r = 0; r < rows; r++) lab[r] = (int32_t)(sl_rng_u64(90 + s, r) % classes);
         double want = 0, *wantd = t_xmalloc(n * sizeof *wantd);
         float norm = 1.0f / rows;
-        for (int r = 0; r < rows; r++) {
-            const float *zr = z + (size_t)r * classes;
-            double m = zr[0], se = 0;
-            for (int j = 1; j < classes; j++) m = zr[j] > m ? zr[j] : m;
-            for (int j = 0; j < classes; j++) se += exp(zr[j] - m);
-            double lse = m + log(se);
-            want += lse - zr[lab[r]];
-            for (int j = 0; j < classes; j++)
-                wantd[(size_t)r * classes + j] = norm * (exp(zr[j] - lse) - (j == lab[r]));
-        }
+        for (int r = 0; r < rows; r++)
+            want += sl_ref_softmax_xent_row(classes, z + (size_t)r * classes, lab[r], norm,
+                                            wantd + (size_t)r * classes);
         want *= norm;
         float *zd = t_up(z, n * 4), *dzd = t_up(dz, n * 4);
         int32_t *ld = t_up(lab, rows * sizeof *lab);
@@ -283,10 +252,7 @@ static void check_optim(void)
     for (size_t i = 0; i < n; i++) rw[i] = w0[i], rv[i] = 0;
     for (int step = 0; step < 3; step++) {
         sl_k_sgd_step(T_BE, &sgd, n, wd, gd, vd);
-        for (size_t i = 0; i < n; i++) {
-            rv[i] = 0.9 * rv[i] + g[i] + 0.01 * rw[i];
-            rw[i] -= 0.1 * rv[i];
-        }
+        sl_ref_sgd_step(&sgd, n, rw, g, rv);
     }
     t_down(w, wd, n * 4);
     /* a handful of roundings per step on values of order 1 */
@@ -300,13 +266,7 @@ static void check_optim(void)
     for (int step = 1; step <= 3; step++) {
         ad.step = step;
         sl_k_adamw_step(T_BE, &ad, n, wd, gd, md, v2d);
-        double b1 = 0.9f, b2 = 0.999f; /* the f32 values the kernel uses */
-        for (size_t i = 0; i < n; i++) {
-            rm[i] = b1 * rm[i] + (1 - b1) * g[i];
-            rv[i] = b2 * rv[i] + (1 - b2) * (double)g[i] * g[i];
-            double mh = rm[i] / (1 - pow(b1, step)), vh = rv[i] / (1 - pow(b2, step));
-            rw[i] -= (double)1e-2f * ((double)0.1f * rw[i] + mh / (sqrt(vh) + 1e-8));
-        }
+        sl_ref_adamw_step(&ad, n, rw, g, rm, rv);
     }
     t_down(w, wd, n * 4);
     /* each step moves w by ~lr; relative errors ~1e-6 of the step: 1e-6 absolute is ample */
@@ -429,12 +389,6 @@ static void check_cast_counts(void)
 
 /* Convolution -------------------------------------------------------------------------------- */
 
-static double conv_x(const sl_conv2d *cv, const float *x, int b, int c, int h, int w)
-{
-    if (h < 0 || h >= cv->h || w < 0 || w >= cv->w) return 0.0;
-    return x[(((size_t)b * cv->c + c) * cv->h + h) * cv->w + w];
-}
-
 static void check_conv(void)
 {
     /* n c h w  k r s  pad_h pad_w stride_h stride_w */
@@ -458,30 +412,13 @@ static void check_conv(void)
         float *y = t_xmalloc(ny * 4), *dx = t_xmalloc(nx * 4), *dw = t_xmalloc(nw * 4);
         double *ry = t_xmalloc(ny * 8), *rdx = t_xmalloc(nx * 8), *rdw = t_xmalloc(nw * 8);
         double *ay = t_xmalloc(ny * 8), *adx = t_xmalloc(nx * 8), *adw = t_xmalloc(nw * 8);
-        for (size_t i = 0; i < nw; i++) rdw[i] = dw0[i], adw[i] = fabs(dw0[i]);
         /* direct convolution in double, and its adjoints, with sums of |terms| for bounds */
-        for (int b = 0; b < cv.n; b++)
-            for (int k = 0; k < cv.k; k++)
-                for (int p = 0; p < cv.p; p++)
-                    for (int q = 0; q < cv.q; q++) {
-                        size_t yi = (((size_t)b * cv.k + k) * cv.p + p) * cv.q + q;
-                        double acc = 0, aa = 0;
-                        for (int c = 0; c < cv.c; c++)
-                            for (int i = 0; i < cv.r; i++)
-                                for (int j = 0; j < cv.s; j++) {
-                                    int h = p * cv.stride_h - cv.pad_h + i, ww = q * cv.stride_w - cv.pad_w + j;
-                                    size_t wi = (((size_t)k * cv.c + c) * cv.r + i) * cv.s + j;
-                                    double xv = conv_x(&cv, x, b, c, h, ww);
-                                    acc += xv * w[wi], aa += fabs(xv * w[wi]);
-                                    rdw[wi] += xv * dy[yi], adw[wi] += fabs(xv * dy[yi]);
-                                    if (h >= 0 && h < cv.h && ww >= 0 && ww < cv.w) {
-                                        size_t xi = (((size_t)b * cv.c + c) * cv.h + h) * cv.w + ww;
-                                        rdx[xi] += (double)w[wi] * dy[yi];
-                                        adx[xi] += fabs((double)w[wi] * dy[yi]);
-                                    }
-                                }
-                        ry[yi] = acc, ay[yi] = aa;
-                    }
+        for (size_t i = 0; i < ny; i++) ry[i] = sl_ref_conv2d_forward_at(&cv, x, w, i, &ay[i], NULL);
+        for (size_t i = 0; i < nx; i++) rdx[i] = sl_ref_conv2d_backward_data_at(&cv, dy, w, i, &adx[i], NULL);
+        for (size_t i = 0; i < nw; i++) {
+            rdw[i] = dw0[i] + sl_ref_conv2d_backward_filter_at(&cv, x, dy, i, &adw[i], NULL);
+            adw[i] += fabs(dw0[i]);
+        }
         float *xd = t_up(x, nx * 4), *wd = t_up(w, nw * 4), *dyd = t_up(dy, ny * 4);
         float *yd = t_up(y, ny * 4), *dxd = t_up(dx, nx * 4), *dwd = t_up(dw0, nw * 4);
         sl_k_conv2d_forward(T_BE, &cv, xd, wd, yd);

@@ -4,15 +4,8 @@
 #include <string.h>
 
 #include "mlp.h"
+#include "train_ref.h"
 #include "test_kernels_checks.h"
-
-/* Run the same work on both backends: copy a host array to the given backend. */
-static void *up_on(sl_backend be, const void *h, size_t bytes)
-{
-    void *d = sl_k_malloc(be, SL_MEM_OTHER, bytes);
-    sl_k_memcpy(be, d, h, bytes, SL_K_H2D);
-    return d;
-}
 
 static void agree_casts(void)
 {
@@ -27,7 +20,7 @@ static void agree_casts(void)
         for (int rep = 0; rep < 4; rep++) {
             for (size_t i = 0; i < N; i++) v[i] = sl_bits_f32((uint32_t)((rep * (uint64_t)N + i) * 1021));
             sl_k_cast(SL_BACKEND_CPU, N, v, SL_F32, hc, dt, &cc);
-            void *vd = up_on(SL_BACKEND_CUDA, v, N * 4), *hd = sl_k_malloc(SL_BACKEND_CUDA, SL_MEM_OTHER, N * 2);
+            void *vd = sl_k_upload(SL_BACKEND_CUDA, SL_MEM_OTHER, v, N * 4), *hd = sl_k_malloc(SL_BACKEND_CUDA, SL_MEM_OTHER, N * 2);
             sl_k_cast(SL_BACKEND_CUDA, N, vd, SL_F32, hd, dt, &cg);
             sl_k_memcpy(SL_BACKEND_CUDA, hg, hd, N * 2, SL_K_D2H);
             sl_k_free(SL_BACKEND_CUDA, vd), sl_k_free(SL_BACKEND_CUDA, hd);
@@ -73,26 +66,13 @@ static void agree_training(void)
         const int in = 32, out = 8, batch = 32;
         sl_mlp m;
         sl_mlp_init(&m, be, 3, in, 64, out, SL_ACT_GELU);
-        float *p = sl_k_malloc(be, SL_MEM_PARAMS, m.nparams * 4), *g = sl_k_malloc(be, SL_MEM_GRADS, m.nparams * 4);
+        float *p = sl_k_malloc(be, SL_MEM_PARAMS, m.nparams * 4);
         sl_optim o = {.kind = SL_OPTIM_SGD, .sgd = {.lr = 0.05f, .momentum = 0.9f}};
-        float *st = sl_k_malloc(be, SL_MEM_OPTIM, m.nparams * 4);
-        sl_mlp_init_params(&m, 5, 0, m.nparams, p);
         sl_task task;
         sl_task_init(&task, be, in, out, 5, batch);
-        sl_mlp_acts a;
-        sl_mlp_acts_alloc(&m, batch, &a);
-        float *y = sl_k_malloc(be, SL_MEM_DATA, batch * out * 4), *dout = sl_k_malloc(be, SL_MEM_ACTIV, batch * out * 4);
-        for (int s = 0; s < STEPS; s++) {
-            sl_task_batch(&task, (uint64_t)s * batch, batch, a.x[0], y);
-            sl_mlp_forward(&m, &a, p);
-            curve[b][s] = sl_k_mse(be, (size_t)batch * out, a.x[m.nlayers], y, dout, 1.0f / (batch * out));
-            sl_k_memset0(be, g, m.nparams * 4);
-            sl_mlp_backward(&m, &a, p, g, dout);
-            sl_optim_step(be, &o, m.nparams, p, g, st);
-        }
-        sl_mlp_acts_free(&m, &a);
+        sl_train_serial(&m, &task, &o, batch, STEPS, 5, p, curve[b]);
         sl_task_free(&task);
-        sl_k_free(be, p), sl_k_free(be, g), sl_k_free(be, st), sl_k_free(be, y), sl_k_free(be, dout);
+        sl_k_free(be, p);
     }
     double worst = 0;
     for (int s = 0; s < STEPS; s++) worst = fmax(worst, fabs(curve[0][s] - curve[1][s]) / curve[0][s]);

@@ -1,5 +1,6 @@
 /* test_kernels_util.h — helpers shared by the kernel tests: the backend under test, copies
- * between host arrays and backend memory, random host data and error measures.
+ * between host arrays and backend memory (sl_k_upload / sl_k_memcpy on that backend), random
+ * host data and error measures. The references themselves are kernels/ref.h.
  *
  * The checks run through the public API with backend memory, so the same check code runs
  * against the cpu backend (test_kernels) and the cuda backend (test_kernels_cuda). */
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "ref.h"
 #include "sl_half.h"
 #include "sl_rng.h"
 #include "../tap.h"
@@ -21,9 +23,7 @@ static sl_backend T_BE = SL_BACKEND_CPU;
 
 static inline void *t_up(const void *host, size_t bytes)
 {
-    void *d = sl_k_malloc(T_BE, SL_MEM_OTHER, bytes);
-    sl_k_memcpy(T_BE, d, host, bytes, SL_K_H2D);
-    return d;
+    return sl_k_upload(T_BE, SL_MEM_OTHER, host, bytes);
 }
 
 static inline void t_down(void *host, const void *dev, size_t bytes)
@@ -49,14 +49,6 @@ static inline float *t_randn(uint64_t seed, size_t n, float scale)
     float *x = t_xmalloc(n * sizeof *x);
     for (size_t i = 0; i < n; i++) x[i] = scale * sl_rng_normal(seed, i);
     return x;
-}
-
-/* Round an f32 to what a dtype stores, for building exact 16-bit test inputs. */
-static inline float t_round_to(sl_dtype t, float v)
-{
-    if (t == SL_F16) return sl_f16_to_f32(sl_f32_to_f16(v));
-    if (t == SL_BF16) return sl_bf16_to_f32(sl_f32_to_bf16(v));
-    return v;
 }
 
 /* Store f32 values as dtype t (f32, f16, bf16) into a new host array. */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "mlp.h"
+#include "train_ref.h"
 #include "test_kernels_util.h"
 
 #define BE SL_BACKEND_CPU
@@ -238,35 +239,21 @@ static void check_memory(void)
     sl_task_free(&t);
 }
 
-/* Trains a student on the synthetic task; returns the loss curve in curve[steps]. */
+/* Trains a student on the synthetic task (the serial training loop of train_ref.h); returns
+ * the loss curve in curve[steps]. */
 static void train(uint64_t seed, int steps, double *curve)
 {
     const int in = 32, out = 8, batch = 32;
     sl_mlp m;
     sl_mlp_init(&m, BE, 3, in, 64, out, SL_ACT_RELU);
     float *p = sl_k_malloc(BE, SL_MEM_PARAMS, m.nparams * 4);
-    float *g = sl_k_malloc(BE, SL_MEM_GRADS, m.nparams * 4);
     sl_optim o = {.kind = SL_OPTIM_ADAMW,
                   .adamw = {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .weight_decay = 0}};
-    float *st = sl_k_malloc(BE, SL_MEM_OPTIM, m.nparams * 4 * sl_optim_state_per_param(&o));
-    sl_mlp_init_params(&m, seed, 0, m.nparams, p);
     sl_task task;
     sl_task_init(&task, BE, in, out, seed, batch);
-    sl_mlp_acts a;
-    sl_mlp_acts_alloc(&m, batch, &a);
-    float *y = sl_k_malloc(BE, SL_MEM_DATA, batch * out * 4), *dout = sl_k_malloc(BE, SL_MEM_ACTIV, batch * out * 4);
-    for (int s = 0; s < steps; s++) {
-        sl_task_batch(&task, (uint64_t)s * batch, batch, a.x[0], y);
-        sl_mlp_forward(&m, &a, p);
-        curve[s] = sl_k_mse(BE, (size_t)batch * out, a.x[m.nlayers], y, dout, 1.0f / (batch * out));
-        sl_k_memset0(BE, g, m.nparams * 4);
-        sl_mlp_backward(&m, &a, p, g, dout);
-        o.adamw.step = s + 1;
-        sl_optim_step(BE, &o, m.nparams, p, g, st);
-    }
-    sl_mlp_acts_free(&m, &a);
+    sl_train_serial(&m, &task, &o, batch, steps, seed, p, curve);
     sl_task_free(&task);
-    sl_k_free(BE, p), sl_k_free(BE, g), sl_k_free(BE, st), sl_k_free(BE, y), sl_k_free(BE, dout);
+    sl_k_free(BE, p);
 }
 
 static void check_training(void)

@@ -1,6 +1,6 @@
 /* test_results.c — the JSON writer and the results rows: escaping, null for non-finite
- * numbers, and every emitted row valid against results/schema.md (checked by
- * t/lib/validate_results.py, an independent reader). */
+ * numbers, --papi counters attached to timed rows, and every emitted row valid against
+ * results/schema.md (checked by t/lib/validate_results.py, an independent reader). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,6 +101,36 @@ int main(void)
     is_int(ctx.status, SL_EXIT_CHECK, "a failed check sets the exit status to 1");
     is_int(ctx.nfailed, 1, "one failed row counted");
     is_int(ctx.nrows, 3, "three rows counted");
+
+    /* --papi: a row whose time came from a timed loop carries that loop's counters (as
+     * sl_time_loop leaves them in the stats), named after the run's events, without the
+     * program asking; an untimed row carries none. No real counters are needed for this. */
+    ctx.papi.active = 1;
+    ctx.papi.nevents = 2;
+    snprintf(ctx.papi.names[0], sizeof ctx.papi.names[0], "PAPI_TOT_CYC");
+    snprintf(ctx.papi.names[1], sizeof ctx.papi.names[1], "PAPI_L3_TCM");
+    sl_stats cst = st;
+    cst.ncounters = 2, cst.counters[0] = 123456789, cst.counters[1] = 42;
+    sl_result_init(&ctx, &r, "counted");
+    sl_result_set_time(&r, &cst);
+    sl_result_emit(&ctx, &r);
+    is_int(r.ncounters, 0, "emit leaves the caller's row as it was");
+    sl_result_init(&ctx, &r, "uncounted");
+    sl_result_metric(&r, "model", 1, "");
+    sl_result_emit(&ctx, &r);
+    fflush(ctx.jsonl);
+    peek = fopen(path, "r");
+    char counted[4096] = "", uncounted[4096] = "";
+    while (peek && fgets(line, sizeof line, peek)) {
+        if (strstr(line, "\"variant\":\"counted\"")) snprintf(counted, sizeof counted, "%s", line);
+        if (strstr(line, "\"variant\":\"uncounted\"")) snprintf(uncounted, sizeof uncounted, "%s", line);
+    }
+    if (peek) fclose(peek);
+    ok(strstr(counted, "\"counters\":{\"PAPI_TOT_CYC\":123456789,\"PAPI_L3_TCM\":42}") != NULL,
+       "a timed row carries the counters of its timed loop");
+    if (!strstr(counted, "PAPI_TOT_CYC")) diag("got %s", counted);
+    ok(strstr(uncounted, "\"counters\":{}") != NULL, "an untimed row carries none");
+    ctx.papi.active = 0;
     fclose(ctx.jsonl);
 
     is_int(validate("rows", path, "--min-rows 3"), 0, "every row is valid JSON with the schema's fields");

@@ -115,10 +115,7 @@ static void row(sl_train *t, sl_result *res)
     sl_result_metric(res, "hook_calls", (double)r->hook_calls, "calls");
 }
 
-static const sl_column columns[] = {
-    {"variant", "", "variant", 11, 0, 0}, {"step", "ms", "time.median", 10, 2, 1e3}, {"comm", "ms", "comm", 9, 2, 1e3},
-    {"error", "rel", "weight_rel_err", 10, 2, 0}, {"check", "", "check", 7, 0, 0},
-};
+static const sl_column columns[] = {SL_TRAIN_COLUMNS_RUN, SL_TRAIN_COLUMNS_STEP, SL_TRAIN_COLUMNS_CHECK};
 
 static const sl_technique tech = {
     .program = {.name = "test_train", .summary = "a small technique through the training layer",
