@@ -619,50 +619,23 @@ static void validate(sl_ctx *ctx)
                      "(it is accepted for them so that one command line sweeps every stage)");
 }
 
+/* The run, the step, this rank's model states (measured, and by the formula), the bytes, the
+ * check (the L2 error too: AdamW, the default, is checked in L2). */
 static const sl_column columns[] = {
-    {"stage", "", "variant", 7, 0, 0},
-    {"coll", "", "collective", 5, 0, 0},
-    {"batch", "", "global_batch", 6, 0, 0},
-    {"step", "ms", "time.median", 9, 2, 1e3},
-    {"compute", "ms", "compute", 9, 2, 1e3},
-    {"comm", "ms", "comm", 8, 2, 1e3},
-    {"exposed", "ms", "exposed_comm", 8, 2, 1e3},
-    {"overlap", "%", "overlap", 8, 1, 100},
-    {"samples/s", "", "samples_per_s", 10, 1, 0},
-    {"eff", "%", "scaling_eff", 6, 1, 100},
-    {"p+g+o", "MB", "mem_total", 8, 2, 1e-6},
-    {"formula", "MB", "mem_model_total", 8, 2, 1e-6},
-    {"sent", "MB/step", "bytes_sent", 8, 2, 1e-6},
-    {"model", "MB/step", "bytes_model", 8, 2, 1e-6},
-    {"max err", "rel", "weight_rel_err", 9, 2, 0},
-    {"L2 err", "rel", "weight_l2_err", 9, 2, 0},
-    {"check", "", "check", 6, 0, 0},
+    SL_TRAIN_COLUMNS_RUN, SL_TRAIN_COLUMNS_STEP,
+    {"p+g+o", "MB", "mem_total", 8, 2, 1e-6}, {"formula", "MB", "mem_model_total", 8, 2, 1e-6},
+    SL_TRAIN_COLUMNS_BYTES, {"L2 err", "rel", "weight_l2_err", 9, 2, 0}, SL_TRAIN_COLUMNS_CHECK,
 };
 
 static sl_technique zero_technique = {
-    .program = {
-        .name = "zero",
-        .summary = "ZeRO stages 0-3: optimizer state, gradients and parameters sharded over data-parallel ranks",
-        .uses = SL_USES_BACKEND | SL_USES_COLL,
-        .default_coll = SL_COLL_MPI,
-        .default_iters = 10,
-        .default_warmup = 2,
-        .extra = zero_opts,
-        .validate = validate,
-    },
-    .variants = stage_names,
-    .nvariants = NSTAGES,
-    .variant_mask = &opt_stages,
-    .setup = setup,
-    .step = step,
-    .weights = weights,
-    .gather_weights = gather_weights,
-    .free = release,
-    .memory_model = memory_model,
-    .bytes_model = bytes_model,
-    .row = row,
-    .columns = columns,
-    .ncolumns = (int)(sizeof columns / sizeof columns[0]),
+    .program = {.name = "zero",
+                .summary = "ZeRO stages 0-3: optimizer state, gradients and parameters sharded over data-parallel ranks",
+                .uses = SL_USES_BACKEND | SL_USES_COLL, .default_coll = SL_COLL_MPI, /* .colls: main */
+                .default_iters = 10, .default_warmup = 2, .extra = zero_opts, .validate = validate},
+    .variants = stage_names, .nvariants = NSTAGES, .variant_mask = &opt_stages,
+    .setup = setup, .step = step, .weights = weights, .gather_weights = gather_weights, .free = release,
+    .memory_model = memory_model, .bytes_model = bytes_model, .row = row,
+    .columns = columns, .ncolumns = (int)(sizeof columns / sizeof columns[0]),
 };
 
 int main(int argc, char **argv)
