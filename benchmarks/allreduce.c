@@ -1,5 +1,5 @@
 /* allreduce.c — collective communication: all-reduce, reduce-scatter, all-gather and broadcast
- * over a size sweep, for each implementation of the communication layer (common/sl_coll.h):
+ * over a size sweep, for each implementation of the communication layer (common/coll/sl_coll.h):
  * the MPI library, NCCL, ring, binomial tree, double binary tree, recursive halving/doubling.
  *
  * What is measured, as nccl-tests does:
@@ -33,8 +33,8 @@
 #include "kernels.h"
 #include "probe.h"
 #include "scalelab.h"
+#include "coll_reference.h"
 #include "sl_coll.h"
-#include "sl_half.h"
 
 /* The operations measured (X: id, --op name, the communication layer's collective), the
  * timing modes and the placements; --mode and --place take bit masks of the last two. */
@@ -126,36 +126,8 @@ static const sl_program program = {
  * that the largest sizes do not dominate the run; the row records the count it used. */
 #define TIME_BUDGET_S 0.25
 
-/* ---- data and reference ------------------------------------------------------------------ */
-
-static uint32_t mix(uint32_t x)
-{
-    x ^= x >> 16; x *= 0x7feb352dU; x ^= x >> 15; x *= 0x846ca68bU; x ^= x >> 16;
-    return x;
-}
-
-/* Rank p's value at element i for check number k: an integer in [-8, 8], distinct across the
- * ranks at every element (p * 5 mod 17 for up to 17 ranks; beyond that values repeat but stay
- * exact), so sums over up to 32 ranks stay within 256 and are exact in every dtype. */
-static int val(int p, size_t i, unsigned k)
-{
-    return (int)((mix((uint32_t)i ^ (k * 0x9e3779b9U)) + (uint32_t)p * 5u) % 17u) - 8;
-}
-
-/* The reduction of element i over all ranks, as the dtype holds it (avg: the exact sum divided
- * once in the dtype's arithmetic, f32 for the 16-bit types). */
-static double reference(int nranks, size_t i, unsigned k, sl_dtype t, sl_redop op)
-{
-    long acc = val(0, i, k);
-    for (int p = 1; p < nranks; p++) {
-        long v = val(p, i, k);
-        acc = op == SL_OP_MAX ? (v > acc ? v : acc) : op == SL_OP_MIN ? (v < acc ? v : acc) : acc + v;
-    }
-    if (op != SL_OP_AVG) return (double)acc;
-    if (t == SL_F64) return (double)acc / nranks;
-    float q = (float)acc / (float)nranks;
-    return t == SL_F32 ? q : t == SL_F16 ? sl_f16_to_f32(sl_f32_to_f16(q)) : sl_bf16_to_f32(sl_f32_to_bf16(q));
-}
+/* Data and reference: sl_coll_ref_value / sl_coll_ref_reduce (coll_reference.h), integers in
+ * [-8, 8] per rank, element and check number, whose sums are exact in every dtype. */
 
 /* ---- one configuration ------------------------------------------------------------------- */
 
@@ -202,7 +174,7 @@ static int call(bench *b, int k)
 static void one_op(bench *b)
 {
     int rc = call(b, b->next);
-    if (rc) SL_FATAL("%s %s: %s", sl_coll_name(b->c->impl), sl_collective_name(op_coll[b->op]),
+    if (rc) SL_FATAL("%s %s: %s", sl_coll_name(sl_comm_impl(b->c)), sl_collective_name(op_coll[b->op]),
                      sl_coll_strerror(rc));
     b->next = (b->next + 1) % b->nsets;
 }
@@ -235,11 +207,11 @@ static long check(bench *b, unsigned k, double *worst, char *msg, size_t msglen)
     size_t first = b->op == OP_ALLGATHER ? (size_t)ctx->rank * n : 0;
     int src_rank = b->op == OP_BROADCAST ? b->root : ctx->rank;
     if (b->op != OP_BROADCAST || ctx->rank == b->root) {
-        for (size_t i = 0; i < in_elems; i++) sl_elem_put(h, i, b->t, val(src_rank, first + i, k));
+        for (size_t i = 0; i < in_elems; i++) sl_elem_put(h, i, b->t, sl_coll_ref_value(src_rank, first + i, k));
         sl_k_memcpy(b->be, s, h, in_elems * es, SL_K_H2D);
     }
     int rc = call(b, 0);
-    if (rc) SL_FATAL("%s: %s", sl_coll_name(b->c->impl), sl_coll_strerror(rc));
+    if (rc) SL_FATAL("%s: %s", sl_coll_name(sl_comm_impl(b->c)), sl_coll_strerror(rc));
     sl_k_memcpy(b->be, h, r, out_elems * es, SL_K_D2H);
     /* For the tests of the check itself: SL_TEST_CORRUPT=1 spoils one element on the last
      * rank, which must then be reported and make the program exit 1. */
@@ -252,9 +224,9 @@ static long check(bench *b, unsigned k, double *worst, char *msg, size_t msglen)
     size_t base = b->op == OP_REDUCE_SCATTER ? (size_t)ctx->rank * n : 0;
     for (size_t i = 0; i < out_elems; i++) {
         double want;
-        if (b->op == OP_ALLGATHER) want = val((int)(i / n), i, k);
-        else if (b->op == OP_BROADCAST) want = val(b->root, i, k);
-        else want = reference(ctx->nranks, base + i, k, b->t, (sl_redop)opt_redop);
+        if (b->op == OP_ALLGATHER) want = sl_coll_ref_value((int)(i / n), i, k);
+        else if (b->op == OP_BROADCAST) want = sl_coll_ref_value(b->root, i, k);
+        else want = sl_coll_ref_reduce(ctx->nranks, base + i, k, b->t, (sl_redop)opt_redop);
         double got = sl_elem_get(h, i, b->t);
         if (got != want) {
             if (!wrong++)
@@ -367,8 +339,8 @@ static void emit_row(sl_ctx *ctx, bench *b, const char *mode, const sl_stats *st
                      sl_check_status cs, double err, const char *msg)
 {
     sl_result r;
-    sl_result_init(ctx, &r, sl_coll_name(b->c->impl));
-    r.collective = sl_coll_name(b->c->impl);
+    sl_result_init(ctx, &r, sl_coll_name(sl_comm_impl(b->c)));
+    r.collective = sl_coll_name(sl_comm_impl(b->c));
     r.dtype = sl_dtype_name(b->t);
     r.backend = sl_backend_name(b->be);
     sl_result_param_str(&r, "op", sl_collective_name(op_coll[b->op]));
@@ -380,8 +352,8 @@ static void emit_row(sl_ctx *ctx, bench *b, const char *mode, const sl_stats *st
     sl_result_param_num(&r, "count", (double)b->count);
     sl_result_param_num(&r, "ranks", ctx->nranks);
     sl_result_param_num(&r, "buffer_sets", b->nsets);
-    if (b->c->impl != SL_COLL_MPI && b->c->impl != SL_COLL_NCCL)
-        sl_result_param_num(&r, "segment_bytes", (double)b->c->seg_bytes);
+    if (sl_comm_impl(b->c) != SL_COLL_MPI && sl_comm_impl(b->c) != SL_COLL_NCCL)
+        sl_result_param_num(&r, "segment_bytes", (double)sl_comm_segment(b->c));
     if (b->op == OP_BROADCAST) sl_result_param_num(&r, "root", b->root);
     sl_result_set_time(&r, st);
     sl_result_param_num(&r, "iterations", iters);
@@ -595,19 +567,17 @@ int main(int argc, char **argv)
                         sl_collective_name(op_coll[opt_op]));
                 continue;
             }
-            sl_comm c;
-            int rc = sl_comm_init(&c, ctx.comm, (sl_coll)i, space);
-            if (rc == SL_COLL_ENOTSUP && i == SL_COLL_NCCL) {
-                sl_note(&ctx, "nccl: works on device buffers only (-B cuda); skipped");
+            char why[160];
+            if (sl_coll_available((sl_coll)i, space, why, sizeof why)) {
+                sl_note(&ctx, "%s: %s; skipped", sl_coll_name(i), why);
                 continue;
             }
-            if (rc) {
-                sl_note(&ctx, "%s: %s; skipped", sl_coll_name(i), sl_coll_strerror(rc));
-                continue;
-            }
-            if (opt_segment) c.seg_bytes = opt_segment;
-            sweep_impl(&ctx, &c, (sl_backend)be, (sl_dtype)t, arena, arena_bytes, sizes, nsizes, &ser[i]);
-            sl_comm_free(&c);
+            sl_comm *c;
+            int rc = sl_comm_create(&c, ctx.comm, (sl_coll)i, space);
+            if (rc) SL_FATAL("%s: %s", sl_coll_name(i), sl_coll_strerror(rc));
+            if (opt_segment) sl_comm_set_segment(c, opt_segment);
+            sweep_impl(&ctx, c, (sl_backend)be, (sl_dtype)t, arena, arena_bytes, sizes, nsizes, &ser[i]);
+            sl_comm_destroy(c);
         }
         summary(&ctx, ser, membw);
     }

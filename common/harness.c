@@ -157,15 +157,17 @@ static void resolve_backend_and_colls(sl_ctx *ctx)
         o->backend = SL_BACKEND_CPU;
     }
     if ((ctx->prog->uses & SL_USES_COLL) && (o->colls & (1u << SL_COLL_NCCL))) {
+        /* The communication layer decides (sl_coll_available); a cpu backend means host buffers. */
         int cpu = (ctx->prog->uses & SL_USES_BACKEND) && o->backend == SL_BACKEND_CPU;
-        const char *why = !SL_HAVE_NCCL ? "NCCL support was not built"
-                        : cpu ? "NCCL works on device buffers and the backend is cpu (use -B cuda)"
-                        : devices == 0  ? "no CUDA device is visible" : NULL;
-        if (why && o->colls == (1u << SL_COLL_NCCL)) {
-            if (!SL_HAVE_NCCL || cpu) sl_usage_error("--coll (-C) nccl: %s", why);
-            SL_FATAL("--coll nccl: %s", why);
+        char why[160];
+        int rc = sl_coll_available(SL_COLL_NCCL, cpu ? SL_MEM_HOST : SL_MEM_DEVICE, why, sizeof why);
+        if (rc == SL_COLL_ENOTSUP && cpu)
+            snprintf(why, sizeof why, "NCCL needs device buffers and the backend is cpu (use -B cuda)");
+        if (rc && o->colls == (1u << SL_COLL_NCCL)) {
+            if (rc == SL_COLL_ENODEV) SL_FATAL("--coll nccl: %s", why);
+            sl_usage_error("--coll (-C) nccl: %s", why);
         }
-        if (why) {
+        if (rc) {
             o->colls &= ~(1u << SL_COLL_NCCL);
             sl_note(ctx, "skipping the nccl collective: %s", why);
         }

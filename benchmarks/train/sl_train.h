@@ -33,7 +33,6 @@
 #include "scalelab.h"
 #include "sl_coll.h"
 #include "train_ref.h"
-#include "coll_compat.h" /* TEMP */
 
 /* The named phases of a step. A technique records only those it has; a phase never recorded
  * is absent from the row (null), not zero. */

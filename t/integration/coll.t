@@ -1,8 +1,8 @@
 #!/bin/sh
 # coll.t — the communication layer on 1..8 ranks: runs build/t/test_coll (every implementation,
-# collective, dtype, op, count, in and out of place) under the launcher for each rank count and
-# merges the TAP streams into one, numbering the tests across runs. A run that exits non-zero
-# or prints no tests is itself a failed test.
+# collective, dtype, op, count, in and out of place; blocking and non-blocking, point to point)
+# under the launcher for each rank count and merges the TAP streams into one, numbering the
+# tests across runs. A run that exits non-zero or prints no tests is itself a failed test.
 . "$(dirname "$0")/../lib/common.sh"
 prog="$top/build/t/test_coll"
 [ -x "$prog" ] || { echo "1..0 # SKIP $prog not built"; exit 0; }

@@ -1,10 +1,10 @@
 /* test_coll.c — correctness of every collective of every implementation in sl_coll.h, on the
  * rank count it is started with (t/integration/coll.t runs it on 1..8 ranks).
  *
- * Data are small integers (|v| <= 8) that differ per rank, per element and per iteration, so
- * sums over five ranks (<= 40) are exact in f16 and bf16 and any order of additions gives the
- * same bits: results are compared exactly with a reference computed here, element by element,
- * straight from the generator. A wrong offset or chunk, a permutation of blocks or ranks, stale
+ * Data are small integers (|v| <= 8) that differ per rank, element and iteration, so sums over
+ * eight ranks are exact in f16 and bf16 and any order of additions gives the same bits:
+ * results are compared exactly, element by element, with the layer's reference
+ * (coll_reference.h, shared with the allreduce benchmark). A wrong offset or chunk, a permutation of blocks or ranks, stale
  * data from the previous iteration or an input clobbered by an out-of-place call all show up as
  * a mismatch. avg is checked against the exact sum divided once, in the type's arithmetic.
  *
@@ -24,7 +24,7 @@
 #include "../tap.h"
 #include "coll_device.h"
 #include "coll_internal.h"
-#include "sl_half.h"
+#include "coll_reference.h"
 
 static int g_rank, g_size;
 static const size_t small_counts[] = {0, 1, 2, 7, 1000};
@@ -34,37 +34,13 @@ static const size_t large_counts[] = {100003, 1 << 20}; /* a prime above 10^5, a
 
 /* ---- data and reference -------------------------------------------------------------- */
 
-static uint32_t mix(uint32_t x)
-{
-    x ^= x >> 16; x *= 0x7feb352dU; x ^= x >> 15; x *= 0x846ca68bU; x ^= x >> 16;
-    return x;
-}
-
-/* Rank p's value at element i in iteration it: distinct across ranks at every element
- * (p * 5 mod 17), scrambled along the vector, shifted between iterations. */
-static int val(int p, size_t i, int it)
-{
-    return (int)((mix((uint32_t)i) + (uint32_t)p * 5u + (uint32_t)it * 7u) % 17u) - 8;
-}
-
-/* The reduction over all ranks of val(., i, it), as the type would hold it. */
+/* Rank p's value at element i in iteration it, and the reduction over all ranks as the type
+ * would hold it (avg: the exact sum divided once): the layer's reference (coll_reference.h),
+ * the one the allreduce benchmark checks against. */
+static int val(int p, size_t i, int it) { return sl_coll_ref_value(p, i, (unsigned)it); }
 static double expect(size_t i, int it, sl_dtype t, sl_redop op)
 {
-    long acc = val(0, i, it);
-    for (int p = 1; p < g_size; p++) {
-        long v = val(p, i, it);
-        if (op == SL_OP_MAX) acc = v > acc ? v : acc;
-        else if (op == SL_OP_MIN) acc = v < acc ? v : acc;
-        else acc += v;
-    }
-    if (op != SL_OP_AVG) return (double)acc;
-    /* The exact sum divided once by n in the type's arithmetic (f32 for 16-bit types). */
-    switch (t) {
-    case SL_F64: return (double)acc / g_size;
-    case SL_F32: return (float)acc / (float)g_size;
-    case SL_F16: return sl_f16_to_f32(sl_f32_to_f16((float)acc / (float)g_size));
-    default: return sl_bf16_to_f32(sl_f32_to_bf16((float)acc / (float)g_size));
-    }
+    return sl_coll_ref_reduce(g_size, i, (unsigned)it, t, op);
 }
 
 /* ---- per-rank failure bookkeeping ---------------------------------------------------- */
@@ -115,7 +91,7 @@ static void bufs_init(bufs *b, sl_comm *c, size_t bytes)
     b->bytes = bytes;
     for (int k = 0; k < 2; k++) {
         b->h[k] = malloc(bytes ? bytes : 1);
-        b->d[k] = c->space == SL_MEM_DEVICE ? sl_cdev_malloc(bytes ? bytes : 1) : b->h[k];
+        b->d[k] = sl_comm_space(c) == SL_MEM_DEVICE ? sl_cdev_malloc(bytes ? bytes : 1) : b->h[k];
     }
 }
 
@@ -129,16 +105,16 @@ static void bufs_free(bufs *b)
 
 static void upload(bufs *b)
 {
-    if (b->c->space == SL_MEM_DEVICE)
+    if (sl_comm_space(b->c) == SL_MEM_DEVICE)
         for (int k = 0; k < 2; k++)
-            sl_cdev_memcpy(b->d[k], b->h[k], b->bytes, SL_CDEV_H2D, b->c->stream);
+            sl_cdev_memcpy(b->d[k], b->h[k], b->bytes, SL_CDEV_H2D, NULL);
 }
 
 static void download(bufs *b)
 {
-    if (b->c->space == SL_MEM_DEVICE)
+    if (sl_comm_space(b->c) == SL_MEM_DEVICE)
         for (int k = 0; k < 2; k++)
-            sl_cdev_memcpy(b->h[k], b->d[k], b->bytes, SL_CDEV_D2H, b->c->stream);
+            sl_cdev_memcpy(b->h[k], b->d[k], b->bytes, SL_CDEV_D2H, NULL);
 }
 
 /* Garbage that no correct result equals: stale or unwritten elements are caught. */
@@ -177,7 +153,7 @@ static void do_allreduce(tally *ty, bufs *b, sl_dtype t, sl_redop op, size_t n, 
         double want = expect(i, it, t, op), got = sl_elem_get(b->h[k], i, t);
         if (got != want) {
             fail(ty, "count %zu %s seg %zu it %d: element %zu is %g, expected %g", n,
-                 inplace ? "in place" : "out of place", c->seg_bytes, it, i, got, want);
+                 inplace ? "in place" : "out of place", sl_comm_segment(c), it, i, got, want);
             return;
         }
     }
@@ -201,7 +177,7 @@ static void do_reduce_scatter(tally *ty, bufs *b, sl_dtype t, sl_redop op, size_
         double want = expect(mine + i, it, t, op), got = sl_elem_get(res, i, t);
         if (got != want) {
             fail(ty, "count %zu %s seg %zu it %d: element %zu is %g, expected %g", n,
-                 inplace ? "in place" : "out of place", c->seg_bytes, it, i, got, want);
+                 inplace ? "in place" : "out of place", sl_comm_segment(c), it, i, got, want);
             return;
         }
     }
@@ -235,7 +211,7 @@ static void do_allgather(tally *ty, bufs *b, sl_dtype t, size_t n, int inplace, 
         double want = val((int)(j / n), j, it), got = sl_elem_get(b->h[1], j, t);
         if (got != want) {
             fail(ty, "count %zu %s seg %zu it %d: element %zu is %g, expected %g", n,
-                 inplace ? "in place" : "out of place", c->seg_bytes, it, j, got, want);
+                 inplace ? "in place" : "out of place", sl_comm_segment(c), it, j, got, want);
             return;
         }
     }
@@ -256,7 +232,7 @@ static void do_broadcast(tally *ty, bufs *b, sl_dtype t, size_t n, int root, int
         double want = val(root, i, it), got = sl_elem_get(b->h[0], i, t);
         if (got != want) {
             fail(ty, "count %zu root %d seg %zu it %d: element %zu is %g, expected %g", n, root,
-                 c->seg_bytes, it, i, got, want);
+                 sl_comm_segment(c), it, i, got, want);
             return;
         }
     }
@@ -280,7 +256,7 @@ static void do_reduce(tally *ty, bufs *b, sl_dtype t, sl_redop op, size_t n, int
             double want = expect(i, it, t, op), got = sl_elem_get(res, i, t);
             if (got != want) {
                 fail(ty, "count %zu root %d %s seg %zu it %d: element %zu is %g, expected %g", n,
-                     root, inplace ? "in place" : "out of place", c->seg_bytes, it, i, got, want);
+                     root, inplace ? "in place" : "out of place", sl_comm_segment(c), it, i, got, want);
                 return;
             }
         }
@@ -296,14 +272,14 @@ static size_t segments[2];
 
 static void sweep_collectives(sl_comm *c, const char *space)
 {
-    const char *impl = sl_coll_name(c->impl);
+    const char *impl = sl_coll_name(sl_comm_impl(c));
     size_t maxn = small_counts[NSMALL - 1] * (size_t)g_size;
     bufs b;
     bufs_init(&b, c, maxn * sizeof(double));
     tally ty = {0};
 
     for (int w = 0; w < SL_NCOS; w++) {
-        if (sl_coll_supports(c->impl, (sl_collective)w)) continue;
+        if (sl_coll_supports(sl_comm_impl(c), (sl_collective)w)) continue;
         /* What an implementation does not provide, it says so (and does nothing). */
         int rc = w == SL_CO_ALLREDUCE        ? sl_coll_allreduce(c, b.d[0], b.d[1], 4, SL_F32, SL_OP_SUM)
                  : w == SL_CO_REDUCE_SCATTER ? sl_coll_reduce_scatter(c, b.d[0], b.d[1], 4, SL_F32, SL_OP_SUM)
@@ -311,65 +287,71 @@ static void sweep_collectives(sl_comm *c, const char *space)
                  : w == SL_CO_BROADCAST      ? sl_coll_broadcast(c, b.d[0], 4, SL_F32, 0)
                                              : sl_coll_reduce(c, b.d[0], b.d[1], 4, SL_F32, SL_OP_SUM, 0);
         if (rc != SL_COLL_ENOTSUP) fail(&ty, "rc %d, expected SL_COLL_ENOTSUP", rc);
+        sl_coll_req *q = (sl_coll_req *)&ty; /* must come back NULL */
+        rc = w == SL_CO_ALLREDUCE        ? sl_coll_iallreduce(c, b.d[0], b.d[1], 4, SL_F32, SL_OP_SUM, &q)
+             : w == SL_CO_REDUCE_SCATTER ? sl_coll_ireduce_scatter(c, b.d[0], b.d[1], 4, SL_F32, SL_OP_SUM, &q)
+             : w == SL_CO_ALLGATHER      ? sl_coll_iallgather(c, b.d[0], b.d[1], 4, SL_F32, &q)
+                                         : SL_COLL_ENOTSUP;
+        if (rc != SL_COLL_ENOTSUP || (w <= SL_CO_ALLGATHER && q)) fail(&ty, "non-blocking: rc %d, expected SL_COLL_ENOTSUP", rc);
         verdict(&ty, "%s %s %s: not provided, says so", space, impl, sl_collective_name((sl_collective)w));
     }
 
     for (int t = 0; t < SL_NDTYPES; t++) {
         for (int op = 0; op < SL_NREDOPS; op++) {
-            if (sl_coll_supports(c->impl, SL_CO_ALLREDUCE)) {
+            if (sl_coll_supports(sl_comm_impl(c), SL_CO_ALLREDUCE)) {
                 for (int it = 0; it < 2; it++)
                     for (int ip = 0; ip < 2; ip++)
                         for (size_t k = 0; k < NSMALL; k++)
                             for (int sg = 0; sg < 2; sg++) {
-                                c->seg_bytes = segments[sg];
+                                sl_comm_set_segment(c, segments[sg]);
                                 do_allreduce(&ty, &b, t, op, small_counts[k], ip, it);
                             }
                 verdict(&ty, "%s %s allreduce %s %s", space, impl, sl_dtype_name(t), sl_redop_name(op));
             }
-            if (sl_coll_supports(c->impl, SL_CO_REDUCE_SCATTER)) {
+            if (sl_coll_supports(sl_comm_impl(c), SL_CO_REDUCE_SCATTER)) {
                 for (int it = 0; it < 2; it++)
                     for (int ip = 0; ip < 2; ip++)
                         for (size_t k = 0; k < NSMALL; k++)
                             for (int sg = 0; sg < 2; sg++) {
-                                c->seg_bytes = segments[sg];
+                                sl_comm_set_segment(c, segments[sg]);
                                 do_reduce_scatter(&ty, &b, t, op, small_counts[k], ip, it);
                             }
                 verdict(&ty, "%s %s reduce_scatter %s %s", space, impl, sl_dtype_name(t), sl_redop_name(op));
             }
-            if (sl_coll_supports(c->impl, SL_CO_REDUCE)) {
+            if (sl_coll_supports(sl_comm_impl(c), SL_CO_REDUCE)) {
                 for (int it = 0; it < 2; it++)
                     for (int ip = 0; ip < 2; ip++)
                         for (size_t k = 0; k < NSMALL; k++)
                             for (int sg = 0; sg < 2; sg++) {
-                                c->seg_bytes = segments[sg];
+                                sl_comm_set_segment(c, segments[sg]);
                                 /* root 0, and the last rank (a root other than 0) */
                                 do_reduce(&ty, &b, t, op, small_counts[k], (it + ip) % 2 ? g_size - 1 : 0, ip, it);
                             }
                 verdict(&ty, "%s %s reduce %s %s", space, impl, sl_dtype_name(t), sl_redop_name(op));
             }
         }
-        if (sl_coll_supports(c->impl, SL_CO_ALLGATHER)) {
+        if (sl_coll_supports(sl_comm_impl(c), SL_CO_ALLGATHER)) {
             for (int it = 0; it < 2; it++)
                 for (int ip = 0; ip < 2; ip++)
                     for (size_t k = 0; k < NSMALL; k++)
                         for (int sg = 0; sg < 2; sg++) {
-                            c->seg_bytes = segments[sg];
+                            sl_comm_set_segment(c, segments[sg]);
                             do_allgather(&ty, &b, t, small_counts[k], ip, it);
                         }
             verdict(&ty, "%s %s allgather %s", space, impl, sl_dtype_name(t));
         }
-        if (sl_coll_supports(c->impl, SL_CO_BROADCAST)) {
+        if (sl_coll_supports(sl_comm_impl(c), SL_CO_BROADCAST)) {
             for (int it = 0; it < 2; it++)
                 for (int root = 0; root < g_size; root++)
                     for (size_t k = 0; k < NSMALL; k++)
                         for (int sg = 0; sg < 2; sg++) {
-                            c->seg_bytes = segments[sg];
+                            sl_comm_set_segment(c, segments[sg]);
                             do_broadcast(&ty, &b, t, small_counts[k], root, it);
                         }
             verdict(&ty, "%s %s broadcast %s (every root)", space, impl, sl_dtype_name(t));
         }
     }
-    c->seg_bytes = segments[0];
+    sl_comm_set_segment(c, segments[0]);
     bufs_free(&b);
 }
 
@@ -379,25 +361,25 @@ static void sweep_large(sl_comm *c, const char *space)
 {
     static const struct { sl_dtype t; sl_redop op; } pick[] = {
         {SL_F32, SL_OP_SUM}, {SL_F64, SL_OP_MAX}, {SL_F16, SL_OP_AVG}, {SL_BF16, SL_OP_MIN}};
-    const char *impl = sl_coll_name(c->impl);
+    const char *impl = sl_coll_name(sl_comm_impl(c));
     size_t maxn = large_counts[1];
     if (large_counts[0] * (size_t)g_size > maxn) maxn = large_counts[0] * (size_t)g_size;
     bufs b;
     bufs_init(&b, c, maxn * sizeof(double));
     tally ty = {0};
     for (size_t p = 0; p < sizeof pick / sizeof pick[0]; p++) {
-        if (!sl_coll_supports(c->impl, SL_CO_ALLREDUCE)) break;
+        if (!sl_coll_supports(sl_comm_impl(c), SL_CO_ALLREDUCE)) break;
         for (size_t k = 0; k < 2; k++)
             do_allreduce(&ty, &b, pick[p].t, pick[p].op, large_counts[k], (int)(k + p) % 2, (int)p % 2);
         verdict(&ty, "%s %s allreduce %s %s, counts 100003 and 2^20", space, impl,
                 sl_dtype_name(pick[p].t), sl_redop_name(pick[p].op));
     }
-    if (sl_coll_supports(c->impl, SL_CO_REDUCE_SCATTER)) {
+    if (sl_coll_supports(sl_comm_impl(c), SL_CO_REDUCE_SCATTER)) {
         do_reduce_scatter(&ty, &b, SL_F32, SL_OP_SUM, large_counts[0], 0, 0);
         do_reduce_scatter(&ty, &b, SL_BF16, SL_OP_MAX, large_counts[0], 1, 1);
         verdict(&ty, "%s %s reduce_scatter count 100003 per rank", space, impl);
     }
-    if (sl_coll_supports(c->impl, SL_CO_ALLGATHER)) {
+    if (sl_coll_supports(sl_comm_impl(c), SL_CO_ALLGATHER)) {
         do_allgather(&ty, &b, SL_F16, large_counts[0], 0, 0);
         do_allgather(&ty, &b, SL_F64, large_counts[0], 1, 1);
         verdict(&ty, "%s %s allgather count 100003 per rank", space, impl);
@@ -410,7 +392,7 @@ static void sweep_large(sl_comm *c, const char *space)
  * by test alone, then both finished by wait; all checked like the blocking ones. */
 static void sweep_nonblocking(sl_comm *c, const char *space)
 {
-    if (!sl_coll_supports(c->impl, SL_CO_ALLREDUCE)) return;
+    if (!sl_coll_supports(sl_comm_impl(c), SL_CO_ALLREDUCE)) return;
     static const size_t counts[] = {0, 1, 7, 1000, 100003};
     static const sl_dtype dt[3] = {SL_F32, SL_BF16, SL_F64};
     static const sl_redop rop[3] = {SL_OP_SUM, SL_OP_AVG, SL_OP_MAX};
@@ -448,9 +430,161 @@ static void sweep_nonblocking(sl_comm *c, const char *space)
         }
     }
     verdict(&ty, "%s %s iallreduce: two in flight with a blocking one, test then wait (%s)",
-            space, sl_coll_name(c->impl),
+            space, sl_coll_name(sl_comm_impl(c)),
             sl_coll_iallreduce_overlaps(c) ? "progresses" : "completes at start");
     for (int k = 0; k < 3; k++) bufs_free(&b[k]);
+}
+
+/* Non-blocking reduce-scatter and all-gather, two in flight at once: both started before either
+ * is waited for, waited in the opposite order (every wait advances both), each dtype and op
+ * with prime and tiny counts, in and out of place. The ring's schedules must send what its
+ * blocking algorithm does: (n-1) blocks each. */
+static void sweep_nb_rs_ag(sl_comm *c, const char *space)
+{
+    if (!sl_coll_supports(sl_comm_impl(c), SL_CO_REDUCE_SCATTER) ||
+        !sl_coll_supports(sl_comm_impl(c), SL_CO_ALLGATHER))
+        return;
+    static const size_t counts[] = {0, 1, 2, 7, 13, 1009};
+    tally ty = {0};
+    size_t maxn = 1009 * (size_t)g_size;
+    bufs rs, ag;
+    bufs_init(&rs, c, maxn * sizeof(double));
+    bufs_init(&ag, c, maxn * sizeof(double));
+    int ring_host = sl_comm_impl(c) == SL_COLL_RING && sl_coll_iallreduce_overlaps(c);
+    for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++) {
+        for (int v = 0; v < 4; v++) {
+            size_t n = counts[ci], total = n * (size_t)g_size, mine = (size_t)g_rank * n;
+            sl_dtype t = (sl_dtype)((ci + (size_t)v) % SL_NDTYPES);
+            sl_redop op = (sl_redop)v;
+            int inplace = (int)(ci + (size_t)v) % 2, it = 10 + v;
+            for (size_t i = 0; i < total; i++) sl_elem_put(rs.h[0], i, t, val(g_rank, i, it));
+            poison(rs.h[1], rs.bytes);
+            poison(ag.h[1], ag.bytes);
+            if (inplace)
+                for (size_t i = 0; i < n; i++) sl_elem_put(ag.h[1], mine + i, t, val(g_rank, mine + i, it));
+            else
+                for (size_t i = 0; i < n; i++) sl_elem_put(ag.h[0], i, t, val(g_rank, mine + i, it));
+            upload(&rs);
+            upload(&ag);
+            void *rr = inplace ? D(&rs, 0, mine, t) : rs.d[1];
+            void *as = inplace ? D(&ag, 1, mine, t) : ag.d[0];
+            unsigned long long sent0 = sl_comm_bytes_sent(c);
+            sl_coll_req *q[2] = {NULL, NULL};
+            int rc0 = sl_coll_ireduce_scatter(c, rs.d[0], rr, n, t, op, &q[0]);
+            int rc1 = sl_coll_iallgather(c, as, ag.d[1], n, t, &q[1]);
+            if (rc0 || rc1 || !q[0] || !q[1]) {
+                fail(&ty, "count %zu: rc %d %d", n, rc0, rc1);
+                sl_coll_waitall(2, q);
+                continue;
+            }
+            int done = 0, spins = 0;
+            while (!done && spins++ < 1000000) sl_coll_test(q[1], &done);
+            if (!done) fail(&ty, "count %zu: test never reported completion", n);
+            sl_coll_wait(q[1]);
+            sl_coll_wait(q[0]);
+            download(&rs);
+            download(&ag);
+            size_t es = sl_dtype_size(t);
+            if (ring_host && g_size > 1 && sl_comm_bytes_sent(c) - sent0 != 2 * (size_t)(g_size - 1) * n * es)
+                fail(&ty, "count %zu: %llu bytes sent, expected %zu", n, sl_comm_bytes_sent(c) - sent0,
+                     2 * (size_t)(g_size - 1) * n * es);
+            const void *res = inplace ? (const void *)H(&rs, 0, mine, t) : rs.h[1];
+            for (size_t i = 0; i < n; i++) {
+                double want = expect(mine + i, it, t, op), got = sl_elem_get(res, i, t);
+                if (got != want) {
+                    fail(&ty, "reduce_scatter count %zu %s %s %s: element %zu is %g, expected %g", n,
+                         sl_dtype_name(t), sl_redop_name(op), inplace ? "in place" : "out of place", i, got, want);
+                    break;
+                }
+            }
+            if (!inplace) check_input(&ty, &rs, 0, total, 0, t, it, "ireduce_scatter");
+            for (size_t j = 0; j < total; j++) {
+                double want = val((int)(j / n), j, it), got = sl_elem_get(ag.h[1], j, t);
+                if (got != want) {
+                    fail(&ty, "allgather count %zu %s %s: element %zu is %g, expected %g", n,
+                         sl_dtype_name(t), inplace ? "in place" : "out of place", j, got, want);
+                    break;
+                }
+            }
+        }
+    }
+    verdict(&ty, "%s %s ireduce_scatter + iallgather in flight together, every dtype and op, counts 0 1 2 7 13 1009 (%s)",
+            space, sl_coll_name(sl_comm_impl(c)),
+            sl_coll_iallreduce_overlaps(c) ? "progresses" : "completes at start");
+    bufs_free(&rs);
+    bufs_free(&ag);
+}
+
+/* Non-blocking point to point: every rank sends to both neighbours and receives from both at
+ * once (a halo exchange: with blocking sends of large messages this deadlocks), waited with
+ * waitall; then an isend matched by a blocking recv, with a tiny segment so that both ends
+ * must cut the message alike. Counts 0, 1, a prime and a large one; on one rank the
+ * neighbours are the rank itself. */
+static void sweep_nb_p2p(sl_comm *c, const char *space)
+{
+    static const size_t counts[] = {0, 1, 13, 100003};
+    tally ty = {0};
+    size_t maxn = 100003;
+    bufs b[2]; /* b[0]: h[0] to the right, h[1] from the left; b[1]: to the left, from the right */
+    bufs_init(&b[0], c, maxn * sizeof(double));
+    bufs_init(&b[1], c, maxn * sizeof(double));
+    int right = (g_rank + 1) % g_size, left = (g_rank + g_size - 1) % g_size;
+    int counting = sl_comm_impl(c) != SL_COLL_NCCL;
+    for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++) {
+        size_t n = counts[ci];
+        sl_dtype t = ci % 2 ? SL_F64 : SL_BF16;
+        for (int k = 0; k < 2; k++) {
+            for (size_t i = 0; i < n; i++) sl_elem_put(b[k].h[0], i, t, val(g_rank, i, 20 + k));
+            poison(b[k].h[1], b[k].bytes);
+            upload(&b[k]);
+        }
+        unsigned long long sent0 = sl_comm_bytes_sent(c);
+        sl_coll_req *q[4];
+        int rc = sl_coll_irecv(c, b[0].d[1], n, t, left, 7, &q[0]);
+        rc |= sl_coll_irecv(c, b[1].d[1], n, t, right, 8, &q[1]);
+        rc |= sl_coll_isend(c, b[0].d[0], n, t, right, 7, &q[2]);
+        rc |= sl_coll_isend(c, b[1].d[0], n, t, left, 8, &q[3]);
+        if (rc) fail(&ty, "count %zu: rc %d", n, rc);
+        if (sl_coll_waitall(4, q)) fail(&ty, "count %zu: waitall failed", n);
+        for (int k = 0; k < 4; k++)
+            if (q[k]) fail(&ty, "waitall left a request");
+        if (counting && sl_comm_bytes_sent(c) - sent0 != 2 * n * sl_dtype_size(t))
+            fail(&ty, "count %zu: %llu bytes sent, expected %zu", n, sl_comm_bytes_sent(c) - sent0,
+                 2 * n * sl_dtype_size(t));
+        for (int k = 0; k < 2; k++) {
+            download(&b[k]);
+            int from = k ? right : left;
+            for (size_t i = 0; i < n; i++)
+                if (sl_elem_get(b[k].h[1], i, t) != val(from, i, 20 + k)) {
+                    fail(&ty, "count %zu from %s: element %zu is %g, expected %d", n, k ? "right" : "left", i,
+                         sl_elem_get(b[k].h[1], i, t), val(from, i, 20 + k));
+                    break;
+                }
+        }
+    }
+    if (g_size > 1) { /* an isend to the right, a blocking recv from the left, then the wait */
+        size_t n = 1001, seg = sl_comm_segment(c);
+        sl_comm_set_segment(c, TINY_SEGMENT);
+        for (size_t i = 0; i < n; i++) sl_elem_put(b[0].h[0], i, SL_F32, val(g_rank, i, 30));
+        poison(b[0].h[1], b[0].bytes);
+        upload(&b[0]);
+        sl_coll_req *q;
+        int rc = sl_coll_isend(c, b[0].d[0], n, SL_F32, right, 9, &q);
+        rc |= sl_coll_recv(c, b[0].d[1], n, SL_F32, left, 9);
+        rc |= sl_coll_wait(q);
+        download(&b[0]);
+        if (rc) fail(&ty, "isend + blocking recv: rc %d", rc);
+        for (size_t i = 0; i < n; i++)
+            if (sl_elem_get(b[0].h[1], i, SL_F32) != val(left, i, 30)) {
+                fail(&ty, "isend + blocking recv: element %zu is %g", i, sl_elem_get(b[0].h[1], i, SL_F32));
+                break;
+            }
+        sl_comm_set_segment(c, seg);
+    }
+    verdict(&ty, "%s %s isend/irecv to both neighbours at once (counts 0 1 13 100003), waitall; isend with a blocking recv",
+            space, sl_coll_name(sl_comm_impl(c)));
+    bufs_free(&b[0]);
+    bufs_free(&b[1]);
 }
 
 /* Point to point: a message around the ring, every rank sending to the next. Rank 0 sends
@@ -480,7 +614,7 @@ static void sweep_p2p(sl_comm *c, const char *space)
         if (sl_elem_get(b.h[1], i, SL_F64) != val(left, i, 3))
             fail(&ty, "element %zu is %g, expected %g", i, sl_elem_get(b.h[1], i, SL_F64), (double)val(left, i, 3));
     if (sl_coll_barrier(c)) fail(&ty, "barrier failed");
-    verdict(&ty, "%s %s send/recv around the ring, barrier", space, sl_coll_name(c->impl));
+    verdict(&ty, "%s %s send/recv around the ring, barrier", space, sl_coll_name(sl_comm_impl(c)));
     bufs_free(&b);
 }
 
@@ -502,36 +636,84 @@ static void sweep_errors(sl_comm *c)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         if (cases[i].rc != cases[i].want)
             fail(&ty, "%s: rc %d, expected %d", cases[i].what, cases[i].rc, cases[i].want);
-    verdict(&ty, "%s: bad arguments give SL_COLL_EINVAL", sl_coll_name(c->impl));
+    /* The non-blocking calls: the same checks, and no request on an error. */
+    sl_coll_req *q[9];
+    for (int i = 0; i < 9; i++) q[i] = (sl_coll_req *)&ty;
+    struct { int rc, want; const char *what; } nb[] = {
+        {sl_coll_iallreduce(c, x, y, 4, (sl_dtype)SL_NDTYPES, SL_OP_SUM, &q[0]), SL_COLL_EINVAL, "iallreduce: unknown dtype"},
+        {sl_coll_ireduce_scatter(c, x, y, 4, SL_F32, (sl_redop)SL_NREDOPS, &q[1]),
+         SL_COLL_EINVAL, "ireduce_scatter: unknown op"},
+        {sl_coll_ireduce_scatter(c, NULL, y, 1, SL_F32, SL_OP_SUM, &q[2]),
+         SL_COLL_EINVAL, "ireduce_scatter: NULL buffer (argument errors before ENOTSUP)"},
+        {sl_coll_iallgather(c, x, y, SIZE_MAX / 2, SL_F32, &q[3]), SL_COLL_EINVAL, "iallgather: count too large"},
+        {sl_coll_iallgather(c, x, NULL, 1, SL_F32, &q[4]),
+         SL_COLL_EINVAL, "iallgather: NULL buffer"},
+        {sl_coll_isend(c, x, 4, SL_F32, g_size, 0, &q[5]), SL_COLL_EINVAL, "isend: peer out of range"},
+        {sl_coll_isend(c, x, 4, SL_F32, 0, 1 << 20, &q[6]), SL_COLL_EINVAL, "isend: tag too large"},
+        {sl_coll_irecv(c, x, 4, SL_F32, -1, 0, &q[7]), SL_COLL_EINVAL, "irecv: negative peer"},
+        {sl_coll_irecv(c, NULL, 4, SL_F32, 0, 0, &q[8]), SL_COLL_EINVAL, "irecv: NULL buffer"},
+        {sl_coll_isend(c, x, 4, SL_F32, 0, 0, NULL), SL_COLL_EINVAL, "isend: NULL request"},
+        {sl_coll_wait(NULL), SL_COLL_EINVAL, "wait: NULL request"},
+        {sl_coll_waitall(2, (sl_coll_req *[2]){NULL, NULL}), SL_COLL_OK, "waitall: NULL entries skipped"},
+    };
+    for (size_t i = 0; i < sizeof nb / sizeof nb[0]; i++)
+        if (nb[i].rc != nb[i].want)
+            fail(&ty, "%s: rc %d, expected %d", nb[i].what, nb[i].rc, nb[i].want);
+    for (int i = 0; i < 9; i++)
+        if (q[i]) fail(&ty, "a refused non-blocking call left request %d set", i);
+    verdict(&ty, "%s: bad arguments give SL_COLL_EINVAL", sl_coll_name(sl_comm_impl(c)));
 }
 
 /* Names, and communicators the build or the machine cannot provide. */
 static void check_setup(void)
 {
     tally ty = {0};
-    sl_comm c;
+    sl_comm *c = (sl_comm *)&ty; /* must be cleared on a refusal */
     int dev = sl_coll_bind_device(MPI_COMM_WORLD); /* before any device memory */
     if ((dev < 0) != (sl_cdev_count() == 0)) fail(&ty, "bind_device gave %d", dev);
-    if (sl_comm_init(&c, MPI_COMM_WORLD, (sl_coll)SL_NCOLLS, SL_MEM_HOST) != SL_COLL_EINVAL)
+    if (sl_comm_create(&c, MPI_COMM_WORLD, (sl_coll)SL_NCOLLS, SL_MEM_HOST) != SL_COLL_EINVAL || c)
         fail(&ty, "unknown implementation accepted");
-    sl_comm_free(&c); /* a no-op on a refused communicator */
-    if (sl_comm_init(&c, MPI_COMM_WORLD, SL_COLL_RING, (sl_mem_space)SL_MEM_NSPACES) != SL_COLL_EINVAL)
+    sl_comm_destroy(c); /* NULL: a no-op */
+    if (sl_comm_create(&c, MPI_COMM_WORLD, SL_COLL_RING, (sl_mem_space)SL_MEM_NSPACES) != SL_COLL_EINVAL)
         fail(&ty, "unknown memory space accepted");
-    int rc = sl_comm_init(&c, MPI_COMM_WORLD, SL_COLL_NCCL, SL_MEM_HOST);
+    char why[160];
+    int rc = sl_comm_create(&c, MPI_COMM_WORLD, SL_COLL_NCCL, SL_MEM_HOST);
     if (rc != (sl_nccl_built() ? SL_COLL_ENOTSUP : SL_COLL_ENOTBUILT))
         fail(&ty, "nccl on host buffers: rc %d", rc);
-    if (rc == SL_COLL_OK) sl_comm_free(&c);
-    rc = sl_comm_init(&c, MPI_COMM_WORLD, SL_COLL_RING, SL_MEM_DEVICE);
+    if (sl_coll_available(SL_COLL_NCCL, SL_MEM_HOST, why, sizeof why) != rc || !strstr(why, "NCCL"))
+        fail(&ty, "sl_coll_available(nccl, host) disagrees with sl_comm_create: %s", why);
+    sl_comm_destroy(c);
+    rc = sl_comm_create(&c, MPI_COMM_WORLD, SL_COLL_RING, SL_MEM_DEVICE);
     int want = !sl_cdev_built() ? SL_COLL_ENOTBUILT : sl_cdev_count() ? SL_COLL_OK : SL_COLL_ENODEV;
     if (rc != want) fail(&ty, "ring on device buffers: rc %d, expected %d", rc, want);
-    if (rc == SL_COLL_OK) sl_comm_free(&c);
+    if (sl_coll_available(SL_COLL_RING, SL_MEM_DEVICE, why, sizeof why) != want)
+        fail(&ty, "sl_coll_available(ring, device) disagrees: %s", why);
+    if (rc == SL_COLL_OK) {
+        if (sl_comm_rank(c) != g_rank || sl_comm_size(c) != g_size || sl_comm_impl(c) != SL_COLL_RING ||
+            sl_comm_space(c) != SL_MEM_DEVICE)
+            fail(&ty, "accessors of a device communicator");
+        sl_comm_destroy(c);
+    } else if (c) {
+        fail(&ty, "a refused communicator is not NULL");
+    }
+    rc = sl_comm_create(&c, MPI_COMM_WORLD, SL_COLL_RHD, SL_MEM_HOST);
+    if (rc || !c || sl_comm_rank(c) != g_rank || sl_comm_size(c) != g_size ||
+        sl_comm_impl(c) != SL_COLL_RHD || sl_comm_space(c) != SL_MEM_HOST || sl_comm_bytes_sent(c) != 0) {
+        fail(&ty, "rhd on host buffers: rc %d, or accessors wrong", rc);
+    } else {
+        sl_comm_set_segment(c, 4096);
+        if (sl_comm_segment(c) != 4096) fail(&ty, "segment not set");
+    }
+    sl_comm_destroy(c);
+    if (sl_coll_available(SL_COLL_MPI, SL_MEM_HOST, why, sizeof why) != SL_COLL_OK)
+        fail(&ty, "mpi on host buffers unavailable: %s", why);
     for (int i = 0; i < SL_NREDOPS; i++)
         if (sl_redop_from_name(sl_redop_name((sl_redop)i)) != i) fail(&ty, "op name %d", i);
     for (int i = 0; i < SL_NCOS; i++)
         if (sl_collective_from_name(sl_collective_name((sl_collective)i)) != i) fail(&ty, "collective name %d", i);
     if (sl_redop_from_name("prod") != -1 || sl_collective_from_name("alltoall") != -1)
         fail(&ty, "unknown names accepted");
-    verdict(&ty, "setup: device binding, unknown implementation/space refused, unbuilt or absent backends reported, names");
+    verdict(&ty, "setup: device binding, unknown implementation/space refused, unbuilt or absent backends reported (sl_coll_available agrees), accessors, names");
 }
 
 /* The double binary tree's shape, for every rank count up to 64: each tree spans all ranks
@@ -593,24 +775,29 @@ int main(int argc, char **argv)
         }
         const char *sname = space == SL_MEM_DEVICE ? "device" : "host";
         for (int impl = 0; impl < SL_NCOLLS; impl++) {
-            sl_comm c;
-            int rc = sl_comm_init(&c, MPI_COMM_WORLD, (sl_coll)impl, (sl_mem_space)space);
+            char why[160], line[200];
+            int rc = sl_coll_available((sl_coll)impl, (sl_mem_space)space, why, sizeof why);
             if (rc) {
-                if (g_rank == 0) {
-                    char why[160];
-                    snprintf(why, sizeof why, "%s %s: %s", sname, sl_coll_name(impl), sl_coll_strerror(rc));
-                    skip(1, why);
-                }
+                snprintf(line, sizeof line, "%s %s: %s", sname, sl_coll_name(impl), why);
+                if (g_rank == 0) skip(1, line);
                 continue;
             }
-            segments[0] = c.seg_bytes;
+            sl_comm *c;
+            rc = sl_comm_create(&c, MPI_COMM_WORLD, (sl_coll)impl, (sl_mem_space)space);
+            if (rc) {
+                if (g_rank == 0) ok(0, "np=%d %s %s: create: %s", g_size, sname, sl_coll_name(impl), sl_coll_strerror(rc));
+                continue;
+            }
+            segments[0] = sl_comm_segment(c);
             segments[1] = TINY_SEGMENT;
-            sweep_collectives(&c, sname);
-            if (!quick) sweep_large(&c, sname);
-            sweep_nonblocking(&c, sname);
-            sweep_p2p(&c, sname);
-            if (space == SL_MEM_HOST) sweep_errors(&c);
-            sl_comm_free(&c);
+            sweep_collectives(c, sname);
+            if (!quick) sweep_large(c, sname);
+            sweep_nonblocking(c, sname);
+            sweep_nb_rs_ag(c, sname);
+            sweep_p2p(c, sname);
+            sweep_nb_p2p(c, sname);
+            if (space == SL_MEM_HOST) sweep_errors(c);
+            sl_comm_destroy(c);
         }
     }
     if (g_rank == 0) done_testing();

@@ -6,7 +6,7 @@
  * values are widened to f32, combined and rounded once, as on the device and in NCCL. */
 #include <math.h>
 
-#include "coll_internal.h"
+#include "coll_local.h"
 #include "sl_half.h"
 
 #define SL_LOOP(T, EXPR)                                                    \

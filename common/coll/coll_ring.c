@@ -143,17 +143,20 @@ int slc_chain_reduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t, s
     return SL_COLL_OK;
 }
 
-/* The ring all-reduce as a schedule for the non-blocking engine (coll_nb.c): the same steps
- * as slc_ring_allreduce, one whole chunk per step. */
-int slc_ring_schedule(const sl_comm *c, size_t n, slc_step *out)
+/* The ring as a schedule for the non-blocking engine (coll_nb.c): the same steps as
+ * ring_rs and ring_ag, one whole chunk per step. The all-reduce is both halves over an even
+ * split; the reduce-scatter is the first half and the all-gather the second over blocks. */
+int slc_ring_schedule(const sl_comm *c, size_t count, size_t block, int parts, slc_step *out)
 {
+    layout L = {.count = count, .block = block, .n = c->size};
     int p = c->size, r = c->rank, right = (r + 1) % p, left = (r + p - 1) % p, k = 0;
-    for (int s = 0; s < 2 * (p - 1); s++) {
+    int first = parts & SLC_PART_RS ? 0 : p - 1, last = parts & SLC_PART_AG ? 2 * (p - 1) : p - 1;
+    for (int s = first; s < last; s++) {
         int rs = s < p - 1, j = rs ? s : s - (p - 1);
         int si = slc_mod(rs ? r - j - 1 : r - j, p), ri = slc_mod(rs ? r - j - 2 : r - j - 1, p);
         slc_step st = {.to = right, .from = left, .send_buf = s == 0 ? SLC_BUF_S : SLC_BUF_R,
-                       .send_off = slc_chunk_off(n, p, si), .send_len = slc_chunk_len(n, p, si),
-                       .recv_off = slc_chunk_off(n, p, ri), .recv_len = slc_chunk_len(n, p, ri),
+                       .send_off = off_of(&L, si), .send_len = len_of(&L, si),
+                       .recv_off = off_of(&L, ri), .recv_len = len_of(&L, ri),
                        .reduce = rs, .a_buf = SLC_BUF_S};
         if (s == p - 2) { /* the last reduce-scatter step completes chunk r */
             st.avg_off = st.recv_off;

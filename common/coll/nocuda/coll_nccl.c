@@ -1,5 +1,5 @@
 /* coll_nccl.c (no CUDA) — NCCL entry points in a build without CUDA: sl_nccl_built() is 0, so
- * sl_comm_init answers SL_COLL_ENOTBUILT for -C nccl and nothing below is reached. */
+ * sl_coll_available answers SL_COLL_ENOTBUILT for -C nccl and nothing below is reached. */
 #include "coll_device.h"
 #include "sl_error.h"
 
@@ -59,3 +59,6 @@ void sl_nccl_recv(void *comm, void *stream, void *buf, size_t n, sl_dtype t, int
     (void)comm; (void)stream; (void)buf; (void)n; (void)t; (void)peer;
     NOT_BUILT();
 }
+
+void sl_nccl_group_start(void) { NOT_BUILT(); }
+void sl_nccl_group_end(void) { NOT_BUILT(); }

@@ -199,3 +199,80 @@ int slc_rhd_schedule(const sl_comm *c, size_t n, slc_step *out)
     }
     return k;
 }
+
+/* The reduce-scatter on blocks of n as a schedule: the steps of slc_rhd_reduce_scatter, with R
+ * the whole vector (the engine copies this rank's block of R to the result). */
+int slc_rhd_rs_schedule(const sl_comm *c, size_t n, slc_step *out)
+{
+    rhd h;
+    rhd_setup(c, &h, 0, n);
+    int k = 0, cur = SLC_BUF_S, r = c->rank;
+    size_t total = (size_t)c->size * n;
+    if (r < 2 * h.rem) {
+        if (h.newrank < 0) {
+            out[k++] = (slc_step){.to = r + 1, .from = MPI_PROC_NULL, .send_buf = SLC_BUF_S,
+                                  .send_len = total};
+        } else {
+            out[k++] = (slc_step){.to = MPI_PROC_NULL, .from = r - 1, .recv_len = total,
+                                  .reduce = 1, .a_buf = SLC_BUF_S};
+            cur = SLC_BUF_R;
+        }
+    }
+    if (h.newrank >= 0) {
+        for (int d = h.p / 2; d >= 1; d /= 2) {
+            int partner = h.newrank ^ d, peer = real_rank(&h, partner);
+            int keep = h.newrank & ~(d - 1), give = partner & ~(d - 1);
+            size_t k0 = goff(&h, keep), g0 = goff(&h, give);
+            out[k++] = (slc_step){.to = peer, .from = peer, .send_buf = cur, .send_off = g0,
+                                  .send_len = goff(&h, give + d) - g0, .recv_off = k0,
+                                  .recv_len = goff(&h, keep + d) - k0, .reduce = 1, .a_buf = cur};
+            cur = SLC_BUF_R;
+        }
+        size_t o0 = goff(&h, h.newrank); /* this rank's group (two blocks after a fold) */
+        out[k - 1].avg_off = o0;
+        out[k - 1].avg_len = goff(&h, h.newrank + 1) - o0;
+        if (h.newrank < h.rem) /* the lower block is the folded neighbour's: hand it over */
+            out[k++] = (slc_step){.to = r - 1, .from = MPI_PROC_NULL, .send_buf = SLC_BUF_R,
+                                  .send_off = (size_t)(r - 1) * n, .send_len = n};
+    } else {
+        out[k++] = (slc_step){.to = MPI_PROC_NULL, .from = r + 1, .recv_off = (size_t)r * n,
+                              .recv_len = n};
+    }
+    return k;
+}
+
+/* The all-gather on blocks of n as a schedule (R the result, this rank's block already in
+ * place): the steps of slc_rhd_allgather. */
+int slc_rhd_ag_schedule(const sl_comm *c, size_t n, slc_step *out)
+{
+    rhd h;
+    rhd_setup(c, &h, 0, n);
+    int k = 0, r = c->rank;
+    size_t total = (size_t)c->size * n;
+    if (r < 2 * h.rem) {
+        if (h.newrank < 0)
+            out[k++] = (slc_step){.to = r + 1, .from = MPI_PROC_NULL, .send_buf = SLC_BUF_R,
+                                  .send_off = (size_t)r * n, .send_len = n};
+        else
+            out[k++] = (slc_step){.to = MPI_PROC_NULL, .from = r - 1,
+                                  .recv_off = (size_t)(r - 1) * n, .recv_len = n};
+    }
+    if (h.newrank >= 0) {
+        for (int d = 1; d < h.p; d *= 2) {
+            int partner = h.newrank ^ d, peer = real_rank(&h, partner);
+            int mine = h.newrank & ~(d - 1), theirs = partner & ~(d - 1);
+            size_t m0 = goff(&h, mine), t0 = goff(&h, theirs);
+            out[k++] = (slc_step){.to = peer, .from = peer, .send_buf = SLC_BUF_R, .send_off = m0,
+                                  .send_len = goff(&h, mine + d) - m0, .recv_off = t0,
+                                  .recv_len = goff(&h, theirs + d) - t0};
+        }
+    }
+    if (r < 2 * h.rem) {
+        if (h.newrank < 0)
+            out[k++] = (slc_step){.to = MPI_PROC_NULL, .from = r + 1, .recv_len = total};
+        else
+            out[k++] = (slc_step){.to = r - 1, .from = MPI_PROC_NULL, .send_buf = SLC_BUF_R,
+                                  .send_len = total};
+    }
+    return k;
+}

@@ -1,5 +1,5 @@
 /* coll_device.c (no CUDA) — the device side of the communication layer in a build without
- * CUDA: nothing is built, no device is visible. sl_comm_init refuses device communicators
+ * CUDA: nothing is built, no device is visible. sl_coll_available refuses device communicators
  * before any of the other functions could be reached, so reaching them is a bug. */
 #include "coll_device.h"
 #include "sl_error.h"
@@ -17,6 +17,10 @@ void *sl_cdev_stream_create(void) { NOT_BUILT("sl_cdev_stream_create"); }
 void sl_cdev_stream_destroy(void *stream) { (void)stream; }
 void sl_cdev_stream_sync(void *stream) { (void)stream; }
 int sl_cdev_stream_done(void *stream) { (void)stream; return 1; }
+
+void *sl_cdev_event_record(void *stream) { (void)stream; NOT_BUILT("sl_cdev_event_record"); }
+int sl_cdev_event_done(void *event) { (void)event; return 1; }
+void sl_cdev_event_destroy(void *event) { (void)event; }
 
 void sl_cdev_memcpy(void *dst, const void *src, size_t bytes, int kind, void *stream)
 {

@@ -94,6 +94,9 @@ void sl_nccl_recv(void *comm, void *stream, void *buf, size_t n, sl_dtype t, int
 {
     NCCL_OK(ncclRecv(buf, n, ty(t), peer, COMM(comm), STREAM(stream)));
 }
+
+void sl_nccl_group_start(void) { NCCL_OK(ncclGroupStart()); }
+void sl_nccl_group_end(void) { NCCL_OK(ncclGroupEnd()); }
 } /* extern "C" */
 
 #else /* CUDA without NCCL: the nccl implementation reports that it was not built */
@@ -113,5 +116,7 @@ void sl_nccl_broadcast(void *, void *, void *, size_t, sl_dtype, int) { NOT_BUIL
 void sl_nccl_reduce(void *, void *, const void *, void *, size_t, sl_dtype, int, int) { NOT_BUILT(); }
 void sl_nccl_send(void *, void *, const void *, size_t, sl_dtype, int) { NOT_BUILT(); }
 void sl_nccl_recv(void *, void *, void *, size_t, sl_dtype, int) { NOT_BUILT(); }
+void sl_nccl_group_start(void) { NOT_BUILT(); }
+void sl_nccl_group_end(void) { NOT_BUILT(); }
 }
 #endif

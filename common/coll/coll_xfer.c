@@ -11,7 +11,10 @@
  * device memory; otherwise each outgoing segment is copied to pinned host memory before its
  * send, and each incoming one lands in pinned memory and is copied up to the device, where a
  * CUDA kernel reduces it. */
-#include "coll_internal.h"
+#include <limits.h>
+#include <stdlib.h>
+
+#include "coll_xfer.h"
 
 typedef struct xfer {
     sl_comm *c;
@@ -108,4 +111,54 @@ void slx_xchg(sl_comm *c, const void *sbuf, size_t sn, int to, void *dst, const 
         }
     }
     SL_CHECK_MPI(MPI_Waitall(2, sreq, MPI_STATUSES_IGNORE));
+}
+
+/* Room for the requests of nseg segments in q. */
+static MPI_Request *req_slots(struct sl_coll_req *q, size_t nseg)
+{
+    if (nseg > (size_t)INT_MAX) SL_FATAL("%zu segments in one message", nseg);
+    q->nmq = (int)nseg;
+    q->mq = nseg <= 2 ? q->mq2 : malloc(nseg * sizeof *q->mq);
+    if (!q->mq) SL_FATAL("out of memory for %zu requests", nseg);
+    for (size_t i = 0; i < nseg; i++) q->mq[i] = MPI_REQUEST_NULL;
+    q->kind = SLC_REQ_MPI;
+    return q->mq;
+}
+
+void slx_isend(sl_comm *c, const void *buf, size_t n, sl_dtype t, int to, int tag,
+               struct sl_coll_req *q)
+{
+    size_t es = sl_dtype_size(t), seg = slc_seg_elems(c, t), nseg = (n + seg - 1) / seg;
+    const char *src = buf;
+    if (c->space == SL_MEM_DEVICE && !c->mpi_device_ok) {
+        q->stage = sl_cdev_host_alloc(n * es);
+        sl_cdev_memcpy(q->stage, buf, n * es, SL_CDEV_D2H, c->stream);
+        src = q->stage;
+    }
+    MPI_Request *rq = req_slots(q, nseg);
+    c->bytes_sent += n * es;
+    for (size_t i = 0; i < nseg; i++) {
+        size_t len = i + 1 < nseg ? seg : n - i * seg;
+        SL_CHECK_MPI(MPI_Isend(src + i * seg * es, (int)(len * es), MPI_BYTE, to, tag, c->comm,
+                               &rq[i]));
+    }
+}
+
+void slx_irecv(sl_comm *c, void *buf, size_t n, sl_dtype t, int from, int tag,
+               struct sl_coll_req *q)
+{
+    size_t es = sl_dtype_size(t), seg = slc_seg_elems(c, t), nseg = (n + seg - 1) / seg;
+    char *dst = buf;
+    if (c->space == SL_MEM_DEVICE && !c->mpi_device_ok) {
+        q->stage = sl_cdev_host_alloc(n * es);
+        q->h2d_to = buf;
+        q->h2d_bytes = n * es;
+        dst = q->stage;
+    }
+    MPI_Request *rq = req_slots(q, nseg);
+    for (size_t i = 0; i < nseg; i++) {
+        size_t len = i + 1 < nseg ? seg : n - i * seg;
+        SL_CHECK_MPI(MPI_Irecv(dst + i * seg * es, (int)(len * es), MPI_BYTE, from, tag, c->comm,
+                               &rq[i]));
+    }
 }

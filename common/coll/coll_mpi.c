@@ -175,3 +175,54 @@ int slc_mpi_reduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t, sl_
     if (at_root) avg(c, r, n, t, op, 0);
     return SL_COLL_OK;
 }
+
+/* ---- non-blocking, on buffers MPI can take (the dispatch runs the others to completion) --- */
+
+int slc_mpi_iallreduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t, sl_redop op,
+                       struct sl_coll_req *q)
+{
+    SL_CHECK_MPI(MPI_Iallreduce(s == r ? MPI_IN_PLACE : s, r, (int)n, slc_mpi_type(c, t),
+                                slc_mpi_op(c, t, op), c->nb_comm, &q->mq[0]));
+    q->nmq = 1;
+    q->kind = SLC_REQ_MPI;
+    q->avg_buf = r; /* avg: divided at completion (the epilogue skips other ops) */
+    q->avg_n = n;
+    return SL_COLL_OK;
+}
+
+int slc_mpi_ireduce_scatter(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t,
+                            sl_redop op, struct sl_coll_req *q)
+{
+    MPI_Datatype ty = slc_mpi_type(c, t);
+    MPI_Op mop = slc_mpi_op(c, t, op);
+    if (r == slc_at(s, (size_t)c->rank * n, t)) {
+        /* In place: MPI leaves the result at the start of the buffer; the epilogue moves it to
+         * this rank's block, as the blocking call does. */
+        SL_CHECK_MPI(MPI_Ireduce_scatter_block(MPI_IN_PLACE, (void *)(uintptr_t)s, (int)n, ty,
+                                               mop, c->nb_comm, &q->mq[0]));
+        q->copy_from = s;
+        q->copy_to = r;
+        q->copy_bytes = n * sl_dtype_size(t);
+    } else {
+        SL_CHECK_MPI(MPI_Ireduce_scatter_block(s, r, (int)n, ty, mop, c->nb_comm, &q->mq[0]));
+    }
+    q->nmq = 1;
+    q->kind = SLC_REQ_MPI;
+    q->avg_buf = r;
+    q->avg_n = n;
+    return SL_COLL_OK;
+}
+
+int slc_mpi_iallgather(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t,
+                       struct sl_coll_req *q)
+{
+    MPI_Datatype ty = slc_mpi_type(c, t);
+    if (s == slc_at(r, (size_t)c->rank * n, t))
+        SL_CHECK_MPI(MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, r, (int)n, ty,
+                                    c->nb_comm, &q->mq[0]));
+    else
+        SL_CHECK_MPI(MPI_Iallgather(s, (int)n, ty, r, (int)n, ty, c->nb_comm, &q->mq[0]));
+    q->nmq = 1;
+    q->kind = SLC_REQ_MPI;
+    return SL_COLL_OK;
+}

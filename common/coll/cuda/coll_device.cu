@@ -131,6 +131,27 @@ int sl_cdev_stream_done(void *stream)
     return 1;
 }
 
+void *sl_cdev_event_record(void *stream)
+{
+    cudaEvent_t e;
+    CUDA_OK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    CUDA_OK(cudaEventRecord(e, (cudaStream_t)stream));
+    return (void *)e;
+}
+
+int sl_cdev_event_done(void *event)
+{
+    cudaError_t e = cudaEventQuery((cudaEvent_t)event);
+    if (e == cudaErrorNotReady) return 0;
+    CUDA_OK(e);
+    return 1;
+}
+
+void sl_cdev_event_destroy(void *event)
+{
+    if (event) CUDA_OK(cudaEventDestroy((cudaEvent_t)event));
+}
+
 void sl_cdev_memcpy(void *dst, const void *src, size_t bytes, int kind, void *stream)
 {
     cudaMemcpyKind k = kind == SL_CDEV_H2D   ? cudaMemcpyHostToDevice

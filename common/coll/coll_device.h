@@ -1,8 +1,8 @@
 /* coll_device.h — what the communication layer needs from the device: memory, copies,
  * element-wise reductions on device buffers, streams, and NCCL.
  *
- * Defined in common/cuda/coll_device.cu and common/cuda/coll_nccl.cu when CUDA is built, and
- * as stubs in common/nocuda/ otherwise, so the C files of the layer contain no #if. This
+ * Defined in common/coll/cuda/coll_device.cu and coll_nccl.cu when CUDA is built, and
+ * as stubs in common/coll/nocuda/ otherwise, so the C files of the layer contain no #if. This
  * header is plain C without mpi.h because nvcc compiles its users without MPI's include path;
  * reduction ops are passed as int (values of sl_redop). */
 #ifndef SL_COLL_DEVICE_H
@@ -28,6 +28,10 @@ void *sl_cdev_stream_create(void);
 void sl_cdev_stream_destroy(void *stream);
 void sl_cdev_stream_sync(void *stream);
 int sl_cdev_stream_done(void *stream);  /* 1 when all work queued on it has finished */
+/* An event recorded on `stream` after the work queued so far; done: 1 once that work finished. */
+void *sl_cdev_event_record(void *stream);
+int sl_cdev_event_done(void *event);
+void sl_cdev_event_destroy(void *event);
 /* Copies on `stream` and waits for them. */
 void sl_cdev_memcpy(void *dst, const void *src, size_t bytes, int kind, void *stream);
 /* dst[i] = a[i] op b[i] (dst may equal a or b), 16-bit types through f32; waits. */
@@ -54,6 +58,10 @@ void sl_nccl_reduce(void *comm, void *stream, const void *s, void *r, size_t n, 
                     int op, int root);
 void sl_nccl_send(void *comm, void *stream, const void *buf, size_t n, sl_dtype t, int peer);
 void sl_nccl_recv(void *comm, void *stream, void *buf, size_t n, sl_dtype t, int peer);
+/* ncclGroupStart / ncclGroupEnd: the calls between them are enqueued as one (send/recv pairs
+ * with several peers cannot then deadlock in stream order). */
+void sl_nccl_group_start(void);
+void sl_nccl_group_end(void);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,209 @@
+/* coll_nb.c — the non-blocking engine: requests (start, test, wait), and the suite's
+ * algorithms run as schedules so that they advance while the caller computes.
+ *
+ * Requests. Every operation in flight on a communicator is on its list (c->nb_active);
+ * sl_coll_test and sl_coll_wait advance all of them, so a rank may wait for its requests in any
+ * order without starving a schedule another rank is waiting on. What a request waits for is
+ * set by whoever started it: MPI requests (the mpi implementation's MPI_I* calls, or the
+ * point-to-point messages of slx_isend/slx_irecv), a device event (nccl), or a schedule; its
+ * epilogue (a local copy, a staged copy to the device, the avg division) runs once, when it
+ * completes.
+ *
+ * Schedules, in the manner of libNBC: at the start the algorithm writes this rank's steps
+ * (slc_ring_schedule, ...: each one exchange with a peer); the engine posts a step's receive
+ * and send together on the communicator's second duplicate, with the request's own tag, and
+ * when both have completed it reduces what arrived and posts the next step. The collective
+ * thus advances whenever the caller tests, which a training loop does between layers. The
+ * dispatch (coll_comm.c) decides which operations run as schedules (host buffers) and which
+ * complete inside the start call (see sl_coll.h). */
+#include <stdlib.h>
+
+#include "coll_internal.h"
+
+struct sl_coll_req *slc_req_new(sl_comm *c, int collective, sl_dtype t, sl_redop op)
+{
+    sl_coll_req *q = calloc(1, sizeof *q);
+    if (!q) SL_FATAL("out of memory for a request");
+    q->c = c;
+    q->kind = SLC_REQ_DONE;
+    q->t = t;
+    q->op = op;
+    q->mq = q->mq2;
+    q->mq2[0] = q->mq2[1] = MPI_REQUEST_NULL;
+    /* Collectives in flight at once are told apart by tag; every rank starts them in the same
+     * order, so the sequence number agrees. Point-to-point messages carry the user's tag. */
+    if (collective) q->tag = 1 + (int)(c->nb_seq++ % 30000u);
+    q->next = c->nb_active;
+    c->nb_active = q;
+    return q;
+}
+
+int sl_coll_iallreduce_overlaps(const sl_comm *c)
+{
+    if (c->impl == SL_COLL_MPI) return c->space == SL_MEM_HOST || c->mpi_device_ok;
+    if (c->impl == SL_COLL_NCCL) return 1;
+    return c->space == SL_MEM_HOST;
+}
+
+static const void *buf_of(const sl_coll_req *q, int which) { return which == SLC_BUF_S ? q->s : q->r; }
+
+static void post_step(sl_coll_req *q)
+{
+    const slc_step *st = &q->steps[q->step];
+    size_t es = sl_dtype_size(q->t);
+    MPI_Comm comm = q->c->nb_comm;
+    q->mq[0] = q->mq[1] = MPI_REQUEST_NULL;
+    if (st->recv_len && st->from != MPI_PROC_NULL) {
+        void *into = st->reduce ? q->scratch : slc_at(q->r, st->recv_off, q->t);
+        SL_CHECK_MPI(MPI_Irecv(into, (int)(st->recv_len * es), MPI_BYTE, st->from, q->tag, comm,
+                               &q->mq[1]));
+    }
+    if (st->send_len && st->to != MPI_PROC_NULL) {
+        q->c->bytes_sent += st->send_len * es;
+        SL_CHECK_MPI(MPI_Isend(slc_at(buf_of(q, st->send_buf), st->send_off, q->t),
+                               (int)(st->send_len * es), MPI_BYTE, st->to, q->tag, comm, &q->mq[0]));
+    }
+}
+
+/* The request's messages are complete: its epilogue, once. */
+static void finish(sl_coll_req *q)
+{
+    sl_comm *c = q->c;
+    if (q->copy_bytes) slc_copy(c, q->copy_to, q->copy_from, q->copy_bytes);
+    if (q->h2d_bytes) sl_cdev_memcpy(q->h2d_to, q->stage, q->h2d_bytes, SL_CDEV_H2D, c->stream);
+    if (q->avg_n) slc_finish_avg(c, q->avg_buf, q->avg_n, q->t, q->op);
+    q->kind = SLC_REQ_DONE;
+}
+
+/* The current step's messages have completed: reduce what arrived, post the next step. */
+static void advance(sl_coll_req *q)
+{
+    const slc_step *st = &q->steps[q->step];
+    if (st->reduce && st->recv_len && st->from != MPI_PROC_NULL)
+        sl_reduce_host(slc_at(q->r, st->recv_off, q->t),
+                       slc_at(buf_of(q, st->a_buf), st->recv_off, q->t), q->scratch, st->recv_len,
+                       q->t, q->op);
+    if (st->avg_len) slc_finish_avg(q->c, slc_at(q->r, st->avg_off, q->t), st->avg_len, q->t, q->op);
+    if (++q->step < q->nsteps) post_step(q);
+    else finish(q);
+}
+
+void slc_nb_schedule(sl_coll_req *q, sl_collective w, const void *s, void *r, size_t n)
+{
+    sl_comm *c = q->c;
+    size_t es = sl_dtype_size(q->t);
+    q->s = s;
+    q->r = r;
+    q->steps = malloc((size_t)(2 * c->size + 64) * sizeof *q->steps);
+    if (!q->steps) SL_FATAL("out of memory for a schedule");
+    int ring = c->impl == SL_COLL_RING;
+    if (w == SL_CO_REDUCE_SCATTER) {
+        /* Partial sums need the whole vector: R is a work vector, this rank's block of it is
+         * copied to the result at the end (after the input has been read for the last time,
+         * so in place works). */
+        size_t total = (size_t)c->size * n;
+        q->work = q->r = sl_alloc(SL_MEM_COMM, total * es);
+        q->copy_from = slc_at(q->r, (size_t)c->rank * n, q->t);
+        q->copy_to = r;
+        q->copy_bytes = n * es;
+        q->nsteps = ring ? slc_ring_schedule(c, 0, n, SLC_PART_RS, q->steps)
+                         : slc_rhd_rs_schedule(c, n, q->steps);
+    } else if (w == SL_CO_ALLGATHER) {
+        slc_copy(c, slc_at(r, (size_t)c->rank * n, q->t), s, n * es); /* no-op in place */
+        q->nsteps = ring ? slc_ring_schedule(c, 0, n, SLC_PART_AG, q->steps)
+                         : slc_rhd_ag_schedule(c, n, q->steps);
+    } else {
+        switch (c->impl) {
+        case SL_COLL_RING: q->nsteps = slc_ring_schedule(c, n, 0, SLC_PART_RS | SLC_PART_AG, q->steps); break;
+        case SL_COLL_RHD: q->nsteps = slc_rhd_schedule(c, n, q->steps); break;
+        case SL_COLL_TREE: q->nsteps = slc_tree_schedule(c, n, q->steps); break;
+        default: q->nsteps = slc_dbtree_schedule(c, n, q->steps); break;
+        }
+    }
+    size_t most = 0;
+    for (int i = 0; i < q->nsteps; i++)
+        if (q->steps[i].reduce && q->steps[i].recv_len > most) most = q->steps[i].recv_len;
+    q->scratch = sl_alloc(SL_MEM_COMM, most * es);
+    q->kind = SLC_REQ_SCHED;
+    q->nmq = 2;
+    if (q->nsteps) post_step(q);
+    else finish(q);
+}
+
+/* Advances q as far as it can without waiting. */
+static void progress(sl_coll_req *q)
+{
+    int flag = 0;
+    switch (q->kind) {
+    case SLC_REQ_MPI:
+        SL_CHECK_MPI(MPI_Testall(q->nmq, q->mq, &flag, MPI_STATUSES_IGNORE));
+        if (flag) finish(q);
+        break;
+    case SLC_REQ_NCCL:
+        if (sl_cdev_event_done(q->event)) finish(q);
+        break;
+    case SLC_REQ_SCHED:
+        while (q->kind == SLC_REQ_SCHED) { /* through as many steps as have completed */
+            SL_CHECK_MPI(MPI_Testall(2, q->mq, &flag, MPI_STATUSES_IGNORE));
+            if (!flag) break;
+            advance(q);
+        }
+        break;
+    default: break; /* done, or an nccl isend/irecv not yet enqueued */
+    }
+}
+
+/* Every operation in flight on c. */
+static void progress_all(sl_comm *c)
+{
+    if (c->nccl_pending) slc_nccl_flush(c);
+    for (sl_coll_req *q = c->nb_active; q; q = q->next) progress(q);
+}
+
+static void release(sl_coll_req *q)
+{
+    sl_comm *c = q->c;
+    for (sl_coll_req **p = &c->nb_active; *p; p = &(*p)->next)
+        if (*p == q) {
+            *p = q->next;
+            break;
+        }
+    if (q->stage) sl_cdev_host_free(q->stage);
+    if (q->event) sl_cdev_event_destroy(q->event);
+    if (q->mq != q->mq2) free(q->mq);
+    sl_free(q->work);
+    sl_free(q->scratch);
+    free(q->steps);
+    free(q);
+}
+
+int sl_coll_test(sl_coll_req *q, int *done)
+{
+    if (!q || !done) return SL_COLL_EINVAL;
+    progress_all(q->c);
+    *done = q->kind == SLC_REQ_DONE;
+    return SL_COLL_OK;
+}
+
+int sl_coll_wait(sl_coll_req *q)
+{
+    if (!q) return SL_COLL_EINVAL;
+    /* Polling every request in flight, not blocking on this one: another rank may be waiting
+     * for a step of a schedule this rank only posts when it advances that request. */
+    while (q->kind != SLC_REQ_DONE) progress_all(q->c);
+    release(q);
+    return SL_COLL_OK;
+}
+
+int sl_coll_waitall(int n, sl_coll_req **reqs)
+{
+    if (n < 0 || (n > 0 && !reqs)) return SL_COLL_EINVAL;
+    int rc = SL_COLL_OK;
+    for (int i = 0; i < n; i++) {
+        if (!reqs[i]) continue;
+        int r = sl_coll_wait(reqs[i]);
+        if (r && !rc) rc = r;
+        reqs[i] = NULL;
+    }
+    return rc;
+}
