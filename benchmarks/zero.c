@@ -137,11 +137,10 @@ static void op_complete(zero *z, op *o, int wait)
     sl_trace_event(op_names[o->kind], "comm", 1, z->iv[o->iv][0], z->iv[o->iv][1]);
 }
 
-/* Starts a sum (all-reduce, reduce-scatter) or an all-gather of n elements per rank. The step
- * waits while inside: exposed communication. The reduce-scatter and all-gather are still the
- * blocking calls, complete on return, so nothing overlaps (the row's overlap is 0); with the
- * non-blocking layer the two marked lines become sl_coll_ireduce_scatter / sl_coll_iallgather
- * (..., &o->req) and the rest stands. */
+/* Starts a sum (all-reduce: stage 0, after backward, blocking) or a non-blocking reduce-scatter
+ * or all-gather of n elements per rank. The time inside is exposed communication; an
+ * implementation that cannot progress in the background completes here, and no overlap is
+ * credited to it. */
 static void op_start(sl_train *t, op *o, int kind, const float *send, float *recv, size_t n)
 {
     zero *z = t->state;
@@ -153,9 +152,9 @@ static void op_start(sl_train *t, op *o, int kind, const float *send, float *rec
     if (kind == OP_ALLREDUCE)
         rc = sl_coll_allreduce(t->comm, send, recv, n, SL_F32, SL_OP_SUM);
     else if (kind == OP_REDUCE_SCATTER)
-        rc = sl_coll_reduce_scatter(t->comm, send, recv, n, SL_F32, SL_OP_SUM); /* non-blocking: ireduce_scatter */
+        rc = sl_coll_ireduce_scatter(t->comm, send, recv, n, SL_F32, SL_OP_SUM, &o->req);
     else
-        rc = sl_coll_allgather(t->comm, send, recv, n, SL_F32); /* non-blocking: iallgather */
+        rc = sl_coll_iallgather(t->comm, send, recv, n, SL_F32, &o->req);
     sl_train_coll_ok(rc, op_names[kind]);
     op_complete(z, o, 0);
     sl_train_record(t, SL_PHASE_EXPOSED, sl_now() - t0);
@@ -509,7 +508,7 @@ static void row(sl_train *t, sl_result *res)
         sl_result_param_num(res, "buckets", z->nbuckets);
     }
     if (z->stage == 3) sl_result_param_num(res, "prefetch", (double)opt_prefetch);
-    sl_result_param_num(res, "nonblocking", 0);
+    sl_result_param_num(res, "nonblocking_overlaps", sl_coll_iallreduce_overlaps(t->comm));
     double model[SL_MEM_NCATS] = {0};
     memory_model(t, model);
     sl_result_metric(res, "mem_model_total", model[SL_MEM_PARAMS] + model[SL_MEM_GRADS] + model[SL_MEM_OPTIM], "bytes");

@@ -74,6 +74,18 @@ r = [json.loads(l) for l in open(sys.argv[1]) if json.loads(l)['variant'] == 'st
 sys.exit(0 if r['metrics']['mem_gather']['value'] == 4 * 3 * 784 and r['params']['prefetch'] == 0 else 1)" "$out/sgd/zero.jsonl"
 ok $? "stage 3 --prefetch 0 holds one gathered layer (mem_gather = 4 x 3 x 784 bytes: the widest layer, padded)"
 
+# stage 3 gathers every layer twice a step and reduce-scatters it once, on the trace's comm row
+# shellcheck disable=SC2086
+launch 2 zero $small --stage 3 --prefetch 0 --trace -o "$out/trace" >/dev/null 2>&1
+python3 - "$out/trace/zero.trace.json" <<'PY'
+import json, sys
+ev = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("ph") == "X" and e["tid"] == 1]
+steps, L = 3, 3
+n = lambda name, pid: sum(1 for e in ev if e["name"] == name and e["pid"] == pid)
+sys.exit(0 if all(n("allgather", p) == 2 * L * steps and n("reduce_scatter", p) == L * steps for p in (0, 1)) else 1)
+PY
+ok $? "--trace: stage 3's 2L all-gathers and L reduce-scatters per step on the comm row of both ranks"
+
 # The paper's example (Rajbhandari et al., Figure 1): 7.5B parameters on 64 devices.
 got=$(zero --analytic 7.5e9 --ranks 64 --precision mixed | awk '/^stage/ {print $NF}' | tr '\n' ' ')
 [ "$got" = "120.0 31.4 16.6 1.9 " ]
