@@ -1,0 +1,119 @@
+#!/bin/bash
+# zero: every stage x mpi/ring on 1-4 ranks passes the program's check (stage 0-2 replicas
+# bit-identical, stage 3's gathered weights against serial training); a parameter count that no
+# rank count divides (padding); per-rank memory == the ZeRO formula (padded shards) exactly, and
+# the communication buffers == the ones the row lists; the ring's bytes per step == the model;
+# the analytic table on the paper's example; usage errors exit 2.
+. "$(dirname "$0")/../lib/common.sh"
+out=$(tmpdir)
+trap 'rm -rf "$out"' EXIT
+# layers of 12x48, 48x48, 48x5 (+ biases): 624, 2352 and 245 elements; 245 divides by none of 2, 3, 4
+small="--layers 3 --width 48 --inputs 12 --outputs 5 --bucket-mb 0.004 -n 2 -w 1 --baseline 0"
+
+rows_exact() { # rows_exact FILE NP: checks, memory and bytes against the formulas, recomputed here
+  python3 - "$@" <<'PY'
+import json, sys
+path, N = sys.argv[1], int(sys.argv[2])
+sizes = [48 * 13, 48 * 49, 5 * 49]
+psi = sum(sizes)
+S = sum(-(-s // N) for s in sizes)          # a rank's shard: ceil(size_l / N) per layer
+rows = [json.loads(l) for l in open(path)]
+bad = []
+if sorted((r["variant"], r["collective"]) for r in rows) != sorted((f"stage{s}", c) for s in range(4) for c in ("mpi", "ring")):
+    bad.append("not every stage x collective ran")
+for r in rows:
+    m = {k: v["value"] for k, v in r["metrics"].items()}
+    v, s, K = r["variant"], int(r["variant"][-1]), 2  # AdamW: m and v
+    if r["check"]["status"] != "pass": bad.append(f"{v}/{r['collective']}: {r['check']}")
+    if r["params"]["params"] != psi or r["params"]["padded_params"] != N * S: bad.append(f"{v}: sizes {r['params']}")
+    want = {"mem_params": 4 * (S if s == 3 else psi), "mem_grads": 4 * (S if s >= 2 else psi),
+            "mem_optim": 4 * K * (S if s >= 1 else psi)}
+    for k, w in want.items():
+        if m[k] != w or m["model_" + k[4:]] != w: bad.append(f"{v}: {k} {m[k]} model {m['model_' + k[4:]]} formula {w}")
+    total = sum(want.values())
+    if not (m["mem_total"] == m["mem_model_total"] == total): bad.append(f"{v}: mem_total {m['mem_total']} formula {total}")
+    listed = m["mem_staging"] + m["mem_bucket"] + m["mem_gather"]
+    if m["mem_comm"] != listed: bad.append(f"{v}: communication buffers {m['mem_comm']} != listed {listed}")
+    widest = 4 * N * max(-(-x // N) for x in sizes)
+    expect = {0: (0, 0, 0), 1: (widest, 0, 0), 2: (0, None, 0), 3: (0, None, 2 * widest)}[s]
+    for k, e in zip(("mem_staging", "mem_bucket", "mem_gather"), expect):
+        if (e is None and not m[k] > 0) or (e is not None and m[k] != e): bad.append(f"{v}: {k} {m[k]}, expected {e}")
+    model = (3 if s == 3 else 2) * (N - 1) / N * 4 * (psi if s == 0 else N * S)
+    if abs(m["bytes_model"] - model) > 1e-6 * model + 1e-9: bad.append(f"{v}: bytes_model {m['bytes_model']} != {model}")
+    if r["collective"] == "ring" and N > 1:
+        if m["bytes_sent"] is None or abs(m["bytes_sent"] - model) > 0.01 * model:
+            bad.append(f"{v}: ring sent {m['bytes_sent']} bytes/step, model {model}")
+    if r["collective"] == "mpi" and m["bytes_sent"] is not None: bad.append(f"{v}: mpi bytes should be n/a")
+    for k in ("compute", "exposed_comm", "samples_per_s", "weight_l2_err"):
+        if m.get(k) is None: bad.append(f"{v}: {k} missing")
+print("\n".join(bad), file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+}
+
+for np in 1 2 3 4; do
+  # shellcheck disable=SC2086
+  launch $np zero $small --batch 3 -C mpi,ring -o "$out/np$np" >"$out/np$np.txt" 2>&1
+  rc=$?
+  ok $rc "zero on $np rank(s): every stage x mpi/ring passes its check"
+  [ $rc = 0 ] || tail -15 "$out/np$np.txt" | sed 's/^/#   /' >&2
+  rows_exact "$out/np$np/zero.jsonl" $np
+  ok $? "np=$np: memory == formula (padded shards) + listed buffers, exactly; ring bytes == model"
+done
+
+# SGD is the stricter check (max element, 1e-4); stage 3 without prefetch, uneven strong split.
+# shellcheck disable=SC2086
+launch 3 zero $small --optim sgd --stage 1,2,3 --prefetch 0 --scaling strong --batch 7 -C ring \
+  -o "$out/sgd" >"$out/sgd.txt" 2>&1
+ok $? "-np 3 --optim sgd --prefetch 0 --scaling strong --batch 7: stages 1-3 pass"
+grep -q -- "--prefetch applies to stage 3 only" "$out/sgd.txt"
+ok $? "--prefetch given with stages 0-2 selected: a note says they ignore it"
+python3 -c "
+import json, sys
+r = [json.loads(l) for l in open(sys.argv[1]) if json.loads(l)['variant'] == 'stage3'][0]
+sys.exit(0 if r['metrics']['mem_gather']['value'] == 4 * 3 * 784 and r['params']['prefetch'] == 0 else 1)" "$out/sgd/zero.jsonl"
+ok $? "stage 3 --prefetch 0 holds one gathered layer (mem_gather = 4 x 3 x 784 bytes: the widest layer, padded)"
+
+# stage 3 gathers every layer twice a step and reduce-scatters it once, on the trace's comm row
+# shellcheck disable=SC2086
+launch 2 zero $small --stage 3 --prefetch 0 --trace -o "$out/trace" >/dev/null 2>&1
+python3 - "$out/trace/zero.trace.json" <<'PY'
+import json, sys
+ev = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("ph") == "X" and e["tid"] == 1]
+steps, L = 3, 3
+n = lambda name, pid: sum(1 for e in ev if e["name"] == name and e["pid"] == pid)
+sys.exit(0 if all(n("allgather", p) == 2 * L * steps and n("reduce_scatter", p) == L * steps for p in (0, 1)) else 1)
+PY
+ok $? "--trace: stage 3's 2L all-gathers and L reduce-scatters per step on the comm row of both ranks"
+
+# The paper's example (Rajbhandari et al., Figure 1): 7.5B parameters on 64 devices.
+got=$(zero --analytic 7.5e9 --ranks 64 --precision mixed | awk '/^stage/ {print $NF}' | tr '\n' ' ')
+[ "$got" = "120.0 31.4 16.6 1.9 " ]
+ok $? "--analytic 7.5e9 --ranks 64 --precision mixed: 120.0 31.4 16.6 1.9 GB (got '$got')"
+got=$(zero --analytic=7.5e9 --ranks=64 --precision fp32 | awk '/^stage/ {print $NF}' | tr '\n' ' ')
+[ "$got" = "120.0 60.9 31.4 1.9 " ]
+ok $? "--analytic fp32 (4+4+8): 120.0 60.9 31.4 1.9 GB (got '$got')"
+
+expect_usage() { # expect_usage NP NAME ARGS...
+  local np="$1" want="$2"; shift 2
+  if [ "$np" = 0 ]; then zero "$@" >"$out/stdout" 2>"$out/stderr"; else
+    launch "$np" zero "$@" -o "$out/bad" >"$out/stdout" 2>"$out/stderr"; fi
+  local rc=$?
+  [ $rc = 2 ] && grep -q -- "$want" "$out/stderr"
+  ok $? "zero $* -> exit 2 naming $want (rc=$rc)"
+}
+expect_usage 1 --stage --stage 4
+expect_usage 1 --bucket-mb --bucket-mb 0
+expect_usage 1 --bucket-mb --bucket-mb -1
+expect_usage 1 "mixed-precision MLP" --precision mixed
+expect_usage 1 --coll -C tree
+expect_usage 1 --ranks --ranks 4
+expect_usage 0 --ranks --analytic 7.5e9
+expect_usage 0 --analytic --analytic lots --ranks 8
+expect_usage 0 --ranks --analytic 1e9 --ranks 0
+expect_usage 0 --precision --analytic 1e9 --ranks 8 --precision fp8
+expect_usage 0 "not '--stage'" --analytic 1e9 --ranks 8 --stage 1
+[ ! -e "$out/bad" ]
+ok $? "usage errors leave no results directory behind"
+
+done_testing
