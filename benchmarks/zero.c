@@ -232,6 +232,7 @@ static void make_buckets(zero *z, const sl_mlp *m, double bucket_bytes)
 
 static const float *gather_before(sl_train *t, int layer, int backward);
 static void after_layer(sl_train *t, int layer, int backward);
+static float *bucket_slot(sl_train *t, int layer);
 
 static void *alloc_counted(sl_train *t, sl_mem_cat cat, size_t elems, double *counter)
 {
@@ -283,7 +284,8 @@ static void setup(sl_train *t)
     for (int l = 0; l < L; l++) widest = (size_t)z->nd * z->c[l] > widest ? (size_t)z->nd * z->c[l] : widest;
     if (z->stage == 1) z->staging = alloc_counted(t, SL_MEM_COMM, widest, &z->mem_staging);
     if (z->stage >= 2) {
-        z->hooks = (sl_layer_hooks){.before = z->stage == 3 ? gather_before : NULL, .after = after_layer};
+        z->hooks = (sl_layer_hooks){.before = z->stage == 3 ? gather_before : NULL, .after = after_layer,
+                                    .grads = bucket_slot};
         make_buckets(z, m, opt_bucket_mb * 1048576.0);
         for (int i = 0; i < (z->nbuckets > 1 ? 2 : 1); i++)
             z->bucket[i] = alloc_counted(t, SL_MEM_COMM, z->bucket_elems, &z->mem_bucket);
@@ -366,22 +368,20 @@ static void after_layer(sl_train *t, int layer, int backward)
  * accumulates layer l's gradient at grads + w_off[l]; the base handed to it is placed so that
  * this lands on the layer's block in its bucket (address arithmetic only: nothing outside the
  * block is touched). */
-static void backward_into_buckets(sl_train *t, const float *params)
+/* The grads hook of stages 2 and 3: layer l's gradients accumulate into its slot of the bucket
+ * being filled (two buffers alternate, so the full gradient is never held). Before a bucket's
+ * first layer, the reduce-scatters that last used its buffer must be done. */
+static float *bucket_slot(sl_train *t, int l)
 {
     zero *z = t->state;
-    const sl_mlp *m = t->m;
-    float *dy = sl_train_dout(t, &z->rep.acts);
-    for (int l = m->nlayers - 1; l >= 0; l--) {
-        const int b = z->bucket_of[l];
-        float *buf = z->bucket[b & 1];
-        if (l == z->bhi[b] - 1) { /* a new bucket: its buffer's last reduce-scatters must be done */
-            if (b >= 2)
-                for (int k = z->blo[b - 2]; k < z->bhi[b - 2]; k++) op_finish(t, &z->rs[k]);
-            sl_k_memset0(t->be, buf, z->bucket_elems * sizeof(float));
-        }
-        float *base = (float *)((uintptr_t)(buf + z->bpos[l]) - m->w_off[l] * sizeof(float));
-        dy = sl_train_backward(t, &z->rep.acts, params, base, dy, l, l + 1, &z->hooks);
+    const int b = z->bucket_of[l];
+    float *buf = z->bucket[b & 1];
+    if (l == z->bhi[b] - 1) {
+        if (b >= 2)
+            for (int k = z->blo[b - 2]; k < z->bhi[b - 2]; k++) op_finish(t, &z->rs[k]);
+        sl_k_memset0(t->be, buf, z->bucket_elems * sizeof(float));
     }
+    return buf + z->bpos[l];
 }
 
 /* Steps this rank's slice of layer l with gradient slice g and its optimizer state. */
@@ -422,7 +422,7 @@ static void step(sl_train *t)
         sl_train_load(t, t->lo, count, rep->acts.x[0], rep->target);
         sl_train_forward(t, &rep->acts, params, 0, L, &z->hooks);
         sl_train_loss(t, &rep->acts, rep->target);
-        backward_into_buckets(t, params);
+        sl_train_backward(t, &rep->acts, params, NULL, sl_train_dout(t, &rep->acts), 0, L, &z->hooks);
         for (int l = 0; l < L; l++) op_finish(t, &z->rs[l]);
     }
     op o;

@@ -184,10 +184,13 @@ void sl_train_span(sl_train *t, sl_phase p, const char *name, double t0, double 
 
 /* Called before and after each layer of a range, forward (backward = 0) or backward (1).
  * `before` may return the parameter block the layer should use (a gathered copy: ZeRO-3), or
- * NULL for params + m->w_off[l]. Either may be NULL. */
+ * NULL for params + m->w_off[l]. `grads`, in backward after `before`, may return the block
+ * layer l's gradients accumulate into (a slot of a communication bucket: ZeRO-2/3, which never
+ * hold the full gradient), or NULL for grads + m->w_off[l]. Any may be NULL. */
 typedef struct sl_layer_hooks {
     const float *(*before)(sl_train *t, int layer, int backward);
     void (*after)(sl_train *t, int layer, int backward);
+    float *(*grads)(sl_train *t, int layer);
 } sl_layer_hooks;
 
 /* Samples [first, first + count) of the current step's batch into x[count, in] and
@@ -204,7 +207,7 @@ double sl_train_loss(sl_train *t, sl_mlp_acts *a, const float *y);
  * into (layer l writes a->dbuf[l & 1]), so backward never reads and writes one buffer. */
 float *sl_train_dout(const sl_train *t, sl_mlp_acts *a);
 /* Backward of layers [l0, l1) from dy = dL/d(x[l1]) (overwritten), accumulating into the
- * gradient blocks grads + w_off[l]; returns dL/d(x[l0]) (in a->dbuf[l0 & 1]), or NULL when
+ * gradient blocks grads + w_off[l] (or those the grads hook gives; grads may then be NULL); returns dL/d(x[l0]) (in a->dbuf[l0 & 1]), or NULL when
  * l0 == 0. Each layer is synced before `after` runs, so its gradients are final there.
  * Phase compute. */
 float *sl_train_backward(sl_train *t, sl_mlp_acts *a, const float *params, float *grads,

@@ -82,9 +82,11 @@ float *sl_train_backward(sl_train *t, sl_mlp_acts *a, const float *params, float
     const sl_mlp *m = t->m;
     for (int l = l1 - 1; l >= l0; l--) {
         const float *lp = layer_params(t, params, l, 1, h);
+        float *lg = h && h->grads ? h->grads(t, l) : NULL;
+        if (!lg) lg = grads + m->w_off[l];
         float *dx = l > 0 ? a->dbuf[l & 1] : NULL;
         double t0 = sl_now();
-        sl_mlp_layer_backward(m, l, a->batch, lp, a->x[l], a->z[l], dy, grads + m->w_off[l], dx);
+        sl_mlp_layer_backward(m, l, a->batch, lp, a->x[l], a->z[l], dy, lg, dx);
         sl_k_sync(t->be); /* the layer's gradients are final before a hook communicates them */
         sl_train_span(t, SL_PHASE_COMPUTE, "backward", t0, sl_now());
         if (h && h->after) h->after(t, l, 1);
