@@ -34,6 +34,9 @@ typedef struct sl_env_gpu {
 void sl_env_gpu_capture(sl_env_gpu *g);
 /* Visible CUDA devices; 0 where CUDA is not built or there is none. */
 int sl_cuda_device_count(void);
+/* Bytes of the current device in use by everything (this process, others, the CUDA context),
+ * as cudaMemGetInfo sees it: total - free. -1 without CUDA or a device. */
+long long sl_cuda_device_used(void);
 
 /* Collective: gathers every rank's sl_env_local; rank 0 writes the manifest object into j. */
 struct sl_ctx;

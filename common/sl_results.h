@@ -12,7 +12,7 @@
 
 #define SL_SCHEMA_VERSION 1
 #define SL_MAX_PARAMS 24
-#define SL_MAX_METRICS 32
+#define SL_MAX_METRICS 64
 #define SL_MAX_COUNTERS 8
 
 typedef enum {

@@ -192,6 +192,9 @@ void train_run_variant(sl_ctx *ctx, const sl_technique *tech, int variant, sl_co
     unsigned long long sent0 = sl_comm_bytes_sent(comm);
     sl_time_loop(ctx, train_step_body, &t, &st);
     double peak = (double)sl_mem_peak_total(space) - (double)before;
+    /* What the device itself reports in use after the steps (allocator caches, the CUDA
+     * context and other processes included): beside the suite's own count, not instead. */
+    long long dev_used = m->be == SL_BACKEND_CUDA ? sl_cuda_device_used() : -1;
     /* Bytes sent per step, measured where the suite's own transport carries them (the MPI
      * library's and NCCL's collectives are opaque: n/a); the busiest rank's figure. */
     double sent = (double)(sl_comm_bytes_sent(comm) - sent0) / steps, sent_max = 0;
@@ -220,6 +223,7 @@ void train_run_variant(sl_ctx *ctx, const sl_technique *tech, int variant, sl_co
     res.collective = p2p ? "p2p" : sl_coll_name(impl);
     res.dtype = "f32";
     common_row(&t, &res, &st, med, used, one_rank, opaque ? NAN : sent_max, held, peak);
+    sl_result_metric(&res, "mem_device_used", dev_used >= 0 ? (double)dev_used : NAN, "bytes");
     if (tech->row) tech->row(&t, &res);
     sl_result_metric(&res, "weight_rel_err", c.diff.max_rel, "ratio");
     sl_result_metric(&res, "weight_l2_err", c.diff.l2_rel, "ratio");

@@ -54,3 +54,10 @@ extern "C" void sl_env_gpu_capture(sl_env_gpu *g)
                      p.minor, p.totalGlobalMem / 1073741824.0);
     }
 }
+
+extern "C" long long sl_cuda_device_used(void)
+{
+    size_t free_b = 0, total_b = 0;
+    if (sl_cuda_device_count() == 0 || cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) return -1;
+    return (long long)(total_b - free_b);
+}
