@@ -289,7 +289,7 @@ typedef struct stage {
     /* measured */
     int inflight, inflight_peak;
     double activ, activ_peak;
-    double times[NTIMES], counts[NTIMES];
+    double times[NTIMES];    /* the shortest of each piece of work in the warm-up steps */
     int sleeping;
 } stage;
 
@@ -477,26 +477,52 @@ static void free_stage(sl_train *t, stage *st)
 /* Index of a timed piece of work: forward of layer l, backward of l, loss, optimizer. */
 enum { T_LOSS = 2 * SL_MLP_MAX_LAYERS, T_OPTIM };
 
-static void sleep_for(double s)
+/* Advances the stage's sends in flight: a large message moves only while its sender is inside
+ * the MPI library, so a stage computing (or sleeping) would hold back its neighbour. Called
+ * between layers, as a framework's communication thread would. */
+static void progress(stage *st)
 {
-    if (s <= 0) return;
-    struct timespec ts = {.tv_sec = (time_t)s, .tv_nsec = (long)((s - (double)(time_t)s) * 1e9)};
-    nanosleep(&ts, NULL);
+    for (int k = 0; k < st->nslots; k++) {
+        sl_coll_req **q[2] = {&st->slots[k].sq_act, &st->slots[k].sq_grad};
+        for (int i = 0; i < 2; i++) {
+            int done = 0;
+            if (!*q[i]) continue;
+            sl_train_coll_ok(sl_coll_test(*q[i], &done), "sl_coll_test");
+            if (!done) continue;
+            sl_train_coll_ok(sl_coll_wait(*q[i]), "sl_coll_wait");
+            *q[i] = NULL;
+        }
+    }
 }
 
-/* Runs work (real) or sleeps its measured mean (sleep mode, timed steps); records phase. */
+/* Sleeps s seconds in slices of 100 us, progressing the sends in flight between them. */
+static void sleep_for(stage *st, double s)
+{
+    const double end = sl_now() + s;
+    for (double left = s; left > 0; left = end - sl_now()) {
+        double slice = left < 1e-4 ? left : 1e-4;
+        nanosleep(&(struct timespec){.tv_nsec = (long)(slice * 1e9)}, NULL);
+        progress(st);
+    }
+}
+
+/* Runs work (real) or sleeps the shortest time it took (sleep mode, timed steps: the shortest,
+ * because with more ranks than cores the others are inflated by waiting for a core); records
+ * the phase. */
 #define TIMED(t, st, idx, phase, name, work)                                                     \
     do {                                                                                        \
         double t0_ = sl_now();                                                                  \
         if ((st)->sleeping) {                                                                   \
-            sleep_for((st)->counts[idx] > 0 ? (st)->times[idx] / (st)->counts[idx] : 0);        \
+            sleep_for(st, (st)->times[idx]);                                                   \
         } else {                                                                                \
             work;                                                                               \
             sl_k_sync((t)->be);                                                                 \
         }                                                                                       \
         double t1_ = sl_now();                                                                  \
-        if (!(st)->sleeping) { (st)->times[idx] += t1_ - t0_; (st)->counts[idx] += 1; }          \
+        if (!(st)->sleeping && ((st)->times[idx] == 0 || t1_ - t0_ < (st)->times[idx]))          \
+            (st)->times[idx] = t1_ - t0_;                                                       \
         sl_train_span(t, phase, name, t0_, t1_);                                                \
+        progress(st);                                                                           \
     } while (0)
 
 static void chunk_forward(sl_train *t, stage *st, const chunk *c, const float *params, int rows, float **x,
@@ -957,6 +983,28 @@ static int inflight_model(const pline *pp, int s)
     }
 }
 
+/* pipedream: how far its weights are from the synchronous (serial) run's (collective). */
+static double drift_from_serial(sl_train *t)
+{
+    pline *pp = t->state;
+    const size_t n = t->m->nparams;
+    float *full = sl_alloc(SL_MEM_OTHER, n * sizeof(float) + 1);
+    if (pp->p > 1) gather_weights(t, full);
+    else if (t->rank == 0) sl_k_memcpy(t->be, full, pp->st.params, n * sizeof(float), SL_K_D2H);
+    double drift = 0;
+    if (t->rank == 0) {
+        float *ref = sl_k_malloc(t->be, SL_MEM_OTHER, n * sizeof(float)), *host = sl_alloc(SL_MEM_OTHER, n * sizeof(float));
+        sl_train_serial(t->m, t->task, &t->optim, t->global_batch, t->nsteps, (uint64_t)sl_train_opt.seed, ref, NULL);
+        sl_k_memcpy(t->be, host, ref, n * sizeof(float), SL_K_D2H);
+        drift = sl_weights_compare(SL_BACKEND_CPU, n, full, host).max_rel;
+        sl_k_free(t->be, ref);
+        sl_free(host);
+    }
+    SL_CHECK_MPI(MPI_Bcast(&drift, 1, MPI_DOUBLE, 0, t->ctx->comm));
+    sl_free(full);
+    return drift;
+}
+
 static void list_str(char *buf, size_t len, const double *v, int n)
 {
     size_t at = 0;
@@ -1017,6 +1065,7 @@ static void row(sl_train *t, sl_result *res)
             want += (double)(p - s) * sl_mlp_range_size(t->m, gl0, gl1) * sizeof(float);
         }
         sl_result_metric(res, "stash_bytes", stash, "bytes");
+        sl_result_metric(res, "drift", drift_from_serial(t), "ratio");
         sl_result_metric(res, "stash_formula", want, "bytes");
     }
     /* The stage and replica communicators are the technique's, so the driver's count (of its own
@@ -1119,4 +1168,12 @@ static const sl_technique pipeline = {
     .ncolumns = (int)(sizeof columns / sizeof columns[0]),
 };
 
-int main(int argc, char **argv) { return sl_train_main(&pipeline, argc, argv); }
+/* Equal stages by default (8 layers of one width, inputs and outputs as wide), so that the
+ * bubble is the formula's on 2, 4 or 8 stages. */
+int main(int argc, char **argv)
+{
+    sl_train_opt.layers = 8;
+    sl_train_opt.width = sl_train_opt.inputs = sl_train_opt.outputs = 512;
+    sl_train_opt.batch = 64;
+    return sl_train_main(&pipeline, argc, argv);
+}
