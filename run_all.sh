@@ -45,12 +45,14 @@ declare -A quick_args=(
   [allreduce]="-C all -b 8 -e 1M -f 8 -n 5 -w 2"
   [kernels]="-n 3 -w 1 --gemm-n 512 --elems 1048576 --copy-bytes 32M"
   [ddp]="--layers 4 --width 512 --inputs 128 --outputs 32 --batch 16 --bucket-mb 1 -n 3 -w 1"
+  [pipeline]="--layers 4 --width 256 --inputs 256 --outputs 256 --batch 16 --micro-batches 4 -n 3 -w 1"
 )
 declare -A full_args=(
   [mae_threads]="--samples 8388608 --threads max"
   [allreduce]="-C all -b 8 -e 256M -f 2"
   [kernels]=""
   [ddp]="-C mpi,ring"
+  [pipeline]=""
 )
 
 # Ranks per node for programs that scale with threads inside a rank: they get the node's cores
