@@ -925,11 +925,8 @@ static void reference(sl_train *t, float *params)
         free_stage(&tr, &st[s]);
         free(start[s]);
     }
-    free(next);
-    free(st);
-    free(ops);
-    free(n);
-    free(start);
+    void *lists[] = {next, st, ops, n, start};
+    for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) free(lists[i]);
 }
 
 static void release(sl_train *t)
@@ -1141,31 +1138,15 @@ static const sl_column columns[] = {
 };
 
 static const sl_technique pipeline = {
-    .program = {
-        .name = "pipeline",
-        .summary = "pipeline parallelism: GPipe, 1F1B, interleaved 1F1B, PipeDream (weight stashing)",
-        .uses = SL_USES_BACKEND | SL_USES_COLL,
-        .colls = (1u << SL_NCOLLS) - 1,
-        .default_coll = SL_COLL_MPI,
-        .default_iters = 10,
-        .default_warmup = 2,
-        .extra = pipe_opts,
-        .validate = validate,
-    },
-    .variants = schedule_names,
-    .nvariants = NSCHEDULES,
-    .variant_mask = &opt_schedules,
-    .data_ranks = data_ranks,
-    .setup = setup,
-    .step = step,
-    .weights = weights,
-    .gather_weights = gather_weights,
-    .free = release,
-    .bytes_model = bytes_model,
-    .row = row,
-    .reference = reference,
-    .columns = columns,
-    .ncolumns = (int)(sizeof columns / sizeof columns[0]),
+    .program = {.name = "pipeline", .extra = pipe_opts, .validate = validate,
+                .summary = "pipeline parallelism: GPipe, 1F1B, interleaved 1F1B, PipeDream (weight stashing)",
+                .uses = SL_USES_BACKEND | SL_USES_COLL, .colls = (1u << SL_NCOLLS) - 1,
+                .default_coll = SL_COLL_MPI, .default_iters = 10, .default_warmup = 2},
+    .variants = schedule_names, .nvariants = NSCHEDULES, .variant_mask = &opt_schedules,
+    .data_ranks = data_ranks, .setup = setup, .step = step, .free = release,
+    .weights = weights, .gather_weights = gather_weights, .reference = reference,
+    .bytes_model = bytes_model, .row = row,
+    .columns = columns, .ncolumns = (int)(sizeof columns / sizeof columns[0]),
 };
 
 /* Equal stages by default (8 layers of one width, inputs and outputs as wide), so that the

@@ -72,20 +72,22 @@ launch 2 pipeline $tiny --micro-batches 3 --schedule gpipe --compute sleep -o "$
 [ $? = 0 ] && grep -q '"compute_mode":"sleep"' "$out/sleep/pipeline.jsonl" && grep -q '"status":"pass"' "$out/sleep/pipeline.jsonl"
 ok $? "--compute sleep: the row says so and the weights from the real-compute replay pass"
 
-expect_usage() { # expect_usage NP NAME ARGS...
-  local np="$1" want="$2"; shift 2
-  launch "$np" pipeline "$@" -o "$out/bad" >"$out/stdout" 2>"$out/stderr"
-  local rc=$?
+# NP|NAME|ARGS: each must exit 2 with a message naming NAME
+while IFS='|' read -r np want args; do
+  # shellcheck disable=SC2086
+  launch "$np" pipeline $tiny $args -o "$out/bad" >/dev/null 2>"$out/stderr"
+  rc=$?
   [ $rc = 2 ] && grep -q -- "$want" "$out/stderr"
-  ok $? "pipeline $* on $np ranks -> exit 2 naming $want (rc=$rc)"
-}
-expect_usage 2 --micro-batches $tiny --micro-batches 0
-expect_usage 2 --micro-batches $tiny --micro-batches 8
-expect_usage 2 --stages $tiny --stages 6
-expect_usage 3 --stages $tiny --stages 2
-expect_usage 3 --dp $tiny --dp 2
-expect_usage 2 --virtual $tiny --schedule 1f1b --virtual 2
-expect_usage 2 --balance $tiny --balance 2,2
-expect_usage 1 --schedule $tiny --schedule zigzag
+  ok $? "$args on $np ranks -> exit 2 naming $want (rc=$rc)"
+done <<'CASES'
+2|--micro-batches|--micro-batches 0
+2|--micro-batches|--micro-batches 8
+2|--stages|--stages 10
+3|--stages|--stages 2
+3|--dp|--dp 2
+2|--virtual|--schedule 1f1b --virtual 2
+2|--balance|--balance 2,2
+1|--schedule|--schedule zigzag
+CASES
 
 done_testing
