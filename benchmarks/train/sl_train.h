@@ -133,7 +133,8 @@ typedef struct sl_technique {
 
     /* The check: relative tolerances against the serial reference (0: the defaults below),
      * and a different reference where the technique's is not serial full-batch training
-     * (params: backend memory, m->nparams floats, on rank 0). */
+     * (params: backend memory, m->nparams floats, on rank 0). Called once per global batch and
+     * variant (it may differ between variants: t->variant says which). */
     double tol_sgd_max, tol_adamw_l2;
     void (*reference)(sl_train *t, float *params);
 

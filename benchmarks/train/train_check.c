@@ -9,17 +9,19 @@
 
 #define MAX_REFERENCES 8
 
-/* Reference weights (host memory, rank 0) by global batch. */
+/* Reference weights (host memory, rank 0) by global batch, and by variant where the technique
+ * has its own reference (it may differ between variants; -1 otherwise). */
 static struct {
-    int batch;
+    int batch, variant;
     float *params;
 } refs[MAX_REFERENCES];
 static int nrefs;
 
 static const float *reference_for(sl_train *t)
 {
+    const int variant = t->tech->reference ? t->variant : -1;
     for (int i = 0; i < nrefs; i++)
-        if (refs[i].batch == t->global_batch) return refs[i].params;
+        if (refs[i].batch == t->global_batch && refs[i].variant == variant) return refs[i].params;
     const sl_mlp *m = t->m;
     float *dev = sl_k_malloc(t->be, SL_MEM_OTHER, m->nparams * sizeof(float));
     if (t->tech->reference)
@@ -36,6 +38,7 @@ static const float *reference_for(sl_train *t)
         nrefs--;
     }
     refs[nrefs].batch = t->global_batch;
+    refs[nrefs].variant = variant;
     refs[nrefs].params = host;
     nrefs++;
     return host;

@@ -1,0 +1,1160 @@
+/* pipeline.c — pipeline parallelism of the shared MLP, on the training layer.
+ *
+ * What is partitioned: the model's layers, into p contiguous ranges (stages; the first
+ * L % p stages get one layer more, or --balance a,b,c), and each step's global batch, first
+ * among --dp d replicas of the pipeline, then into --micro-batches m (uneven splits allowed).
+ * Rank r*p + s is stage s of replica r. What is communicated: a micro-batch's boundary
+ * activation forward and its gradient backward between neighbouring stages (non-blocking
+ * point to point on the replica's stage communicator, receives posted at the start of the
+ * step), and each stage's gradient, summed over the d replicas of that stage with the -C
+ * collective before the optimizer step.
+ *
+ *   gpipe        every forward, then every backward; one optimizer step per batch
+ *   1f1b         PipeDream-Flush: stage s runs min(p-s-1, m) warm-up forwards, then one
+ *                forward and one backward in turn, then drains; one optimizer step per batch
+ *   interleaved  Megatron's interleaved 1F1B: the layers in p*v chunks, stage s holding chunks
+ *                s, s+p, ...; micro-batches go round the ring v times (--virtual v)
+ *   pipedream    asynchronous 1F1B without a flush: the stream of micro-batches runs across
+ *                steps, each stage updates its weights after every backward, and a
+ *                micro-batch's backward uses the weights its forward used (weight stashing:
+ *                stage s keeps p-s versions)
+ *
+ * Each stage's schedule is an explicit list of operations F(mb) / B(mb) (with a chunk for
+ * interleaved), built by one function per schedule; the executor runs the list, and the same
+ * list, timed by its dependencies (one unit per F, two per B, each stage in list order), is the
+ * text timeline printed once per schedule.
+ *
+ * The check: gpipe, 1f1b and interleaved take one step per batch with the gradient summed over
+ * every micro-batch and replica; the loss is normalised over the global batch, so that is the
+ * serial full-batch step up to the order of floating-point additions (the driver's
+ * SL_TRAIN_TOL_* apply). pipedream is checked against a one-process simulation of the same
+ * schedule with the same weight versions; its distance from the serial run is reported
+ * (drift), not checked.
+ *
+ * --compute sleep: in the timed steps each layer's forward and backward, the loss and the
+ * optimizer step are replaced by a sleep of the duration measured for them in the warm-up
+ * steps (communication stays real), so the schedule's shape shows on fewer cores than ranks.
+ * The timed steps then train nothing; the weights that are checked come from a second,
+ * untimed run of every step with real compute from the initial weights (done when the driver
+ * first asks for the weights).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sl_train.h"
+
+#define SCHEDULES(X) X(S_GPIPE, "gpipe") X(S_1F1B, "1f1b") X(S_INTERLEAVED, "interleaved") X(S_PIPEDREAM, "pipedream")
+SL_ENUM(schedule, SCHEDULES, NSCHEDULES);
+static const char *const schedule_names[NSCHEDULES] = SL_ENUM_NAMES(SCHEDULES);
+
+static long long opt_stages = 0, opt_dp = 1, opt_micro = 8, opt_virtual = 0;
+static const char *opt_balance = NULL;
+static int opt_recompute = 0, opt_compute = 0; /* 0 real, 1 sleep */
+static unsigned opt_schedules = ~0u;
+
+static const sl_opt pipe_opts[] = {
+    {"stages", 0, SL_OPT_INT, &opt_stages, 1, 1 << 16, NULL, 0, "pipeline stages p (default ranks / --dp)"},
+    {"dp", 0, SL_OPT_INT, &opt_dp, 1, 1 << 16, NULL, 0, "data-parallel replicas d of the pipeline (default 1)"},
+    {"micro-batches", 'm', SL_OPT_INT, &opt_micro, -(1LL << 30), 1 << 30, NULL, 0,
+     "micro-batches m per replica and step (default 8)"},
+    {"virtual", 0, SL_OPT_INT, &opt_virtual, -(1LL << 30), 1 << 16, NULL, 0,
+     "model chunks per stage for interleaved (default 2)"},
+    {"balance", 0, SL_OPT_STRING, &opt_balance, 0, 0, NULL, 0,
+     "layers per stage, a,b,c (interleaved: per chunk; default even, remainder first)"},
+    {"recompute", 0, SL_OPT_FLAG, &opt_recompute, 0, 0, NULL, 0,
+     "keep only each stage's input per micro-batch; recompute the forward before backward"},
+    {"compute", 0, SL_OPT_CHOICE, &opt_compute, 0, 0, "real|sleep", 0,
+     "timed steps compute, or sleep each layer's measured time (default real)"},
+    {"schedule", 0, SL_OPT_CHOICE_LIST, &opt_schedules, 0, 0, SL_ENUM_CHOICES(SCHEDULES), 0,
+     "schedules to run (default all)"},
+    {0},
+};
+
+/* The schedule as a list of operations ------------------------------------------------- */
+
+typedef struct op {
+    char kind;  /* 'F' or 'B' */
+    int mb;     /* micro-batch: within the step, or in the whole stream (pipedream) */
+    int chunk;  /* the stage's model chunk (interleaved), else 0 */
+} op;
+
+typedef struct geometry {
+    int p, v, m;   /* stages, chunks per stage, micro-batches per step */
+    int nsteps;    /* pipedream's stream runs over all of them */
+} geometry;
+
+static int op_add(op *ops, int n, char kind, int mb, int chunk)
+{
+    ops[n] = (op){kind, mb, chunk};
+    return n + 1;
+}
+
+static int build_gpipe(const geometry *g, int s, op *ops)
+{
+    (void)s;
+    int n = 0;
+    for (int j = 0; j < g->m; j++) n = op_add(ops, n, 'F', j, 0);
+    for (int j = 0; j < g->m; j++) n = op_add(ops, n, 'B', j, 0);
+    return n;
+}
+
+/* 1F1B on `count` micro-batches: w warm-up forwards, alternate, drain. */
+static int one_f_one_b(int count, int w, op *ops)
+{
+    int n = 0, f = 0, b = 0;
+    if (w > count) w = count;
+    while (f < w) n = op_add(ops, n, 'F', f++, 0);
+    while (f < count) {
+        n = op_add(ops, n, 'F', f++, 0);
+        n = op_add(ops, n, 'B', b++, 0);
+    }
+    while (b < count) n = op_add(ops, n, 'B', b++, 0);
+    return n;
+}
+
+static int build_1f1b(const geometry *g, int s, op *ops) { return one_f_one_b(g->m, g->p - s - 1, ops); }
+
+/* The whole stream of nsteps * m micro-batches, as 1F1B without a flush. */
+static int build_pipedream(const geometry *g, int s, op *ops)
+{
+    return one_f_one_b(g->nsteps * g->m, g->p - s - 1, ops);
+}
+
+/* Megatron's interleaved order: micro-batches in groups of p; the k-th forward of a stage is
+ * chunk (k / group) % v of the group's micro-batches, the backwards the same with the chunks
+ * reversed; (p-s-1)*2 + (v-1)*p warm-up forwards, then 1F1B, then drain. A last group smaller
+ * than p (m not a multiple of p) is taken as one group of its own size. */
+static void interleaved_order(const geometry *g, int backward, int *mbs, int *chunks)
+{
+    int k = 0;
+    for (int g0 = 0; g0 < g->m; g0 += g->p) {
+        int size = g->m - g0 < g->p ? g->m - g0 : g->p;
+        for (int c = 0; c < g->v; c++)
+            for (int i = 0; i < size; i++, k++) {
+                mbs[k] = g0 + i;
+                chunks[k] = backward ? g->v - 1 - c : c;
+            }
+    }
+}
+
+static int build_interleaved(const geometry *g, int s, op *ops)
+{
+    const int total = g->m * g->v;
+    int *fm = malloc(4 * (size_t)total * sizeof *fm);
+    if (!fm) SL_FATAL("out of memory");
+    int *fc = fm + total, *bm = fc + total, *bc = bm + total;
+    interleaved_order(g, 0, fm, fc);
+    interleaved_order(g, 1, bm, bc);
+    int w = (g->p - s - 1) * 2 + (g->v - 1) * g->p, n = 0, f = 0, b = 0;
+    if (w > total) w = total;
+    while (f < w) { n = op_add(ops, n, 'F', fm[f], fc[f]); f++; }
+    while (f < total) {
+        n = op_add(ops, n, 'F', fm[f], fc[f]); f++;
+        n = op_add(ops, n, 'B', bm[b], bc[b]); b++;
+    }
+    while (b < total) { n = op_add(ops, n, 'B', bm[b], bc[b]); b++; }
+    free(fm);
+    return n;
+}
+
+typedef int (*build_fn)(const geometry *g, int s, op *ops);
+static const build_fn builders[NSCHEDULES] = {build_gpipe, build_1f1b, build_interleaved, build_pipedream};
+
+static int ops_capacity(const geometry *g) { return 2 * g->v * g->m * g->nsteps; }
+
+/* Times every stage's list by its dependencies: F(mb) of global chunk c after F(mb) of c-1;
+ * B(mb) of c after B(mb) of c+1 (the last chunk's after its own F). One unit per F, two per B,
+ * each stage in list order, starting as soon as its inputs are there. ops[s] has n[s] entries;
+ * start[s][i] receives each start. Returns the makespan, or -1 if the lists deadlock. */
+static int simulate(const geometry *g, op *const *ops, const int *n, int **start)
+{
+    const int p = g->p, G = p * g->v, M = g->m * g->nsteps;
+    int *fin = malloc(2 * (size_t)M * G * sizeof *fin), *next = calloc((size_t)p, sizeof *next),
+        *freeat = calloc((size_t)p, sizeof *freeat);
+    if (!fin || !next || !freeat) SL_FATAL("out of memory");
+    for (size_t i = 0; i < 2 * (size_t)M * G; i++) fin[i] = -1;
+    int left = 0, span = 0;
+    for (int s = 0; s < p; s++) left += n[s];
+    while (left > 0) {
+        int progressed = 0;
+        for (int s = 0; s < p; s++) {
+            while (next[s] < n[s]) {
+                const op *o = &ops[s][next[s]];
+                int c = o->chunk * p + s, dep;
+                if (o->kind == 'F') dep = c > 0 ? fin[(size_t)o->mb * G + c - 1] : 0;
+                else dep = c < G - 1 ? fin[(size_t)M * G + (size_t)o->mb * G + c + 1] : fin[(size_t)o->mb * G + c];
+                if (dep < 0) break;
+                int t0 = dep > freeat[s] ? dep : freeat[s], t1 = t0 + (o->kind == 'F' ? 1 : 2);
+                fin[(o->kind == 'B' ? (size_t)M * G : 0) + (size_t)o->mb * G + c] = t1;
+                if (start) start[s][next[s]] = t0;
+                freeat[s] = t1;
+                span = t1 > span ? t1 : span;
+                next[s]++;
+                left--;
+                progressed = 1;
+            }
+        }
+        if (!progressed) { span = -1; break; }
+    }
+    free(fin);
+    free(next);
+    free(freeat);
+    return span;
+}
+
+/* One line per stage: a token per time unit, F<mb> (interleaved: F<mb><chunk letter>), a B's
+ * first unit B<mb> and its second '-', idle '.'. pipedream: its first step. */
+static void print_timeline(const geometry *g0, int sched, int nshow)
+{
+    geometry g = *g0;
+    if (sched != S_PIPEDREAM) g.nsteps = 1;
+    const int p = g.p;
+    op **ops = malloc((size_t)p * sizeof *ops);
+    int *n = malloc((size_t)p * sizeof *n), **start = malloc((size_t)p * sizeof *start);
+    if (!ops || !n || !start) SL_FATAL("out of memory");
+    for (int s = 0; s < p; s++) {
+        ops[s] = malloc((size_t)ops_capacity(&g) * sizeof **ops);
+        start[s] = malloc((size_t)ops_capacity(&g) * sizeof **start);
+        if (!ops[s] || !start[s]) SL_FATAL("out of memory");
+        n[s] = builders[sched](&g, s, ops[s]);
+        if (sched == S_PIPEDREAM && n[s] > nshow) n[s] = nshow; /* the ops of the first step */
+    }
+    int span = simulate(&g, ops, n, start);
+    if (span < 0) SL_FATAL("%s: the schedule deadlocks for p=%d m=%d v=%d", schedule_names[sched], p, g.m, g.v);
+    printf("# timeline %s p=%d m=%d%s: one token per unit, F 1 unit, B 2 (second '-'), '.' idle\n",
+           schedule_names[sched], p, g.m, g.v > 1 ? " (chunks a, b, ...)" : "");
+    char cell[32];
+    for (int s = 0; s < p; s++) {
+        printf("# s%d", s);
+        int i = 0;
+        for (int tu = 0; tu < span; tu++) {
+            if (i < n[s] && start[s][i] == tu) {
+                const op *o = &ops[s][i];
+                if (g.v > 1) snprintf(cell, sizeof cell, "%c%d%c", o->kind, o->mb, 'a' + o->chunk);
+                else snprintf(cell, sizeof cell, "%c%d", o->kind, o->mb);
+                printf(" %s", cell);
+                if (o->kind == 'B') { printf(" -"); tu++; }
+                i++;
+            } else {
+                printf(" .");
+            }
+        }
+        printf("\n");
+        free(ops[s]);
+        free(start[s]);
+    }
+    fflush(stdout);
+    free(ops);
+    free(n);
+    free(start);
+}
+
+/* One stage of one replica ------------------------------------------------------------ */
+
+#define MAX_CHUNKS 64
+#define NTIMES (2 * SL_MLP_MAX_LAYERS + 2) /* forward and backward per layer, loss, optimizer */
+
+typedef struct chunk {
+    int l0, l1;      /* layers [l0, l1) */
+    int global;      /* chunk index in the model: chunk * p + stage */
+    size_t off;      /* in the stage's parameter buffer (elements) */
+    size_t count;
+} chunk;
+
+typedef struct slot {  /* one micro-batch x chunk in flight */
+    float *keep;       /* activations kept for backward (or only the input: --recompute) */
+    sl_coll_req *rq_act, *rq_grad, *sq_act, *sq_grad;
+} slot;
+
+typedef struct stage {
+    geometry g;
+    int sched, s, nchunks, first_rep, nrep, d;
+    int last;                /* holds the model's last chunk */
+    chunk ch[MAX_CHUNKS];
+    size_t nparams;          /* of the stage */
+    float *params, *grads, *optim;
+    float **stash;           /* pipedream: p - s weight versions */
+    int nstash;
+    int rows_max, width_max;
+    float *dbuf[2], *xscratch, *target;
+    float **act_in, **act_out, **grad_in, **grad_out; /* per slot, boundary buffers */
+    slot *slots;
+    int nslots;              /* micro-batches x chunks with their own buffers */
+    op *ops;
+    int nops, pos;           /* pipedream: position in the stream */
+    int updates;             /* pipedream optimizer steps */
+    /* measured */
+    int inflight, inflight_peak;
+    double activ, activ_peak;
+    double times[NTIMES];    /* the shortest of each piece of work in the warm-up steps */
+    int sleeping;
+} stage;
+
+typedef struct pline {
+    stage st;
+    int p, d, s, r;
+    sl_comm *pipe_comm, *dp_comm;
+    int replayed;
+    double sent;             /* bytes both communicators sent in the driver's steps */
+    stage *ref;              /* reference simulation, rank 0 */
+} pline;
+
+/* Layers of global chunk c of G: --balance, or even with the remainder to the first. */
+static void chunk_layers(int c, int G, int *l0, int *l1)
+{
+    if (opt_balance) {
+        const char *q = opt_balance;
+        int acc = 0;
+        for (int i = 0; i <= c; i++) {
+            char *end;
+            long v = strtol(q, &end, 10);
+            if (i == c) { *l0 = acc; *l1 = acc + (int)v; return; }
+            acc += (int)v;
+            q = *end ? end + 1 : end;
+        }
+    }
+    size_t a, b;
+    sl_share((size_t)sl_train_opt.layers, G, c, &a, &b);
+    *l0 = (int)a;
+    *l1 = (int)b;
+}
+
+/* Rows of micro-batch j (within its step) of the replicas the stage stands for, and the samples
+ * of replica rr's part: [first, first + count) of the step's batch. */
+static int mb_part(const sl_train *t, const stage *st, int rr, int j, int *first)
+{
+    size_t rlo, rhi, a, b;
+    sl_share((size_t)t->global_batch, st->d, rr, &rlo, &rhi);
+    sl_share(rhi - rlo, st->g.m, j, &a, &b);
+    *first = (int)(rlo + a);
+    return (int)(b - a);
+}
+static int mb_rows(const sl_train *t, const stage *st, int j)
+{
+    int rows = 0, first;
+    for (int rr = st->first_rep; rr < st->first_rep + st->nrep; rr++) rows += mb_part(t, st, rr, j, &first);
+    return rows;
+}
+
+static size_t keep_elems(const sl_mlp *m, const chunk *c, int rows, int full)
+{
+    size_t e = 0;
+    for (int l = c->l0; l < (full ? c->l1 : c->l0 + 1); l++) {
+        e += (size_t)m->dims[l];
+        if (full && m->act[l] != SL_ACT_NONE) e += (size_t)m->dims[l + 1];
+    }
+    return e * (size_t)rows;
+}
+
+static float *activ_alloc(sl_train *t, stage *st, size_t elems)
+{
+    st->activ += (double)elems * sizeof(float);
+    if (st->activ > st->activ_peak) st->activ_peak = st->activ;
+    return sl_k_malloc(t->be, SL_MEM_ACTIV, elems * sizeof(float) + 1);
+}
+static void activ_free(sl_train *t, stage *st, float *p, size_t elems)
+{
+    st->activ -= (double)elems * sizeof(float);
+    sl_k_free(t->be, p);
+}
+
+/* x[l] (layer inputs) and z[l] (pre-activations) of a chunk inside its kept block; x[l1] is out. */
+static void map_block(const sl_mlp *m, const chunk *c, int rows, float *base, float *out, float **x, float **z)
+{
+    for (int l = c->l0; l < c->l1; l++) {
+        x[l] = base;
+        base += (size_t)rows * m->dims[l];
+    }
+    x[c->l1] = out;
+    for (int l = c->l0; l < c->l1; l++) {
+        if (m->act[l] == SL_ACT_NONE) {
+            z[l] = x[l + 1];
+        } else {
+            z[l] = base;
+            base += (size_t)rows * m->dims[l + 1];
+        }
+    }
+}
+
+static void setup_stage(sl_train *t, stage *st, const geometry *g, int sched, int s, int first_rep, int nrep, int d)
+{
+    const sl_mlp *m = t->m;
+    memset(st, 0, sizeof *st);
+    st->g = *g;
+    st->sched = sched;
+    st->s = s;
+    st->first_rep = first_rep;
+    st->nrep = nrep;
+    st->d = d;
+    st->nchunks = g->v;
+    for (int c = 0; c < g->v; c++) {
+        chunk *ch = &st->ch[c];
+        ch->global = c * g->p + s;
+        chunk_layers(ch->global, g->p * g->v, &ch->l0, &ch->l1);
+        ch->off = st->nparams;
+        ch->count = sl_mlp_range_size(m, ch->l0, ch->l1);
+        st->nparams += ch->count;
+        for (int l = ch->l0; l <= ch->l1; l++) st->width_max = m->dims[l] > st->width_max ? m->dims[l] : st->width_max;
+    }
+    st->last = st->ch[g->v - 1].global == g->p * g->v - 1;
+    st->params = sl_k_malloc(t->be, SL_MEM_PARAMS, st->nparams * sizeof(float) + 1);
+    st->grads = sl_k_malloc(t->be, SL_MEM_GRADS, st->nparams * sizeof(float) + 1);
+    st->optim = sl_k_malloc(t->be, SL_MEM_OPTIM,
+                            (size_t)sl_optim_state_per_param(&t->optim) * st->nparams * sizeof(float) + 1);
+    if (sched == S_PIPEDREAM && s < g->p - 1) {
+        st->nstash = g->p - s;
+        st->stash = calloc((size_t)st->nstash, sizeof *st->stash);
+        if (!st->stash) SL_FATAL("out of memory");
+        for (int i = 0; i < st->nstash; i++)
+            st->stash[i] = sl_k_malloc(t->be, SL_MEM_PARAMS, st->nparams * sizeof(float) + 1);
+    }
+    st->rows_max = mb_rows(t, st, 0); /* the first micro-batch is the largest */
+    for (int i = 0; i < 2; i++)
+        st->dbuf[i] = sl_k_malloc(t->be, SL_MEM_ACTIV, (size_t)st->rows_max * st->width_max * sizeof(float) + 1);
+    st->xscratch = sl_k_malloc(t->be, SL_MEM_DATA, (size_t)st->rows_max * m->dims[0] * sizeof(float) + 1);
+    st->target = sl_k_malloc(t->be, SL_MEM_DATA, (size_t)st->rows_max * m->dims[m->nlayers] * sizeof(float) + 1);
+    /* pipedream's stream keeps at most p micro-batches in flight beside a step's m */
+    st->nslots = (g->m + (sched == S_PIPEDREAM ? g->m + g->p : 0)) * g->v;
+    st->slots = calloc((size_t)st->nslots, sizeof *st->slots);
+    st->act_in = calloc(4 * (size_t)st->nslots, sizeof *st->act_in);
+    if (!st->slots || !st->act_in) SL_FATAL("out of memory");
+    st->act_out = st->act_in + st->nslots;
+    st->grad_in = st->act_out + st->nslots;
+    st->grad_out = st->grad_in + st->nslots;
+    for (int k = 0; k < st->nslots; k++) {
+        const chunk *ch = &st->ch[k % g->v];
+        size_t in = (size_t)st->rows_max * m->dims[ch->l0], out = (size_t)st->rows_max * m->dims[ch->l1];
+        st->act_in[k] = sl_k_malloc(t->be, SL_MEM_COMM, in * sizeof(float) + 1);
+        st->grad_out[k] = sl_k_malloc(t->be, SL_MEM_COMM, in * sizeof(float) + 1);
+        st->act_out[k] = sl_k_malloc(t->be, SL_MEM_COMM, out * sizeof(float) + 1);
+        st->grad_in[k] = sl_k_malloc(t->be, SL_MEM_COMM, out * sizeof(float) + 1);
+    }
+    st->ops = malloc((size_t)ops_capacity(g) * sizeof *st->ops);
+    if (!st->ops) SL_FATAL("out of memory");
+    st->nops = builders[sched](g, s, st->ops);
+    for (int c = 0; c < g->v; c++)
+        sl_mlp_init_params(m, (uint64_t)sl_train_opt.seed, m->w_off[st->ch[c].l0], st->ch[c].count,
+                           st->params + st->ch[c].off);
+}
+
+static void reset_stage(sl_train *t, stage *st)
+{
+    const sl_mlp *m = t->m;
+    for (int c = 0; c < st->g.v; c++)
+        sl_mlp_init_params(m, (uint64_t)sl_train_opt.seed, m->w_off[st->ch[c].l0], st->ch[c].count,
+                           st->params + st->ch[c].off);
+    sl_k_memset0(t->be, st->optim, (size_t)sl_optim_state_per_param(&t->optim) * st->nparams * sizeof(float));
+    st->pos = 0;
+    st->updates = 0;
+}
+
+static void free_stage(sl_train *t, stage *st)
+{
+    for (int k = 0; k < st->nslots; k++) {
+        sl_k_free(t->be, st->act_in[k]);
+        sl_k_free(t->be, st->act_out[k]);
+        sl_k_free(t->be, st->grad_in[k]);
+        sl_k_free(t->be, st->grad_out[k]);
+    }
+    for (int i = 0; i < st->nstash; i++) sl_k_free(t->be, st->stash[i]);
+    for (int i = 0; i < 2; i++) sl_k_free(t->be, st->dbuf[i]);
+    sl_k_free(t->be, st->xscratch);
+    sl_k_free(t->be, st->target);
+    sl_k_free(t->be, st->params);
+    sl_k_free(t->be, st->grads);
+    sl_k_free(t->be, st->optim);
+    free(st->stash);
+    free(st->slots);
+    free(st->act_in);
+    free(st->ops);
+}
+
+/* Compute, real or slept ---------------------------------------------------------------- */
+
+/* Index of a timed piece of work: forward of layer l, backward of l, loss, optimizer. */
+enum { T_LOSS = 2 * SL_MLP_MAX_LAYERS, T_OPTIM };
+
+/* Advances the stage's sends in flight: a large message moves only while its sender is inside
+ * the MPI library, so a stage computing (or sleeping) would hold back its neighbour. Called
+ * between layers, as a framework's communication thread would. */
+static void progress(stage *st)
+{
+    for (int k = 0; k < st->nslots; k++) {
+        sl_coll_req **q[2] = {&st->slots[k].sq_act, &st->slots[k].sq_grad};
+        for (int i = 0; i < 2; i++) {
+            int done = 0;
+            if (!*q[i]) continue;
+            sl_train_coll_ok(sl_coll_test(*q[i], &done), "sl_coll_test");
+            if (!done) continue;
+            sl_train_coll_ok(sl_coll_wait(*q[i]), "sl_coll_wait");
+            *q[i] = NULL;
+        }
+    }
+}
+
+/* Sleeps s seconds in slices of 100 us, progressing the sends in flight between them. */
+static void sleep_for(stage *st, double s)
+{
+    const double end = sl_now() + s;
+    for (double left = s; left > 0; left = end - sl_now()) {
+        double slice = left < 1e-4 ? left : 1e-4;
+        nanosleep(&(struct timespec){.tv_nsec = (long)(slice * 1e9)}, NULL);
+        progress(st);
+    }
+}
+
+/* Runs work (real) or sleeps the shortest time it took (sleep mode, timed steps: the shortest,
+ * because with more ranks than cores the others are inflated by waiting for a core); records
+ * the phase. */
+#define TIMED(t, st, idx, phase, name, work)                                                     \
+    do {                                                                                        \
+        double t0_ = sl_now();                                                                  \
+        if ((st)->sleeping) {                                                                   \
+            sleep_for(st, (st)->times[idx]);                                                   \
+        } else {                                                                                \
+            work;                                                                               \
+            sl_k_sync((t)->be);                                                                 \
+        }                                                                                       \
+        double t1_ = sl_now();                                                                  \
+        if (!(st)->sleeping && ((st)->times[idx] == 0 || t1_ - t0_ < (st)->times[idx]))          \
+            (st)->times[idx] = t1_ - t0_;                                                       \
+        sl_train_span(t, phase, name, t0_, t1_);                                                \
+        progress(st);                                                                           \
+    } while (0)
+
+static void chunk_forward(sl_train *t, stage *st, const chunk *c, const float *params, int rows, float **x,
+                          float **z, sl_phase phase)
+{
+    const sl_mlp *m = t->m;
+    for (int l = c->l0; l < c->l1; l++) {
+        const float *lp = params + c->off + (m->w_off[l] - m->w_off[c->l0]);
+        TIMED(t, st, 2 * l, phase, phase == SL_PHASE_RECOMPUTE ? "recompute" : "forward",
+              sl_mlp_layer_forward(m, l, rows, lp, x[l], z[l], x[l + 1]));
+    }
+}
+
+/* dy: dL/d(x[l1]) (overwritten); dx0: where dL/d(x[l0]) goes (NULL for the model's input). */
+static void chunk_backward(sl_train *t, stage *st, const chunk *c, const float *params, int rows, float **x,
+                           float **z, float *dy, float *dx0)
+{
+    const sl_mlp *m = t->m;
+    for (int l = c->l1 - 1; l >= c->l0; l--) {
+        size_t o = c->off + (m->w_off[l] - m->w_off[c->l0]);
+        float *dx = l > c->l0 ? st->dbuf[l & 1] : dx0;
+        TIMED(t, st, 2 * l + 1, SL_PHASE_COMPUTE, "backward",
+              sl_mlp_layer_backward(m, l, rows, params + o, x[l], z[l], dy, st->grads + o, dx));
+        dy = dx;
+    }
+}
+
+/* The step's samples of micro-batch j for the replicas the stage stands for, into x and y. */
+static void load_mb(sl_train *t, stage *st, const op *o, float *x, float *y)
+{
+    const sl_mlp *m = t->m;
+    const int j = o->mb % st->g.m, saved = t->step;
+    int row = 0;
+    if (st->sched == S_PIPEDREAM) t->step = o->mb / st->g.m; /* the stream runs ahead of the steps */
+    for (int rr = st->first_rep; rr < st->first_rep + st->nrep; rr++) {
+        int first, count = mb_part(t, st, rr, j, &first);
+        sl_train_load(t, first, count, x + (size_t)row * m->dims[0], y + (size_t)row * m->dims[m->nlayers]);
+        row += count;
+    }
+    t->step = saved;
+}
+
+/* The parts of an operation around its communication ---------------------------------- */
+
+static int slot_of(const stage *st, const op *o) { return (o->mb % (st->nslots / st->g.v)) * st->g.v + o->chunk; }
+static int step_mb(const stage *st, const op *o) { return o->mb % st->g.m; }
+
+static void note_inflight(stage *st, int delta)
+{
+    st->inflight += delta;
+    if (st->inflight > st->inflight_peak) st->inflight_peak = st->inflight;
+}
+
+/* F: input in act_in[k] (received, or loaded on the first chunk); output in act_out[k] (to be
+ * sent), or, on the model's last chunk, the loss gradient in grad_in[k]. */
+static void do_forward(sl_train *t, stage *st, const op *o)
+{
+    const sl_mlp *m = t->m;
+    const chunk *c = &st->ch[o->chunk];
+    const int k = slot_of(st, o), rows = mb_rows(t, st, step_mb(st, o));
+    const int last = c->global == st->g.p * st->g.v - 1;
+    float *x[SL_MLP_MAX_LAYERS + 1], *z[SL_MLP_MAX_LAYERS];
+    if (c->global == 0) load_mb(t, st, o, st->act_in[k], st->target);
+    else if (last) load_mb(t, st, o, st->xscratch, st->target);
+    if (st->stash && o->chunk == 0) /* the version this micro-batch's backward will use */
+        sl_k_memcpy(t->be, st->stash[o->mb % st->nstash], st->params, st->nparams * sizeof(float), SL_K_D2D);
+    size_t full = keep_elems(m, c, rows, 1), in = keep_elems(m, c, rows, 0);
+    float *work = activ_alloc(t, st, full);
+    map_block(m, c, rows, work, st->act_out[k], x, z);
+    sl_k_memcpy(t->be, x[c->l0], st->act_in[k], in * sizeof(float), SL_K_D2D);
+    chunk_forward(t, st, c, st->params, rows, x, z, SL_PHASE_COMPUTE);
+    if (last) {
+        sl_mlp_acts a = {.batch = rows};
+        a.x[m->nlayers] = x[m->nlayers];
+        a.dbuf[m->nlayers & 1] = st->grad_in[k];
+        TIMED(t, st, T_LOSS, SL_PHASE_COMPUTE, "loss", sl_train_loss(t, &a, st->target));
+    }
+    if (opt_recompute) { /* keep the input only */
+        st->slots[k].keep = activ_alloc(t, st, in);
+        sl_k_memcpy(t->be, st->slots[k].keep, x[c->l0], in * sizeof(float), SL_K_D2D);
+        activ_free(t, st, work, full);
+    } else {
+        st->slots[k].keep = work;
+    }
+    note_inflight(st, 1);
+}
+
+/* B: dL/d(output) in grad_in[k]; dL/d(input) into grad_out[k] (to be sent). */
+static void do_backward(sl_train *t, stage *st, const op *o)
+{
+    const sl_mlp *m = t->m;
+    const chunk *c = &st->ch[o->chunk];
+    const int k = slot_of(st, o), rows = mb_rows(t, st, step_mb(st, o));
+    float *x[SL_MLP_MAX_LAYERS + 1], *z[SL_MLP_MAX_LAYERS];
+    const float *w = st->stash ? st->stash[o->mb % st->nstash] : st->params;
+    size_t full = keep_elems(m, c, rows, 1), in = keep_elems(m, c, rows, 0);
+    float *block = st->slots[k].keep;
+    if (opt_recompute) {
+        block = activ_alloc(t, st, full);
+        map_block(m, c, rows, block, st->act_out[k], x, z);
+        sl_k_memcpy(t->be, x[c->l0], st->slots[k].keep, in * sizeof(float), SL_K_D2D);
+        chunk_forward(t, st, c, w, rows, x, z, SL_PHASE_RECOMPUTE);
+        activ_free(t, st, st->slots[k].keep, in);
+    } else {
+        map_block(m, c, rows, block, st->act_out[k], x, z);
+    }
+    chunk_backward(t, st, c, w, rows, x, z, st->grad_in[k], c->global > 0 ? st->grad_out[k] : NULL);
+    activ_free(t, st, block, full);
+    st->slots[k].keep = NULL;
+    note_inflight(st, -1);
+}
+
+/* The optimizer step of the stage's slice (optimizer step count `count`, 0-based). */
+static void stage_update(sl_train *t, stage *st, int count)
+{
+    sl_optim so = sl_optim_for_step(&t->optim, count);
+    TIMED(t, st, T_OPTIM, SL_PHASE_COMPUTE, "optimizer",
+          sl_optim_step(t->be, &so, st->nparams, st->params, st->grads, st->optim));
+    sl_k_memset0(t->be, st->grads, st->nparams * sizeof(float));
+}
+
+/* The distributed executor ---------------------------------------------------------------- */
+
+/* A message is named by its micro-batch, the global chunk that receives it and its direction. */
+static int tag_of(const stage *st, int mb, int global, int grad)
+{
+    return (int)((((long long)mb * st->g.p * st->g.v + global) * 2 + grad) % (1 << 19));
+}
+
+/* Receives of an operation, posted ahead; on the last chunk there is none. */
+static void post_recv(sl_train *t, pline *pp, const op *o)
+{
+    stage *st = &pp->st;
+    const sl_mlp *m = t->m;
+    const chunk *c = &st->ch[o->chunk];
+    const int k = slot_of(st, o), rows = mb_rows(t, st, step_mb(st, o)), G = st->g.p * st->g.v;
+    if (o->kind == 'F' && c->global > 0)
+        sl_train_coll_ok(sl_coll_irecv(pp->pipe_comm, st->act_in[k], (size_t)rows * m->dims[c->l0], SL_F32,
+                                       (c->global - 1) % pp->p, tag_of(st, o->mb, c->global, 0), &st->slots[k].rq_act),
+                         "irecv activation");
+    if (o->kind == 'B' && c->global < G - 1)
+        sl_train_coll_ok(sl_coll_irecv(pp->pipe_comm, st->grad_in[k], (size_t)rows * m->dims[c->l1], SL_F32,
+                                       (c->global + 1) % pp->p, tag_of(st, o->mb, c->global, 1), &st->slots[k].rq_grad),
+                         "irecv gradient");
+}
+
+/* Waits for a posted receive: the time is the bubble (the stage has nothing else to do). */
+static void wait_recv(sl_train *t, sl_coll_req **rq)
+{
+    if (!*rq) return;
+    double t0 = sl_now();
+    sl_train_coll_ok(sl_coll_wait(*rq), "wait for a boundary receive");
+    *rq = NULL;
+    sl_train_span(t, SL_PHASE_BUBBLE, "wait", t0, sl_now());
+}
+
+static void start_send(sl_train *t, pline *pp, float *buf, size_t count, int peer, int tag, sl_coll_req **rq)
+{
+    double t0 = sl_now();
+    if (*rq) sl_train_coll_ok(sl_coll_wait(*rq), "wait for an earlier send");
+    sl_train_coll_ok(sl_coll_isend(pp->pipe_comm, buf, count, SL_F32, peer, tag, rq), "isend");
+    sl_train_span(t, SL_PHASE_COMM, "send", t0, sl_now());
+}
+
+static void run_op(sl_train *t, pline *pp, const op *o)
+{
+    stage *st = &pp->st;
+    const sl_mlp *m = t->m;
+    const chunk *c = &st->ch[o->chunk];
+    const int k = slot_of(st, o), rows = mb_rows(t, st, step_mb(st, o)), G = st->g.p * st->g.v;
+    if (o->kind == 'F') {
+        wait_recv(t, &st->slots[k].rq_act);
+        do_forward(t, st, o);
+        if (c->global < G - 1)
+            start_send(t, pp, st->act_out[k], (size_t)rows * m->dims[c->l1], (c->global + 1) % pp->p,
+                       tag_of(st, o->mb, c->global + 1, 0), &st->slots[k].sq_act);
+        return;
+    }
+    wait_recv(t, &st->slots[k].rq_grad);
+    do_backward(t, st, o);
+    if (c->global > 0)
+        start_send(t, pp, st->grad_out[k], (size_t)rows * m->dims[c->l0], (c->global - 1) % pp->p,
+                   tag_of(st, o->mb, c->global - 1, 1), &st->slots[k].sq_grad);
+    if (st->sched == S_PIPEDREAM) { /* update after every backward, summed over the replicas */
+        if (pp->d > 1) {
+            double t0 = sl_now();
+            sl_train_coll_ok(sl_coll_allreduce(pp->dp_comm, st->grads, st->grads, st->nparams, SL_F32, SL_OP_SUM),
+                             "allreduce (replicas)");
+            sl_train_span(t, SL_PHASE_COMM, "allreduce", t0, sl_now());
+        }
+        stage_update(t, st, st->updates++);
+    }
+}
+
+static void wait_sends(sl_train *t, stage *st)
+{
+    double t0 = sl_now();
+    for (int k = 0; k < st->nslots; k++) {
+        sl_coll_req *q[2] = {st->slots[k].sq_act, st->slots[k].sq_grad};
+        sl_train_coll_ok(sl_coll_waitall(2, q), "wait for sends");
+        st->slots[k].sq_act = st->slots[k].sq_grad = NULL;
+    }
+    sl_train_span(t, SL_PHASE_COMM, "sends", t0, sl_now());
+}
+
+static void pipe_step(sl_train *t, pline *pp)
+{
+    stage *st = &pp->st;
+    int first = 0, count = st->nops;
+    if (st->sched == S_PIPEDREAM) { /* this step's share of the stream: 2m operations */
+        first = st->pos;
+        count = 2 * st->g.m;
+        st->pos += count;
+    }
+    for (int i = first; i < first + count; i++) post_recv(t, pp, &st->ops[i]);
+    for (int i = first; i < first + count; i++) run_op(t, pp, &st->ops[i]);
+    /* pipedream: a send may be received only in the next step */
+    if (st->sched != S_PIPEDREAM || t->step == t->nsteps - 1) wait_sends(t, st);
+    if (st->sched == S_PIPEDREAM) return;
+    if (pp->d > 1) {
+        double t0 = sl_now();
+        sl_train_coll_ok(sl_coll_allreduce(pp->dp_comm, st->grads, st->grads, st->nparams, SL_F32, SL_OP_SUM),
+                         "allreduce (replicas)");
+        double t1 = sl_now();
+        sl_train_span(t, SL_PHASE_COMM, "allreduce", t0, t1);
+        sl_train_record(t, SL_PHASE_EXPOSED, t1 - t0);
+    }
+    stage_update(t, st, t->step);
+}
+
+/* The technique's callbacks ------------------------------------------------------------- */
+
+static int virtual_of(int sched) { return sched == S_INTERLEAVED ? (opt_virtual > 0 ? (int)opt_virtual : 2) : 1; }
+
+static int data_ranks(int variant, int nranks)
+{
+    (void)variant;
+    (void)nranks;
+    return (int)opt_dp;
+}
+
+static void make_geometry(const sl_train *t, int p, geometry *g)
+{
+    g->p = p;
+    g->v = virtual_of(t->variant);
+    g->m = (int)opt_micro;
+    g->nsteps = t->nsteps;
+}
+
+static void setup(sl_train *t)
+{
+    pline *pp = calloc(1, sizeof *pp);
+    if (!pp) SL_FATAL("out of memory");
+    t->state = pp;
+    pp->d = t->baseline ? 1 : (int)opt_dp;
+    pp->p = t->size / pp->d;
+    pp->r = t->rank / pp->p;
+    pp->s = t->rank % pp->p;
+    geometry g;
+    make_geometry(t, pp->p, &g);
+    MPI_Comm split;
+    MPI_Comm world = t->baseline ? MPI_COMM_SELF : t->ctx->comm;
+    sl_mem_space space = sl_comm_space(t->comm);
+    SL_CHECK_MPI(MPI_Comm_split(world, pp->r, pp->s, &split));
+    sl_train_coll_ok(sl_comm_create(&pp->pipe_comm, split, SL_COLL_MPI, space), "sl_comm_create (stages)");
+    SL_CHECK_MPI(MPI_Comm_free(&split));
+    SL_CHECK_MPI(MPI_Comm_split(world, pp->s, pp->r, &split));
+    sl_train_coll_ok(sl_comm_create(&pp->dp_comm, split, sl_comm_impl(t->comm), space), "sl_comm_create (replicas)");
+    SL_CHECK_MPI(MPI_Comm_free(&split));
+    setup_stage(t, &pp->st, &g, t->variant, pp->s, pp->r, 1, pp->d);
+    size_t lo, hi;
+    sl_share((size_t)t->global_batch, pp->d, pp->r, &lo, &hi);
+    t->lo = (int)lo; /* the replica's samples (the row's rank_batch) */
+    t->hi = (int)hi;
+    static unsigned shown;
+    if (t->rank == 0 && !t->baseline && !((shown >> t->variant) & 1)) {
+        shown |= 1u << t->variant;
+        print_timeline(&g, t->variant, 2 * g.m);
+    }
+}
+
+static void step(sl_train *t)
+{
+    pline *pp = t->state;
+    pp->st.sleeping = opt_compute == 1 && t->step >= (int)t->ctx->opt.warmup;
+    pipe_step(t, pp);
+    pp->st.sleeping = 0;
+    pp->sent = (double)(sl_comm_bytes_sent(pp->pipe_comm) + sl_comm_bytes_sent(pp->dp_comm));
+}
+
+/* Sleep mode: the timed steps trained nothing; train every step again, with real compute,
+ * from the initial weights (collective: every rank asks for its weights). */
+static void replay(sl_train *t)
+{
+    pline *pp = t->state;
+    if (opt_compute != 1 || pp->replayed) return;
+    pp->replayed = 1;
+    reset_stage(t, &pp->st);
+    const int saved = t->step;
+    for (t->step = 0; t->step < t->nsteps; t->step++) {
+        SL_CHECK_MPI(MPI_Barrier(t->ctx->comm));
+        pipe_step(t, pp);
+    }
+    t->step = saved;
+}
+
+/* The stage's first chunk: [w_off[l0], w_off[l1]) (interleaved: its first chunk only). */
+static const float *weights(sl_train *t, size_t *first, size_t *count)
+{
+    pline *pp = t->state;
+    replay(t);
+    *first = t->m->w_off[pp->st.ch[0].l0];
+    *count = pp->st.ch[0].count;
+    return pp->st.params;
+}
+
+/* Stages of replica 0 send their chunks to rank 0 (host copies). */
+static void gather_weights(sl_train *t, float *full)
+{
+    pline *pp = t->state;
+    stage *st = &pp->st;
+    MPI_Comm world = t->ctx->comm;
+    if (pp->r == 0 && pp->s > 0) {
+        float *host = sl_alloc(SL_MEM_OTHER, st->nparams * sizeof(float) + 1);
+        sl_k_memcpy(t->be, host, st->params, st->nparams * sizeof(float), SL_K_D2H);
+        SL_CHECK_MPI(MPI_Send(host, (int)st->nparams, MPI_FLOAT, 0, 77, world));
+        sl_free(host);
+    }
+    if (t->rank != 0) return;
+    for (int s = 0; s < pp->p; s++) {
+        stage other;
+        geometry g = st->g;
+        memset(&other, 0, sizeof other);
+        other.nchunks = g.v;
+        size_t n = 0;
+        for (int c = 0; c < g.v; c++) {
+            chunk *ch = &other.ch[c];
+            ch->global = c * g.p + s;
+            chunk_layers(ch->global, g.p * g.v, &ch->l0, &ch->l1);
+            ch->off = n;
+            ch->count = sl_mlp_range_size(t->m, ch->l0, ch->l1);
+            n += ch->count;
+        }
+        float *host = sl_alloc(SL_MEM_OTHER, n * sizeof(float) + 1);
+        if (s == 0) sl_k_memcpy(t->be, host, st->params, n * sizeof(float), SL_K_D2H);
+        else SL_CHECK_MPI(MPI_Recv(host, (int)n, MPI_FLOAT, s, 77, world, MPI_STATUS_IGNORE));
+        for (int c = 0; c < g.v; c++)
+            memcpy(full + t->m->w_off[other.ch[c].l0], host + other.ch[c].off, other.ch[c].count * sizeof(float));
+        sl_free(host);
+    }
+}
+
+/* pipedream's reference: all p stages in one process, every replica's part of a micro-batch
+ * in one, each stage running its own list in the order the timeline gives them; the other
+ * schedules: serial full-batch training. */
+static void reference(sl_train *t, float *params)
+{
+    if (t->variant != S_PIPEDREAM) {
+        sl_train_serial(t->m, t->task, &t->optim, t->global_batch, t->nsteps, (uint64_t)sl_train_opt.seed, params, NULL);
+        return;
+    }
+    pline *pp = t->state;
+    const int p = pp->p, d = pp->d;
+    sl_train tr = *t; /* its phases are nobody's */
+    stage *st = calloc((size_t)p, sizeof *st);
+    op **ops = malloc((size_t)p * sizeof *ops);
+    int *n = malloc((size_t)p * sizeof *n), **start = malloc((size_t)p * sizeof *start);
+    if (!st || !ops || !n || !start) SL_FATAL("out of memory");
+    for (int s = 0; s < p; s++) {
+        setup_stage(&tr, &st[s], &pp->st.g, S_PIPEDREAM, s, 0, d, d);
+        ops[s] = st[s].ops;
+        n[s] = st[s].nops;
+        start[s] = malloc((size_t)n[s] * sizeof **start);
+        if (!start[s]) SL_FATAL("out of memory");
+    }
+    int span = simulate(&pp->st.g, ops, n, start);
+    if (span < 0) SL_FATAL("pipedream reference: the schedule deadlocks");
+    /* run the operations in time order (stage order within a unit): every input is ready */
+    int *next = calloc((size_t)p, sizeof *next);
+    if (!next) SL_FATAL("out of memory");
+    for (int tu = 0; tu <= span; tu++)
+        for (int s = 0; s < p; s++) {
+            while (next[s] < n[s] && start[s][next[s]] == tu) {
+                const op *o = &ops[s][next[s]++];
+                const int k = slot_of(&st[s], o), rows = mb_rows(&tr, &st[s], step_mb(&st[s], o));
+                if (o->kind == 'F') {
+                    if (s > 0) sl_k_memcpy(tr.be, st[s].act_in[k], st[s - 1].act_out[slot_of(&st[s - 1], o)],
+                                           (size_t)rows * tr.m->dims[st[s].ch[0].l0] * sizeof(float), SL_K_D2D);
+                    do_forward(&tr, &st[s], o);
+                } else {
+                    if (s < p - 1) sl_k_memcpy(tr.be, st[s].grad_in[k], st[s + 1].grad_out[slot_of(&st[s + 1], o)],
+                                               (size_t)rows * tr.m->dims[st[s].ch[0].l1] * sizeof(float), SL_K_D2D);
+                    do_backward(&tr, &st[s], o);
+                    stage_update(&tr, &st[s], st[s].updates++);
+                }
+            }
+        }
+    for (int s = 0; s < p; s++) {
+        sl_k_memcpy(tr.be, params + tr.m->w_off[st[s].ch[0].l0], st[s].params, st[s].nparams * sizeof(float), SL_K_D2D);
+        free_stage(&tr, &st[s]);
+        free(start[s]);
+    }
+    void *lists[] = {next, st, ops, n, start};
+    for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) free(lists[i]);
+}
+
+static void release(sl_train *t)
+{
+    pline *pp = t->state;
+    free_stage(t, &pp->st);
+    sl_comm_destroy(pp->pipe_comm);
+    sl_comm_destroy(pp->dp_comm);
+    free(pp);
+}
+
+/* The busiest stage's bytes per step: a middle stage sends each micro-batch's activation
+ * forward and its gradient back, 2 x rows x boundary width x 4 bytes (interleaved: per chunk),
+ * plus its share of the replicas' all-reduce (ring volume 2(d-1)/d of its parameters). */
+static double bytes_model(const sl_train *t)
+{
+    const pline *pp = t->state;
+    double most = 0;
+    for (int s = 0; s < pp->p; s++) {
+        geometry g = pp->st.g;
+        double b = 0, np = 0;
+        for (int c = 0; c < g.v; c++) {
+            int gl = c * g.p + s, l0, l1;
+            chunk_layers(gl, g.p * g.v, &l0, &l1);
+            np += (double)sl_mlp_range_size(t->m, l0, l1);
+            for (int j = 0; j < g.m; j++) {
+                int rows = mb_rows(t, &pp->st, j);
+                if (gl < g.p * g.v - 1) b += (double)rows * t->m->dims[l1] * 4;
+                if (gl > 0) b += (double)rows * t->m->dims[l0] * 4;
+            }
+        }
+        int updates = pp->st.sched == S_PIPEDREAM ? g.m : 1;
+        if (pp->d > 1) b += updates * 2.0 * (pp->d - 1) / pp->d * np * 4;
+        most = b > most ? b : most;
+    }
+    return most;
+}
+
+/* Formulas per stage: micro-batches in flight and stashed versions. */
+static int inflight_model(const pline *pp, int s)
+{
+    const geometry *g = &pp->st.g;
+    switch (pp->st.sched) {
+    case S_GPIPE: return g->m;
+    case S_INTERLEAVED: {
+        int w = (g->p - s - 1) * 2 + (g->v - 1) * g->p + 1;
+        return w < g->m * g->v ? w : g->m * g->v;
+    }
+    case S_PIPEDREAM: return g->p - s < g->nsteps * g->m ? g->p - s : g->nsteps * g->m;
+    default: return g->p - s < g->m ? g->p - s : g->m;
+    }
+}
+
+/* pipedream: how far its weights are from the synchronous (serial) run's (collective). */
+static double drift_from_serial(sl_train *t)
+{
+    pline *pp = t->state;
+    const size_t n = t->m->nparams;
+    float *full = sl_alloc(SL_MEM_OTHER, n * sizeof(float) + 1);
+    if (pp->p > 1) gather_weights(t, full);
+    else if (t->rank == 0) sl_k_memcpy(t->be, full, pp->st.params, n * sizeof(float), SL_K_D2H);
+    double drift = 0;
+    if (t->rank == 0) {
+        float *ref = sl_k_malloc(t->be, SL_MEM_OTHER, n * sizeof(float)), *host = sl_alloc(SL_MEM_OTHER, n * sizeof(float));
+        sl_train_serial(t->m, t->task, &t->optim, t->global_batch, t->nsteps, (uint64_t)sl_train_opt.seed, ref, NULL);
+        sl_k_memcpy(t->be, host, ref, n * sizeof(float), SL_K_D2H);
+        drift = sl_weights_compare(SL_BACKEND_CPU, n, full, host).max_rel;
+        sl_k_free(t->be, ref);
+        sl_free(host);
+    }
+    SL_CHECK_MPI(MPI_Bcast(&drift, 1, MPI_DOUBLE, 0, t->ctx->comm));
+    sl_free(full);
+    return drift;
+}
+
+static void list_str(char *buf, size_t len, const double *v, int n)
+{
+    size_t at = 0;
+    buf[0] = 0;
+    for (int i = 0; i < n && at < len; i++) at += (size_t)snprintf(buf + at, len - at, "%s%.0f", i ? "," : "", v[i]);
+}
+
+static void row(sl_train *t, sl_result *res)
+{
+    pline *pp = t->state;
+    stage *st = &pp->st;
+    const geometry *g = &st->g;
+    const int p = pp->p;
+    /* per stage (max over replicas): in flight, activation peak, stash bytes, bytes sent */
+    double *mine = calloc(4 * (size_t)p, sizeof *mine), *all = calloc(4 * (size_t)p, sizeof *all);
+    if (!mine || !all) SL_FATAL("out of memory");
+    mine[pp->s] = st->inflight_peak;
+    mine[p + pp->s] = st->activ_peak;
+    mine[2 * p + pp->s] = (double)st->nstash * st->nparams * sizeof(float);
+    mine[3 * p + pp->s] = pp->sent;
+    SL_CHECK_MPI(MPI_Allreduce(mine, all, 4 * p, MPI_DOUBLE, MPI_MAX, t->ctx->comm));
+    double *model = calloc((size_t)p, sizeof *model), peak = 0, pmodel = 0, activ = 0, stash = 0, sent = 0;
+    if (!model) SL_FATAL("out of memory");
+    for (int s = 0; s < p; s++) {
+        model[s] = inflight_model(pp, s);
+        peak = all[s] > peak ? all[s] : peak;
+        pmodel = model[s] > pmodel ? model[s] : pmodel;
+        activ = all[p + s] > activ ? all[p + s] : activ;
+        stash += all[2 * p + s];
+        sent = all[3 * p + s] > sent ? all[3 * p + s] : sent;
+    }
+    char buf[512];
+    sl_result_param_str(res, "schedule", schedule_names[st->sched]);
+    sl_result_param_num(res, "stages", p);
+    sl_result_param_num(res, "dp", pp->d);
+    sl_result_param_num(res, "micro_batches", g->m);
+    sl_result_param_num(res, "virtual", g->v);
+    sl_result_param_num(res, "recompute", opt_recompute);
+    sl_result_param_str(res, "compute_mode", opt_compute ? "sleep" : "real");
+    list_str(buf, sizeof buf, all, p);
+    sl_result_param_str(res, "inflight_stages", buf);
+    list_str(buf, sizeof buf, model, p);
+    sl_result_param_str(res, "inflight_formula", buf);
+    list_str(buf, sizeof buf, all + p, p);
+    sl_result_param_str(res, "activ_peak_stages", buf);
+    double step = res->time.median, bubble = sl_result_get(res, "bubble");
+    sl_result_metric(res, "bubble_frac", isnan(bubble) ? 0 : bubble / step, "fraction");
+    double formula = st->sched == S_PIPEDREAM ? 0 : (double)(p - 1) / (g->v * g->m + p - 1);
+    sl_result_metric(res, "bubble_formula", formula, "fraction");
+    sl_result_metric(res, "inflight_peak", peak, "micro-batches");
+    sl_result_metric(res, "inflight_formula", pmodel, "micro-batches");
+    sl_result_metric(res, "activ_peak", activ, "bytes");
+    if (st->sched == S_PIPEDREAM) {
+        double want = 0;
+        for (int s = 0; s < p - 1; s++) {
+            int gl0, gl1;
+            chunk_layers(s, p, &gl0, &gl1);
+            want += (double)(p - s) * sl_mlp_range_size(t->m, gl0, gl1) * sizeof(float);
+        }
+        sl_result_metric(res, "stash_bytes", stash, "bytes");
+        sl_result_metric(res, "drift", drift_from_serial(t), "ratio");
+        sl_result_metric(res, "stash_formula", want, "bytes");
+    }
+    /* The stage and replica communicators are the technique's, so the driver's count (of its own
+     * communicator) is replaced by theirs; the MPI library's and NCCL's all-reduce between
+     * replicas cannot be observed (n/a). */
+    sl_coll impl = sl_comm_impl(pp->dp_comm);
+    if (pp->d > 1 && (impl == SL_COLL_MPI || impl == SL_COLL_NCCL)) sent = NAN;
+    for (int i = 0; i < res->nmetrics; i++)
+        if (strcmp(res->metrics[i].name, "bytes_sent") == 0) res->metrics[i].value = sent / t->nsteps;
+    free(mine);
+    free(all);
+    free(model);
+}
+
+static void validate(sl_ctx *ctx)
+{
+    const int P = ctx->nranks;
+    if (opt_micro < 1) sl_usage_error("--micro-batches %lld: expected at least 1", opt_micro);
+    if (opt_virtual < 0) sl_usage_error("--virtual %lld: expected at least 1", opt_virtual);
+    if (opt_stages == 0) opt_stages = P / opt_dp > 0 ? P / opt_dp : 1;
+    if (opt_stages * opt_dp != P)
+        sl_usage_error("--stages %lld x --dp %lld = %lld ranks, but %d are running", opt_stages, opt_dp,
+                       opt_stages * opt_dp, P);
+    if (opt_virtual > 0 && !(opt_schedules & (1u << S_INTERLEAVED)))
+        sl_usage_error("--virtual: only the interleaved schedule has chunks (--schedule interleaved)");
+    const long long L = sl_train_opt.layers;
+    if (opt_stages > L) sl_usage_error("--stages %lld: more stages than --layers %lld", opt_stages, L);
+    if ((opt_schedules & (1u << S_INTERLEAVED)) && opt_stages * virtual_of(S_INTERLEAVED) > L) {
+        if (opt_schedules == (1u << S_INTERLEAVED) || opt_virtual > 0)
+            sl_usage_error("--virtual %d: %lld stages x %d chunks is more than --layers %lld",
+                           virtual_of(S_INTERLEAVED), opt_stages, virtual_of(S_INTERLEAVED), L);
+        opt_schedules &= ~(1u << S_INTERLEAVED);
+        sl_note(ctx, "skipping interleaved: %lld stages x %d chunks need more than --layers %lld", opt_stages,
+                virtual_of(S_INTERLEAVED), L);
+    }
+    if (opt_balance) {
+        long long sum = 0, n = 0;
+        const char *q = opt_balance;
+        while (*q) {
+            char *end;
+            long v = strtol(q, &end, 10);
+            if (end == q || v < 1 || (*end && *end != ','))
+                sl_usage_error("--balance %s: expected layer counts >= 1, a,b,c", opt_balance);
+            sum += v;
+            n++;
+            q = *end ? end + 1 : end;
+        }
+        long long want = opt_stages * ((opt_schedules & (1u << S_INTERLEAVED)) ? virtual_of(S_INTERLEAVED) : 1);
+        if (n != want || sum != L)
+            sl_usage_error("--balance %s: expected %lld counts (stages%s) summing to --layers %lld", opt_balance,
+                           want, want > opt_stages ? " x chunks" : "", L);
+        if (want > opt_stages && (opt_schedules & ~(1u << S_INTERLEAVED)))
+            sl_usage_error("--balance: per-chunk counts need --schedule interleaved alone");
+    }
+    const long long B = sl_train_opt.scaling == 1 ? sl_train_opt.batch : sl_train_opt.batch * opt_dp;
+    if (B / opt_dp < opt_micro)
+        sl_usage_error("--micro-batches %lld: a replica's %lld samples of the batch are fewer", opt_micro, B / opt_dp);
+    if (opt_compute == 1 && ctx->opt.warmup < 1)
+        sl_usage_error("--compute sleep: needs -w 1 or more (the warm-up steps measure each layer)");
+}
+
+static const sl_column columns[] = {
+    SL_TRAIN_COLUMNS_RUN,
+    {"m", "", "micro_batches", 4, 0, 0},
+    SL_TRAIN_COLUMNS_STEP,
+    {"bubble", "ms", "bubble", 9, 2, 1e3},
+    {"bubble", "%", "bubble_frac", 7, 1, 100},
+    {"formula", "%", "bubble_formula", 8, 1, 100},
+    {"inflight", "mb", "inflight_peak", 9, 0, 0},
+    {"activ", "MB", "activ_peak", 8, 3, 1e-6},
+    SL_TRAIN_COLUMNS_BYTES,
+    SL_TRAIN_COLUMNS_CHECK,
+};
+
+static const sl_technique pipeline = {
+    .program = {.name = "pipeline", .extra = pipe_opts, .validate = validate,
+                .summary = "pipeline parallelism: GPipe, 1F1B, interleaved 1F1B, PipeDream (weight stashing)",
+                .uses = SL_USES_BACKEND | SL_USES_COLL, .colls = (1u << SL_NCOLLS) - 1,
+                .default_coll = SL_COLL_MPI, .default_iters = 10, .default_warmup = 2},
+    .variants = schedule_names, .nvariants = NSCHEDULES, .variant_mask = &opt_schedules,
+    .data_ranks = data_ranks, .setup = setup, .step = step, .free = release,
+    .weights = weights, .gather_weights = gather_weights, .reference = reference,
+    .bytes_model = bytes_model, .row = row,
+    .columns = columns, .ncolumns = (int)(sizeof columns / sizeof columns[0]),
+};
+
+/* Equal stages by default (8 layers of one width, inputs and outputs as wide), so that the
+ * bubble is the formula's on 2, 4 or 8 stages. */
+int main(int argc, char **argv)
+{
+    sl_train_opt.layers = 8;
+    sl_train_opt.width = sl_train_opt.inputs = sl_train_opt.outputs = 512;
+    sl_train_opt.batch = 64;
+    return sl_train_main(&pipeline, argc, argv);
+}
