@@ -41,6 +41,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <string.h>
 #include <time.h>
 
@@ -669,11 +670,20 @@ static void post_recv(sl_train *t, pline *pp, const op *o)
                          "irecv gradient");
 }
 
-/* Waits for a posted receive: the time is the bubble (the stage has nothing else to do). */
-static void wait_recv(sl_train *t, sl_coll_req **rq)
+/* Waits for a posted receive: the time is the bubble (the stage has nothing else to do). While
+ * sleeping stands in for compute, the wait sleeps between polls too: a rank spinning in MPI would
+ * take the core a waking neighbour needs when there are more ranks than cores. */
+static void wait_recv(sl_train *t, stage *st, sl_coll_req **rq)
 {
     if (!*rq) return;
     double t0 = sl_now();
+    for (int done = 0; st->sleeping && !done;) {
+        sl_train_coll_ok(sl_coll_test(*rq, &done), "poll a boundary receive");
+        if (!done) {
+            progress(st);
+            nanosleep(&(struct timespec){.tv_nsec = 20000}, NULL);
+        }
+    }
     sl_train_coll_ok(sl_coll_wait(*rq), "wait for a boundary receive");
     *rq = NULL;
     sl_train_span(t, SL_PHASE_BUBBLE, "wait", t0, sl_now());
@@ -694,14 +704,14 @@ static void run_op(sl_train *t, pline *pp, const op *o)
     const chunk *c = &st->ch[o->chunk];
     const int k = slot_of(st, o), rows = mb_rows(t, st, step_mb(st, o)), G = st->g.p * st->g.v;
     if (o->kind == 'F') {
-        wait_recv(t, &st->slots[k].rq_act);
+        wait_recv(t, st, &st->slots[k].rq_act);
         do_forward(t, st, o);
         if (c->global < G - 1)
             start_send(t, pp, st->act_out[k], (size_t)rows * m->dims[c->l1], (c->global + 1) % pp->p,
                        tag_of(st, o->mb, c->global + 1, 0), &st->slots[k].sq_act);
         return;
     }
-    wait_recv(t, &st->slots[k].rq_grad);
+    wait_recv(t, st, &st->slots[k].rq_grad);
     do_backward(t, st, o);
     if (c->global > 0)
         start_send(t, pp, st->grad_out[k], (size_t)rows * m->dims[c->l0], (c->global - 1) % pp->p,
@@ -1122,6 +1132,9 @@ static void validate(sl_ctx *ctx)
         sl_usage_error("--micro-batches %lld: a replica's %lld samples of the batch are fewer", opt_micro, B / opt_dp);
     if (opt_compute == 1 && ctx->opt.warmup < 1)
         sl_usage_error("--compute sleep: needs -w 1 or more (the warm-up steps measure each layer)");
+    /* Sleeps of a tenth of a millisecond must end on time: Linux lets a sleep overrun by the
+     * thread's timer slack (50 us by default), as much as a small layer's compute. */
+    if (opt_compute == 1) prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
 }
 
 static const sl_column columns[] = {
