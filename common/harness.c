@@ -40,6 +40,19 @@ void sl_note(const sl_ctx *ctx, const char *fmt, ...)
     fflush(stdout);
 }
 
+/* Writes all of buf to fd; 0, or the errno of the failure (ENOSPC for a write of nothing). */
+static int write_all(int fd, const char *buf, size_t len)
+{
+    while (len) {
+        ssize_t n = write(fd, buf, len);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return n < 0 ? errno : ENOSPC;
+        buf += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
 /* mkdir -p */
 static int make_dirs(const char *path)
 {
@@ -119,12 +132,15 @@ static void open_results(sl_ctx *ctx)
         if (ctx->rank == 0) {
             char path[PATH_MAX + 32];
             snprintf(path, sizeof path, "%s/manifest.json", ctx->out_dir);
-            int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0664);
+            int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0664);
             if (fd >= 0) { /* O_EXCL: another program of the run may have just written it */
-                FILE *f = fdopen(fd, "w");
-                fputs(j.buf, f);
-                fputc('\n', f);
-                fclose(f);
+                int err = write_all(fd, j.buf, j.len);
+                if (!err) err = write_all(fd, "\n", 1);
+                if (close(fd) != 0 && !err) err = errno;
+                if (err) {
+                    unlink(path); /* a cut manifest would pass for this run's */
+                    SL_FATAL("cannot write %s: %s", path, strerror(err));
+                }
             } else if (errno != EEXIST) {
                 SL_FATAL("cannot write %s: %s", path, strerror(errno));
             }
@@ -132,9 +148,15 @@ static void open_results(sl_ctx *ctx)
         sl_json_free(&j);
     }
     if (ctx->rank == 0) {
-        char path[PATH_MAX + 64];
-        snprintf(path, sizeof path, "%s/%s.jsonl", ctx->out_dir, ctx->prog->name);
-        ctx->jsonl = fopen(path, "a");
+        char *path = ctx->jsonl_path;
+        snprintf(path, sizeof ctx->jsonl_path, "%s/%s.jsonl", ctx->out_dir, ctx->prog->name);
+        /* Appended to by every program of the run; never through a planted symbolic link. */
+        int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0664);
+        if (fd < 0 && errno == ELOOP)
+            SL_FATAL("cannot open %s: it is a symbolic link (refused: results are never written "
+                     "through one)", path);
+        if (fd < 0) SL_FATAL("cannot open %s: %s", path, strerror(errno));
+        ctx->jsonl = fdopen(fd, "a");
         if (!ctx->jsonl) SL_FATAL("cannot open %s: %s", path, strerror(errno));
     }
 }
@@ -282,7 +304,8 @@ int sl_finalize(sl_ctx *ctx)
         sl_note(ctx, "trace: %s (%ld events; open in ui.perfetto.dev or chrome://tracing)", path, n);
     }
     sl_papi_shutdown(&ctx->papi);
-    if (ctx->jsonl) fclose(ctx->jsonl);
+    if (ctx->jsonl && fclose(ctx->jsonl) != 0)
+        SL_FATAL("cannot close %s: %s", ctx->jsonl_path, strerror(errno));
     ctx->jsonl = NULL;
     if (worst == 0)
         sl_note(ctx, "%s: %d results, every check passed", ctx->prog->name, ctx->nrows);
