@@ -309,7 +309,8 @@ int sl_options_parse(const sl_program *p, int argc, char **argv, sl_options *o, 
         {{"maxbytes", 'e', SL_OPT_SIZE, &o->maxbytes, 0, big, 0, 0, "largest message size"}, K_PLAIN, SL_USES_SIZES},
         {{"stepfactor", 'f', SL_OPT_INT, &o->stepfactor, 2, 1 << 20, 0, 0, "multiply the size by N each step"}, K_PLAIN, SL_USES_SIZES},
         {{"iters", 'n', SL_OPT_INT, &o->iters, 1, 1 << 30, 0, 0, "timed iterations"}, K_PLAIN, 0},
-        {{"warmup", 'w', SL_OPT_INT, &o->warmup, 0, 1 << 30, 0, 0, "untimed warm-up iterations"}, K_PLAIN, 0},
+        /* at most 2^30 - 1, so that warmup + iters (at most 2^30) fits in an int */
+        {{"warmup", 'w', SL_OPT_INT, &o->warmup, 0, (1 << 30) - 1, 0, 0, "untimed warm-up iterations"}, K_PLAIN, 0},
         {{"dtype", 'd', SL_OPT_STRING, NULL, 0, 0, 0, 0, "element type(s), comma-separated"}, K_DTYPE, SL_USES_DTYPE},
         {{"check", 'c', SL_OPT_INT, &o->check, 0, 1, 0, 0, "validate against the reference (default 1)"}, K_PLAIN, 0},
         {{"backend", 'B', SL_OPT_STRING, NULL, 0, 0, 0, 0, SL_BACKEND_CHOICES}, K_BACKEND, SL_USES_BACKEND},
@@ -489,9 +490,10 @@ void sl_options_print_help(const sl_program *p)
     printf("shared options:\n");
     if (p->uses & SL_USES_SIZES)
         printf("  -b, --minbytes SIZE   -e, --maxbytes SIZE   -f, --stepfactor N   (K/M/G suffixes)\n");
-    printf("  -n, --iters N          timed iterations (default %d)\n",
+    printf("  -n, --iters N          timed iterations (default %d; at most 2^30)\n",
            p->default_iters > 0 ? p->default_iters : 20);
-    printf("  -w, --warmup N         untimed iterations (default %d)\n",
+    printf("  -w, --warmup N         untimed iterations (default %d; at most 2^30 - 1, so that\n"
+           "                         warmup + iters fits in 31 bits)\n",
            p->default_warmup >= 0 ? p->default_warmup : 5);
     if (p->uses & SL_USES_DTYPE) {
         mask_names(p->dtypes, SL_NDTYPES, dtype_name_i, names, sizeof names);

@@ -110,4 +110,13 @@ sys.exit(0 if comm and back and {e["pid"] for e in comm} == {0, 1} else 1)
 PY
 ok $? "--trace: bucket all-reduces on their own row beside backward, for both ranks"
 
+# A long run (1.1M steps) must not crash: nothing on the stack is sized by the step count. It is
+# not waited for: it either finishes or is still running when the short timeout ends it.
+timeout 4 ddp -n 1100000 --layers 1 --width 4 --inputs 2 --outputs 1 --batch 1 --check 0 \
+  --variants sync -o "$out/long" >"$out/long.out" 2>&1
+rc=$?
+[ $rc = 0 ] || [ $rc = 124 ]
+ok $? "ddp -n 1100000 starts and runs (exit 0, or still running at the timeout) (rc=$rc)"
+[ $rc = 0 ] || [ $rc = 124 ] || diag "$(tail -5 "$out/long.out")"
+
 done_testing
