@@ -295,10 +295,17 @@ void sl_init(sl_ctx *ctx, const sl_program *prog, int argc, char **argv)
     }
 
     /* Parse before MPI starts: a usage error is the same on every rank and needs no MPI. */
-    char err[512];
+    char err[2048];
     int rc = sl_options_parse(prog, argc, argv, &ctx->opt, err, sizeof err);
     if (rc == SL_EXIT_RUNTIME) sl_fatal(rc, __FILE__, __LINE__, "%s", err); /* a program defect */
     if (rc) sl_usage_error("%s", err);
+    /* The communication layer reads SL_COLL_SEGMENT (common/coll/coll_setup.c) and would fall
+     * back to its default on a bad value: a bad value is a usage error here, with its rule. */
+    const char *seg = getenv("SL_COLL_SEGMENT");
+    size_t segv;
+    if ((prog->uses & SL_USES_COLL) && seg && *seg && (sl_parse_size(seg, &segv) != 0 || segv < 8))
+        sl_usage_error("SL_COLL_SEGMENT: expected a size in bytes of at least 8 (K/M/G suffixes "
+                       "allowed), got '%s'", seg);
     if (ctx->opt.help || ctx->opt.version) {
         if (sl_launcher_rank() == 0) {
             if (ctx->opt.help)

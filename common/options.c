@@ -227,7 +227,7 @@ static void describe(const sl_opt *o, char *buf, size_t len)
 
 static int apply_plain(const sl_opt *o, const char *v, char *err, size_t errlen)
 {
-    char label[64], what[160];
+    char label[64], what[1024];
     int bad = 0;
     switch (o->type) {
     case SL_OPT_INT: {
@@ -246,6 +246,12 @@ static int apply_plain(const sl_opt *o, const char *v, char *err, size_t errlen)
         char *end;
         errno = 0;
         double x = strtod(v, &end);
+        if (*v && !*end && errno == ERANGE) { /* 1e-400, 1e400: a number, but not a double */
+            errf(err, errlen, "%s: '%s' is out of the range of a double (it %s); expected a "
+                 "finite number", opt_label(o, label, sizeof label), v,
+                 fabs(x) <= 1 ? "underflows to 0" : "overflows");
+            return SL_EXIT_USAGE;
+        }
         bad = !*v || *end || errno || !isfinite(x);
         if (!bad) *(double *)o->dest = x;
         break;
@@ -323,7 +329,7 @@ int sl_options_parse(const sl_program *p, int argc, char **argv, sl_options *o, 
         {{"version", 'V', SL_OPT_FLAG, &o->version, 0, 0, 0, 0, "print the version"}, K_VERSION, 0},
     };
     const int nshared = (int)(sizeof shared / sizeof shared[0]);
-    char label[64], names[128];
+    char label[64], names[512];
 
     /* A technique option may not reuse a shared option's name, nor another technique
      * option's: it would never be reached. */
@@ -350,6 +356,10 @@ int sl_options_parse(const sl_program *p, int argc, char **argv, sl_options *o, 
             }
     }
 
+    /* An option given twice is an error rather than a silent "the last one wins" (a list
+     * option takes its values as one comma-separated list). */
+    const sl_opt *given[SL_MAX_TECH_OPTS + 64];
+    int ngiven = 0;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         const char *inline_val = NULL;
@@ -388,6 +398,13 @@ int sl_options_parse(const sl_program *p, int argc, char **argv, sl_options *o, 
         }
 
         opt_label(found, label, sizeof label);
+        for (int g = 0; g < ngiven; g++)
+            if (given[g] == found) {
+                errf(err, errlen, "%s is given more than once; give each option once (a list as "
+                     "one comma-separated value)", label);
+                return SL_EXIT_USAGE;
+            }
+        if (ngiven < (int)(sizeof given / sizeof given[0])) given[ngiven++] = found;
         if (sfound && sfound->uses && !(p->uses & sfound->uses)) {
             errf(err, errlen, "%s does not apply to %s", label, p->name);
             return SL_EXIT_USAGE;
@@ -400,7 +417,7 @@ int sl_options_parse(const sl_program *p, int argc, char **argv, sl_options *o, 
             }
         } else if (!v) {
             if (i + 1 >= argc) {
-                char what[160];
+                char what[1024];
                 describe(found, what, sizeof what);
                 errf(err, errlen, "%s: missing value (expected %s)", label,
                      sfound && sfound->kind != K_PLAIN ? found->help : what);
@@ -520,7 +537,8 @@ void sl_options_print_help(const sl_program *p)
     for (int g = 0; g < SL_MAX_OPT_GROUPS && p->groups[g]; g++)
         print_opt_table(p->groups[g]->title, p->groups[g]->opts);
     print_opt_table(p->name, p->extra);
-    printf("\nexit status: 0 ok, 1 a check failed, 2 usage error, 3 runtime error\n");
+    printf("\neach option is given once (twice is a usage error); a list is one comma-separated value\n");
+    printf("exit status: 0 ok, 1 a check failed, 2 usage error, 3 runtime error\n");
 }
 
 long long sl_opt_seed = 42;

@@ -144,6 +144,10 @@ int main(void)
 
     bad(&prog, "--iters", "-1", "--iters", "[1,");
     bad(&prog, "-n", "0", "--iters", NULL);
+    /* an option given twice (long or short spelling) is a usage error naming it */
+    int rc2 = parse(&prog, &o, err, sizeof err, "-n1", "--iters=2", NULL);
+    ok(rc2 == SL_EXIT_USAGE && strstr(err, "--iters (-n) is given more than once"),
+       "a repeated option -> exit 2 naming it (%s)", err);
     /* warmup + iters must fit in an int: the bounds say so and keep the sum below 2^31 */
     bad(&prog, "-n", "1073741825", "--iters", "1073741824]");
     bad(&prog, "-w", "1073741824", "--warmup", "1073741823]");
