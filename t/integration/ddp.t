@@ -58,7 +58,7 @@ ok $? "-np 3 -C ring --scaling strong --batch 16: the uneven split (6+5+5) passe
 launch 4 ddp $small --variants ps --servers 2 --batch 3 -o "$out/ps2" >"$out/ps2.txt" 2>&1
 ok $? "ps with two servers sharding the parameters passes"
 # shellcheck disable=SC2086
-launch 2 ddp $small --variants accum --accum 4 --batch 9 --optim adamw -o "$out/adamw" >"$out/adamw.txt" 2>&1
+launch 2 ddp ${small/--accum 3/--accum 4} --variants accum --batch 9 --optim adamw -o "$out/adamw" >"$out/adamw.txt" 2>&1
 ok $? "accum with AdamW equals the serial full-batch run"
 
 # The one-rank baseline (rank 0 alone while the others wait) gives an efficiency in (0, 1.5].
