@@ -104,7 +104,7 @@ $(info $(call mark,$(HAVE_PYTHON3)) python3                     required: script
 endif
 
 # Flags ---------------------------------------------------------------------------------------
-CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fopenmp -pthread -Icommon -Icommon/coll -Ikernels -Ibenchmarks/train -I$(BUILD)
+CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wvla -Werror -fopenmp -pthread -Icommon -Icommon/coll -Ikernels -Ibenchmarks/train -I$(BUILD)
 ifeq ($(DEBUG),1)
 OPT := -O0 -g3
 else

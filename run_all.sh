@@ -6,12 +6,14 @@
 # --quick      small sizes and few iterations: the whole suite in a few minutes on 2 cores (CI)
 # --np N       ranks per program (default: SLURM_NTASKS under Slurm, else the GPUs, else the cores;
 #              threaded programs such as mae_threads default to one rank per node)
-# --only a,b   run just these programs
+# --only a,b   run just these programs (names of built programs, each once)
 # --out DIR    results directory (default results/<run-id>); every program writes into it
 # --timeout S  per-program limit in seconds (default 300 quick, 3600 full): a hang cannot stall
 #              the suite; a program past it is killed and counted as failed
 # Programs run one after another; a failing one does not stop the rest. The run ends with a
 # summary table (program, variant, headline metric, check) and exits 1 if any program failed.
+# Ctrl-C (or TERM) stops the running program and its ranks, prints the summary so far marked
+# INTERRUPTED and exits 130.
 set -uo pipefail
 
 top="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -23,7 +25,7 @@ launch="$top/scripts/sl-launch"
 
 mode=full np="" only="" out="" timeout_s="" list=0
 command_line="$0 $*"
-usage() { sed -n '3,14p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '3,16p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "run_all.sh: $*" >&2; exit 2; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -71,9 +73,15 @@ fi
 programs=("${available[@]}")
 if [[ -n "$only" ]]; then
   programs=()
+  declare -A seen=()
+  [[ "$only" != *, && "$only" != ,* && "$only" != *,,* ]] || die "--only: '$only' has an empty name (expected a,b,...)"
   IFS=',' read -ra wanted <<<"$only"
   for w in "${wanted[@]}"; do
-    [[ -x "$bindir/$w" ]] || die "--only: '$w' is not a built program (built: ${available[*]})"
+    known=0
+    for a in "${available[@]}"; do [[ "$w" == "$a" ]] && known=1; done
+    [[ $known == 1 ]] || die "--only: '$w' is not a built program (built: ${available[*]})"
+    [[ -z "${seen[$w]-}" ]] || die "--only: '$w' is named twice"
+    seen[$w]=1
     programs+=("$w")
   done
 fi
@@ -98,8 +106,22 @@ status_file="$out/status.tsv"
 printf 'program\texit\tseconds\n' >"$status_file"
 
 echo "# scalelab run_all ($mode): ${#programs[@]} program(s), $np rank(s) each, results in $out"
-failed=0
+
+# Ctrl-C or a TERM (scancel) stops the program that runs and ends with the summary so far, exit
+# 130. The launcher (timeout's child: mpirun or srun) gets one TERM and stops its ranks (a second
+# signal would make mpirun leave at once, without them); whatever is left of the process group
+# that timeout made for the launcher gets a KILL 10 s later.
+interrupted="" child=""
+on_signal() {
+  interrupted="$1"
+  [[ -n "$child" ]] && { pkill -TERM -P "$child" 2>/dev/null || kill -TERM "$child" 2>/dev/null; }
+}
+trap 'on_signal SIGINT' INT
+trap 'on_signal SIGTERM' TERM
+
+failed=0 ran=0
 for p in "${programs[@]}"; do
+  [[ -z "$interrupted" ]] || break
   if [[ $mode == quick ]]; then args="${quick_args[$p]-}"; else args="${full_args[$p]-}"; fi
   p_np="$np"
   if [[ -z "$np_given" && -n "${ranks_per_node[$p]-}" ]]; then
@@ -108,15 +130,37 @@ for p in "${programs[@]}"; do
   echo
   echo "## $p  ($p_np ranks: $p $args)"
   start=$(date +%s)
+  # The program in the background (so that a signal reaches this script at once) writing through
+  # tee, which ignores the signals and ends when the program's output does.
+  exec {logfd}> >(trap '' INT TERM; exec tee "$out/$p.log")
+  tee_pid=$!
   # shellcheck disable=SC2086
-  timeout --kill-after=10 "$timeout_s" "$launch" -np "$p_np" "$bindir/$p" $args 2>&1 | tee "$out/$p.log"
-  rc=${PIPESTATUS[0]}
+  timeout --kill-after=10 "$timeout_s" "$launch" -np "$p_np" "$bindir/$p" $args >&"$logfd" 2>&1 &
+  child=$!
+  exec {logfd}>&-
+  wait "$child"
+  rc=$?
+  # a signal ends the wait early: wait until the program has really gone
+  if [[ -n "$interrupted" ]]; then
+    for _ in $(seq 100); do kill -0 "$child" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL -- "-$child" 2>/dev/null
+    wait "$child" 2>/dev/null
+  fi
+  child=""
+  wait "$tee_pid" 2>/dev/null
   secs=$(( $(date +%s) - start ))
-  if [[ $rc == 124 || $rc == 137 ]]; then
+  ran=$((ran + 1))
+  if [[ -n "$interrupted" ]]; then
+    echo "## $p: stopped by $interrupted after ${secs}s" | tee -a "$out/$p.log"
+    rc=130
+  elif [[ $rc == 124 ]] || [[ $rc == 137 && $secs -ge $timeout_s ]]; then
     echo "## $p: killed after the ${timeout_s}s limit" | tee -a "$out/$p.log"
+  elif [[ $rc == 137 ]]; then
+    echo "## $p: killed by SIGKILL from outside the suite after ${secs}s, well within the ${timeout_s}s limit (the kernel's out-of-memory killer? see dmesg, or the job's memory limit)" | tee -a "$out/$p.log"
   fi
   [[ $rc == 0 ]] || failed=1
   printf '%s\t%s\t%s\n' "$p" "$rc" "$secs" >>"$status_file"
+  [[ -z "$interrupted" ]] || break
 done
 
 echo
@@ -125,5 +169,9 @@ if command -v python3 >/dev/null 2>&1; then
 else
   echo "# python3 not found: no summary table; exit codes are in $status_file"
   cat "$status_file"
+fi
+if [[ -n "$interrupted" ]]; then
+  echo "# run_all: INTERRUPTED by $interrupted after $ran of ${#programs[@]} program(s); the summary above is of those"
+  exit 130
 fi
 exit $failed

@@ -62,8 +62,40 @@ static const sl_opt extra_opts[] = {
     {0},
 };
 
+/* 16-bit variants exist for GEMM, axpby and casts; cast has no f32 variant. */
+static int kernel_runs(int k, sl_dtype dt)
+{
+    int per_dtype = k == K_GEMM || k == K_AXPBY || k == K_CAST;
+    if (dt != SL_F32 && !per_dtype) return 0;
+    return !(k == K_CAST && dt == SL_F32);
+}
+
+/* -k names kernels, not all of them (the default, or "all"). */
+static int kernels_named(void)
+{
+    unsigned full = (1u << NKERNELS) - 1;
+    return opt_kernels != ~0u && (opt_kernels & full) != full;
+}
+
+static void validate(sl_ctx *ctx)
+{
+    if (opt_train_steps > 0 && kernels_named())
+        sl_usage_error("--kernels (-k) does not apply with --train-steps (which trains the MLP "
+                       "and runs no kernel); give one or the other");
+    int runnable = 0;
+    for (int t = 0; t < SL_NDTYPES; t++)
+        for (int k = 0; k < NKERNELS; k++)
+            runnable += (ctx->opt.dtypes & (1u << t)) && (opt_kernels & (1u << k)) &&
+                        kernel_runs(k, (sl_dtype)t);
+    if (opt_train_steps == 0 && runnable == 0)
+        sl_usage_error("--kernels (-k): none of the requested kernels has a variant for the "
+                       "requested --dtype (-d); 16-bit (f16, bf16) variants exist for gemm, axpby "
+                       "and cast only, and cast has no f32 variant");
+}
+
 static const sl_program program = {
     .name = "kernels",
+    .validate = validate,
     .summary = "every compute kernel per dtype and backend, on a roofline measured in the same run",
     .uses = SL_USES_DTYPE | SL_USES_BACKEND,
     .dtypes = (1u << SL_F32) | (1u << SL_F16) | (1u << SL_BF16),
@@ -598,10 +630,14 @@ int main(int argc, char **argv)
         sl_dtype dt = (sl_dtype)t;
         for (int k = 0; k < NKERNELS; k++) {
             if (!(opt_kernels & (1u << k))) continue;
-            /* 16-bit variants exist for GEMM, axpby and casts; cast has no f32 variant */
-            int per_dtype = k == K_GEMM || k == K_AXPBY || k == K_CAST;
-            if (dt != SL_F32 && !per_dtype) continue;
-            if (k == K_CAST && dt == SL_F32) continue;
+            if (!kernel_runs(k, dt)) {
+                /* a kernel asked for by name is never skipped in silence */
+                if (kernels_named())
+                    sl_note(&ctx, "skipping %s for %s: it has no %s variant (16-bit variants: gemm, "
+                            "axpby, cast; cast has no f32)", kernel_names[k], sl_dtype_name(dt),
+                            sl_dtype_name(dt));
+                continue;
+            }
             if (k == K_GEMM) bench_gemm(&R, dt, NULL);
             else if (k >= K_CONV_FWD && k <= K_CONV_BWD_FILTER) bench_conv(&R, k);
             else bench_ew(&R, k, dt);

@@ -253,8 +253,9 @@ static run_result run_threads(const dataset *d, int variant, int nthreads)
     atomic_init(&sh.sum, 0.0);
     atomic_init(&sh.updates, 0);
     pthread_mutex_init(&sh.lock, NULL);
-    worker wk[nthreads];
-    pthread_t tid[nthreads];
+    worker *wk = calloc((size_t)nthreads, sizeof *wk);
+    pthread_t *tid = calloc((size_t)nthreads, sizeof *tid);
+    if (!wk || !tid) SL_FATAL("out of memory for %d threads", nthreads);
     for (int t = 0; t < nthreads; t++) {
         wk[t] = (worker){.sh = &sh, .lo = d->rows * (size_t)t / (size_t)nthreads,
                          .hi = d->rows * (size_t)(t + 1) / (size_t)nthreads};
@@ -270,6 +271,8 @@ static run_result run_threads(const dataset *d, int variant, int nthreads)
     else
         r.sum = atomic_load(&sh.sum);
     r.updates = atomic_load(&sh.updates);
+    free(wk);
+    free(tid);
     return r;
 }
 

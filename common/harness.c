@@ -1,4 +1,6 @@
 /* harness.c — start-up, the timing loop and shut-down shared by every program. */
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -40,6 +42,19 @@ void sl_note(const sl_ctx *ctx, const char *fmt, ...)
     fflush(stdout);
 }
 
+/* Writes all of buf to fd; 0, or the errno of the failure (ENOSPC for a write of nothing). */
+static int write_all(int fd, const char *buf, size_t len)
+{
+    while (len) {
+        ssize_t n = write(fd, buf, len);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return n < 0 ? errno : ENOSPC;
+        buf += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
 /* mkdir -p */
 static int make_dirs(const char *path)
 {
@@ -55,29 +70,59 @@ static int make_dirs(const char *path)
     return mkdir(buf, 0775) != 0 && errno != EEXIST ? -1 : 0;
 }
 
+/* A usage error found on rank 0 alone (the file system, the environment), told to every rank:
+ * msg is empty where there is none. */
+static void usage_error_from_rank0(sl_ctx *ctx, const char *msg)
+{
+    int bad = ctx->rank == 0 && msg[0];
+    SL_CHECK_MPI(MPI_Bcast(&bad, 1, MPI_INT, 0, ctx->comm));
+    if (bad) sl_usage_error("%s", msg);
+}
+
+/* A run id names a directory below results/: letters, digits, '.', '_' and '-', not starting
+ * with '.', so that it can neither climb out (..) nor go down (/). */
+static int run_id_ok(const char *id)
+{
+    if (!id[0] || id[0] == '.') return 0;
+    for (const char *c = id; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+              *c == '.' || *c == '_' || *c == '-'))
+            return 0;
+    return 1;
+}
+
 static void make_run_id(sl_ctx *ctx)
 {
     const char *env = getenv("SL_RUN_ID");
+    char msg[256] = "";
     if (ctx->rank == 0) {
         if (env && *env) {
+            if (strlen(env) >= sizeof ctx->run_id || !run_id_ok(env))
+                snprintf(msg, sizeof msg, "SL_RUN_ID '%.96s': expected at most %zu letters, digits, "
+                         "'.', '_' or '-', not starting with '.' (it names a directory below "
+                         "results/)", env, sizeof ctx->run_id - 1);
             snprintf(ctx->run_id, sizeof ctx->run_id, "%s", env);
         } else {
             char host[64] = "host", when[32];
             gethostname(host, sizeof host - 1);
             host[strcspn(host, ".")] = 0;
+            for (char *c = host; *c; c++) /* the id must pass run_id_ok as SL_RUN_ID */
+                if (!isalnum((unsigned char)*c) && *c != '-' && *c != '_') *c = '_';
             time_t now = time(NULL);
             strftime(when, sizeof when, "%Y%m%d-%H%M%S", localtime(&now));
             snprintf(ctx->run_id, sizeof ctx->run_id, "%s-%s-%d", when, host, (int)getpid());
         }
     }
+    usage_error_from_rank0(ctx, msg);
     SL_CHECK_MPI(MPI_Bcast(ctx->run_id, (int)sizeof ctx->run_id, MPI_CHAR, 0, ctx->comm));
 }
 
 /* 1 when the manifest at path names a run other than run_id: a directory holds one run. */
 static int manifest_run_id_differs(const char *path, const char *run_id)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) return 0;
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+    if (!f) return 1;
     char buf[4096];
     size_t n = fread(buf, 1, sizeof buf - 1, f);
     fclose(f);
@@ -87,30 +132,72 @@ static int manifest_run_id_differs(const char *path, const char *run_id)
     return strstr(buf, want) == NULL;
 }
 
+/* The first results file (*.jsonl, *.trace.json) in dir, into name; 0 when there is none. */
+static int find_results_file(const char *dir, char *name, size_t len)
+{
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    struct dirent *e;
+    int found = 0;
+    while (!found && (e = readdir(d)) != NULL) {
+        size_t l = strlen(e->d_name);
+        if ((l > 6 && strcmp(e->d_name + l - 6, ".jsonl") == 0) ||
+            (l > 11 && strcmp(e->d_name + l - 11, ".trace.json") == 0)) {
+            snprintf(name, len, "%s", e->d_name);
+            found = 1;
+        }
+    }
+    closedir(d);
+    return found;
+}
+
 /* Where results go: --out, else $SL_RESULTS, else results/<run-id>. */
 static void open_results(sl_ctx *ctx)
 {
     const char *env = getenv("SL_RESULTS");
-    if (ctx->opt.out)
+    const char *what = "--out (-o)";
+    if (ctx->opt.out) {
         snprintf(ctx->out_dir, sizeof ctx->out_dir, "%s", ctx->opt.out);
-    else if (env && *env)
+    } else if (env && *env) {
         snprintf(ctx->out_dir, sizeof ctx->out_dir, "%s", env);
-    else
+        what = "SL_RESULTS";
+    } else {
         snprintf(ctx->out_dir, sizeof ctx->out_dir, "results/%s", ctx->run_id);
-
-    int need_manifest = 0, other_run = 0;
-    if (ctx->rank == 0) {
-        if (make_dirs(ctx->out_dir) != 0)
-            SL_FATAL("cannot create the results directory '%s': %s", ctx->out_dir, strerror(errno));
-        char path[PATH_MAX + 32];
-        snprintf(path, sizeof path, "%s/manifest.json", ctx->out_dir);
-        need_manifest = access(path, F_OK) != 0; /* one manifest per run, by its first program */
-        if (!need_manifest) other_run = manifest_run_id_differs(path, ctx->run_id);
+        what = "the results directory";
     }
-    SL_CHECK_MPI(MPI_Bcast(&other_run, 1, MPI_INT, 0, ctx->comm));
-    if (other_run)
-        sl_usage_error("--out (-o) %s already holds the results of another run; choose a new "
-                       "directory (rows of two runs would mix)", ctx->out_dir);
+
+    int need_manifest = 0;
+    char msg[PATH_MAX + 256] = "";
+    if (ctx->rank == 0) {
+        struct stat st;
+        char path[PATH_MAX + 32], other[256];
+        snprintf(path, sizeof path, "%s/manifest.json", ctx->out_dir);
+        if (stat(ctx->out_dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
+            snprintf(msg, sizeof msg, "%s '%s' is not a directory; expected a results directory",
+                     what, ctx->out_dir);
+        } else if (make_dirs(ctx->out_dir) != 0) {
+            if (errno == ENOTDIR || errno == EEXIST)
+                snprintf(msg, sizeof msg, "%s '%s': a part of the path is not a directory", what,
+                         ctx->out_dir);
+            else
+                SL_FATAL("cannot create the results directory '%s': %s", ctx->out_dir,
+                         strerror(errno));
+        } else if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+            snprintf(msg, sizeof msg, "%s %s: manifest.json is not a regular file (a link?); "
+                     "choose a new directory", what, ctx->out_dir);
+        } else if (lstat(path, &st) != 0) {
+            /* one manifest per run, by its first program; results without one are another run's */
+            need_manifest = 1;
+            if (find_results_file(ctx->out_dir, other, sizeof other))
+                snprintf(msg, sizeof msg, "%s %s holds results (%s) without a manifest.json of "
+                         "this run; choose a new directory (rows of two runs would mix)", what,
+                         ctx->out_dir, other);
+        } else if (manifest_run_id_differs(path, ctx->run_id)) {
+            snprintf(msg, sizeof msg, "%s %s already holds the results of another run; choose a "
+                     "new directory (rows of two runs would mix)", what, ctx->out_dir);
+        }
+    }
+    usage_error_from_rank0(ctx, msg);
     SL_CHECK_MPI(MPI_Bcast(&need_manifest, 1, MPI_INT, 0, ctx->comm));
     if (need_manifest) {
         sl_json j;
@@ -119,12 +206,15 @@ static void open_results(sl_ctx *ctx)
         if (ctx->rank == 0) {
             char path[PATH_MAX + 32];
             snprintf(path, sizeof path, "%s/manifest.json", ctx->out_dir);
-            int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0664);
+            int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0664);
             if (fd >= 0) { /* O_EXCL: another program of the run may have just written it */
-                FILE *f = fdopen(fd, "w");
-                fputs(j.buf, f);
-                fputc('\n', f);
-                fclose(f);
+                int err = write_all(fd, j.buf, j.len);
+                if (!err) err = write_all(fd, "\n", 1);
+                if (close(fd) != 0 && !err) err = errno;
+                if (err) {
+                    unlink(path); /* a cut manifest would pass for this run's */
+                    SL_FATAL("cannot write %s: %s", path, strerror(err));
+                }
             } else if (errno != EEXIST) {
                 SL_FATAL("cannot write %s: %s", path, strerror(errno));
             }
@@ -132,9 +222,15 @@ static void open_results(sl_ctx *ctx)
         sl_json_free(&j);
     }
     if (ctx->rank == 0) {
-        char path[PATH_MAX + 64];
-        snprintf(path, sizeof path, "%s/%s.jsonl", ctx->out_dir, ctx->prog->name);
-        ctx->jsonl = fopen(path, "a");
+        char *path = ctx->jsonl_path;
+        snprintf(path, sizeof ctx->jsonl_path, "%s/%s.jsonl", ctx->out_dir, ctx->prog->name);
+        /* Appended to by every program of the run; never through a planted symbolic link. */
+        int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0664);
+        if (fd < 0 && errno == ELOOP)
+            SL_FATAL("cannot open %s: it is a symbolic link (refused: results are never written "
+                     "through one)", path);
+        if (fd < 0) SL_FATAL("cannot open %s: %s", path, strerror(errno));
+        ctx->jsonl = fdopen(fd, "a");
         if (!ctx->jsonl) SL_FATAL("cannot open %s: %s", path, strerror(errno));
     }
 }
@@ -199,10 +295,17 @@ void sl_init(sl_ctx *ctx, const sl_program *prog, int argc, char **argv)
     }
 
     /* Parse before MPI starts: a usage error is the same on every rank and needs no MPI. */
-    char err[512];
+    char err[2048];
     int rc = sl_options_parse(prog, argc, argv, &ctx->opt, err, sizeof err);
     if (rc == SL_EXIT_RUNTIME) sl_fatal(rc, __FILE__, __LINE__, "%s", err); /* a program defect */
     if (rc) sl_usage_error("%s", err);
+    /* The communication layer reads SL_COLL_SEGMENT (common/coll/coll_setup.c) and would fall
+     * back to its default on a bad value: a bad value is a usage error here, with its rule. */
+    const char *seg = getenv("SL_COLL_SEGMENT");
+    size_t segv;
+    if ((prog->uses & SL_USES_COLL) && seg && *seg && (sl_parse_size(seg, &segv) != 0 || segv < 8))
+        sl_usage_error("SL_COLL_SEGMENT: expected a size in bytes of at least 8 (K/M/G suffixes "
+                       "allowed), got '%s'", seg);
     if (ctx->opt.help || ctx->opt.version) {
         if (sl_launcher_rank() == 0) {
             if (ctx->opt.help)
@@ -282,7 +385,8 @@ int sl_finalize(sl_ctx *ctx)
         sl_note(ctx, "trace: %s (%ld events; open in ui.perfetto.dev or chrome://tracing)", path, n);
     }
     sl_papi_shutdown(&ctx->papi);
-    if (ctx->jsonl) fclose(ctx->jsonl);
+    if (ctx->jsonl && fclose(ctx->jsonl) != 0)
+        SL_FATAL("cannot close %s: %s", ctx->jsonl_path, strerror(errno));
     ctx->jsonl = NULL;
     if (worst == 0)
         sl_note(ctx, "%s: %d results, every check passed", ctx->prog->name, ctx->nrows);

@@ -227,7 +227,7 @@ static void describe(const sl_opt *o, char *buf, size_t len)
 
 static int apply_plain(const sl_opt *o, const char *v, char *err, size_t errlen)
 {
-    char label[64], what[160];
+    char label[64], what[1024];
     int bad = 0;
     switch (o->type) {
     case SL_OPT_INT: {
@@ -246,6 +246,12 @@ static int apply_plain(const sl_opt *o, const char *v, char *err, size_t errlen)
         char *end;
         errno = 0;
         double x = strtod(v, &end);
+        if (*v && !*end && errno == ERANGE) { /* 1e-400, 1e400: a number, but not a double */
+            errf(err, errlen, "%s: '%s' is out of the range of a double (it %s); expected a "
+                 "finite number", opt_label(o, label, sizeof label), v,
+                 fabs(x) <= 1 ? "underflows to 0" : "overflows");
+            return SL_EXIT_USAGE;
+        }
         bad = !*v || *end || errno || !isfinite(x);
         if (!bad) *(double *)o->dest = x;
         break;
@@ -309,7 +315,8 @@ int sl_options_parse(const sl_program *p, int argc, char **argv, sl_options *o, 
         {{"maxbytes", 'e', SL_OPT_SIZE, &o->maxbytes, 0, big, 0, 0, "largest message size"}, K_PLAIN, SL_USES_SIZES},
         {{"stepfactor", 'f', SL_OPT_INT, &o->stepfactor, 2, 1 << 20, 0, 0, "multiply the size by N each step"}, K_PLAIN, SL_USES_SIZES},
         {{"iters", 'n', SL_OPT_INT, &o->iters, 1, 1 << 30, 0, 0, "timed iterations"}, K_PLAIN, 0},
-        {{"warmup", 'w', SL_OPT_INT, &o->warmup, 0, 1 << 30, 0, 0, "untimed warm-up iterations"}, K_PLAIN, 0},
+        /* at most 2^30 - 1, so that warmup + iters (at most 2^30) fits in an int */
+        {{"warmup", 'w', SL_OPT_INT, &o->warmup, 0, (1 << 30) - 1, 0, 0, "untimed warm-up iterations"}, K_PLAIN, 0},
         {{"dtype", 'd', SL_OPT_STRING, NULL, 0, 0, 0, 0, "element type(s), comma-separated"}, K_DTYPE, SL_USES_DTYPE},
         {{"check", 'c', SL_OPT_INT, &o->check, 0, 1, 0, 0, "validate against the reference (default 1)"}, K_PLAIN, 0},
         {{"backend", 'B', SL_OPT_STRING, NULL, 0, 0, 0, 0, SL_BACKEND_CHOICES}, K_BACKEND, SL_USES_BACKEND},
@@ -322,7 +329,7 @@ int sl_options_parse(const sl_program *p, int argc, char **argv, sl_options *o, 
         {{"version", 'V', SL_OPT_FLAG, &o->version, 0, 0, 0, 0, "print the version"}, K_VERSION, 0},
     };
     const int nshared = (int)(sizeof shared / sizeof shared[0]);
-    char label[64], names[128];
+    char label[64], names[512];
 
     /* A technique option may not reuse a shared option's name, nor another technique
      * option's: it would never be reached. */
@@ -349,6 +356,10 @@ int sl_options_parse(const sl_program *p, int argc, char **argv, sl_options *o, 
             }
     }
 
+    /* An option given twice is an error rather than a silent "the last one wins" (a list
+     * option takes its values as one comma-separated list). */
+    const sl_opt *given[SL_MAX_TECH_OPTS + 64];
+    int ngiven = 0;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         const char *inline_val = NULL;
@@ -387,6 +398,13 @@ int sl_options_parse(const sl_program *p, int argc, char **argv, sl_options *o, 
         }
 
         opt_label(found, label, sizeof label);
+        for (int g = 0; g < ngiven; g++)
+            if (given[g] == found) {
+                errf(err, errlen, "%s is given more than once; give each option once (a list as "
+                     "one comma-separated value)", label);
+                return SL_EXIT_USAGE;
+            }
+        if (ngiven < (int)(sizeof given / sizeof given[0])) given[ngiven++] = found;
         if (sfound && sfound->uses && !(p->uses & sfound->uses)) {
             errf(err, errlen, "%s does not apply to %s", label, p->name);
             return SL_EXIT_USAGE;
@@ -399,7 +417,7 @@ int sl_options_parse(const sl_program *p, int argc, char **argv, sl_options *o, 
             }
         } else if (!v) {
             if (i + 1 >= argc) {
-                char what[160];
+                char what[1024];
                 describe(found, what, sizeof what);
                 errf(err, errlen, "%s: missing value (expected %s)", label,
                      sfound && sfound->kind != K_PLAIN ? found->help : what);
@@ -489,9 +507,10 @@ void sl_options_print_help(const sl_program *p)
     printf("shared options:\n");
     if (p->uses & SL_USES_SIZES)
         printf("  -b, --minbytes SIZE   -e, --maxbytes SIZE   -f, --stepfactor N   (K/M/G suffixes)\n");
-    printf("  -n, --iters N          timed iterations (default %d)\n",
+    printf("  -n, --iters N          timed iterations (default %d; at most 2^30)\n",
            p->default_iters > 0 ? p->default_iters : 20);
-    printf("  -w, --warmup N         untimed iterations (default %d)\n",
+    printf("  -w, --warmup N         untimed iterations (default %d; at most 2^30 - 1, so that\n"
+           "                         warmup + iters fits in 31 bits)\n",
            p->default_warmup >= 0 ? p->default_warmup : 5);
     if (p->uses & SL_USES_DTYPE) {
         mask_names(p->dtypes, SL_NDTYPES, dtype_name_i, names, sizeof names);
@@ -518,7 +537,8 @@ void sl_options_print_help(const sl_program *p)
     for (int g = 0; g < SL_MAX_OPT_GROUPS && p->groups[g]; g++)
         print_opt_table(p->groups[g]->title, p->groups[g]->opts);
     print_opt_table(p->name, p->extra);
-    printf("\nexit status: 0 ok, 1 a check failed, 2 usage error, 3 runtime error\n");
+    printf("\neach option is given once (twice is a usage error); a list is one comma-separated value\n");
+    printf("exit status: 0 ok, 1 a check failed, 2 usage error, 3 runtime error\n");
 }
 
 long long sl_opt_seed = 42;

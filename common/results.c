@@ -1,8 +1,12 @@
 /* results.c — a measurement as a jsonl row (results/schema.md) and as a stdout table row. */
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "sl_harness.h"
 #include "sl_json.h"
@@ -216,6 +220,46 @@ static void attach_counters(const sl_ctx *ctx, sl_result *r)
     }
 }
 
+/* Appends one row and its newline and flushes it (a later crash or hang must not lose it).
+ * A row that cannot be written whole (a full disk, a quota, an I/O error) is cut back off the
+ * file, so that every line in it is a whole row, and the program stops: exit 3 naming the file
+ * and the reason. It never goes on measuring into rows that are lost. */
+static void write_row(sl_ctx *ctx, const char *row)
+{
+    FILE *f = ctx->jsonl;
+    const char *path = ctx->jsonl_path[0] ? ctx->jsonl_path : "the results file (jsonl)";
+    struct stat st;
+    int fd = fileno(f);
+    /* Straight to the file descriptor, not through stdio: a buffer that failed to flush would be
+     * written again (in part) at exit, after the cut below. */
+    off_t before = fflush(f) == 0 && fstat(fd, &st) == 0 ? st.st_size : -1;
+    if (before < 0) SL_FATAL("cannot write %s: %s", path, strerror(errno));
+    size_t len = strlen(row), done = 0;
+    char *line = malloc(len + 1);
+    if (!line) SL_FATAL("out of memory for a result row of %zu bytes", len + 1);
+    memcpy(line, row, len);
+    line[len++] = '\n';
+    int err = 0;
+    while (done < len) {
+        ssize_t n = write(fd, line + done, len - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            err = n < 0 ? errno : ENOSPC;
+            break;
+        }
+        done += (size_t)n;
+    }
+    free(line);
+    if (err) {
+        /* drop what the failed write left behind: a partial row would read as a broken line */
+        if (done && ftruncate(fd, before) != 0)
+            SL_FATAL("cannot write a result row to %s: %s; and cannot cut the partial row off: %s",
+                     path, strerror(err), strerror(errno));
+        SL_FATAL("cannot write a result row to %s: %s; stopping (the rows already written are "
+                 "whole)", path, strerror(err));
+    }
+}
+
 void sl_result_emit(sl_ctx *ctx, const sl_result *row)
 {
     sl_result full = *row, *r = &full;
@@ -230,11 +274,7 @@ void sl_result_emit(sl_ctx *ctx, const sl_result *row)
     sl_json j;
     sl_json_init(&j);
     sl_result_to_json(ctx, r, &j);
-    if (ctx->jsonl) {
-        fputs(j.buf, ctx->jsonl);
-        fputc('\n', ctx->jsonl);
-        fflush(ctx->jsonl); /* a later crash or hang must not lose this row */
-    }
+    if (ctx->jsonl) write_row(ctx, j.buf);
     sl_json_free(&j);
 
     if (ctx->ncols && !ctx->opt.quiet) {

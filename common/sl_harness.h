@@ -31,6 +31,7 @@ typedef struct sl_ctx {
     char run_id[96];
     char out_dir[PATH_MAX];
     FILE *jsonl;             /* rank 0 only */
+    char jsonl_path[PATH_MAX + 64]; /* its path, for messages */
     const sl_column *cols;   /* the stdout table */
     int ncols;
     int status;              /* exit status so far: 0, or 1 once a check failed */

@@ -32,4 +32,12 @@ size_t sl_mem_peak(sl_mem_space space, sl_mem_cat cat);
 size_t sl_mem_peak_total(sl_mem_space space); /* peak of the sum, not the sum of peaks */
 void sl_mem_reset_peaks(void);                /* peaks := current */
 
+/* The memory cgroup limit of the process whose /proc/<pid>/cgroup is proc_cgroup, with the
+ * cgroup file system at root (normally /sys/fs/cgroup): v2 memory.max (the smallest from the
+ * cgroup up), else v1 memory.limit_in_bytes. Returns 1 with *limit, the anonymous memory the
+ * cgroup uses in *used and the file in which, or 0 where there is no limit. sl_alloc refuses a
+ * request that would not fit: exit 3, "needs X, limit Y (cgroup)". */
+int sl_mem_cgroup_limit(const char *proc_cgroup, const char *root, size_t *limit, size_t *used,
+                        char *which, size_t len);
+
 #endif

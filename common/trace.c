@@ -1,7 +1,10 @@
 /* trace.c — per-rank event recording and one Chrome trace file per run (see sl_trace.h). */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sl_error.h"
 #include "sl_json.h"
@@ -107,15 +110,29 @@ long sl_trace_write(const char *path, MPI_Comm comm)
     sl_json_free(&j);
 
     if (rank == 0) {
-        FILE *f = fopen(path, "w");
-        if (!f) SL_FATAL("cannot write the trace %s", path);
-        fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[", f);
-        for (int r = 0; r < nranks; r++) {
-            if (r) fputc(',', f);
-            fwrite(all + displs[r], 1, (size_t)lens[r], f);
+        /* A new file, never through a symbolic link; a trace of an earlier program of the same
+         * name in this run is replaced. */
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0664);
+        if (fd < 0 && errno == EEXIST)
+            fd = open(path, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) SL_FATAL("cannot write the trace %s: %s", path, strerror(errno));
+        FILE *f = fdopen(fd, "w");
+        if (!f) SL_FATAL("cannot write the trace %s: %s", path, strerror(errno));
+        int ok = fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[", f) != EOF;
+        for (int r = 0; ok && r < nranks; r++) {
+            if (r && fputc(',', f) == EOF) ok = 0;
+            if (ok && fwrite(all + displs[r], 1, (size_t)lens[r], f) != (size_t)lens[r]) ok = 0;
         }
-        fputs("]}\n", f);
-        fclose(f);
+        ok = ok && fputs("]}\n", f) != EOF && fflush(f) == 0;
+        int err = errno;
+        if (fclose(f) != 0 && ok) {
+            ok = 0;
+            err = errno;
+        }
+        if (!ok) {
+            unlink(path); /* a cut trace does not load; say so rather than leave it */
+            SL_FATAL("cannot write the trace %s: %s (removed)", path, strerror(err));
+        }
         free(all);
         free(lens);
         free(displs);

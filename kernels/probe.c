@@ -1,6 +1,7 @@
 /* probe.c — the read and copy bandwidth probes (probe.h): T host threads over their parts of
  * the arrays, or the backend's own read and copy kernels. */
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "probe.h"
@@ -59,8 +60,9 @@ static void probe_body(void *arg)
         return;
     }
     int nt = p->threads;
-    part w[nt];
-    pthread_t tid[nt];
+    part *w = calloc((size_t)nt, sizeof *w);
+    pthread_t *tid = calloc((size_t)nt, sizeof *tid);
+    if (!w || !tid) SL_FATAL("out of memory for %d probe threads", nt);
     for (int t = 0; t < nt; t++) {
         w[t] = (part){.p = p, .lo = n * (size_t)t / (size_t)nt * unit,
                       .hi = n * (size_t)(t + 1) / (size_t)nt * unit};
@@ -73,6 +75,8 @@ static void probe_body(void *arg)
         if (nt > 1) pthread_join(tid[t], NULL);
         p->sink += w[t].sum;
     }
+    free(w);
+    free(tid);
 }
 
 double sl_probe_run(sl_ctx *ctx, sl_probe *p, int warmup, int iters, sl_stats *st)

@@ -53,4 +53,69 @@ ok $? "--threshold outside (0,1) exits 2"
 "$top/scripts/compare" "$out/base.jsonl" >/dev/null 2>&1; [ $? = 2 ]
 ok $? "a missing argument exits 2"
 
+# Nothing compared is never a pass: exit 2 and one line on stderr.
+expect2() { # expect2 WHAT_IN_MESSAGE DESCRIPTION ARGS...
+  local want="$1" what="$2"; shift 2
+  "$top/scripts/compare" "$@" >"$out/log" 2>"$out/err"
+  local rc=$? lines; lines=$(wc -l <"$out/err")
+  if [ $rc = 2 ] && [ "$lines" = 1 ] && grep -q -- "$want" "$out/err" && ! grep -q Traceback "$out/err"; then
+    ok 0 "$what: exit 2: $(cat "$out/err")"
+  else
+    ok 1 "$what: exit 2, one line naming '$want'"; diag "rc=$rc: $(cat "$out/err")"
+  fi
+}
+mkdir -p "$out/empty1" "$out/empty2" "$out/run/r1"
+expect2 "nothing to compare" "two empty directories" "$out/empty1" "$out/empty2"
+: >"$out/blank.jsonl"
+expect2 "no rows" "an empty new run" "$out/base.jsonl" "$out/blank.jsonl"
+cp "$out/base.jsonl" "$out/run/r1/b.jsonl"
+expect2 "no .jsonl files" "a baseline path one level too high" "$out/run" "$out/base.jsonl"
+{ row other 10 0.01 pass; } >"$out/other.jsonl"
+expect2 "no row of" "no row matched" "$out/base.jsonl" "$out/other.jsonl"
+{ row steady NaN 0.01 pass; row noisy 10 0.20 pass; row small 10 0.01 pass; } >"$out/nan.jsonl"
+expect2 "b/steady.*busbw is nan" "a NaN headline in the new run" "$out/base.jsonl" "$out/nan.jsonl"
+{ row steady null 0.01 pass; row noisy 10 0.20 pass; row small 10 0.01 pass; } >"$out/null.jsonl"
+expect2 "busbw is null" "a null headline in the new run" "$out/base.jsonl" "$out/null.jsonl"
+row steady 10 0.01 pass | sed 's/"busbw":{/"algbw":{/' >"$out/nometric.jsonl"
+expect2 "busbw is missing" "a headline metric missing from the new run" "$out/base.jsonl" "$out/nometric.jsonl"
+
+# Malformed lines: file:line, no traceback, in compare (exit 2) and report (reported, exit 1).
+mkdir -p "$out/bad"
+printf '{"schema_version":1}\n' >"$out/m1.jsonl"
+printf '[1,2]\n' >"$out/m2.jsonl"
+row steady 10 0.01 pass | sed 's/"headline":"busbw"/"headline":7/' >"$out/m3.jsonl"
+row steady 10 0.01 pass | sed 's/"value":10/"value":"10"/' >"$out/m4.jsonl"
+{ row steady 10 0.01 pass; printf '{"variant":"\xff"}\n'; } >"$out/m5.jsonl"
+expect2 "m1.jsonl:1: not a results row" "valid JSON of the wrong shape (no benchmark)" "$out/base.jsonl" "$out/m1.jsonl"
+expect2 "m2.jsonl:1: not a results row: a JSON list" "a JSON array line" "$out/m2.jsonl" "$out/base.jsonl"
+expect2 "m3.jsonl:1:.*headline" "a headline that is not a string" "$out/base.jsonl" "$out/m3.jsonl"
+expect2 "m4.jsonl:1:.*busbw" "a metric value that is a string" "$out/base.jsonl" "$out/m4.jsonl"
+expect2 "m5.jsonl:2: not UTF-8" "a non-UTF-8 byte" "$out/base.jsonl" "$out/m5.jsonl"
+mkdir -p "$out/st" && cp "$out/base.jsonl" "$out/st/b.jsonl"
+printf 'program\texit\tseconds\nb\tzero\t1\n\xff\n' >"$out/st/status.tsv"
+"$top/scripts/compare" "$out/base.jsonl" "$out/st" >"$out/log" 2>&1
+rc=$?
+[ $rc = 1 ] && grep -q 'status.tsv:2: malformed' "$out/log" && ! grep -q Traceback "$out/log"
+ok $? "compare: a malformed status.tsv line is named by file:line and fails (rc=$rc)"
+
+# report: every malformed line named, the good rows still summarised, exit 1, no traceback
+mkdir -p "$out/rep"
+echo '{"run_id":"r"}' >"$out/rep/manifest.json"
+{ row steady 10 0.01 pass; printf '[1]\n'; row small 9 0.01 pass | sed 's/"headline":"busbw"/"headline":{}/';
+  printf '{"x":"\xfe"}\n'; row noisy 8 0.01 pass | sed 's/"value":8/"value":"8"/'; } >"$out/rep/b.jsonl"
+printf 'program\texit\tseconds\nb\t0\tfast\nb\n' >"$out/rep/status.tsv"
+"$top/scripts/report" "$out/rep" >"$out/log" 2>"$out/err"
+rc=$?
+[ $rc = 1 ] && ! grep -q Traceback "$out/err" \
+  && grep -q 'b.jsonl:2: not a results row' "$out/err" && grep -q 'b.jsonl:3: .*headline' "$out/err" \
+  && grep -q 'b.jsonl:4: not UTF-8' "$out/err" && grep -q "b.jsonl:5: .*busbw" "$out/err" \
+  && grep -q 'status.tsv:2: malformed' "$out/err" && grep -q 'status.tsv:3: malformed' "$out/err" \
+  && grep -q ' steady .* 10.00' "$out/log"
+ok $? "report: each malformed line and status.tsv line named by file:line, the rest summarised, exit 1 (rc=$rc)"
+[ $rc = 1 ] || diag "$(cat "$out/err" "$out/log")"
+mkdir -p "$out/norows" && echo '{}' >"$out/norows/manifest.json"
+"$top/scripts/report" "$out/norows" >"$out/log" 2>"$out/err"
+[ $? = 1 ] && grep -q 'no results rows' "$out/err"
+ok $? "report: a directory with no rows is not 'every check passed'"
+
 done_testing

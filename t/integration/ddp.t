@@ -58,7 +58,7 @@ ok $? "-np 3 -C ring --scaling strong --batch 16: the uneven split (6+5+5) passe
 launch 4 ddp $small --variants ps --servers 2 --batch 3 -o "$out/ps2" >"$out/ps2.txt" 2>&1
 ok $? "ps with two servers sharding the parameters passes"
 # shellcheck disable=SC2086
-launch 2 ddp $small --variants accum --accum 4 --batch 9 --optim adamw -o "$out/adamw" >"$out/adamw.txt" 2>&1
+launch 2 ddp ${small/--accum 3/--accum 4} --variants accum --batch 9 --optim adamw -o "$out/adamw" >"$out/adamw.txt" 2>&1
 ok $? "accum with AdamW equals the serial full-batch run"
 
 # The one-rank baseline (rank 0 alone while the others wait) gives an efficiency in (0, 1.5].
@@ -109,5 +109,14 @@ back = [e for e in ev if e["name"] == "backward"]
 sys.exit(0 if comm and back and {e["pid"] for e in comm} == {0, 1} else 1)
 PY
 ok $? "--trace: bucket all-reduces on their own row beside backward, for both ranks"
+
+# A long run (1.1M steps) must not crash: nothing on the stack is sized by the step count. It is
+# not waited for: it either finishes or is still running when the short timeout ends it.
+timeout 4 ddp -n 1100000 --layers 1 --width 4 --inputs 2 --outputs 1 --batch 1 --check 0 \
+  --variants sync -o "$out/long" >"$out/long.out" 2>&1
+rc=$?
+[ $rc = 0 ] || [ $rc = 124 ]
+ok $? "ddp -n 1100000 starts and runs (exit 0, or still running at the timeout) (rc=$rc)"
+[ $rc = 0 ] || [ $rc = 124 ] || diag "$(tail -5 "$out/long.out")"
 
 done_testing

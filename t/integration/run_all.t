@@ -27,6 +27,26 @@ ok $? "--np 0 exits 2"
 ok $? "--only with an unknown program exits 2"
 ./run_all.sh --bogus >/dev/null 2>&1; [ $? = 2 ]
 ok $? "unknown option exits 2"
+for bad in , ../bin/mae_threads mae_threads,mae_threads mae_threads, ,mae_threads "mae_threads,,kernels" sl-launch .; do
+  ./run_all.sh --quick --only "$bad" --out "$out/only" >"$out/log" 2>&1
+  rc=$?
+  [ $rc = 2 ] && [ "$(wc -l <"$out/log")" = 1 ] && grep -q -- '--only' "$out/log"
+  ok $? "--only '$bad' exits 2 naming --only: $(cat "$out/log")"
+done
+[ ! -e "$out/only" ]
+ok $? "... and runs nothing"
+
+# sl-launch: a missing program is one line and exit 2; SL_LAUNCHER_ARGS are words, never globs
+scripts/sl-launch -np 1 bin/nosuch >"$out/log" 2>&1
+rc=$?
+[ $rc = 2 ] && [ "$(wc -l <"$out/log")" = 1 ] && grep -q 'bin/nosuch: no such program' "$out/log"
+ok $? "sl-launch bin/nosuch: exit 2, one line (rc=$rc)"
+scripts/sl-launch -np 1 no_such_program_anywhere >/dev/null 2>&1; [ $? = 2 ]
+ok $? "sl-launch with a name not in PATH: exit 2"
+touch "$out/glob_a" "$out/glob_b"
+(cd "$out" && SL_LAUNCHER_ARGS=' -x   SL_T=glob_* ' "$top/scripts/sl-launch" -np 1 sh -c 'echo "[$SL_T]"') >"$out/log" 2>&1
+grep -qx '\[glob_\*\]' "$out/log"
+ok $? "SL_LAUNCHER_ARGS split at whitespace, '*' not expanded: $(cat "$out/log")"
 
 # A failing program: the suite carries on and exits non-zero (a program past its time limit
 # is killed the same way). A stand-in program that fails is placed in a copy of bin/.
@@ -42,5 +62,42 @@ rc=$?
   && grep -q 'mae_threads *partial' "$out/log2"
 ok $? "a failing and a hanging program: the others still run, the summary names them, exit 1"
 [ $rc = 1 ] || tail -20 "$out/log2" | sed 's/^/#   /' >&2
+
+
+# Ctrl-C: the running program (and its ranks) stops, the next does not start, the summary so far
+# is printed marked INTERRUPTED, exit 130. A program killed by SIGKILL well within the limit is
+# called that (an OOM kill), not a time-limit kill.
+rm -rf "$out/tree/bin/"* "$out/tree/res"
+printf '#!/bin/sh\necho $$ >%s/sleeper.pid\nexec sleep 60\n' "$out" >"$out/tree/bin/a_hangs"
+printf '#!/bin/sh\ntouch %s/b_ran\n' "$out" >"$out/tree/bin/b_next"
+chmod +x "$out/tree/bin/"*
+# (a background job starts with SIGINT ignored; perl gives it back its default)
+(cd "$out/tree" && exec perl -e '$SIG{INT}="DEFAULT"; exec @ARGV' ./run_all.sh --quick --np 1 --out "$out/tree/res") >"$out/log3" 2>&1 &
+ra=$!
+for _ in $(seq 100); do [ -s "$out/sleeper.pid" ] && break; sleep 0.1; done
+sleep 0.5
+kill -INT "$ra"
+wait "$ra"
+rc=$?
+sleeper=$(cat "$out/sleeper.pid" 2>/dev/null)
+[ $rc = 130 ] && grep -q 'INTERRUPTED by SIGINT after 1 of 2' "$out/log3" && grep -q '^# summary of' "$out/log3" \
+  && [ ! -e "$out/b_ran" ] && grep -q 'a_hangs	130	' "$out/tree/res/status.tsv"
+ok $? "Ctrl-C: exit 130, the summary so far marked INTERRUPTED, the next program not started (rc=$rc)"
+gone() { ! kill -0 "$1" 2>/dev/null || ps -o stat= -p "$1" | grep -q Z; } # a zombie is gone
+for _ in $(seq 30); do gone "$sleeper" && break; sleep 0.1; done
+[ -n "$sleeper" ] && gone "$sleeper"
+ok $? "... and the running program is gone"
+[ -n "$sleeper" ] && ! gone "$sleeper" && diag "$(ps -o pid,ppid,stat,cmd -p "$sleeper")"
+[ -n "$sleeper" ] && kill "$sleeper" 2>/dev/null
+
+rm -rf "$out/tree/bin/"* "$out/tree/res"
+printf '#!/bin/sh\nkill -9 $$\n' >"$out/tree/bin/oom_killed"
+chmod +x "$out/tree/bin/oom_killed"
+(cd "$out/tree" && ./run_all.sh --quick --np 1 --timeout 60 --out "$out/tree/res" >"$out/log4" 2>&1)
+rc=$?
+[ $rc = 1 ] && grep -q 'oom_killed: killed by SIGKILL from outside the suite' "$out/log4" && ! grep -q 'limit$' "$out/log4" \
+  && ! grep -q 'killed after the' "$out/log4"
+ok $? "a SIGKILL within the limit is called an outside kill (OOM?), not the time limit (rc=$rc)"
+[ $rc = 1 ] || tail -5 "$out/log4" | sed 's/^/#   /' >&2
 
 done_testing

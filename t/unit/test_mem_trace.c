@@ -61,6 +61,33 @@ int main(void)
     remove(path);
     sl_trace_reset();
     MPI_Finalize();
+    /* The cgroup limit: v2 (the smallest from the cgroup up) and v1, on a fake tree. */
+    char root[] = "/tmp/scalelab-cgroup-XXXXXX";
+    ok(mkdtemp(root) != NULL, "a fake cgroup tree");
+    char sh[512], proc[300], which[600];
+    snprintf(proc, sizeof proc, "%s/proc-cgroup", root);
+    snprintf(sh, sizeof sh,
+             "cd %s && mkdir -p job/step memory/slurm && printf '0::/job/step\n' >proc-cgroup && "
+             "echo max >job/step/memory.max && echo 419430400 >job/memory.max && "
+             "printf 'anon 1048576\nfile 9\n' >job/memory.stat && "
+             "printf '5:memory:/slurm\n0::/\n' >proc-v1 && echo 9223372036854771712 >memory.max && "
+             "echo 268435456 >memory/slurm/memory.limit_in_bytes && "
+             "printf 'rss 1\ntotal_rss 2097152\n' >memory/slurm/memory.stat", root);
+    ok(system(sh) == 0, "fake cgroup files");
+    size_t limit = 0, used = 0;
+    ok(sl_mem_cgroup_limit(proc, root, &limit, &used, which, sizeof which) == 1 &&
+           limit == 419430400 && used == 1048576 && strstr(which, "v2"),
+       "v2: the parent's memory.max binds (%zu, used %zu, %s)", limit, used, which);
+    snprintf(proc, sizeof proc, "%s/proc-v1", root);
+    ok(sl_mem_cgroup_limit(proc, root, &limit, &used, which, sizeof which) == 1 &&
+           limit == 268435456 && used == 2097152 && strstr(which, "v1"),
+       "v1: memory.limit_in_bytes (%zu, used %zu, %s)", limit, used, which);
+    snprintf(proc, sizeof proc, "%s/none", root);
+    ok(sl_mem_cgroup_limit(proc, root, &limit, &used, which, sizeof which) == 0,
+       "no cgroup file: no limit");
+    snprintf(sh, sizeof sh, "rm -rf %s", root);
+    ok(system(sh) == 0, "clean up");
+
     done_testing();
     return exit_status();
 }

@@ -1,5 +1,6 @@
 /* test_options.c — the shared command line: values land where they should, and every bad
  * input is a usage error (2) whose message names the option and what it accepts. */
+#include <limits.h>
 #include <string.h>
 
 #include "../tap.h"
@@ -143,6 +144,16 @@ int main(void)
 
     bad(&prog, "--iters", "-1", "--iters", "[1,");
     bad(&prog, "-n", "0", "--iters", NULL);
+    /* an option given twice (long or short spelling) is a usage error naming it */
+    int rc2 = parse(&prog, &o, err, sizeof err, "-n1", "--iters=2", NULL);
+    ok(rc2 == SL_EXIT_USAGE && strstr(err, "--iters (-n) is given more than once"),
+       "a repeated option -> exit 2 naming it (%s)", err);
+    /* warmup + iters must fit in an int: the bounds say so and keep the sum below 2^31 */
+    bad(&prog, "-n", "1073741825", "--iters", "1073741824]");
+    bad(&prog, "-w", "1073741824", "--warmup", "1073741823]");
+    is_int(parse(&prog, &o, err, sizeof err, "-n1073741824", "-w1073741823", NULL), 0,
+           "the largest counts parse");
+    ok(o.iters + o.warmup <= INT_MAX, "and their sum fits in an int");
     bad(&prog, "-n", "3x", "--iters", NULL);
     bad(&prog, "--iters", NULL, "--iters", "missing value");
     bad(&prog, "--bogus", NULL, "--bogus", "unknown option");
