@@ -299,13 +299,12 @@ void sl_init(sl_ctx *ctx, const sl_program *prog, int argc, char **argv)
     int rc = sl_options_parse(prog, argc, argv, &ctx->opt, err, sizeof err);
     if (rc == SL_EXIT_RUNTIME) sl_fatal(rc, __FILE__, __LINE__, "%s", err); /* a program defect */
     if (rc) sl_usage_error("%s", err);
-    /* The communication layer reads SL_COLL_SEGMENT (common/coll/coll_setup.c) and would fall
-     * back to its default on a bad value: a bad value is a usage error here, with its rule. */
-    const char *seg = getenv("SL_COLL_SEGMENT");
+    /* The communication layer falls back to its default segment on a bad SL_COLL_SEGMENT: a
+     * program that communicates calls it a usage error instead, with the rule. */
     size_t segv;
-    if ((prog->uses & SL_USES_COLL) && seg && *seg && (sl_parse_size(seg, &segv) != 0 || segv < 8))
+    if ((prog->uses & SL_USES_COLL) && sl_coll_env_segment(&segv) != 0)
         sl_usage_error("SL_COLL_SEGMENT: expected a size in bytes of at least 8 (K/M/G suffixes "
-                       "allowed), got '%s'", seg);
+                       "allowed), got '%s'", getenv("SL_COLL_SEGMENT"));
     if (ctx->opt.help || ctx->opt.version) {
         if (sl_launcher_rank() == 0) {
             if (ctx->opt.help)

@@ -62,12 +62,21 @@ static int mpi_is_cuda_aware(void)
 #endif
 }
 
-static size_t default_segment(void)
+int sl_coll_env_segment(size_t *bytes)
 {
-    size_t seg = 256 * 1024;
+    *bytes = 256 * 1024;
     const char *e = getenv("SL_COLL_SEGMENT");
     size_t v;
-    if (e && *e && sl_parse_size(e, &v) == 0 && v >= 8) seg = v;
+    if (!e || !*e) return 0;
+    if (sl_parse_size(e, &v) != 0 || v < 8) return -1;
+    *bytes = v;
+    return 0;
+}
+
+static size_t default_segment(void)
+{
+    size_t seg;
+    sl_coll_env_segment(&seg); /* a malformed value keeps the default (programs reject it first) */
     return seg;
 }
 

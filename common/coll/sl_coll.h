@@ -85,6 +85,10 @@ int sl_coll_available(sl_coll impl, sl_mem_space space, char *why, size_t whylen
  * none (nothing is changed). Collective over comm. */
 int sl_coll_bind_device(MPI_Comm comm);
 
+/* The default pipelining segment: SL_COLL_SEGMENT (a size >= 8 bytes, K/M/G suffixes) or 256 KiB.
+ * Returns -1 (and the default in *bytes) when the variable is set but malformed. */
+int sl_coll_env_segment(size_t *bytes);
+
 /* The communicator: opaque; made and queried by the calls below. */
 typedef struct sl_comm sl_comm;
 
