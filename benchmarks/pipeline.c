@@ -31,9 +31,13 @@
  * schedule with the same weight versions; its distance from the serial run is reported
  * (drift), not checked.
  *
- * --compute sleep: in the timed steps each layer's forward and backward, the loss and the
- * optimizer step are replaced by a sleep of the duration measured for them in the warm-up
- * steps (communication stays real), so the schedule's shape shows on fewer cores than ranks.
+ * --compute sleep: in the timed steps each operation's forward or backward (its layers, and the
+ * loss) and the optimizer step are replaced by one sleep of the durations measured for them:
+ * the shortest of the warm-up steps and of a measurement with each rank computing alone
+ * (communication stays real), so the schedule's shape shows on fewer cores than ranks.
+ *
+ * The bubble (pipe_bubble): the busiest stage's idle time over the pipeline time of a step,
+ * stage 0's span from its first operation to its last; the mean over the stages beside it.
  * The timed steps then train nothing; the weights that are checked come from a second,
  * untimed run of every step with real compute from the initial weights (done when the driver
  * first asks for the weights).
@@ -492,39 +496,46 @@ enum { T_LOSS = 2 * SL_MLP_MAX_LAYERS, T_OPTIM };
 /* Advances the stage's sends in flight: a large message moves only while its sender is inside
  * the MPI library, so a stage computing (or sleeping) would hold back its neighbour. Called
  * between layers, as a framework's communication thread would. */
-static void progress(stage *st)
+static int progress(stage *st)
 {
+    int pending = 0;
     for (int k = 0; k < st->nslots; k++) {
         sl_coll_req **q[2] = {&st->slots[k].sq_act, &st->slots[k].sq_grad};
         for (int i = 0; i < 2; i++) {
             int done = 0;
             if (!*q[i]) continue;
             sl_train_coll_ok(sl_coll_test(*q[i], &done), "sl_coll_test");
+            pending += !done;
             if (!done) continue;
             sl_train_coll_ok(sl_coll_wait(*q[i]), "sl_coll_wait");
             *q[i] = NULL;
         }
     }
+    return pending;
 }
 
 /* How late nanosleep wakes, a running mean (tens of microseconds on a virtual machine, even
  * with a timer slack of 1 us: as much as a small layer's compute). */
 static double wake_late = 20e-6;
 
-/* Sleeps s seconds in slices of at most 100 us, progressing the sends in flight between them.
- * Each slice asks for the time left less how late a wake-up has been, and it stops when less
- * than half a wake-up is left, so that it ends on time on average without spinning: a plain
- * sleep of the time left overran every operation by one wake-up (about 30 us of 100). */
+/* Sleeps s seconds in slices, progressing the sends in flight between them: of at most 100 us,
+ * or 10 us while a send is in flight (a message above the eager limit moves only when its
+ * sender answers the receiver inside MPI: polled every 100 us, each boundary message arrived
+ * some 50 us late, a quarter of an operation). Each slice asks for the time left less how late
+ * a wake-up has been, and it stops when less than half a wake-up is left, so that it ends on
+ * time on average without spinning: a plain sleep of the time left overran every operation by
+ * one wake-up (about 30 us of 100). */
 static void sleep_for(stage *st, double s)
 {
     const double end = sl_now() + s;
+    int pending = progress(st);
     for (double now = sl_now(); end - now > 0.5 * wake_late; now = sl_now()) {
-        double slice = end - now - wake_late;
-        slice = slice > 1e-4 ? 1e-4 : slice < 1e-6 ? 1e-6 : slice;
+        double slice = end - now - wake_late, most = pending ? 1e-5 : 1e-4;
+        slice = slice > most ? most : slice < 1e-6 ? 1e-6 : slice;
         nanosleep(&(struct timespec){.tv_nsec = (long)(slice * 1e9)}, NULL);
         double late = sl_now() - now - slice; /* a wake-up that waited for a core is no measure */
         wake_late += 0.05 * ((late < 0 ? 0 : late > 50e-6 ? 50e-6 : late) - wake_late);
-        progress(st);
+        pending = progress(st);
     }
 }
 
@@ -1157,14 +1168,15 @@ static double drift_from_serial(sl_train *t)
 
 /* The bubble of the timed steps. A step's pipeline time W is stage 0's span from its first
  * operation's start to its last one's end (the first forward there starts the step's work and
- * the last backward there ends it); stage s is idle in it W - work_s, work_s being the time it
- * spent in forward and backward (real or slept). Per step: the mean over the stages of
- * idle_s / W (every stage's idle fraction is (p-1)/(m+p-1) in the formula's pipeline), and the
- * busiest stage's (least) idle fraction, which leaves out the idle that unequal stages add; the
- * largest over the replicas. Outputs are the medians over the timed steps: mean idle seconds,
- * mean fraction, busiest stage's fraction, W. Data loading before the operations, the replicas'
- * all-reduce and the optimizer step after them are in the step, not in W. */
-static void pipe_bubble(sl_train *t, double *idle, double *frac, double *least, double *span)
+ * the last backward there ends it: the part of the step the formula covers; the data loaded
+ * before it, the replicas' all-reduce and the optimizer step after it are not in W). Stage s
+ * is idle W - work_s, work_s being its time in forward and backward (real or slept). Per step
+ * and replica: the busiest stage's idle and idle / W (the bubble: in the formula's pipeline
+ * every stage idles (p-1)/(m+p-1) of W; with unequal stages the others also wait for the
+ * busiest, which is load imbalance, not the schedule's fill and drain), and the mean over the
+ * stages of idle / W (the idle fraction, imbalance included); the largest over the replicas.
+ * Outputs: the medians over the timed steps. */
+static void pipe_bubble(sl_train *t, double *idle, double *frac, double *mean, double *span)
 {
     pline *pp = t->state;
     const int P = t->size, p = pp->p, n = t->nsteps, timed = (int)t->ctx->opt.iters, first = n - timed;
@@ -1182,9 +1194,9 @@ static void pipe_bubble(sl_train *t, double *idle, double *frac, double *least, 
                 sum += w - work;
                 most = work > most ? work : most;
             }
-            if (sum / p > ci) ci = sum / p;
-            if (w > 0 && sum / p / w > cf) cf = sum / p / w;
-            if (w > 0 && (w - most) / w > cl) cl = (w - most) / w;
+            if (w - most > ci) ci = w - most;
+            if (w > 0 && (w - most) / w > cf) cf = (w - most) / w;
+            if (w > 0 && sum / p / w > cl) cl = sum / p / w;
             if (w > cw) cw = w;
         }
         col[i] = ci;
@@ -1192,7 +1204,7 @@ static void pipe_bubble(sl_train *t, double *idle, double *frac, double *least, 
         col[2 * timed + i] = cl;
         col[3 * timed + i] = cw;
     }
-    double *out[4] = {idle, frac, least, span};
+    double *out[4] = {idle, frac, mean, span};
     for (int k = 0; k < 4; k++) {
         sl_stats st;
         sl_stats_compute(col + (size_t)k * timed, timed, &st);
@@ -1247,12 +1259,14 @@ static void row(sl_train *t, sl_result *res)
     sl_result_param_str(res, "inflight_formula", buf);
     list_str(buf, sizeof buf, all + p, p);
     sl_result_param_str(res, "activ_peak_stages", buf);
-    double idle, frac, least, span;
-    pipe_bubble(t, &idle, &frac, &least, &span);
+    /* the driver's phase bubble (the slowest rank's time blocked on a receive, over the step)
+     * is replaced by the busiest stage's idle time in W */
+    double idle, frac, mean, span;
+    pipe_bubble(t, &idle, &frac, &mean, &span);
     for (int i = 0; i < res->nmetrics; i++)
         if (strcmp(res->metrics[i].name, "bubble") == 0) res->metrics[i].value = idle;
     sl_result_metric(res, "bubble_frac", frac, "fraction");
-    sl_result_metric(res, "bubble_busiest", least, "fraction");
+    sl_result_metric(res, "idle_frac", mean, "fraction");
     sl_result_metric(res, "pipe_time", span, "s");
     double formula = st->sched == S_PIPEDREAM ? 0 : (double)(p - 1) / (g->v * g->m + p - 1);
     sl_result_metric(res, "bubble_formula", formula, "fraction");
@@ -1339,6 +1353,7 @@ static const sl_column columns[] = {
     {"bubble", "ms", "bubble", 9, 2, 1e3},
     {"bubble", "%", "bubble_frac", 7, 1, 100},
     {"formula", "%", "bubble_formula", 8, 1, 100},
+    {"idle", "%", "idle_frac", 7, 1, 100},
     {"inflight", "mb", "inflight_peak", 9, 0, 0},
     {"activ", "MB", "activ_peak", 8, 3, 1e-6},
     SL_TRAIN_COLUMNS_BYTES,
