@@ -493,9 +493,10 @@ static void free_stage(sl_train *t, stage *st)
 /* Index of a timed piece of work: forward of layer l, backward of l, loss, optimizer. */
 enum { T_LOSS = 2 * SL_MLP_MAX_LAYERS, T_OPTIM };
 
-/* Advances the stage's sends in flight: a large message moves only while its sender is inside
- * the MPI library, so a stage computing (or sleeping) would hold back its neighbour. Called
- * between layers, as a framework's communication thread would. */
+/* Advances the stage's messages in flight: a large message moves only while its sender and
+ * its receiver are inside the MPI library, so a stage computing (or sleeping) would hold back
+ * its neighbour. Called between layers, as a framework's communication thread would. Returns
+ * how many sends are still in flight. */
 static int progress(stage *st)
 {
     int pending = 0;
@@ -509,6 +510,17 @@ static int progress(stage *st)
             if (!done) continue;
             sl_train_coll_ok(sl_coll_wait(*q[i]), "sl_coll_wait");
             *q[i] = NULL;
+        }
+    }
+    /* Receives too: a message above the eager limit arrives as a request to send, which the
+     * receiver must answer inside MPI (testing one request advances all on the communicator);
+     * answered only in wait_recv, each cost the receiver a poll more, some 50 us a forward. */
+    for (int k = 0; !pending && k < st->nslots; k++) {
+        sl_coll_req *r = st->slots[k].rq_act ? st->slots[k].rq_act : st->slots[k].rq_grad;
+        int done;
+        if (r) {
+            sl_train_coll_ok(sl_coll_test(r, &done), "sl_coll_test");
+            break;
         }
     }
     return pending;
@@ -1376,6 +1388,16 @@ static const sl_technique pipeline = {
  * bubble is the formula's on 2, 4 or 8 stages. */
 int main(int argc, char **argv)
 {
+    /* Sleep mode: Open MPI yields the core in every call that finds nothing to do when ranks
+     * outnumber cores (mpi_yield_when_idle defaults to 1 when oversubscribed), so a sleeping
+     * stage's poll of a message lost its core to another process for tens of microseconds after
+     * each operation (30-60 us gaps between a forward and its send in the trace). Sleep mode
+     * never blocks inside MPI in a timed step (it polls between sleeps), so it asks for no
+     * yield, unless the user chose (read at MPI_Init, hence before the options are parsed). */
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--compute=sleep") == 0 || (strcmp(argv[i], "--compute") == 0 && i + 1 < argc &&
+                                                        strcmp(argv[i + 1], "sleep") == 0))
+            setenv("OMPI_MCA_mpi_yield_when_idle", "0", 0);
     sl_train_opt.layers = 8;
     sl_train_opt.width = sl_train_opt.inputs = sl_train_opt.outputs = 512;
     sl_train_opt.batch = 64;
