@@ -31,9 +31,13 @@
  * schedule with the same weight versions; its distance from the serial run is reported
  * (drift), not checked.
  *
- * --compute sleep: in the timed steps each layer's forward and backward, the loss and the
- * optimizer step are replaced by a sleep of the duration measured for them in the warm-up
- * steps (communication stays real), so the schedule's shape shows on fewer cores than ranks.
+ * --compute sleep: in the timed steps each operation's forward or backward (its layers, and the
+ * loss) and the optimizer step are replaced by one sleep of the durations measured for them:
+ * the shortest of the warm-up steps and of a measurement with each rank computing alone
+ * (communication stays real), so the schedule's shape shows on fewer cores than ranks.
+ *
+ * The bubble (pipe_bubble): the busiest stage's idle time over the pipeline time of a step,
+ * stage 0's span from its first operation to its last; the mean over the stages beside it.
  * The timed steps then train nothing; the weights that are checked come from a second,
  * untimed run of every step with real compute from the initial weights (done when the driver
  * first asks for the weights).
@@ -280,7 +284,8 @@ typedef struct stage {
     float **stash;           /* pipedream: p - s weight versions */
     int nstash;
     int rows_max, width_max;
-    float *dbuf[2], *xscratch, *target;
+    float *dbuf[2], *xscratch;
+    float **target;          /* per slot, on the stage holding the model's last chunk */
     float **act_in, **act_out, **grad_in, **grad_out; /* per slot, boundary buffers */
     slot *slots;
     int nslots;              /* micro-batches x chunks with their own buffers */
@@ -292,6 +297,9 @@ typedef struct stage {
     double activ, activ_peak;
     double times[NTIMES];    /* the shortest of each piece of work in the warm-up steps */
     int sleeping;
+    double busy;             /* seconds of forward/backward work (slept or real) so far */
+    double *win, *work;      /* per step: first operation's start to last one's end; busy in it */
+    int recording;           /* in the driver's steps (not the sleep mode's replay) */
 } stage;
 
 typedef struct pline {
@@ -415,8 +423,8 @@ static void setup_stage(sl_train *t, stage *st, const geometry *g, int sched, in
     st->rows_max = mb_rows(t, st, 0); /* the first micro-batch is the largest */
     for (int i = 0; i < 2; i++)
         st->dbuf[i] = sl_k_malloc(t->be, SL_MEM_ACTIV, (size_t)st->rows_max * st->width_max * sizeof(float) + 1);
-    st->xscratch = sl_k_malloc(t->be, SL_MEM_DATA, (size_t)st->rows_max * m->dims[0] * sizeof(float) + 1);
-    st->target = sl_k_malloc(t->be, SL_MEM_DATA, (size_t)st->rows_max * m->dims[m->nlayers] * sizeof(float) + 1);
+    const int scratch = m->dims[0] > m->dims[m->nlayers] ? m->dims[0] : m->dims[m->nlayers];
+    st->xscratch = sl_k_malloc(t->be, SL_MEM_DATA, (size_t)st->rows_max * scratch * sizeof(float) + 1);
     /* pipedream's stream keeps at most p micro-batches in flight beside a step's m */
     st->nslots = (g->m + (sched == S_PIPEDREAM ? g->m + g->p : 0)) * g->v;
     st->slots = calloc((size_t)st->nslots, sizeof *st->slots);
@@ -432,6 +440,12 @@ static void setup_stage(sl_train *t, stage *st, const geometry *g, int sched, in
         st->grad_out[k] = sl_k_malloc(t->be, SL_MEM_COMM, in * sizeof(float) + 1);
         st->act_out[k] = sl_k_malloc(t->be, SL_MEM_COMM, out * sizeof(float) + 1);
         st->grad_in[k] = sl_k_malloc(t->be, SL_MEM_COMM, out * sizeof(float) + 1);
+    }
+    if (st->last) {
+        st->target = calloc((size_t)st->nslots, sizeof *st->target);
+        if (!st->target) SL_FATAL("out of memory");
+        for (int k = 0; k < st->nslots; k++)
+            st->target[k] = sl_k_malloc(t->be, SL_MEM_DATA, (size_t)st->rows_max * m->dims[m->nlayers] * sizeof(float) + 1);
     }
     st->ops = malloc((size_t)ops_capacity(g) * sizeof *st->ops);
     if (!st->ops) SL_FATAL("out of memory");
@@ -463,7 +477,8 @@ static void free_stage(sl_train *t, stage *st)
     for (int i = 0; i < st->nstash; i++) sl_k_free(t->be, st->stash[i]);
     for (int i = 0; i < 2; i++) sl_k_free(t->be, st->dbuf[i]);
     sl_k_free(t->be, st->xscratch);
-    sl_k_free(t->be, st->target);
+    for (int k = 0; st->target && k < st->nslots; k++) sl_k_free(t->be, st->target[k]);
+    free(st->target);
     sl_k_free(t->be, st->params);
     sl_k_free(t->be, st->grads);
     sl_k_free(t->be, st->optim);
@@ -478,32 +493,75 @@ static void free_stage(sl_train *t, stage *st)
 /* Index of a timed piece of work: forward of layer l, backward of l, loss, optimizer. */
 enum { T_LOSS = 2 * SL_MLP_MAX_LAYERS, T_OPTIM };
 
-/* Advances the stage's sends in flight: a large message moves only while its sender is inside
- * the MPI library, so a stage computing (or sleeping) would hold back its neighbour. Called
- * between layers, as a framework's communication thread would. */
-static void progress(stage *st)
+/* Advances the stage's messages in flight: a large message moves only while its sender and
+ * its receiver are inside the MPI library, so a stage computing (or sleeping) would hold back
+ * its neighbour. Called between layers, as a framework's communication thread would. Returns
+ * how many sends are still in flight. */
+static int progress(stage *st)
 {
+    int pending = 0;
     for (int k = 0; k < st->nslots; k++) {
         sl_coll_req **q[2] = {&st->slots[k].sq_act, &st->slots[k].sq_grad};
         for (int i = 0; i < 2; i++) {
             int done = 0;
             if (!*q[i]) continue;
             sl_train_coll_ok(sl_coll_test(*q[i], &done), "sl_coll_test");
+            pending += !done;
             if (!done) continue;
             sl_train_coll_ok(sl_coll_wait(*q[i]), "sl_coll_wait");
             *q[i] = NULL;
         }
     }
+    /* Receives too: a message above the eager limit arrives as a request to send, which the
+     * receiver must answer inside MPI (testing one request advances all on the communicator);
+     * answered only in wait_recv, each cost the receiver a poll more, some 50 us a forward. */
+    for (int k = 0; !pending && k < st->nslots; k++) {
+        sl_coll_req *r = st->slots[k].rq_act ? st->slots[k].rq_act : st->slots[k].rq_grad;
+        int done;
+        if (r) {
+            sl_train_coll_ok(sl_coll_test(r, &done), "sl_coll_test");
+            break;
+        }
+    }
+    return pending;
 }
 
-/* Sleeps s seconds in slices of 100 us, progressing the sends in flight between them. */
+/* How late nanosleep wakes, a running mean (tens of microseconds on a virtual machine, even
+ * with a timer slack of 1 us: as much as a small layer's compute). */
+static double wake_late = 20e-6;
+
+/* Sleeps s seconds in slices, progressing the sends in flight between them: of at most 100 us,
+ * or 10 us while a send is in flight (a message above the eager limit moves only when its
+ * sender answers the receiver inside MPI: polled every 100 us, each boundary message arrived
+ * some 50 us late, a quarter of an operation). Each slice asks for the time left less how late
+ * a wake-up has been, and it stops when less than half a wake-up is left, so that it ends on
+ * time on average without spinning: a plain sleep of the time left overran every operation by
+ * one wake-up (about 30 us of 100). */
 static void sleep_for(stage *st, double s)
 {
     const double end = sl_now() + s;
-    for (double left = s; left > 0; left = end - sl_now()) {
-        double slice = left < 1e-4 ? left : 1e-4;
+    int pending = progress(st);
+    for (double now = sl_now(); end - now > 0.5 * wake_late; now = sl_now()) {
+        double slice = end - now - wake_late, most = pending ? 1e-5 : 1e-4;
+        slice = slice > most ? most : slice < 1e-6 ? 1e-6 : slice;
         nanosleep(&(struct timespec){.tv_nsec = (long)(slice * 1e9)}, NULL);
-        progress(st);
+        double late = sl_now() - now - slice; /* a wake-up that waited for a core is no measure */
+        wake_late += 0.05 * ((late < 0 ? 0 : late > 50e-6 ? 50e-6 : late) - wake_late);
+        pending = progress(st);
+    }
+}
+
+/* Sleep mode: waits for every rank without spinning (MPI_Ibarrier, polled between sleeps). A
+ * rank spinning in MPI_Barrier holds a core that a stage still sleeping through its work needs
+ * to wake on time when there are more ranks than cores, and spinning ranks are released from
+ * a barrier up to a scheduler slice (about 1 ms) apart. */
+static void quiet_barrier(MPI_Comm comm, long poll_ns)
+{
+    MPI_Request req;
+    SL_CHECK_MPI(MPI_Ibarrier(comm, &req));
+    for (int done = 0; !done;) {
+        SL_CHECK_MPI(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
+        if (!done) nanosleep(&(struct timespec){.tv_nsec = poll_ns}, NULL);
     }
 }
 
@@ -520,16 +578,33 @@ static void sleep_for(stage *st, double s)
             sl_k_sync((t)->be);                                                                 \
         }                                                                                       \
         double t1_ = sl_now();                                                                  \
+        (st)->busy += t1_ - t0_;                                                                \
         if (!(st)->sleeping && ((st)->times[idx] == 0 || t1_ - t0_ < (st)->times[idx]))          \
             (st)->times[idx] = t1_ - t0_;                                                       \
         sl_train_span(t, phase, name, t0_, t1_);                                                \
         progress(st);                                                                           \
     } while (0)
 
+/* Sleep mode: an operation's layers (and the loss) as one sleep of their summed times, one
+ * wake-up per operation rather than per layer (each wake-up errs by some microseconds). */
+static int slept(sl_train *t, stage *st, const chunk *c, int backward, int loss, sl_phase phase, const char *name)
+{
+    if (!st->sleeping) return 0;
+    double s = loss ? st->times[T_LOSS] : 0, t0 = sl_now();
+    for (int l = c->l0; l < c->l1; l++) s += st->times[2 * l + backward];
+    sleep_for(st, s);
+    double t1 = sl_now();
+    st->busy += t1 - t0;
+    sl_train_span(t, phase, name, t0, t1);
+    progress(st);
+    return 1;
+}
+
 static void chunk_forward(sl_train *t, stage *st, const chunk *c, const float *params, int rows, float **x,
                           float **z, sl_phase phase)
 {
     const sl_mlp *m = t->m;
+    if (slept(t, st, c, 0, 0, phase, phase == SL_PHASE_RECOMPUTE ? "recompute" : "forward")) return;
     for (int l = c->l0; l < c->l1; l++) {
         const float *lp = params + c->off + (m->w_off[l] - m->w_off[c->l0]);
         TIMED(t, st, 2 * l, phase, phase == SL_PHASE_RECOMPUTE ? "recompute" : "forward",
@@ -542,6 +617,7 @@ static void chunk_backward(sl_train *t, stage *st, const chunk *c, const float *
                            float **z, float *dy, float *dx0)
 {
     const sl_mlp *m = t->m;
+    if (slept(t, st, c, 1, 0, SL_PHASE_COMPUTE, "backward")) return;
     for (int l = c->l1 - 1; l >= c->l0; l--) {
         size_t o = c->off + (m->w_off[l] - m->w_off[c->l0]);
         float *dx = l > c->l0 ? st->dbuf[l & 1] : dx0;
@@ -550,6 +626,9 @@ static void chunk_backward(sl_train *t, stage *st, const chunk *c, const float *
         dy = dx;
     }
 }
+
+static int slot_of(const stage *st, const op *o) { return (o->mb % (st->nslots / st->g.v)) * st->g.v + o->chunk; }
+static int step_mb(const stage *st, const op *o) { return o->mb % st->g.m; }
 
 /* The step's samples of micro-batch j for the replicas the stage stands for, into x and y. */
 static void load_mb(sl_train *t, stage *st, const op *o, float *x, float *y)
@@ -566,10 +645,19 @@ static void load_mb(sl_train *t, stage *st, const op *o, float *x, float *y)
     t->step = saved;
 }
 
+/* The data of a forward on the model's first chunk (its input, into act_in) or last (its
+ * target): loaded before the step's operations run, as a data loader has the batch ready, so
+ * that the first and last stages' operations are the layers' work alone (phase data). */
+static void prefetch(sl_train *t, stage *st, const op *o)
+{
+    const chunk *c = &st->ch[o->chunk];
+    const int k = slot_of(st, o), first = c->global == 0, last = c->global == st->g.p * st->g.v - 1;
+    if (o->kind != 'F' || (!first && !last)) return;
+    load_mb(t, st, o, first ? st->act_in[k] : st->xscratch, last ? st->target[k] : st->xscratch);
+}
+
 /* The parts of an operation around its communication ---------------------------------- */
 
-static int slot_of(const stage *st, const op *o) { return (o->mb % (st->nslots / st->g.v)) * st->g.v + o->chunk; }
-static int step_mb(const stage *st, const op *o) { return o->mb % st->g.m; }
 
 static void note_inflight(stage *st, int delta)
 {
@@ -586,20 +674,18 @@ static void do_forward(sl_train *t, stage *st, const op *o)
     const int k = slot_of(st, o), rows = mb_rows(t, st, step_mb(st, o));
     const int last = c->global == st->g.p * st->g.v - 1;
     float *x[SL_MLP_MAX_LAYERS + 1], *z[SL_MLP_MAX_LAYERS];
-    if (c->global == 0) load_mb(t, st, o, st->act_in[k], st->target);
-    else if (last) load_mb(t, st, o, st->xscratch, st->target);
     if (st->stash && o->chunk == 0) /* the version this micro-batch's backward will use */
         sl_k_memcpy(t->be, st->stash[o->mb % st->nstash], st->params, st->nparams * sizeof(float), SL_K_D2D);
     size_t full = keep_elems(m, c, rows, 1), in = keep_elems(m, c, rows, 0);
     float *work = activ_alloc(t, st, full);
     map_block(m, c, rows, work, st->act_out[k], x, z);
     sl_k_memcpy(t->be, x[c->l0], st->act_in[k], in * sizeof(float), SL_K_D2D);
-    chunk_forward(t, st, c, st->params, rows, x, z, SL_PHASE_COMPUTE);
-    if (last) {
+    if (slept(t, st, c, 0, last, SL_PHASE_COMPUTE, "forward")) {
+    } else if (chunk_forward(t, st, c, st->params, rows, x, z, SL_PHASE_COMPUTE), last) {
         sl_mlp_acts a = {.batch = rows};
         a.x[m->nlayers] = x[m->nlayers];
         a.dbuf[m->nlayers & 1] = st->grad_in[k];
-        TIMED(t, st, T_LOSS, SL_PHASE_COMPUTE, "loss", sl_train_loss(t, &a, st->target));
+        TIMED(t, st, T_LOSS, SL_PHASE_COMPUTE, "loss", sl_train_loss(t, &a, st->target[k]));
     }
     if (opt_recompute) { /* keep the input only */
         st->slots[k].keep = activ_alloc(t, st, in);
@@ -730,6 +816,11 @@ static void run_op(sl_train *t, pline *pp, const op *o)
 static void wait_sends(sl_train *t, stage *st)
 {
     double t0 = sl_now();
+    for (int k = 0; st->sleeping && k < st->nslots; k++) /* without spinning (wait_recv) */
+        while (st->slots[k].sq_act || st->slots[k].sq_grad) {
+            progress(st);
+            if (st->slots[k].sq_act || st->slots[k].sq_grad) nanosleep(&(struct timespec){.tv_nsec = 20000}, NULL);
+        }
     for (int k = 0; k < st->nslots; k++) {
         sl_coll_req *q[2] = {st->slots[k].sq_act, st->slots[k].sq_grad};
         sl_train_coll_ok(sl_coll_waitall(2, q), "wait for sends");
@@ -747,8 +838,14 @@ static void pipe_step(sl_train *t, pline *pp)
         count = 2 * st->g.m;
         st->pos += count;
     }
+    for (int i = first; i < first + count; i++) prefetch(t, st, &st->ops[i]);
     for (int i = first; i < first + count; i++) post_recv(t, pp, &st->ops[i]);
+    const double w0 = sl_now(), b0 = st->busy;
     for (int i = first; i < first + count; i++) run_op(t, pp, &st->ops[i]);
+    if (st->recording && t->step < t->nsteps) {
+        st->win[t->step] = sl_now() - w0;
+        st->work[t->step] = st->busy - b0;
+    }
     /* pipedream: a send may be received only in the next step */
     if (st->sched != S_PIPEDREAM || t->step == t->nsteps - 1) wait_sends(t, st);
     if (st->sched == S_PIPEDREAM) return;
@@ -803,6 +900,9 @@ static void setup(sl_train *t)
     sl_train_coll_ok(sl_comm_create(&pp->dp_comm, split, sl_comm_impl(t->comm), space), "sl_comm_create (replicas)");
     SL_CHECK_MPI(MPI_Comm_free(&split));
     setup_stage(t, &pp->st, &g, t->variant, pp->s, pp->r, 1, pp->d);
+    pp->st.win = calloc(2 * (size_t)t->nsteps, sizeof *pp->st.win);
+    if (!pp->st.win) SL_FATAL("out of memory");
+    pp->st.work = pp->st.win + t->nsteps;
     size_t lo, hi;
     sl_share((size_t)t->global_batch, pp->d, pp->r, &lo, &hi);
     t->lo = (int)lo; /* the replica's samples (the row's rank_batch) */
@@ -814,12 +914,76 @@ static void setup(sl_train *t)
     }
 }
 
+/* Sleep mode, after the warm-up steps: each rank in turn, the others waiting without spinning,
+ * runs each of its layers forward and backward, the loss and the optimizer step a few times
+ * alone on the largest micro-batch; each piece's sleep is the shortest of these and of the
+ * warm-up steps. In the warm-up steps every rank computes at once on fewer cores than ranks,
+ * and the shortest of them was still up to a fifth longer on some stages than on others for
+ * the same layer, which made equal stages unequal. */
+static void calibrate(sl_train *t, pline *pp)
+{
+    stage *st = &pp->st;
+    const sl_mlp *m = t->m;
+    const size_t act = (size_t)st->rows_max * st->width_max;
+    float *buf[5];
+    for (int i = 0; i < 5; i++) {
+        buf[i] = sl_k_malloc(t->be, SL_MEM_OTHER, act * sizeof(float) + 1);
+        sl_k_memset0(t->be, buf[i], act * sizeof(float));
+    }
+    float *big = sl_k_malloc(t->be, SL_MEM_OTHER, 3 * st->nparams * sizeof(float) + 1);
+    sl_k_memset0(t->be, big, 3 * st->nparams * sizeof(float));
+    for (int turn = 0; turn < t->size; turn++) {
+        quiet_barrier(t->ctx->comm, 1000000); /* the others poll seldom while one measures */
+        if (turn != t->rank) continue;
+        for (int rep = 0; rep < 30; rep++) {
+            double t0, t1;
+            for (int c = 0; c < st->nchunks; c++)
+                for (int l = st->ch[c].l0; l < st->ch[c].l1; l++) {
+                    const float *lp = st->params + st->ch[c].off + (m->w_off[l] - m->w_off[st->ch[c].l0]);
+                    t0 = sl_now();
+                    sl_mlp_layer_forward(m, l, st->rows_max, lp, buf[0], buf[1], buf[2]);
+                    sl_k_sync(t->be);
+                    t1 = sl_now();
+                    if (t1 - t0 < st->times[2 * l]) st->times[2 * l] = t1 - t0;
+                    t0 = sl_now();
+                    sl_mlp_layer_backward(m, l, st->rows_max, lp, buf[0], buf[1], buf[3], big,
+                                          l > 0 ? buf[4] : NULL);
+                    sl_k_sync(t->be);
+                    t1 = sl_now();
+                    if (t1 - t0 < st->times[2 * l + 1]) st->times[2 * l + 1] = t1 - t0;
+                }
+            if (st->last) {
+                sl_mlp_acts a = {.batch = st->rows_max};
+                a.x[m->nlayers] = buf[0];
+                a.dbuf[m->nlayers & 1] = buf[1];
+                t0 = sl_now();
+                sl_train_loss(t, &a, buf[2]);
+                t1 = sl_now();
+                if (t1 - t0 < st->times[T_LOSS]) st->times[T_LOSS] = t1 - t0;
+            }
+            sl_optim so = sl_optim_for_step(&t->optim, 0);
+            t0 = sl_now();
+            sl_optim_step(t->be, &so, st->nparams, big, big + st->nparams, big + 2 * st->nparams);
+            sl_k_sync(t->be);
+            t1 = sl_now();
+            if (t1 - t0 < st->times[T_OPTIM]) st->times[T_OPTIM] = t1 - t0;
+        }
+    }
+    quiet_barrier(t->ctx->comm, 1000000);
+    for (int i = 0; i < 5; i++) sl_k_free(t->be, buf[i]);
+    sl_k_free(t->be, big);
+}
+
 static void step(sl_train *t)
 {
     pline *pp = t->state;
     pp->st.sleeping = opt_compute == 1 && t->step >= (int)t->ctx->opt.warmup;
+    pp->st.recording = 1;
+    if (pp->st.sleeping) quiet_barrier(t->baseline ? MPI_COMM_SELF : t->ctx->comm, 20000); /* the driver's barrier released ranks apart */
     pipe_step(t, pp);
-    pp->st.sleeping = 0;
+    if (pp->st.sleeping) quiet_barrier(t->baseline ? MPI_COMM_SELF : t->ctx->comm, 20000); /* none spins in the next step's barrier */
+    pp->st.sleeping = pp->st.recording = 0;
+    if (opt_compute == 1 && !t->baseline && t->step == (int)t->ctx->opt.warmup - 1) calibrate(t, pp);
     pp->sent = (double)(sl_comm_bytes_sent(pp->pipe_comm) + sl_comm_bytes_sent(pp->dp_comm));
 }
 
@@ -919,6 +1083,7 @@ static void reference(sl_train *t, float *params)
                 const op *o = &ops[s][next[s]++];
                 const int k = slot_of(&st[s], o), rows = mb_rows(&tr, &st[s], step_mb(&st[s], o));
                 if (o->kind == 'F') {
+                    prefetch(&tr, &st[s], o);
                     if (s > 0) sl_k_memcpy(tr.be, st[s].act_in[k], st[s - 1].act_out[slot_of(&st[s - 1], o)],
                                            (size_t)rows * tr.m->dims[st[s].ch[0].l0] * sizeof(float), SL_K_D2D);
                     do_forward(&tr, &st[s], o);
@@ -942,6 +1107,7 @@ static void reference(sl_train *t, float *params)
 static void release(sl_train *t)
 {
     pline *pp = t->state;
+    free(pp->st.win);
     free_stage(t, &pp->st);
     sl_comm_destroy(pp->pipe_comm);
     sl_comm_destroy(pp->dp_comm);
@@ -1012,6 +1178,54 @@ static double drift_from_serial(sl_train *t)
     return drift;
 }
 
+/* The bubble of the timed steps. A step's pipeline time W is stage 0's span from its first
+ * operation's start to its last one's end (the first forward there starts the step's work and
+ * the last backward there ends it: the part of the step the formula covers; the data loaded
+ * before it, the replicas' all-reduce and the optimizer step after it are not in W). Stage s
+ * is idle W - work_s, work_s being its time in forward and backward (real or slept). Per step
+ * and replica: the busiest stage's idle and idle / W (the bubble: in the formula's pipeline
+ * every stage idles (p-1)/(m+p-1) of W; with unequal stages the others also wait for the
+ * busiest, which is load imbalance, not the schedule's fill and drain), and the mean over the
+ * stages of idle / W (the idle fraction, imbalance included); the largest over the replicas.
+ * Outputs: the medians over the timed steps. */
+static void pipe_bubble(sl_train *t, double *idle, double *frac, double *mean, double *span)
+{
+    pline *pp = t->state;
+    const int P = t->size, p = pp->p, n = t->nsteps, timed = (int)t->ctx->opt.iters, first = n - timed;
+    double *all = malloc(2 * (size_t)P * n * sizeof *all);
+    double *col = malloc(4 * (size_t)timed * sizeof *col);
+    if (!all || !col) SL_FATAL("out of memory");
+    SL_CHECK_MPI(MPI_Allgather(pp->st.win, 2 * n, MPI_DOUBLE, all, 2 * n, MPI_DOUBLE, t->ctx->comm));
+    for (int i = 0; i < timed; i++) {
+        double ci = 0, cf = 0, cl = 0, cw = 0;
+        for (int r = 0; r < pp->d; r++) {
+            const double w = all[(size_t)(r * p) * 2 * n + first + i];
+            double sum = 0, most = 0;
+            for (int s = 0; s < p; s++) {
+                double work = all[(size_t)(r * p + s) * 2 * n + n + first + i];
+                sum += w - work;
+                most = work > most ? work : most;
+            }
+            if (w - most > ci) ci = w - most;
+            if (w > 0 && (w - most) / w > cf) cf = (w - most) / w;
+            if (w > 0 && sum / p / w > cl) cl = sum / p / w;
+            if (w > cw) cw = w;
+        }
+        col[i] = ci;
+        col[timed + i] = cf;
+        col[2 * timed + i] = cl;
+        col[3 * timed + i] = cw;
+    }
+    double *out[4] = {idle, frac, mean, span};
+    for (int k = 0; k < 4; k++) {
+        sl_stats st;
+        sl_stats_compute(col + (size_t)k * timed, timed, &st);
+        *out[k] = st.median;
+    }
+    free(all);
+    free(col);
+}
+
 static void list_str(char *buf, size_t len, const double *v, int n)
 {
     size_t at = 0;
@@ -1057,8 +1271,15 @@ static void row(sl_train *t, sl_result *res)
     sl_result_param_str(res, "inflight_formula", buf);
     list_str(buf, sizeof buf, all + p, p);
     sl_result_param_str(res, "activ_peak_stages", buf);
-    double step = res->time.median, bubble = sl_result_get(res, "bubble");
-    sl_result_metric(res, "bubble_frac", isnan(bubble) ? 0 : bubble / step, "fraction");
+    /* the driver's phase bubble (the slowest rank's time blocked on a receive, over the step)
+     * is replaced by the busiest stage's idle time in W */
+    double idle, frac, mean, span;
+    pipe_bubble(t, &idle, &frac, &mean, &span);
+    for (int i = 0; i < res->nmetrics; i++)
+        if (strcmp(res->metrics[i].name, "bubble") == 0) res->metrics[i].value = idle;
+    sl_result_metric(res, "bubble_frac", frac, "fraction");
+    sl_result_metric(res, "idle_frac", mean, "fraction");
+    sl_result_metric(res, "pipe_time", span, "s");
     double formula = st->sched == S_PIPEDREAM ? 0 : (double)(p - 1) / (g->v * g->m + p - 1);
     sl_result_metric(res, "bubble_formula", formula, "fraction");
     sl_result_metric(res, "inflight_peak", peak, "micro-batches");
@@ -1144,6 +1365,7 @@ static const sl_column columns[] = {
     {"bubble", "ms", "bubble", 9, 2, 1e3},
     {"bubble", "%", "bubble_frac", 7, 1, 100},
     {"formula", "%", "bubble_formula", 8, 1, 100},
+    {"idle", "%", "idle_frac", 7, 1, 100},
     {"inflight", "mb", "inflight_peak", 9, 0, 0},
     {"activ", "MB", "activ_peak", 8, 3, 1e-6},
     SL_TRAIN_COLUMNS_BYTES,
@@ -1166,6 +1388,16 @@ static const sl_technique pipeline = {
  * bubble is the formula's on 2, 4 or 8 stages. */
 int main(int argc, char **argv)
 {
+    /* Sleep mode: Open MPI yields the core in every call that finds nothing to do when ranks
+     * outnumber cores (mpi_yield_when_idle defaults to 1 when oversubscribed), so a sleeping
+     * stage's poll of a message lost its core to another process for tens of microseconds after
+     * each operation (30-60 us gaps between a forward and its send in the trace). Sleep mode
+     * never blocks inside MPI in a timed step (it polls between sleeps), so it asks for no
+     * yield, unless the user chose (read at MPI_Init, hence before the options are parsed). */
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--compute=sleep") == 0 || (strcmp(argv[i], "--compute") == 0 && i + 1 < argc &&
+                                                        strcmp(argv[i + 1], "sleep") == 0))
+            setenv("OMPI_MCA_mpi_yield_when_idle", "0", 0);
     sl_train_opt.layers = 8;
     sl_train_opt.width = sl_train_opt.inputs = sl_train_opt.outputs = 512;
     sl_train_opt.batch = 64;
