@@ -1399,7 +1399,7 @@ int main(int argc, char **argv)
                                                         strcmp(argv[i + 1], "sleep") == 0))
             setenv("OMPI_MCA_mpi_yield_when_idle", "0", 0);
     sl_train_opt.layers = 8;
-    sl_train_opt.width = sl_train_opt.inputs = sl_train_opt.outputs = 512;
-    sl_train_opt.batch = 64;
+    sl_train_opt.width = sl_train_opt.inputs = sl_train_opt.outputs = 1024;
+    sl_train_opt.batch = 128;
     return sl_train_main(&pipeline, argc, argv);
 }

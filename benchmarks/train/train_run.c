@@ -145,7 +145,7 @@ static void common_row(sl_train *t, sl_result *res, const sl_stats *st, const do
     sl_result_metric(res, "samples_per_s", B / st->median, "samples/s");
     for (int p = 0; p < SL_NPHASES; p++)
         if (used & (1u << p)) sl_result_metric(res, sl_phase_name((sl_phase)p), med[p], "s");
-    if (used & (1u << SL_PHASE_COMM)) {
+    if ((used & (1u << SL_PHASE_COMM)) && (used & (1u << SL_PHASE_EXPOSED))) {
         double overlap = med[SL_PHASE_COMM] > 0 ? 1.0 - med[SL_PHASE_EXPOSED] / med[SL_PHASE_COMM] : NAN;
         if (!isnan(overlap)) overlap = overlap < 0 ? 0 : overlap > 1 ? 1 : overlap;
         sl_result_metric(res, "overlap", overlap, "fraction");
