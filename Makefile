@@ -246,10 +246,15 @@ $(BUILD)/libsl_train.a: $(TRAIN_OBJ)
 	$(say) AR $@
 	$(Q)ar rcs $@ $^
 
-$(BIN)/%: $(BUILD)/benchmarks/%.o $(LIBS) $(FLAGS_STAMP)
+# A program's helper sources, benchmarks/<name>/*.c, are built and linked into bin/<name> only
+# (a program includes their header as "<name>/header.h"); benchmarks/train/ has no train.c and
+# stays the library above.
+.SECONDEXPANSION:
+prog_helper_obj = $(patsubst %.c,$(BUILD)/%.o,$(wildcard benchmarks/$(1)/*.c))
+$(BIN)/%: $(BUILD)/benchmarks/%.o $$(call prog_helper_obj,$$*) $(LIBS) $(FLAGS_STAMP)
 	@mkdir -p $(BIN)
 	$(say) LINK $@
-	$(Q)$(MPICC) $(LDFLAGS) $< $(LIBS) $(LDLIBS) -o $@
+	$(Q)$(MPICC) $(LDFLAGS) $< $(call prog_helper_obj,$*) $(LIBS) $(LDLIBS) -o $@
 
 $(BUILD)/t/%: $(BUILD)/t/unit/%.o $(LIBS) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
