@@ -3,6 +3,7 @@
  * Nothing else happens here: the algorithms live in one file each (coll_mpi.c, coll_ring.c,
  * coll_tree.c, ...), communicators are made in coll_setup.c. */
 #include <limits.h>
+#include <stdint.h>
 
 #include "coll_internal.h"
 
@@ -200,8 +201,9 @@ int sl_coll_iallgather(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t,
     }
 }
 
-int sl_coll_isend(sl_comm *c, const void *buf, size_t n, sl_dtype t, int peer, int tag,
-                  sl_coll_req **req)
+/* isend and irecv: the same checks and request, then the one direction. */
+static int start_p2p(sl_comm *c, int send, void *buf, size_t n, sl_dtype t, int peer, int tag,
+                     sl_coll_req **req)
 {
     if (!req) return SL_COLL_EINVAL;
     *req = NULL;
@@ -209,21 +211,22 @@ int sl_coll_isend(sl_comm *c, const void *buf, size_t n, sl_dtype t, int peer, i
     if (rc) return rc;
     sl_coll_req *q = *req = slc_req_new(c, 0, t, SL_OP_SUM);
     if (n == 0) return SL_COLL_OK;
-    if (c->impl == SL_COLL_NCCL) return slc_nccl_ip2p(c, 1, buf, n, t, peer, q);
-    slx_isend(c, buf, n, t, peer, SL_TAG_USER + tag, q);
+    if (c->impl == SL_COLL_NCCL) return slc_nccl_ip2p(c, send, buf, n, t, peer, q);
+    if (send)
+        slx_isend(c, buf, n, t, peer, SL_TAG_USER + tag, q);
+    else
+        slx_irecv(c, buf, n, t, peer, SL_TAG_USER + tag, q);
     return SL_COLL_OK;
+}
+
+int sl_coll_isend(sl_comm *c, const void *buf, size_t n, sl_dtype t, int peer, int tag,
+                  sl_coll_req **req)
+{
+    return start_p2p(c, 1, (void *)(uintptr_t)buf, n, t, peer, tag, req); /* only read */
 }
 
 int sl_coll_irecv(sl_comm *c, void *buf, size_t n, sl_dtype t, int peer, int tag,
                   sl_coll_req **req)
 {
-    if (!req) return SL_COLL_EINVAL;
-    *req = NULL;
-    int rc = slc_check_p2p(c, buf, n, t, peer, tag);
-    if (rc) return rc;
-    sl_coll_req *q = *req = slc_req_new(c, 0, t, SL_OP_SUM);
-    if (n == 0) return SL_COLL_OK;
-    if (c->impl == SL_COLL_NCCL) return slc_nccl_ip2p(c, 0, buf, n, t, peer, q);
-    slx_irecv(c, buf, n, t, peer, SL_TAG_USER + tag, q);
-    return SL_COLL_OK;
+    return start_p2p(c, 0, buf, n, t, peer, tag, req);
 }

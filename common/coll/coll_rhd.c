@@ -151,53 +151,80 @@ int slc_rhd_allgather(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t)
     return SL_COLL_OK;
 }
 
-/* Rabenseifner's all-reduce as a schedule for the non-blocking engine (coll_nb.c): fold,
- * recursive halving, recursive doubling, unfold, one exchange per step. */
+/* The pieces of the schedules below (the non-blocking engine, coll_nb.c), one exchange per
+ * step. Each appends to out[k..) and returns the new k; *cur is the buffer holding this rank's
+ * partial result (S until something has been reduced into R). */
+
+/* Fold: the even rank of each of the first 2·rem pairs sends its len elements to the odd one,
+ * which reduces them into R. */
+static int fold_steps(const rhd *h, int r, size_t len, slc_step *out, int k, int *cur)
+{
+    if (r >= 2 * h->rem) return k;
+    if (h->newrank < 0) {
+        out[k++] = (slc_step){.to = r + 1, .from = MPI_PROC_NULL, .send_buf = SLC_BUF_S, .send_len = len};
+    } else {
+        out[k++] = (slc_step){.to = MPI_PROC_NULL, .from = r - 1, .recv_len = len, .reduce = 1,
+                              .a_buf = SLC_BUF_S};
+        *cur = SLC_BUF_R;
+    }
+    return k;
+}
+
+/* Recursive halving: keep the half holding this rank's group, reduce the partner's copy of it
+ * into R; the last step completes the group, so it carries the avg range. */
+static int halving_steps(const rhd *h, slc_step *out, int k, int *cur)
+{
+    for (int d = h->p / 2; d >= 1; d /= 2) {
+        int partner = h->newrank ^ d, peer = real_rank(h, partner);
+        int keep = h->newrank & ~(d - 1), give = partner & ~(d - 1);
+        size_t k0 = goff(h, keep), g0 = goff(h, give);
+        out[k++] = (slc_step){.to = peer, .from = peer, .send_buf = *cur, .send_off = g0,
+                              .send_len = goff(h, give + d) - g0, .recv_off = k0,
+                              .recv_len = goff(h, keep + d) - k0, .reduce = 1, .a_buf = *cur};
+        *cur = SLC_BUF_R;
+    }
+    size_t o0 = goff(h, h->newrank);
+    out[k - 1].avg_off = o0;
+    out[k - 1].avg_len = goff(h, h->newrank + 1) - o0;
+    return k;
+}
+
+/* Recursive doubling: exchange the groups gathered so far with a partner at distance d. */
+static int doubling_steps(const rhd *h, slc_step *out, int k)
+{
+    for (int d = 1; d < h->p; d *= 2) {
+        int partner = h->newrank ^ d, peer = real_rank(h, partner);
+        int mine = h->newrank & ~(d - 1), theirs = partner & ~(d - 1);
+        size_t m0 = goff(h, mine), t0 = goff(h, theirs);
+        out[k++] = (slc_step){.to = peer, .from = peer, .send_buf = SLC_BUF_R, .send_off = m0,
+                              .send_len = goff(h, mine + d) - m0, .recv_off = t0,
+                              .recv_len = goff(h, theirs + d) - t0};
+    }
+    return k;
+}
+
+/* Unfold: the odd rank of each folded pair sends the first len elements of R back. */
+static int unfold_steps(const rhd *h, int r, size_t len, slc_step *out, int k)
+{
+    if (r >= 2 * h->rem) return k;
+    if (h->newrank < 0)
+        out[k++] = (slc_step){.to = MPI_PROC_NULL, .from = r + 1, .recv_len = len};
+    else
+        out[k++] = (slc_step){.to = r - 1, .from = MPI_PROC_NULL, .send_buf = SLC_BUF_R, .send_len = len};
+    return k;
+}
+
+/* Rabenseifner's all-reduce as a schedule: fold, recursive halving, recursive doubling, unfold. */
 int slc_rhd_schedule(const sl_comm *c, size_t n, slc_step *out)
 {
     rhd h;
     rhd_setup(c, &h, n, 0);
-    int k = 0, cur = SLC_BUF_S, r = c->rank;
-    if (r < 2 * h.rem) {
-        if (h.newrank < 0) {
-            out[k++] = (slc_step){.to = r + 1, .from = MPI_PROC_NULL, .send_buf = SLC_BUF_S,
-                                  .send_len = n};
-        } else {
-            out[k++] = (slc_step){.to = MPI_PROC_NULL, .from = r - 1, .recv_len = n, .reduce = 1,
-                                  .a_buf = SLC_BUF_S};
-            cur = SLC_BUF_R;
-        }
-    }
+    int cur = SLC_BUF_S, k = fold_steps(&h, c->rank, n, out, 0, &cur);
     if (h.newrank >= 0) {
-        for (int d = h.p / 2; d >= 1; d /= 2) {
-            int partner = h.newrank ^ d, peer = real_rank(&h, partner);
-            int keep = h.newrank & ~(d - 1), give = partner & ~(d - 1);
-            size_t k0 = goff(&h, keep), g0 = goff(&h, give);
-            out[k++] = (slc_step){.to = peer, .from = peer, .send_buf = cur, .send_off = g0,
-                                  .send_len = goff(&h, give + d) - g0, .recv_off = k0,
-                                  .recv_len = goff(&h, keep + d) - k0, .reduce = 1, .a_buf = cur};
-            cur = SLC_BUF_R;
-        }
-        size_t o0 = goff(&h, h.newrank);
-        out[k - 1].avg_off = o0; /* the last halving step completes this rank's group */
-        out[k - 1].avg_len = goff(&h, h.newrank + 1) - o0;
-        for (int d = 1; d < h.p; d *= 2) {
-            int partner = h.newrank ^ d, peer = real_rank(&h, partner);
-            int mine = h.newrank & ~(d - 1), theirs = partner & ~(d - 1);
-            size_t m0 = goff(&h, mine), t0 = goff(&h, theirs);
-            out[k++] = (slc_step){.to = peer, .from = peer, .send_buf = SLC_BUF_R, .send_off = m0,
-                                  .send_len = goff(&h, mine + d) - m0, .recv_off = t0,
-                                  .recv_len = goff(&h, theirs + d) - t0};
-        }
+        k = halving_steps(&h, out, k, &cur);
+        k = doubling_steps(&h, out, k);
     }
-    if (r < 2 * h.rem) {
-        if (h.newrank < 0)
-            out[k++] = (slc_step){.to = MPI_PROC_NULL, .from = r + 1, .recv_len = n};
-        else
-            out[k++] = (slc_step){.to = r - 1, .from = MPI_PROC_NULL, .send_buf = SLC_BUF_R,
-                                  .send_len = n};
-    }
-    return k;
+    return unfold_steps(&h, c->rank, n, out, k);
 }
 
 /* The reduce-scatter on blocks of n as a schedule: the steps of slc_rhd_reduce_scatter, with R
@@ -206,37 +233,15 @@ int slc_rhd_rs_schedule(const sl_comm *c, size_t n, slc_step *out)
 {
     rhd h;
     rhd_setup(c, &h, 0, n);
-    int k = 0, cur = SLC_BUF_S, r = c->rank;
-    size_t total = (size_t)c->size * n;
-    if (r < 2 * h.rem) {
-        if (h.newrank < 0) {
-            out[k++] = (slc_step){.to = r + 1, .from = MPI_PROC_NULL, .send_buf = SLC_BUF_S,
-                                  .send_len = total};
-        } else {
-            out[k++] = (slc_step){.to = MPI_PROC_NULL, .from = r - 1, .recv_len = total,
-                                  .reduce = 1, .a_buf = SLC_BUF_S};
-            cur = SLC_BUF_R;
-        }
-    }
-    if (h.newrank >= 0) {
-        for (int d = h.p / 2; d >= 1; d /= 2) {
-            int partner = h.newrank ^ d, peer = real_rank(&h, partner);
-            int keep = h.newrank & ~(d - 1), give = partner & ~(d - 1);
-            size_t k0 = goff(&h, keep), g0 = goff(&h, give);
-            out[k++] = (slc_step){.to = peer, .from = peer, .send_buf = cur, .send_off = g0,
-                                  .send_len = goff(&h, give + d) - g0, .recv_off = k0,
-                                  .recv_len = goff(&h, keep + d) - k0, .reduce = 1, .a_buf = cur};
-            cur = SLC_BUF_R;
-        }
-        size_t o0 = goff(&h, h.newrank); /* this rank's group (two blocks after a fold) */
-        out[k - 1].avg_off = o0;
-        out[k - 1].avg_len = goff(&h, h.newrank + 1) - o0;
+    const int r = c->rank;
+    int cur = SLC_BUF_S, k = fold_steps(&h, r, (size_t)c->size * n, out, 0, &cur);
+    if (h.newrank < 0) /* this rank's block comes back from its folded neighbour */
+        out[k++] = (slc_step){.to = MPI_PROC_NULL, .from = r + 1, .recv_off = (size_t)r * n, .recv_len = n};
+    else {
+        k = halving_steps(&h, out, k, &cur); /* its group: two blocks after a fold */
         if (h.newrank < h.rem) /* the lower block is the folded neighbour's: hand it over */
             out[k++] = (slc_step){.to = r - 1, .from = MPI_PROC_NULL, .send_buf = SLC_BUF_R,
                                   .send_off = (size_t)(r - 1) * n, .send_len = n};
-    } else {
-        out[k++] = (slc_step){.to = MPI_PROC_NULL, .from = r + 1, .recv_off = (size_t)r * n,
-                              .recv_len = n};
     }
     return k;
 }
@@ -247,9 +252,9 @@ int slc_rhd_ag_schedule(const sl_comm *c, size_t n, slc_step *out)
 {
     rhd h;
     rhd_setup(c, &h, 0, n);
-    int k = 0, r = c->rank;
-    size_t total = (size_t)c->size * n;
-    if (r < 2 * h.rem) {
+    const int r = c->rank;
+    int k = 0;
+    if (r < 2 * h.rem) { /* fold: the odd neighbour collects the pair's two blocks */
         if (h.newrank < 0)
             out[k++] = (slc_step){.to = r + 1, .from = MPI_PROC_NULL, .send_buf = SLC_BUF_R,
                                   .send_off = (size_t)r * n, .send_len = n};
@@ -257,22 +262,6 @@ int slc_rhd_ag_schedule(const sl_comm *c, size_t n, slc_step *out)
             out[k++] = (slc_step){.to = MPI_PROC_NULL, .from = r - 1,
                                   .recv_off = (size_t)(r - 1) * n, .recv_len = n};
     }
-    if (h.newrank >= 0) {
-        for (int d = 1; d < h.p; d *= 2) {
-            int partner = h.newrank ^ d, peer = real_rank(&h, partner);
-            int mine = h.newrank & ~(d - 1), theirs = partner & ~(d - 1);
-            size_t m0 = goff(&h, mine), t0 = goff(&h, theirs);
-            out[k++] = (slc_step){.to = peer, .from = peer, .send_buf = SLC_BUF_R, .send_off = m0,
-                                  .send_len = goff(&h, mine + d) - m0, .recv_off = t0,
-                                  .recv_len = goff(&h, theirs + d) - t0};
-        }
-    }
-    if (r < 2 * h.rem) {
-        if (h.newrank < 0)
-            out[k++] = (slc_step){.to = MPI_PROC_NULL, .from = r + 1, .recv_len = total};
-        else
-            out[k++] = (slc_step){.to = r - 1, .from = MPI_PROC_NULL, .send_buf = SLC_BUF_R,
-                                  .send_len = total};
-    }
-    return k;
+    if (h.newrank >= 0) k = doubling_steps(&h, out, k);
+    return unfold_steps(&h, r, (size_t)c->size * n, out, k);
 }
