@@ -377,10 +377,7 @@ static void quiet_barrier(MPI_Comm comm, long poll_ns)
 {
     MPI_Request req;
     SL_CHECK_MPI(MPI_Ibarrier(comm, &req));
-    for (int done = 0; !done;) {
-        SL_CHECK_MPI(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
-        if (!done) nanosleep(&(struct timespec){.tv_nsec = poll_ns}, NULL);
-    }
+    sl_mpi_wait_quietly(&req, poll_ns);
 }
 
 /* Runs work (real) or sleeps the shortest time it took (sleep mode, timed steps: the shortest,

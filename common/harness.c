@@ -395,3 +395,11 @@ int sl_finalize(sl_ctx *ctx)
     MPI_Finalize();
     return worst;
 }
+
+void sl_mpi_wait_quietly(MPI_Request *req, long poll_ns)
+{
+    for (int done = 0; !done;) {
+        SL_CHECK_MPI(MPI_Test(req, &done, MPI_STATUS_IGNORE));
+        if (!done) nanosleep(&(struct timespec){.tv_nsec = poll_ns}, NULL);
+    }
+}

@@ -64,4 +64,9 @@ void sl_time_loop(sl_ctx *ctx, sl_body_fn body, void *arg, sl_stats *stats);
 void sl_time_loop_n(sl_ctx *ctx, int warmup, int iters, sl_body_fn body, void *arg,
                     sl_stats *stats);
 
+/* Waits for an MPI request without spinning: tests it, sleeping poll_ns between tests. For
+ * ranks that wait while others are measured, or while more ranks than cores share a node: a
+ * rank spinning in MPI holds a core that the rank being waited for needs. */
+void sl_mpi_wait_quietly(MPI_Request *req, long poll_ns);
+
 #endif

@@ -3,7 +3,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "train_internal.h"
 
@@ -109,10 +108,7 @@ double train_one_rank_step(sl_ctx *ctx, const sl_technique *tech, int variant, c
      * being measured on). */
     MPI_Request req;
     SL_CHECK_MPI(MPI_Ibcast(&median, 1, MPI_DOUBLE, 0, ctx->comm, &req));
-    for (int done = 0; !done;) {
-        SL_CHECK_MPI(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
-        if (!done) nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
-    }
+    sl_mpi_wait_quietly(&req, 1000000);
     return median;
 }
 
