@@ -53,6 +53,33 @@ PY
   ok $? "np=$np: the table shows time, speedup and GB/s"
   grep -q "every check passed" "$dir.txt"
   ok $? "np=$np: verdict line"
+  python3 - "$dir/mae_threads.jsonl" "$dir.txt" <<'PY'
+import json, re, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+notes = re.findall(r"racy, (\d+) threads? x \d+ ranks?: wrong in (\d+) of (\d+) iterations \(not asserted\)", open(sys.argv[2]).read())
+bad = []
+racy = [r for r in rows if r["variant"] == "racy"]
+if len(notes) != len(racy): bad.append(f"{len(notes)} racy verdict lines for {len(racy)} racy rows")
+for r, (threads, wrong, n) in zip(racy, notes):
+    m = {k: v["value"] for k, v in r["metrics"].items()}
+    # one row, one iteration: the value, its diff and its lost fraction are the last timed
+    # iteration's; a lost update that changed the sum shows as a non-zero diff, and a zero
+    # loss cannot leave the sum wrong
+    if m["lost_updates"] == 0 and m["diff_from_serial"] != 0: bad.append(f"racy: diff {m['diff_from_serial']} with no update lost")
+    if int(wrong) != m["wrong_iterations"] or int(n) != 2 or int(threads) != r["params"]["threads"]:
+        bad.append(f"racy verdict {threads} threads {wrong}/{n} vs row {m['wrong_iterations']}")
+    if m["wrong_iterations"] == 0 and m["diff_from_serial"] != 0: bad.append("racy: last iteration wrong but no wrong iteration counted")
+for r in rows:
+    if r["variant"] == "stream_read": continue
+    m = {k: v["value"] for k, v in r["metrics"].items()}
+    t = r["time"]["median"] if "time" in r and "median" in r["time"] else None
+    if t is not None and abs(m["ns_per_update"] * r["params"]["samples"] - t) > 1e-9 * t: bad.append(f"{r['variant']}: ns_per_update x samples != time")
+    if not (0 <= m["combine_time"] < 10): bad.append(f"{r['variant']}: combine_time {m['combine_time']}")
+    if r["variant"] != "racy" and m["wrong_iterations"] != 0: bad.append(f"{r['variant']}: wrong_iterations {m['wrong_iterations']}")
+print("\n".join(bad), file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+  ok $? "np=$np: the racy row agrees with itself and its verdict line; ns per update, combine time"
 done
 
 launch 2 mae_threads --threads 2 -n 1 -w 0 --samples 1000 --variants partial --check 0 --trace -o "$out/nocheck" >/dev/null 2>&1
