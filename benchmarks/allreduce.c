@@ -549,7 +549,7 @@ int main(int argc, char **argv)
     sl_env_local_capture(&me);
     int most_bound = me.nbound_cpus;
     SL_CHECK_MPI(MPI_Allreduce(&me.nbound_cpus, &most_bound, 1, MPI_INT, MPI_MAX, ctx.comm));
-    if (most_bound > 1)
+    if (most_bound > 1 && !sl_oversubscribed(&ctx, 1)) /* binding can work: suggest it */
         sl_note(&ctx, "ranks are not bound to one core each (up to %d CPUs): small-message times "
                       "may include scheduler delays; for latency, launch with --bind-to core",
                 most_bound);

@@ -522,7 +522,8 @@ int main(int argc, char **argv)
      * flat speedup be read as a property of the variant. */
     int min_bound = me.nbound_cpus;
     SL_CHECK_MPI(MPI_Allreduce(&me.nbound_cpus, &min_bound, 1, MPI_INT, MPI_MIN, ctx.comm));
-    if (most > min_bound)
+    if (!sl_oversubscribed(&ctx, 1)) sl_note_oversubscription(&ctx, most); /* else said already */
+    if (most > min_bound && !sl_oversubscribed(&ctx, most))
         sl_note(&ctx, "up to %d threads per rank, but a rank may run on only %d CPU%s: threads will "
                       "time-share (launch with --bind-to none, as scripts/sl-launch does)",
                 most, min_bound, min_bound == 1 ? "" : "s");

@@ -135,6 +135,10 @@ void sl_env_manifest(sl_ctx *ctx, sl_json *j)
     sl_json_str(j, "git_describe", sl_build_git_describe);
     sl_json_str(j, "build_options", sl_build_options);
     sl_json_int(j, "ranks", ctx->nranks);
+    /* the busiest node: more ranks than CPUs there means the ranks time-share cores */
+    sl_json_int(j, "ranks_per_node", ctx->node_ranks);
+    sl_json_int(j, "cpus_per_node", ctx->node_cpus);
+    sl_json_bool(j, "oversubscribed", sl_oversubscribed(ctx, 1));
 
     /* distinct hosts, in rank order */
     sl_json_arr_begin(j, "hosts");

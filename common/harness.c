@@ -323,6 +323,7 @@ void sl_init(sl_ctx *ctx, const sl_program *prog, int argc, char **argv)
     /* MPI errors come back as codes so SL_CHECK_MPI can name the call. */
     MPI_Comm_set_errhandler(ctx->comm, MPI_ERRORS_RETURN);
 
+    sl_placement_capture(ctx); /* before the manifest, which records it */
     resolve_backend_and_colls(ctx);
     if (prog->validate) prog->validate(ctx);
     /* counters before the results directory: a bad event name leaves nothing behind */
@@ -337,6 +338,7 @@ void sl_init(sl_ctx *ctx, const sl_program *prog, int argc, char **argv)
     MPI_Barrier(ctx->comm);
     sl_trace_set_epoch(sl_now());
     print_header(ctx);
+    sl_note_oversubscription(ctx, 1);
 }
 
 void sl_time_loop_n(sl_ctx *ctx, int warmup, int iters, sl_body_fn body, void *arg, sl_stats *stats)

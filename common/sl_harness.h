@@ -38,6 +38,8 @@ typedef struct sl_ctx {
     int nrows, nfailed;
     sl_papi papi;
     char cmdline[1024];
+    int node_ranks;          /* ranks on the busiest node, and the CPUs they may use there */
+    int node_cpus;
 } sl_ctx;
 
 /* Parses the command line (usage error: message, exit 2; --help/--version: print, exit 0),
@@ -48,6 +50,13 @@ void sl_init(sl_ctx *ctx, const sl_program *prog, int argc, char **argv);
 /* Prints the verdict line, writes the trace if --trace, finalises MPI and returns the exit
  * status for main: 0, or 1 if any check failed on any rank. */
 int sl_finalize(sl_ctx *ctx);
+
+/* Placement (placement.c): sl_init fills node_ranks and node_cpus. A program is oversubscribed
+ * when node_ranks x threads_per_rank > node_cpus; sl_init notes it for one thread per rank, and
+ * a program that runs more threads per rank notes it with its own count. */
+void sl_placement_capture(sl_ctx *ctx); /* collective */
+int sl_oversubscribed(const sl_ctx *ctx, int threads_per_rank);
+void sl_note_oversubscription(const sl_ctx *ctx, int threads_per_rank);
 
 /* printf on rank 0 only (and not under --quiet). */
 void sl_print(const sl_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

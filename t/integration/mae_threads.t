@@ -82,6 +82,27 @@ PY
   ok $? "np=$np: the racy row agrees with itself and its verdict line; ns per update, combine time"
 done
 
+# oversubscription: 3 ranks, and 1 rank x 3 threads, against the CPUs this test may use
+cpus=$(nproc)
+launch 3 mae_threads --threads 1 -n 1 -w 0 --samples 1000 --variants partial -o "$out/over" >"$out/over.txt" 2>&1
+python3 - "$out/over/manifest.json" "$out/over.txt" "$cpus" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1])); text = open(sys.argv[2]).read(); cpus = int(sys.argv[3])
+want = 3 > cpus
+said = "oversubscribed: 3 ranks on a node with" in text
+ok = m["ranks_per_node"] == 3 and m["oversubscribed"] == want and said == want and \
+     (m["cpus_per_node"] == cpus or not want)
+print(f"manifest {m['ranks_per_node']} ranks, {m['cpus_per_node']} cpus, oversubscribed {m['oversubscribed']}; note {said}; nproc {cpus}", file=sys.stderr)
+sys.exit(0 if ok else 1)
+PY
+ok $? "3 ranks: the manifest records ranks and CPUs per node, and oversubscription is noted exactly when 3 > CPUs"
+bin_threads=$((cpus + 1))
+launch 1 mae_threads --threads "$bin_threads" -n 1 -w 0 --samples 1000 --variants partial -o "$out/overt" >"$out/overt.txt" 2>&1
+grep -q "oversubscribed: 1 rank x $bin_threads threads on a node with $cpus CPU" "$out/overt.txt"
+ok $? "1 rank x (CPUs + 1) threads: oversubscription noted with the thread count"
+! grep -q "bind-to" "$out/overt.txt"
+ok $? "no binding advice when binding cannot work"
+
 launch 2 mae_threads --threads 2 -n 1 -w 0 --samples 1000 --variants partial --check 0 --trace -o "$out/nocheck" >/dev/null 2>&1
 ok $? "--check 0 --trace runs"
 python3 - "$out/nocheck/mae_threads.jsonl" <<'PY'

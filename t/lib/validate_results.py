@@ -13,7 +13,8 @@ ROW_REQUIRED = {"schema_version": int, "run_id": str, "benchmark": str, "variant
                 "ranks": int, "params": dict, "iterations": dict, "metrics": dict, "check": dict}
 MANIFEST_REQUIRED = {"schema_version": int, "run_id": str, "start_time": str, "command_line": str,
                      "git_describe": str, "hosts": list, "cpu": dict, "rank_binding": list,
-                     "mpi_library": str, "cuda": dict, "build_options": str}
+                     "mpi_library": str, "cuda": dict, "build_options": str,
+                     "ranks_per_node": int, "cpus_per_node": int, "oversubscribed": bool}
 CHECKS = {"pass", "fail", "skipped", "not_asserted", "none"}
 
 
