@@ -118,4 +118,11 @@ mkdir -p "$out/norows" && echo '{}' >"$out/norows/manifest.json"
 [ $? = 1 ] && grep -q 'no results rows' "$out/err"
 ok $? "report: a directory with no rows is not 'every check passed'"
 
+# report: "best" is taken over the quiet rows; a noisy row (time cv above 0.25) is counted, not picked
+mkdir -p "$out/best" && echo '{}' >"$out/best/manifest.json"
+{ row v 10 0.05 pass; row v 30 1.93 pass; row v 12 0.10 pass; row w 7 0.90 pass; } >"$out/best/b.jsonl"
+"$top/scripts/report" "$out/best" >"$out/log" 2>"$out/err"
+grep -Eq ' v +f32 +ring +busbw +12\.00 +GB/s +3 +1 +pass' "$out/log" && grep -Eq ' w +f32 +ring +busbw +~7\.00 +GB/s +1 +1 +pass' "$out/log"
+ok $? "report: best over quiet rows only (12, not the noisy 30); a group with only noisy rows marked ~"
+
 done_testing
