@@ -134,7 +134,9 @@ static void bucket_poll(bucket *bk, int wait)
     sl_train_coll_ok(sl_coll_wait(bk->req), "sl_coll_wait");
     bk->req = NULL;
     bk->t_done = sl_now();
-    sl_trace_event("allreduce bucket", "comm", 1, bk->t_start, bk->t_done);
+    char name[64]; /* layers counted from 1, as a student reads them */
+    snprintf(name, sizeof name, "all-reduce bucket, layers %d-%d", bk->l0 + 1, bk->l1);
+    sl_trace_event(name, "comm", 1, bk->t_start, bk->t_done);
 }
 
 /* bucketed, after each layer's backward: start the all-reduce of the bucket whose lowest layer
@@ -198,12 +200,12 @@ static void step(sl_train *t)
     if (t->variant == V_BUCKETED) {
         for (int b = 0; b < r->nbuckets; b++)
             if (r->buckets[b].req) bucket_poll(&r->buckets[b], 1);
-        sl_train_record(t, SL_PHASE_EXPOSED, sl_now() - t0);
+        sl_train_span(t, SL_PHASE_EXPOSED, "wait for buckets", t0, sl_now());
         sl_train_record(t, SL_PHASE_COMM, buckets_span(r));
     } else {
         sl_train_coll_ok(sl_coll_allreduce(t->comm, r->rep.grads, r->rep.grads, n, SL_F32, SL_OP_SUM),
                          "sl_coll_allreduce");
-        sl_train_span(t, SL_PHASE_COMM, "allreduce", t0, sl_now());
+        sl_train_span(t, SL_PHASE_COMM, "all-reduce (blocking)", t0, sl_now());
         sl_train_record(t, SL_PHASE_EXPOSED, sl_now() - t0);
     }
     sl_train_optimize(t, r->rep.params, r->rep.grads, r->rep.optim, 0, n);
@@ -328,7 +330,7 @@ static void validate(sl_ctx *ctx)
 
 static const sl_column columns[] = {
     SL_TRAIN_COLUMNS_RUN, SL_TRAIN_COLUMNS_STEP, SL_TRAIN_COLUMNS_BYTES,
-    {"activ", "MB", "mem_activ", 8, 2, 1e-6}, SL_TRAIN_COLUMNS_CHECK,
+    {"activ", "MB", "mem_activ", 8, 2, 1e-6}, SL_COL("buckets", "buckets", 7), SL_TRAIN_COLUMNS_CHECK,
 };
 
 static const sl_technique ddp = {

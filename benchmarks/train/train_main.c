@@ -60,6 +60,14 @@ int sl_train_main(const sl_technique *tech, int argc, char **argv)
                   "batch %lld %s, %s",
             o->layers, o->width, m.nparams, m.nparams * 4.0 / 1048576, o->scaling ? "strong" : "weak",
             o->batch, o->scaling ? "in all" : "per data rank", sl_optim_name(optim.kind));
+    /* Say what the efficiency is measured against: the same variant on one rank, inside this
+     * run, on one rank's share of the cores, which is fewer than a program started alone gets. */
+    char threads[48];
+    snprintf(threads, sizeof threads, ", on %d GEMM thread%s", sl_k_cpu_threads(), sl_k_cpu_threads() == 1 ? "" : "s");
+    if (P > 1 && o->baseline)
+        sl_note(&ctx, "eff: each variant against itself on one rank (rank 0 alone, in this run%s); "
+                      "compare variants by samples/s",
+                be == SL_BACKEND_CPU ? threads : "");
     sl_table_begin(&ctx, tech->columns, tech->ncolumns);
 
     double *baselines = calloc((size_t)tech->nvariants, sizeof *baselines);

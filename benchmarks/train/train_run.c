@@ -150,6 +150,8 @@ static void common_row(sl_train *t, sl_result *res, const sl_stats *st, const do
     if (!isnan(one_rank)) eff = sl_train_opt.scaling == 0 ? one_rank / st->median : one_rank / (P * st->median);
     sl_result_metric(res, "scaling_eff", eff, "fraction");
     sl_result_metric(res, "one_rank_step", one_rank, "s");
+    /* the one-rank baseline ran inside this run, on this rank's threads only: say how many */
+    if (!isnan(one_rank) && m->be == SL_BACKEND_CPU) sl_result_param_num(res, "one_rank_threads", sl_k_cpu_threads());
     sl_result_metric(res, "bytes_model", tech->bytes_model ? tech->bytes_model(t) : NAN, "bytes");
     sl_result_metric(res, "bytes_sent", sent, "bytes");
     sl_result_metric(res, "tflops", 3.0 * sl_mlp_flops_forward(m, B) / st->median / 1e12, "TFLOP/s");
@@ -186,7 +188,11 @@ void train_run_variant(sl_ctx *ctx, const sl_technique *tech, int variant, sl_co
     sl_stats st;
     sl_mem_reset_peaks();
     unsigned long long sent0 = sl_comm_bytes_sent(comm);
+    double v0 = sl_now();
     sl_time_loop(ctx, train_step_body, &t, &st);
+    char span[96]; /* the variant's whole run, on its own trace row, so the steps below read in context */
+    snprintf(span, sizeof span, "%s, %s", tech->variants[variant], p2p ? "p2p" : sl_coll_name(impl));
+    sl_trace_event(span, "variant", 2, v0, sl_now());
     double peak = (double)sl_mem_peak_total(space) - (double)before;
     /* What the device itself reports in use after the steps (allocator caches, the CUDA
      * context and other processes included): beside the suite's own count, not instead. */

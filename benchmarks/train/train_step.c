@@ -58,7 +58,9 @@ void sl_train_forward(sl_train *t, sl_mlp_acts *a, const float *params, int l0, 
         double t0 = sl_now();
         sl_mlp_layer_forward(m, l, a->batch, lp, a->x[l], a->z[l], a->x[l + 1]);
         sl_k_sync(t->be);
-        sl_train_span(t, SL_PHASE_COMPUTE, "forward", t0, sl_now());
+        char name[32]; /* named by layer, counted from 1, so the trace reads as the model */
+        snprintf(name, sizeof name, "forward L%d", l + 1);
+        sl_train_span(t, SL_PHASE_COMPUTE, name, t0, sl_now());
         if (h && h->after) h->after(t, l, 0);
     }
 }
@@ -88,7 +90,9 @@ float *sl_train_backward(sl_train *t, sl_mlp_acts *a, const float *params, float
         double t0 = sl_now();
         sl_mlp_layer_backward(m, l, a->batch, lp, a->x[l], a->z[l], dy, lg, dx);
         sl_k_sync(t->be); /* the layer's gradients are final before a hook communicates them */
-        sl_train_span(t, SL_PHASE_COMPUTE, "backward", t0, sl_now());
+        char name[32];
+        snprintf(name, sizeof name, "backward L%d", l + 1);
+        sl_train_span(t, SL_PHASE_COMPUTE, name, t0, sl_now());
         if (h && h->after) h->after(t, l, 1);
         dy = dx;
     }

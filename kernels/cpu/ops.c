@@ -32,6 +32,8 @@ __attribute__((constructor)) static void decide_threads(void)
 
 int sl_cpu_par(size_t n) { return threads_ok && n > PAR_MIN; }
 
+int sl_k_cpu_threads(void) { return openblas_get_num_threads(); }
+
 const char *sl_k_cpu_threading(void)
 {
     return threads_ok ? "element-wise kernels on OpenMP threads, GEMMs on OpenBLAS threads"

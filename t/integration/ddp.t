@@ -105,10 +105,16 @@ python3 - "$out/trace/ddp.trace.json" <<'PY'
 import json, sys
 ev = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("ph") == "X"]
 comm = [e for e in ev if e["cat"] == "comm" and e["tid"] == 1]
-back = [e for e in ev if e["name"] == "backward"]
-sys.exit(0 if comm and back and {e["pid"] for e in comm} == {0, 1} else 1)
+names = {e["name"] for e in ev}
+back = [e for e in ev if e["name"].startswith("backward L")]
+ok = comm and back and {e["pid"] for e in comm} == {0, 1}
+# named as the student reads the model: layers from 1, buckets by their layers, the wait, the variant
+ok = ok and {"forward L1", "backward L1", "optimizer", "wait for buckets", "bucketed, mpi"} <= names
+ok = ok and any(n.startswith("all-reduce bucket, layers ") for n in names)
+print(sorted(names), file=sys.stderr)
+sys.exit(0 if ok else 1)
 PY
-ok $? "--trace: bucket all-reduces on their own row beside backward, for both ranks"
+ok $? "--trace: bucket all-reduces on their own row beside backward, for both ranks; spans named by layer, bucket, wait and variant"
 
 # A long run (1.1M steps) must not crash: nothing on the stack is sized by the step count. It is
 # not waited for: it either finishes or is still running when the short timeout ends it.
