@@ -330,7 +330,7 @@ static void iteration_body(void *arg)
 
 /* Runs the read probe (kernels/probe.h) with nt threads, emits its row and returns its
  * bandwidth (GB/s, all ranks together). */
-static double measure_read_bw(sl_ctx *ctx, sl_probe *probe, int nt)
+static double measure_read_bw(sl_ctx *ctx, sl_probe *probe, int nt, sl_dtype block)
 {
     sl_stats st;
     probe->threads = nt;
@@ -338,7 +338,10 @@ static double measure_read_bw(sl_ctx *ctx, sl_probe *probe, int nt)
     double read_bw = bytes / st.median / 1e9;
     sl_result r;
     sl_probe_result(ctx, probe, &st, &r, "stream_read", "read_bw", read_bw);
-    r.dtype = "f64";
+    /* the row belongs to the block it is the ceiling of (f32 or f64); the probe itself always
+     * sums doubles, which the param says */
+    r.dtype = sl_dtype_name(block);
+    sl_result_param_str(&r, "probe_reads", "f64");
     sl_result_param_num(&r, "threads", nt);
     sl_result_param_num(&r, "bytes", bytes);
     sl_result_emit(ctx, &r);
@@ -414,12 +417,12 @@ static void sweep_dtype(sl_ctx *ctx, sl_dtype dtype, const int *threads, int nth
 
     /* serial is compared with the one-thread probe, measured first if 1 is not in the list */
     double serial_median = 0, read_bw_1 = NAN;
-    if (threads[0] != 1) read_bw_1 = measure_read_bw(ctx, &probe, 1);
+    if (threads[0] != 1) read_bw_1 = measure_read_bw(ctx, &probe, 1, dtype);
     sl_stats st;
     sl_result r;
     for (int ti = 0; ti < nthreads_counts; ti++) {
         int nt = threads[ti];
-        double read_bw = measure_read_bw(ctx, &probe, nt);
+        double read_bw = measure_read_bw(ctx, &probe, nt, dtype);
         if (nt == 1) read_bw_1 = read_bw;
 
         for (int v = 0; v < NVARIANTS; v++) {
