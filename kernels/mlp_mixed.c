@@ -131,7 +131,8 @@ static void layer_backward(sl_mixed *mx, int l, void *dy, void *dx)
     narrow(mx, (size_t)B * in, mx->t1, dx, &mx->cnt.agrad, &mx->cnt.agrad_n);
 }
 
-double sl_mixed_forward_backward(sl_mixed *mx, const float *x, const float *y, float scale)
+double sl_mixed_forward_backward(sl_mixed *mx, const float *x, const float *y, float norm,
+                                 float scale)
 {
     const sl_mlp *m = mx->m;
     const int L = m->nlayers, B = mx->batch, out = m->dims[L];
@@ -142,7 +143,7 @@ double sl_mixed_forward_backward(sl_mixed *mx, const float *x, const float *y, f
     /* the loss in f32, as autocast computes it; its gradient scaled, then rounded into dt: the
      * first place where small gradients underflow */
     widen(mx, nout, mx->x[L], mx->out32);
-    double loss = sl_k_mse(mx->be, nout, mx->out32, y, mx->dout32, 1.0f / ((float)B * (float)out));
+    double loss = sl_k_mse(mx->be, nout, mx->out32, y, mx->dout32, norm);
     if (scale != 1.0f) sl_k_scale(mx->be, SL_F32, nout, mx->dout32, scale);
     void *dy = mx->dbuf[L & 1]; /* not the buffer the last layer's dx goes to (as mlp.c) */
     narrow(mx, nout, mx->dout32, dy, &mx->cnt.agrad, &mx->cnt.agrad_n);

@@ -65,10 +65,12 @@ void sl_mixed_init(sl_mixed *mx, const sl_mlp *m, sl_dtype dt, int master, int b
                    uint64_t seed, const sl_optim *o);
 void sl_mixed_free(sl_mixed *mx);
 
-/* Forward on x[batch, in] (f32, backend memory), MSE against y[batch, out] normalised over the
- * batch (as sl_train_serial), backward from dL/d(output) * scale. Leaves the scaled weight
- * gradients in g16 and this step's counts in mx->cnt. Returns the (unscaled) loss. */
-double sl_mixed_forward_backward(sl_mixed *mx, const float *x, const float *y, float scale);
+/* Forward on x[batch, in] (f32, backend memory), the loss norm * sum (out - y)^2 against
+ * y[batch, out] (norm: sl_task_loss_norm, as sl_train_serial), backward from
+ * dL/d(output) * scale. Leaves the scaled weight gradients in g16 and this step's counts in
+ * mx->cnt. Returns the (unscaled) loss. */
+double sl_mixed_forward_backward(sl_mixed *mx, const float *x, const float *y, float norm,
+                                 float scale);
 /* g32 = g16 / scale (in f32). Returns how many are inf or NaN (also in mx->cnt.nonfinite). */
 size_t sl_mixed_unscale(sl_mixed *mx, float scale);
 /* The optimizer step from g32: on the master copy then cast to w16, or (no master) on w16

@@ -101,7 +101,7 @@ static void agree_mixed(void)
             sl_task_batch(&task, 0, batch, x, y);
             sl_mixed mx;
             sl_mixed_init(&mx, &m, dt, 1, batch, 5, &o);
-            loss[b] = sl_mixed_forward_backward(&mx, x, y, 1024.0f);
+            loss[b] = sl_mixed_forward_backward(&mx, x, y, sl_task_loss_norm(&task, batch), 1024.0f);
             sl_mixed_unscale(&mx, 1024.0f);
             g[b] = sl_k_download(be, mx.g32, m.nparams * 4);
             sl_mixed_free(&mx);

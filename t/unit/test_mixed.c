@@ -93,7 +93,7 @@ static void check_step(sl_dtype dt)
     sl_mixed_init(&mx, &m, dt, 1, B, 7, &o);
     float *x = t_randn(11, (size_t)B * 6, 1.0f), *y = t_randn(12, (size_t)B * 4, 1.0f);
     const float scale = 1024.0f;
-    double loss = sl_mixed_forward_backward(&mx, x, y, scale);
+    double loss = sl_mixed_forward_backward(&mx, x, y, 1.0f / ((float)B * 4.0f), scale);
     float *p = t_xmalloc(m.nparams * 4), *gref = t_xmalloc(m.nparams * 4), *got = t_xmalloc(m.nparams * 4);
     sl_k_cast(BE, m.nparams, mx.w16, dt, p, SL_F32, NULL);
     double want = ref_step(&m, dt, p, B, x, y, scale, gref);
@@ -149,7 +149,7 @@ static void check_f32_is_serial(void)
         int same_loss = 1;
         for (int s = 0; s < steps; s++) {
             sl_task_batch(&task, (uint64_t)s * B, B, x, y);
-            double l = sl_mixed_forward_backward(&mx, x, y, scale);
+            double l = sl_mixed_forward_backward(&mx, x, y, sl_task_loss_norm(&task, B), scale);
             same_loss &= l == ref_loss[s];
             sl_mixed_unscale(&mx, scale);
             sl_optim so = sl_optim_for_step(&o, s);
@@ -275,7 +275,7 @@ static void check_underflow_in_mlp(void)
         for (int k = 0; k < 2; k++) {
             sl_mixed mx;
             sl_mixed_init(&mx, &m, d ? SL_BF16 : SL_F16, 1, B, 9, &o);
-            sl_mixed_forward_backward(&mx, x, y, k ? 0x1p8f : 0x1p-40f);
+            sl_mixed_forward_backward(&mx, x, y, 1.0f / (B * 4.0f), k ? 0x1p8f : 0x1p-40f);
             c[d][k] = mx.cnt;
             sl_mixed_free(&mx);
         }
