@@ -140,7 +140,7 @@ static const sl_program program = {
 static const sl_column range_columns[] = {
     SL_COL("dtype", "dtype", 6), SL_COL("exp", "exponent_bits", 4), SL_COL("man", "mantissa_bits", 4),
     {"max", "", "max", 11, 4, 0}, {"min normal", "", "min_normal", 11, 3, 0},
-    {"min subnorm", "", "min_subnormal", 11, 3, 0}, {"eps", "(gap at 1)", "eps", 11, 3, 0},
+    {"min subnorm", "", "min_subnormal", 11, 3, 0}, {"eps", "(gap at 1)", "eps", 13, 7, 0},
     {"gap at 1000", "", "gap_1000", 11, 3, 0}, SL_COL_CHECK(7),
 };
 
@@ -286,7 +286,7 @@ static void print_curves(sl_ctx *ctx, run_result *runs, int nruns, int every)
         run_name(&runs[i].cfg, name, sizeof name);
         used = snprintf(line, sizeof line, "# scale      %-20s", name);
         for (int s = 0; s < runs[i].steps && used < (int)sizeof line - 16; s += every)
-            used += snprintf(line + used, sizeof line - used, " %9.0f", runs[i].log[s].scale);
+            used += snprintf(line + used, sizeof line - used, " %9.3g", runs[i].log[s].scale);
         sl_print(ctx, "%s (skipped %ld: %ld backoffs, %ld growths)\n", line, runs[i].skipped, runs[i].backoffs, runs[i].growths);
     }
 }
