@@ -156,6 +156,7 @@ static const sl_column run_columns[] = {
     {"zero dW", "% dW", "wgrad_zero_frac", 8, 1, 100}, {"overflow", "max/step", "overflow_max", 8, 0, 0},
     {"skipped", "steps", "skipped", 7, 0, 0}, {"scale", "final", "final_scale", 8, 0, 0},
     {"lost upd", "% w/step", "lost_updates_frac", 8, 2, 100},
+    {"states", "B/param", "state_bytes_per_param", 7, 0, 0}, {"activ", "KiB", "mem_activ", 7, 1, 1.0 / 1024},
     {"samples/s", "", "samples_per_s", 10, 0, 0}, {"vs fp32", "x", "speed_vs_fp32", 7, 2, 0},
     SL_COL_CHECK(13),
 };
@@ -197,8 +198,8 @@ static int should_track(const run_config *c)
     return c->dt == SL_F32 || (c->master && (c->dt == SL_BF16 || c->mode != SL_SCALE_NONE));
 }
 
-static void run_row(sl_ctx *ctx, const sl_mlp *m, const run_result *r, const run_result *ref32,
-                    const float *serial, int B, int every)
+static void run_row(sl_ctx *ctx, const sl_mlp *m, const sl_optim *optim, const run_result *r,
+                    const run_result *ref32, const float *serial, int B, int every)
 {
     char name[48];
     run_name(&r->cfg, name, sizeof name);
@@ -228,6 +229,18 @@ static void run_row(sl_ctx *ctx, const sl_mlp *m, const run_result *r, const run
     sl_result_metric(&row, "growths", (double)r->growths, "");
     sl_result_metric(&row, "final_scale", r->final_scale, "");
     sl_result_metric(&row, "lost_updates_frac", r->cfg.master ? NAN : run_lost_frac(r, m->nparams), "fraction/step");
+    /* memory: what the allocator counted beside the model (mlp_mixed.h) */
+    sl_mlp_bytes model = sl_mixed_memory(m, r->cfg.dt, r->cfg.master, B, optim);
+    const double want[4] = {(double)model.params, (double)model.grads, (double)model.optim, (double)model.activ};
+    static const char *const mem_names[4] = {"mem_params", "mem_grads", "mem_optim", "mem_activ"};
+    static const char *const model_names[4] = {"model_params", "model_grads", "model_optim", "model_activ"};
+    double states = 0;
+    for (int k = 0; k < 4; k++) {
+        sl_result_metric(&row, mem_names[k], r->mem[k], "bytes");
+        sl_result_metric(&row, model_names[k], want[k], "bytes");
+        if (k < 3) states += r->mem[k];
+    }
+    sl_result_metric(&row, "state_bytes_per_param", states / (double)m->nparams, "bytes");
     sl_result_metric(&row, "samples_per_s", B / r->time.median, "samples/s");
     sl_result_metric(&row, "speed_vs_fp32", ref32->time.median / r->time.median, "ratio");
     /* the curve: loss and scale at steps 0, K, 2K, ... and the last */
@@ -351,6 +364,7 @@ int main(int argc, char **argv)
     char why[256];
     int be_ok = sl_k_backend_resolve(ctx.opt.backend, why, sizeof why);
     if (be_ok < 0) SL_FATAL("-B %s: %s", sl_backend_name(ctx.opt.backend), why);
+    if (why[0]) sl_note(&ctx, "%s", why);
     const sl_backend be = (sl_backend)be_ok;
     const int B = (int)opt_batch, steps = (int)(ctx.opt.warmup + ctx.opt.iters);
     const int every = opt_curve_every > 0 ? (int)opt_curve_every : (steps / 10 > 0 ? steps / 10 : 1);
@@ -409,7 +423,7 @@ int main(int argc, char **argv)
     if (!runs) SL_FATAL("out of memory");
     for (int i = 0; i < n; i++) {
         run_train(&m, &task, &cfgs[i], &su, &runs[i]);
-        run_row(&ctx, &m, &runs[i], &runs[0], serial, B, every);
+        run_row(&ctx, &m, &optim, &runs[i], &runs[0], serial, B, every);
     }
     print_curves(&ctx, runs, n, every);
     scenario_row(&ctx, runs, n);

@@ -31,14 +31,18 @@ void sl_mixed_init(sl_mixed *mx, const sl_mlp *m, sl_dtype dt, int master, int b
     mx->batch = batch;
     const sl_backend be = m->be;
     const size_t n = m->nparams, es = sl_dtype_size(dt), w = (size_t)max_width(m);
-    mx->w16 = sl_k_malloc(be, SL_MEM_PARAMS, n * es);
-    mx->g16 = sl_k_malloc(be, SL_MEM_GRADS, n * es);
+    /* In f32 the layers' weights are the master copy and the gradients are not rounded:
+     * one buffer each, as a plain f32 trainer holds (the casts between them are skipped). */
+    const int f32 = dt == SL_F32;
     mx->g32 = sl_k_malloc(be, SL_MEM_GRADS, n * sizeof(float));
-    mx->state = sl_k_malloc(be, SL_MEM_OPTIM, (size_t)sl_optim_state_per_param(o) * n * sizeof(float) + 1);
+    mx->g16 = f32 ? (void *)mx->g32 : sl_k_malloc(be, SL_MEM_GRADS, n * es);
+    const size_t state = (size_t)sl_optim_state_per_param(o) * n * sizeof(float);
+    mx->state = state ? sl_k_malloc(be, SL_MEM_OPTIM, state) : NULL;
     /* the f32 weights: kept (master) or a workspace for the update (none) */
     float *init = sl_k_malloc(be, master ? SL_MEM_PARAMS : SL_MEM_OTHER, n * sizeof(float));
     sl_mlp_init_params(m, seed, 0, n, init);
-    sl_k_cast(be, n, init, SL_F32, mx->w16, dt, NULL);
+    mx->w16 = f32 && master ? (void *)init : sl_k_malloc(be, SL_MEM_PARAMS, n * es);
+    if (mx->w16 != init) sl_k_cast(be, n, init, SL_F32, mx->w16, dt, NULL);
     if (master) mx->master = init;
     else mx->wide = init;
     for (int l = 0; l <= m->nlayers; l++)
@@ -63,23 +67,24 @@ void sl_mixed_free(sl_mixed *mx)
     for (int l = 0; l < m->nlayers; l++)
         if (mx->z[l] != mx->x[l + 1]) sl_k_free(be, mx->z[l]);
     for (int l = 0; l <= m->nlayers; l++) sl_k_free(be, mx->x[l]);
-    void *bufs[] = {mx->w16, mx->g16, mx->g32, mx->state, mx->master, mx->wide, mx->dbuf[0],
-                    mx->dbuf[1], mx->t0, mx->t1, mx->bias32, mx->out32, mx->dout32};
+    void *bufs[] = {mx->w16 != mx->master ? mx->w16 : NULL, mx->g16 != mx->g32 ? mx->g16 : NULL,
+                    mx->g32, mx->state, mx->master, mx->wide, mx->dbuf[0], mx->dbuf[1], mx->t0,
+                    mx->t1, mx->bias32, mx->out32, mx->dout32};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) sl_k_free(be, bufs[i]);
     memset(mx, 0, sizeof *mx);
 }
 
-/* f32 src[n] rounded into dt dst[n], counted in c / *cn */
+/* f32 src[n] rounded into dt dst[n], counted in c / *cn (one buffer in f32: nothing to do) */
 static void narrow(sl_mixed *mx, size_t n, const float *src, void *dst, sl_cast_count *c,
                    unsigned long long *cn)
 {
-    sl_k_cast(mx->be, n, src, SL_F32, dst, mx->dt, c);
+    if ((const void *)src != dst) sl_k_cast(mx->be, n, src, SL_F32, dst, mx->dt, c);
     *cn += n;
 }
 
 static void widen(sl_mixed *mx, size_t n, const void *src, float *dst)
 {
-    sl_k_cast(mx->be, n, src, mx->dt, dst, SL_F32, NULL);
+    if (src != (const void *)dst) sl_k_cast(mx->be, n, src, mx->dt, dst, SL_F32, NULL);
 }
 
 /* Layer l: z = x W^T + b (f32 accumulate, rounded into dt), y = act(z) (in f32 from the
@@ -169,7 +174,7 @@ void sl_mixed_apply(sl_mixed *mx, const sl_optim *o)
     const size_t n = mx->m->nparams;
     if (mx->master) {
         sl_optim_step(mx->be, o, n, mx->master, mx->g32, mx->state);
-        sl_k_cast(mx->be, n, mx->master, SL_F32, mx->w16, mx->dt, NULL);
+        if (mx->w16 != mx->master) sl_k_cast(mx->be, n, mx->master, SL_F32, mx->w16, mx->dt, NULL);
         return;
     }
     widen(mx, n, mx->w16, mx->wide);
@@ -184,9 +189,19 @@ const float *sl_mixed_weights(sl_mixed *mx)
     return mx->wide;
 }
 
-double sl_mixed_bytes_per_param(const sl_mixed *mx, const sl_optim *o)
+sl_mlp_bytes sl_mixed_memory(const sl_mlp *m, sl_dtype dt, int master, int batch, const sl_optim *o)
 {
-    double es = (double)sl_dtype_size(mx->dt);
-    /* w16 + g16 + g32 + (master or the update workspace) + optimizer state */
-    return 2 * es + 4 + 4 + 4.0 * sl_optim_state_per_param(o);
+    const double n = (double)m->nparams, es = (double)sl_dtype_size(dt);
+    const int f32 = dt == SL_F32;
+    sl_mlp_bytes b;
+    b.params = (size_t)(n * es + (master && !f32 ? 4 * n : 0));
+    b.grads = (size_t)(n * es + (f32 ? 0 : 4 * n));
+    b.optim = (size_t)(4.0 * sl_optim_state_per_param(o) * n);
+    size_t e = 0; /* activation elements per sample: x[0..L], z where an activation follows */
+    for (int l = 0; l <= m->nlayers; l++) e += (size_t)m->dims[l];
+    for (int l = 0; l < m->nlayers; l++)
+        if (m->act[l] != SL_ACT_NONE) e += (size_t)m->dims[l + 1];
+    e += 2 * (size_t)max_width(m); /* the two gradient buffers */
+    b.activ = (size_t)((double)e * batch * es);
+    return b;
 }

@@ -79,8 +79,15 @@ void sl_mixed_apply(sl_mixed *mx, const sl_optim *o);
 /* The current weights in f32 (backend memory, nparams): the master copy, or w16 widened. */
 const float *sl_mixed_weights(sl_mixed *mx);
 
-/* Bytes held per parameter: 16-bit weights and gradients, f32 master, f32 gradients,
- * f32 update workspace (no master), optimizer state — for the memory line of the benchmark. */
-double sl_mixed_bytes_per_param(const sl_mixed *mx, const sl_optim *o);
+/* What sl_mixed_init holds by category (the allocator's params, grads, optim, activ), for the
+ * memory beside the measurement:
+ *   params  2Ψ 16-bit weights + 4Ψ master (f32: 4Ψ, the weights are the master copy)
+ *   grads   2Ψ 16-bit gradients + 4Ψ unscaled f32 ones (f32: 4Ψ)
+ *   optim   4KΨ (K optimizer floats per parameter)
+ *   activ   batch x (every layer's input and output, pre-activations where an activation
+ *           follows, two gradient buffers of the widest layer) in the 16-bit type
+ * Without a master copy the f32 update workspace (4Ψ) is counted under "other", as are the f32
+ * workspaces of the layers. */
+sl_mlp_bytes sl_mixed_memory(const sl_mlp *m, sl_dtype dt, int master, int batch, const sl_optim *o);
 
 #endif

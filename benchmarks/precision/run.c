@@ -13,6 +13,7 @@
 
 #include "run.h"
 #include "sl_error.h"
+#include "sl_mem.h"
 #include "sl_timer.h"
 #include "train_ref.h"
 
@@ -34,8 +35,12 @@ void run_train(const sl_mlp *m, sl_task *task, const run_config *cfg, const run_
     double *times = malloc((size_t)su->steps * sizeof *times);
     if (!r->log || !times) SL_FATAL("out of memory for %d steps' logs", su->steps);
 
+    static const sl_mem_cat cats[4] = {SL_MEM_PARAMS, SL_MEM_GRADS, SL_MEM_OPTIM, SL_MEM_ACTIV};
+    const sl_mem_space space = be == SL_BACKEND_CUDA ? SL_MEM_DEVICE : SL_MEM_HOST;
+    for (int k = 0; k < 4; k++) r->mem[k] = -(double)sl_mem_current(space, cats[k]);
     sl_mixed mx;
     sl_mixed_init(&mx, m, cfg->dt, cfg->master, B, su->seed, su->optim);
+    for (int k = 0; k < 4; k++) r->mem[k] += (double)sl_mem_current(space, cats[k]);
     sl_loss_scaler sc;
     double scale0 = cfg->mode == SL_SCALE_STATIC ? su->static_scale : su->init_scale;
     sl_loss_scaler_init(&sc, cfg->mode, scale0, su->growth, su->backoff, su->interval);

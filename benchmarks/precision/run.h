@@ -37,6 +37,7 @@ typedef struct run_result {
     step_log *log;        /* [steps] */
     float *weights;       /* final f32 weights, host (nparams) */
     sl_stats time;        /* seconds per step over the timed steps (data generation excluded) */
+    double mem[4];        /* bytes the run holds: params, grads, optim, activ (the allocator's count) */
     long skipped, growths, backoffs;
     double final_scale;
 } run_result;

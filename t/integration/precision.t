@@ -60,6 +60,9 @@ grep -q "fp16 without scaling: 100.0% of gradient elements underflowed.*FAILS TO
   grep -q "^# loss curve" "$out/def.txt" && grep -q "^# scale      fp16/dynamic" "$out/def.txt"
 ok $? "the terminal shows the scenario's outcome, the loss curves and the scale over time"
 
+rows "$J" 'all(x["m"]["mem_" + k] == x["m"]["model_" + k] for x in r.values() if "mem_params" in x["m"] for k in ("params", "grads", "optim", "activ")) and r["fp32/none"]["m"]["state_bytes_per_param"] == 16 and r["fp16/none"]["m"]["state_bytes_per_param"] == 20 and r["fp16/none"]["m"]["mem_activ"] * 2 == r["fp32/none"]["m"]["mem_activ"]'
+ok $? "memory by category == the model to the byte; model states 16 B/param in fp32, 20 with 16-bit + master (AdamW); 16-bit activations half of fp32's"
+
 # No master copy: updates lost to rounding, counted; SGD: fp32 is the serial reference too.
 launch 1 precision --gemm-n 0 --master all --loss-scale none --optim sgd --lr 0.05 -n 40 -w 0 --scenario off -o "$out/nm" >"$out/nm.txt" 2>&1
 ok $? "--master all --optim sgd: checks pass"
