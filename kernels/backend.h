@@ -46,6 +46,7 @@ typedef struct sl_kops {
     void (*cast)(size_t n, const void *src, sl_dtype st, void *dst, sl_dtype dt,
                  sl_cast_count *cnt);
     size_t (*scale_check)(size_t n, float *x, float scale);
+    size_t (*cast_update)(sl_dtype dt, size_t n, const float *w, void *w16);
     void (*axpby)(sl_dtype dt, size_t n, double alpha, const void *x, double beta, void *y);
     void (*fill)(sl_dtype dt, size_t n, void *x, double value);
     void (*conv2d_forward)(const sl_conv2d *cv, const float *x, const float *w, float *y);

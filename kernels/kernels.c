@@ -211,6 +211,11 @@ void sl_k_cast(sl_backend be, size_t n, const void *src, sl_dtype st, void *dst,
         SL_FATAL("sl_k_cast: unsupported cast %s -> %s", sl_dtype_name(st), sl_dtype_name(dt));
     if (n) ops(be)->cast(n, src, st, dst, dt, cnt);
 }
+size_t sl_k_cast_update(sl_backend be, sl_dtype dt, size_t n, const float *w, void *w16)
+{
+    if (!is_float_type(dt)) SL_FATAL("sl_k_cast_update: unsupported dtype %s", sl_dtype_name(dt));
+    return n ? ops(be)->cast_update(dt, n, w, w16) : 0;
+}
 size_t sl_k_scale_check(sl_backend be, size_t n, float *x, float scale)
 {
     return n ? ops(be)->scale_check(n, x, scale) : 0;

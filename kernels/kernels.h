@@ -148,11 +148,20 @@ void sl_k_adamw_step(sl_backend be, const sl_adamw *o, size_t n, float *w, const
 typedef struct sl_cast_count {
     unsigned long long underflow; /* nonzero finite inputs that became +-0 */
     unsigned long long overflow;  /* finite inputs that became +-inf */
+    unsigned long long subnormal; /* nonzero finite inputs that became subnormal (nonzero, below
+                                     the smallest normal of the destination: bits of precision lost) */
+    unsigned long long zero;      /* inputs that were +-0 already (nothing lost here: a zero made
+                                     upstream, e.g. by an underflow earlier in backward) */
 } sl_cast_count;
 /* dst[n] (dtype dt) = src[n] (dtype st), round to nearest even. Supported: f32, f16, bf16 in
  * any pair. cnt (host pointer, may be NULL) is incremented by what this call lost. */
 void sl_k_cast(sl_backend be, size_t n, const void *src, sl_dtype st, void *dst, sl_dtype dt,
                sl_cast_count *cnt);
+/* w16[n] (dtype dt: f16, bf16 or f32) = w[n] rounded: a weight update stored in dt. Returns
+ * how many updates were lost to rounding: elements whose w differs from the value w16 held
+ * before but rounds back to it (w = old + small step, with the step below half a unit in the
+ * last place of the old value). Always 0 for f32. */
+size_t sl_k_cast_update(sl_backend be, sl_dtype dt, size_t n, const float *w, void *w16);
 /* x[n] *= scale; returns how many results are not finite (inf or NaN) — the loss-scaling
  * overflow check. */
 size_t sl_k_scale_check(sl_backend be, size_t n, float *x, float scale);

@@ -224,6 +224,7 @@ void sl_task_init(sl_task *t, sl_backend be, int in, int out, uint64_t seed, int
     t->be = be;
     t->seed = seed;
     t->max_batch = max_batch;
+    t->loss_weight = 1.0f;
     if (sl_mlp_init(&t->teacher, be, 2, in, TEACHER_WIDTH, out, SL_ACT_GELU) != 0)
         SL_FATAL("sl_task_init: bad shape in=%d out=%d", in, out);
     t->teacher_params = sl_k_malloc(be, SL_MEM_DATA, t->teacher.nparams * sizeof(float));
@@ -239,6 +240,11 @@ void sl_task_free(sl_task *t)
     sl_mlp_acts_free(&t->teacher, &t->tacts);
     sl_k_free(t->be, t->teacher_params);
     memset(t, 0, sizeof *t);
+}
+
+float sl_task_loss_norm(const sl_task *t, int batch)
+{
+    return t->loss_weight / ((float)batch * (float)t->teacher.dims[2]);
 }
 
 void sl_task_batch(sl_task *t, uint64_t first, int count, float *x, float *y)

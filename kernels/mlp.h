@@ -135,10 +135,15 @@ typedef struct sl_task {
     float *teacher_params;
     sl_mlp_acts tacts; /* teacher activations for up to max_batch samples */
     int max_batch;
+    float loss_weight; /* the loss is this times the MSE (1 after sl_task_init): an objective
+                          whose gradients are all this much smaller, as a weighted term of a
+                          larger loss is (precision.c's underflow scenario) */
 } sl_task;
 
 void sl_task_init(sl_task *t, sl_backend be, int in, int out, uint64_t seed, int max_batch);
 void sl_task_free(sl_task *t);
+/* The factor of the MSE over a batch of `batch` samples: loss_weight / (batch * outputs). */
+float sl_task_loss_norm(const sl_task *t, int batch);
 /* x[count, in] and y[count, out] (backend memory) for samples [first, first + count). */
 void sl_task_batch(sl_task *t, uint64_t first, int count, float *x, float *y);
 

@@ -32,7 +32,7 @@ void sl_train_serial(const sl_mlp *m, sl_task *task, const sl_optim *o, int batc
         sl_mlp_forward(m, &a, params);
         float *dout = a.dbuf[m->nlayers & 1]; /* not the buffer the last layer's dx goes to */
         double loss = sl_k_mse(be, (size_t)batch * out, a.x[m->nlayers], target, dout,
-                               1.0f / ((float)batch * (float)out));
+                               sl_task_loss_norm(task, batch));
         if (losses) losses[s] = loss;
         sl_mlp_backward(m, &a, params, grads, dout);
         sl_optim so = sl_optim_for_step(o, s);

@@ -1,5 +1,5 @@
 /* sl_train.h — the training layer: one driver that every training benchmark (ddp, zero,
- * pipeline, megatron_mlp, halo_conv, vdnn, checkpoint, precision) runs on, and the table of
+ * pipeline, megatron_mlp, halo_conv, vdnn, checkpoint) runs on, and the table of
  * callbacks through which a technique plugs into it (in the style of nccl-tests' one callback
  * table per test).
  *

@@ -73,7 +73,7 @@ double sl_train_loss(sl_train *t, sl_mlp_acts *a, const float *y)
     const int out = m->dims[m->nlayers];
     double t0 = sl_now();
     double loss = sl_k_mse(t->be, (size_t)a->batch * out, a->x[m->nlayers], y, sl_train_dout(t, a),
-                           1.0f / ((float)t->global_batch * (float)out));
+                           sl_task_loss_norm(t->task, t->global_batch));
     sl_train_span(t, SL_PHASE_COMPUTE, "loss", t0, sl_now());
     return loss;
 }

@@ -42,6 +42,7 @@ void sl_cpu_adamw_step(const sl_adamw *o, size_t n, float *w, const float *g, fl
 
 void sl_cpu_cast(size_t n, const void *src, sl_dtype st, void *dst, sl_dtype dt,
                  sl_cast_count *cnt);
+size_t sl_cpu_cast_update(sl_dtype dt, size_t n, const float *w, void *w16);
 
 void sl_cpu_conv2d_forward(const sl_conv2d *cv, const float *x, const float *w, float *y);
 void sl_cpu_conv2d_backward_data(const sl_conv2d *cv, const float *dy, const float *w,

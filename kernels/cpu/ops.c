@@ -103,6 +103,7 @@ const sl_kops sl_cpu_ops = {
     .adamw_step = sl_cpu_adamw_step,
     .cast = sl_cpu_cast,
     .scale_check = sl_cpu_scale_check,
+    .cast_update = sl_cpu_cast_update,
     .axpby = sl_cpu_axpby,
     .fill = sl_cpu_fill,
     .conv2d_forward = sl_cpu_conv2d_forward,

@@ -27,9 +27,11 @@ static inline unsigned slk_blocks(size_t n)
 /* Number of blocks of the reduction kernels (loss, counts): their per-block partials are
  * copied back and added on the host in block order, so the sum does not depend on timing. */
 #define SLK_RED_BLOCKS 256
+/* Sums one reduction kernel may return at most (groups of SLK_RED_BLOCKS partials). */
+#define SLK_RED_GROUPS 4
 
 cublasHandle_t slk_cublas(void);
-/* Device scratch for partial sums: 2 * SLK_RED_BLOCKS doubles (not counted in
+/* Device scratch for partial sums: SLK_RED_GROUPS * SLK_RED_BLOCKS doubles (not counted in
  * the memory accounting: a few KiB held for the whole run). */
 double *slk_scratch(void);
 
@@ -54,6 +56,7 @@ void slk_sgd_step(const sl_sgd *o, size_t n, float *w, const float *g, float *v)
 void slk_adamw_step(const sl_adamw *o, size_t n, float *w, const float *g, float *m, float *v);
 void slk_cast(size_t n, const void *src, sl_dtype st, void *dst, sl_dtype dt,
               sl_cast_count *cnt);
+size_t slk_cast_update(sl_dtype dt, size_t n, const float *w, void *w16);
 void slk_conv2d_forward(const sl_conv2d *cv, const float *x, const float *w, float *y);
 void slk_conv2d_backward_data(const sl_conv2d *cv, const float *dy, const float *w, float *dx);
 void slk_conv2d_backward_filter(const sl_conv2d *cv, const float *x, const float *dy,

@@ -13,6 +13,7 @@ struct slk_f32 {
     typedef float A; /* arithmetic type */
     __device__ static float load(float v) { return v; }
     __device__ static float store(float v) { return v; }
+    __device__ static float min_normal() { return 0x1p-126f; }
 };
 struct slk_f64 {
     typedef double T;
@@ -25,6 +26,7 @@ struct slk_f16 {
     typedef float A;
     __device__ static float load(uint16_t v) { return __half2float(__ushort_as_half(v)); }
     __device__ static uint16_t store(float v) { return __half_as_ushort(__float2half_rn(v)); }
+    __device__ static float min_normal() { return 0x1p-14f; }
 };
 struct slk_bf16 {
     typedef uint16_t T;
@@ -37,6 +39,7 @@ struct slk_bf16 {
     {
         return __bfloat16_as_ushort(__float2bfloat16_rn(v));
     }
+    __device__ static float min_normal() { return 0x1p-126f; }
 };
 
 #endif

@@ -149,7 +149,7 @@ cublasHandle_t slk_cublas(void)
 double *slk_scratch(void)
 {
     static double *p;
-    if (!p) SL_CHECK_CUDA(cudaMalloc((void **)&p, 2 * SLK_RED_BLOCKS * sizeof(double)));
+    if (!p) SL_CHECK_CUDA(cudaMalloc((void **)&p, SLK_RED_GROUPS * SLK_RED_BLOCKS * sizeof(double)));
     return p;
 }
 
@@ -188,6 +188,7 @@ extern "C" const sl_kops *sl_cuda_ops(char *why, size_t whylen)
         table.adamw_step = slk_adamw_step;
         table.cast = slk_cast;
         table.scale_check = slk_scale_check;
+        table.cast_update = slk_cast_update;
         table.axpby = slk_axpby;
         table.fill = slk_fill;
         table.conv2d_forward = slk_conv2d_forward;

@@ -28,7 +28,8 @@ __device__ __forceinline__ double slk_block_sum(double v)
  * back and returns their sums in out[g]. Waits for the kernel. */
 static inline void slk_collect(int nsums, double *out)
 {
-    double h[2 * SLK_RED_BLOCKS];
+    double h[SLK_RED_GROUPS * SLK_RED_BLOCKS];
+    if (nsums > SLK_RED_GROUPS) SL_FATAL("slk_collect: %d sums, the scratch holds %d", nsums, SLK_RED_GROUPS);
     SL_CHECK_CUDA(cudaMemcpy(h, slk_scratch(), (size_t)nsums * SLK_RED_BLOCKS * sizeof(double),
                         cudaMemcpyDeviceToHost));
     for (int g = 0; g < nsums; g++) {

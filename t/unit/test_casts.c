@@ -69,7 +69,7 @@ static void check_round_trip(sl_dtype dt)
     uint16_t *all = t_xmalloc(65536 * 2), *back = t_xmalloc(65536 * 2);
     float *wide = t_xmalloc(65536 * 4);
     for (int i = 0; i < 65536; i++) all[i] = (uint16_t)i;
-    sl_cast_count cc = {0, 0};
+    sl_cast_count cc = {0};
     sl_k_cast(BE, 65536, all, dt, wide, SL_F32, &cc);
     sl_k_cast(BE, 65536, wide, SL_F32, back, dt, &cc);
     int bad = 0, nans = 0;
@@ -112,7 +112,7 @@ static void check_round_trip(sl_dtype dt)
 static void check_narrowing(sl_dtype dt)
 {
     counts c = {0, 0, 0, 0, 0};
-    sl_cast_count cc = {0, 0};
+    sl_cast_count cc = {0};
     enum { CHUNK = 1 << 20 };
     float *v = t_xmalloc(CHUNK * 4);
     size_t k = 0;

@@ -369,7 +369,7 @@ static void check_cast_counts(void)
     float *vd = t_up(v, sizeof v);
     uint16_t *hd = t_up(h, sizeof h);
     float *bd = t_up(back, sizeof back);
-    sl_cast_count c = {0, 0};
+    sl_cast_count c = {0};
     sl_k_cast(T_BE, 8, vd, SL_F32, hd, SL_F16, &c);
     /* f16: 1e-9 and -2e-8 are below half the smallest subnormal (2^-25 = 2.98e-8) */
     is_int(c.underflow, 2, "f32->f16 counts 2 underflows (1e-9, -2e-8)");
@@ -380,7 +380,7 @@ static void check_cast_counts(void)
            back[4] < 0 && back[1] == 0.0f,
        "f16 values come back as expected");
     is_int(c.underflow + c.overflow, 5, "widening loses nothing");
-    sl_cast_count cb = {0, 0};
+    sl_cast_count cb = {0};
     sl_k_cast(T_BE, 8, vd, SL_F32, hd, SL_BF16, &cb);
     is_int(cb.underflow, 0, "f32->bf16: no underflow at 1e-9 (bf16 has the f32 range)");
     is_int(cb.overflow, 1, "f32->bf16: 3.4e38 rounds up to inf");

@@ -1,0 +1,441 @@
+/* precision.c — mixed-precision training: the shared MLP trained in fp32, fp16 and bf16, with
+ * no, static or dynamic loss scaling, with or without an f32 master copy of the weights, and
+ * every value the 16-bit types lose counted.
+ *
+ *   fp16  1 sign, 5 exponent, 10 mantissa bits: max 65504, smallest normal 2^-14, smallest
+ *         subnormal 2^-24. Gradients smaller than that flush to zero: the layers below them
+ *         learn nothing. Loss scaling multiplies the loss (so every gradient) by S before
+ *         backward and divides the f32 gradients by S after: small gradients stay in range.
+ *         Too large an S overflows to inf; dynamic scaling (PyTorch's GradScaler) skips such a
+ *         step, halves S, and doubles it again after 2000 clean steps.
+ *   bf16  1 sign, 8 exponent, 7 mantissa bits: f32's range, so nothing underflows that f32
+ *         keeps, but each value is rounded 8 times more coarsely than in fp16.
+ *   master weights: the optimizer updates an f32 copy and the 16-bit weights are cast from it
+ *         each step. Without it an update smaller than half a unit in the last place of the
+ *         weight rounds back to the old weight and is lost (counted: lost_updates).
+ *
+ * What runs (kernels/mlp_mixed.h): the layers' GEMMs take 16-bit operands and accumulate in f32
+ * (cuBLAS tensor cores on cuda; on the cpu OpenBLAS's bf16 GEMM or the operands widened to f32),
+ * activations and gradients are stored in the 16-bit type, the loss and the optimizer are f32.
+ *
+ * The scenario (default): the MLP regression task with AdamW and the loss weighted by
+ * --loss-weight 2^-20 (as a loss averaged over a million times more elements would be), so
+ * every gradient is 2^20 times smaller. In fp16 without scaling the gradient of the loss
+ * underflows to zero and the run learns nothing; bf16 trains; fp16 with dynamic scaling tracks
+ * fp32; AdamW's steps hardly depend on the gradients' scale, so fp32 trains. The outcome is
+ * printed and asserted (scenario_row).
+ *
+ * The checks: fp32 (with any power-of-two loss scale) reproduces the serial reference
+ * (sl_train_serial) bit for bit; the 16-bit runs that should train (bf16, or fp16 with a loss
+ * scaler, with master weights) end within LOSS_TOL of the fp32 run's loss (the bound and why
+ * are below); the runs whose failure is the lesson (fp16 without scaling, no master copy) are
+ * reported, not asserted, and the scenario asserts what it teaches.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loss_scale.h"
+#include "mlp_mixed.h"
+#include "precision/gemm_rate.h"
+#include "precision/range.h"
+#include "precision/run.h"
+#include "scalelab.h"
+#include "train_ref.h"
+
+/* Why 0.25 (relative to fp32's final loss, itself the mean over the last tenth of the steps so
+ * that one batch does not decide): a 16-bit run follows another trajectory than the fp32 run
+ * (every activation and gradient rounded to 2^-11 (fp16) or 2^-8 (bf16) relative), and the
+ * difference of the final losses is rounding noise carried through training, not an error that
+ * shrinks. In the scenario the runs that train end within 0.1% of fp32 (fp16/static 1.0004x,
+ * the others 1.0000x), while the failures the program teaches end far out: fp16 without scaling
+ * at 5.1x (gradients flushed to zero), bf16 without a master copy at 1.5x (80% of updates lost
+ * each step). 0.25 lies between with room on either side: rounding noise of a few percent on
+ * another model passes, a run that stops learning or loses its updates does not. */
+#define LOSS_TOL 0.25
+/* The scenario's outcome: fp16 without scaling fails visibly when its final loss is at least
+ * FAIL_RATIO times fp32's (and a measured share of its gradients underflowed). */
+#define FAIL_RATIO 2.0
+
+#define PRECISIONS(X) X(P_FP32, "fp32") X(P_FP16, "fp16") X(P_BF16, "bf16")
+SL_ENUM(precision_id, PRECISIONS, NPRECISIONS);
+static const sl_dtype precision_dtype[NPRECISIONS] = {SL_F32, SL_F16, SL_BF16};
+
+static unsigned opt_precision = ~0u, opt_scaling = ~0u, opt_master = 1u; /* master: fp32 */
+static double opt_scale = 1024, opt_init_scale = 65536, opt_growth = 2, opt_backoff = 0.5;
+static long long opt_interval = 2000;
+static long long opt_layers = 3, opt_width = 64, opt_inputs = 32, opt_outputs = 8, opt_batch = 64;
+static int opt_optim = 1; /* adamw */
+static double opt_lr = 1e-3, opt_loss_weight = 0x1p-20;
+static long long opt_curve_every = 0, opt_gemm_n = 256;
+static int opt_scenario = 0; /* underflow */
+
+static const sl_opt precision_opts[] = {
+    {"precision", 0, SL_OPT_CHOICE_LIST, &opt_precision, 0, 0, SL_ENUM_CHOICES(PRECISIONS), 0,
+     "precisions to train in (default all; fp32 always runs, as the reference)"},
+    {"loss-scale", 0, SL_OPT_CHOICE_LIST, &opt_scaling, 0, 0, "none|static|dynamic", 0,
+     "loss scaling modes (default all)"},
+    {"master", 0, SL_OPT_CHOICE_LIST, &opt_master, 0, 0, "fp32|none", 0,
+     "fp32: an f32 master copy of the weights (default); none: the optimizer updates the 16-bit weights; all: both"},
+    {"scale", 0, SL_OPT_DOUBLE, &opt_scale, 0, 0, NULL, 0, "static loss scale, a power of two (default 1024)"},
+    {"init-scale", 0, SL_OPT_DOUBLE, &opt_init_scale, 0, 0, NULL, 0,
+     "dynamic: initial scale, a power of two (default 65536, GradScaler's)"},
+    {"growth-factor", 0, SL_OPT_DOUBLE, &opt_growth, 0, 0, NULL, 0, "dynamic: growth, a power of two > 1 (default 2)"},
+    {"backoff-factor", 0, SL_OPT_DOUBLE, &opt_backoff, 0, 0, NULL, 0,
+     "dynamic: backoff on inf/NaN, a power of two < 1 (default 0.5)"},
+    {"growth-interval", 0, SL_OPT_INT, &opt_interval, 1, 1LL << 40, NULL, 0,
+     "dynamic: clean steps before growth (default 2000)"},
+    {"layers", 0, SL_OPT_INT, &opt_layers, 1, SL_MLP_MAX_LAYERS, NULL, 0, "MLP layers (default 3)"},
+    {"width", 0, SL_OPT_INT, &opt_width, 1, 1 << 16, NULL, 0, "hidden width (default 64)"},
+    {"inputs", 0, SL_OPT_INT, &opt_inputs, 1, 1 << 16, NULL, 0, "input width (default 32)"},
+    {"outputs", 0, SL_OPT_INT, &opt_outputs, 1, 1 << 16, NULL, 0, "output width (default 8)"},
+    {"batch", 0, SL_OPT_INT, &opt_batch, 1, 1 << 20, NULL, 0, "samples per step (default 64)"},
+    {"optim", 0, SL_OPT_CHOICE, &opt_optim, 0, 0, "sgd|adamw", 0, "optimizer (default adamw; sgd has momentum 0.9)"},
+    {"lr", 0, SL_OPT_DOUBLE, &opt_lr, 0, 0, NULL, 0, "learning rate (default 0.001)"},
+    {"loss-weight", 0, SL_OPT_DOUBLE, &opt_loss_weight, 0, 0, NULL, 0,
+     "the loss is this times the MSE: small weight, small gradients (default 2^-20 = 9.5367431640625e-07)"},
+    {"curve-every", 0, SL_OPT_INT, &opt_curve_every, 0, 1 << 30, NULL, 0,
+     "loss curve point every K steps in the rows (default 0: a tenth of the steps)"},
+    {"gemm-n", 0, SL_OPT_INT, &opt_gemm_n, 0, 1 << 14, NULL, 0, "GEMM throughput table at n x n x n (default 256; 0: none)"},
+    {"scenario", 0, SL_OPT_CHOICE, &opt_scenario, 0, 0, "underflow|off", 0,
+     "underflow: assert the default scenario's outcome (fp16 without scaling fails, bf16 and fp16 with "
+     "dynamic scaling track fp32); off: report only (default underflow)"},
+    {0},
+};
+
+static int power_of_two(double v)
+{
+    int e;
+    return isfinite(v) && v > 0 && frexp(v, &e) == 0.5;
+}
+
+static void validate(sl_ctx *ctx)
+{
+    if (!power_of_two(opt_scale) || opt_scale > 0x1p100)
+        sl_usage_error("--scale: expected a power of two in (0, 2^100] (so that scaling is exact), got %g", opt_scale);
+    if (!power_of_two(opt_init_scale) || opt_init_scale > 0x1p100)
+        sl_usage_error("--init-scale: expected a power of two in (0, 2^100], got %g", opt_init_scale);
+    if (!power_of_two(opt_growth) || opt_growth <= 1)
+        sl_usage_error("--growth-factor: expected a power of two > 1, got %g", opt_growth);
+    if (!power_of_two(opt_backoff) || opt_backoff >= 1)
+        sl_usage_error("--backoff-factor: expected a power of two < 1, got %g", opt_backoff);
+    if (!(opt_lr > 0) || opt_lr > 1e6) sl_usage_error("--lr: expected a learning rate in (0, 1e6], got %g", opt_lr);
+    if (!(opt_loss_weight > 0) || opt_loss_weight > 1e30 || opt_loss_weight < 1e-30)
+        sl_usage_error("--loss-weight: expected a value in [1e-30, 1e30], got %g", opt_loss_weight);
+    if (!opt_precision) sl_usage_error("--precision: expected fp32|fp16|bf16|all");
+    if (!opt_scaling) sl_usage_error("--loss-scale: expected none|static|dynamic|all");
+    if (!opt_master) sl_usage_error("--master: expected fp32|none|all");
+    if (ctx->opt.iters < 1) sl_usage_error("-n/--iters: expected at least 1 timed training step");
+}
+
+static const sl_program program = {
+    .name = "precision",
+    .summary = "mixed-precision training: fp32, fp16, bf16; no, static, dynamic loss scaling; f32 master weights",
+    .uses = SL_USES_BACKEND,
+    .default_iters = 290,
+    .default_warmup = 10,
+    .groups = {&sl_data_opts},
+    .extra = precision_opts,
+    .validate = validate,
+};
+
+/* Tables ------------------------------------------------------------------------------------- */
+
+static const sl_column range_columns[] = {
+    SL_COL("dtype", "dtype", 6), SL_COL("exp", "exponent_bits", 4), SL_COL("man", "mantissa_bits", 4),
+    {"max", "", "max", 11, 4, 0}, {"min normal", "", "min_normal", 11, 3, 0},
+    {"min subnorm", "", "min_subnormal", 11, 3, 0}, {"eps", "(gap at 1)", "eps", 13, 7, 0},
+    {"gap at 1000", "", "gap_1000", 11, 3, 0}, SL_COL_CHECK(7),
+};
+
+static const sl_column gemm_columns[] = {
+    SL_COL("gemm", "dtype", 6), SL_COL("n", "n", 6), SL_COL_TIME("ms", 1e3, 3, 9),
+    {"rate", "GFLOP/s", "gflops", 9, 2, 0}, {"vs f32", "x", "vs_f32", 7, 2, 0}, SL_COL_CHECK(7),
+};
+
+static const sl_column run_columns[] = {
+    SL_COL("variant", "variant", 22),
+    {"loss", "final", "final_loss", 10, 3, 0}, {"vs fp32", "x", "loss_vs_fp32", 8, 2, 0},
+    {"underflow", "% grads", "underflow_frac", 9, 2, 100}, {"subnormal", "% grads", "subnormal_frac", 9, 2, 100},
+    {"zero dW", "% dW", "wgrad_zero_frac", 8, 1, 100}, {"overflow", "max/step", "overflow_max", 8, 0, 0},
+    {"skipped", "steps", "skipped", 7, 0, 0}, {"scale", "final", "final_scale", 8, 0, 0},
+    {"lost upd", "% w/step", "lost_updates_frac", 8, 2, 100},
+    {"states", "B/param", "state_bytes_per_param", 7, 0, 0}, {"activ", "KiB", "mem_activ", 7, 1, 1.0 / 1024},
+    {"samples/s", "", "samples_per_s", 10, 0, 0}, {"vs fp32", "x", "speed_vs_fp32", 7, 2, 0},
+    SL_COL_CHECK(13),
+};
+
+static void range_rows(sl_ctx *ctx)
+{
+    static const sl_dtype types[] = {SL_F32, SL_F16, SL_BF16};
+    sl_table_begin(ctx, range_columns, (int)(sizeof range_columns / sizeof range_columns[0]));
+    for (int i = 0; i < 3; i++) {
+        type_range got = range_measure(types[i]), want = range_expected(types[i]);
+        sl_result r;
+        sl_result_init(ctx, &r, "range");
+        r.dtype = sl_dtype_name(types[i]);
+        sl_result_metric(&r, "exponent_bits", got.exponent_bits, "bits");
+        sl_result_metric(&r, "mantissa_bits", got.mantissa_bits, "bits");
+        sl_result_metric(&r, "max", got.max, "");
+        sl_result_metric(&r, "min_normal", got.min_normal, "");
+        sl_result_metric(&r, "min_subnormal", got.min_subnormal, "");
+        sl_result_metric(&r, "eps", got.eps, "");
+        sl_result_metric(&r, "gap_1000", got.gap_1000, "");
+        snprintf(r.headline, sizeof r.headline, "eps");
+        /* exact: these are powers of two and (2 - 2^-p) 2^e, all exactly representable */
+        const char *bad = got.max != want.max ? "max" : got.min_normal != want.min_normal ? "min normal"
+                        : got.min_subnormal != want.min_subnormal ? "min subnormal" : got.eps != want.eps ? "eps"
+                        : got.gap_1000 != want.gap_1000 ? "gap at 1000"
+                        : got.exponent_bits != want.exponent_bits || got.mantissa_bits != want.mantissa_bits ? "field widths" : NULL;
+        if (bad) sl_result_check(&r, SL_CHECK_FAIL, 1, "%s: measured %s differs from the standard's", r.dtype, bad);
+        else sl_result_check(&r, SL_CHECK_PASS, 0, NULL);
+        sl_result_emit(ctx, &r);
+    }
+}
+
+/* Runs ---------------------------------------------------------------------------------------- */
+
+/* Whether a run is expected to train as fp32 does (and so is asserted to): master weights, and
+ * a type whose range holds the gradients — bf16, or fp16 with a scaler. */
+static int should_track(const run_config *c)
+{
+    return c->dt == SL_F32 || (c->master && (c->dt == SL_BF16 || c->mode != SL_SCALE_NONE));
+}
+
+static void run_row(sl_ctx *ctx, const sl_mlp *m, const sl_optim *optim, const run_result *r,
+                    const run_result *ref32, const float *serial, int B, int every)
+{
+    char name[48];
+    run_name(&r->cfg, name, sizeof name);
+    sl_result row;
+    sl_result_init(ctx, &row, name);
+    row.backend = sl_backend_name(m->be);
+    row.dtype = sl_dtype_name(r->cfg.dt);
+    row.iters = (int)ctx->opt.iters;
+    row.warmup = (int)ctx->opt.warmup;
+    sl_result_param_str(&row, "loss_scale", sl_scale_mode_name(r->cfg.mode));
+    sl_result_param_str(&row, "master", r->cfg.master ? "fp32" : "none");
+    sl_result_param_num(&row, "steps", r->steps);
+    sl_result_param_num(&row, "batch", B);
+    sl_result_param_num(&row, "params", (double)m->nparams);
+    sl_result_param_num(&row, "curve_every", every);
+    sl_result_set_time(&row, &r->time);
+    double fl = run_final_loss(r), fl32 = run_final_loss(ref32);
+    sl_result_metric(&row, "final_loss", fl, "");
+    sl_result_metric(&row, "loss_vs_fp32", fl / fl32, "ratio");
+    sl_result_metric(&row, "underflow_frac", run_underflow_frac(r), "fraction");
+    sl_result_metric(&row, "subnormal_frac", run_subnormal_frac(r), "fraction");
+    sl_result_metric(&row, "wgrad_zero_frac", run_wgrad_zero_frac(r), "fraction");
+    sl_result_metric(&row, "overflow_mean", run_overflow_mean(r), "elements/step");
+    sl_result_metric(&row, "overflow_max", run_overflow_max(r), "elements/step");
+    sl_result_metric(&row, "skipped", (double)r->skipped, "steps");
+    sl_result_metric(&row, "backoffs", (double)r->backoffs, "");
+    sl_result_metric(&row, "growths", (double)r->growths, "");
+    sl_result_metric(&row, "final_scale", r->final_scale, "");
+    sl_result_metric(&row, "lost_updates_frac", r->cfg.master ? NAN : run_lost_frac(r, m->nparams), "fraction/step");
+    /* memory: what the allocator counted beside the model (mlp_mixed.h) */
+    sl_mlp_bytes model = sl_mixed_memory(m, r->cfg.dt, r->cfg.master, B, optim);
+    const double want[4] = {(double)model.params, (double)model.grads, (double)model.optim, (double)model.activ};
+    static const char *const mem_names[4] = {"mem_params", "mem_grads", "mem_optim", "mem_activ"};
+    static const char *const model_names[4] = {"model_params", "model_grads", "model_optim", "model_activ"};
+    double states = 0;
+    for (int k = 0; k < 4; k++) {
+        sl_result_metric(&row, mem_names[k], r->mem[k], "bytes");
+        sl_result_metric(&row, model_names[k], want[k], "bytes");
+        if (k < 3) states += r->mem[k];
+    }
+    sl_result_metric(&row, "state_bytes_per_param", states / (double)m->nparams, "bytes");
+    sl_result_metric(&row, "samples_per_s", B / r->time.median, "samples/s");
+    sl_result_metric(&row, "speed_vs_fp32", ref32->time.median / r->time.median, "ratio");
+    /* the curve: loss and scale at steps 0, K, 2K, ... and the last */
+    for (int s = 0; s < r->steps; s += every) {
+        char k[32];
+        snprintf(k, sizeof k, "loss_at_%d", s);
+        sl_result_metric(&row, k, r->log[s].loss, "");
+        snprintf(k, sizeof k, "scale_at_%d", s);
+        sl_result_metric(&row, k, r->log[s].scale, "");
+    }
+    sl_result_metric(&row, "loss_last", r->log[r->steps - 1].loss, "");
+    snprintf(row.headline, sizeof row.headline, "final_loss");
+
+    if (!ctx->opt.check) {
+        sl_result_check(&row, SL_CHECK_SKIPPED, NAN, NULL);
+    } else if (r->cfg.dt == SL_F32) {
+        sl_weight_diff d = sl_weights_compare(SL_BACKEND_CPU, m->nparams, r->weights, serial);
+        if (d.max_abs == 0 && !d.nonfinite)
+            sl_result_check(&row, SL_CHECK_PASS, 0, NULL);
+        else
+            sl_result_check(&row, SL_CHECK_FAIL, d.max_rel,
+                            "fp32 weights differ from the serial reference (max %.3g relative, element %zu%s)",
+                            d.max_rel, d.worst, r->skipped ? "; steps were skipped" : "");
+    } else if (should_track(&r->cfg)) {
+        double err = fabs(fl - fl32) / fl32;
+        if (err <= LOSS_TOL) sl_result_check(&row, SL_CHECK_PASS, err, NULL);
+        else sl_result_check(&row, SL_CHECK_FAIL, err, "final loss %.4g is %.3g from fp32's %.4g (relative; bound %g)",
+                             fl, err, fl32, LOSS_TOL);
+    } else {
+        sl_result_check(&row, SL_CHECK_NOT_ASSERTED, fabs(fl - fl32) / fl32,
+                        r->cfg.master ? "fp16 without loss scaling: its failure is the lesson (the scenario asserts it)"
+                                      : "no master copy: lost updates are the lesson");
+    }
+    sl_result_emit(ctx, &row);
+}
+
+/* The curve, for the terminal: one line per run. */
+static void print_curves(sl_ctx *ctx, run_result *runs, int nruns, int every)
+{
+    char line[2048];
+    int used = snprintf(line, sizeof line, "# loss curve %-20s", "(step)");
+    for (int s = 0; s < runs[0].steps && used < (int)sizeof line - 16; s += every)
+        used += snprintf(line + used, sizeof line - used, " %9d", s);
+    sl_print(ctx, "%s\n", line);
+    for (int i = 0; i < nruns; i++) {
+        char name[48];
+        run_name(&runs[i].cfg, name, sizeof name);
+        used = snprintf(line, sizeof line, "#            %-20s", name);
+        for (int s = 0; s < runs[i].steps && used < (int)sizeof line - 16; s += every)
+            used += snprintf(line + used, sizeof line - used, " %9.3e", runs[i].log[s].loss);
+        sl_print(ctx, "%s\n", line);
+    }
+    for (int i = 0; i < nruns; i++) {
+        if (runs[i].cfg.mode != SL_SCALE_DYNAMIC) continue;
+        char name[48];
+        run_name(&runs[i].cfg, name, sizeof name);
+        used = snprintf(line, sizeof line, "# scale      %-20s", name);
+        for (int s = 0; s < runs[i].steps && used < (int)sizeof line - 16; s += every)
+            used += snprintf(line + used, sizeof line - used, " %9.3g", runs[i].log[s].scale);
+        sl_print(ctx, "%s (skipped %ld: %ld backoffs, %ld growths)\n", line, runs[i].skipped, runs[i].backoffs, runs[i].growths);
+    }
+}
+
+/* The scenario ---------------------------------------------------------------------------------- */
+
+static const run_result *find(const run_result *runs, int n, sl_dtype dt, sl_scale_mode mode, int master)
+{
+    for (int i = 0; i < n; i++)
+        if (runs[i].cfg.dt == dt && runs[i].cfg.mode == mode && runs[i].cfg.master == master) return &runs[i];
+    return NULL;
+}
+
+/* What the scenario teaches, judged from the runs: fp16 without scaling fails visibly (final
+ * loss >= FAIL_RATIO x fp32's, with its underflow fraction), bf16 without scaling and fp16
+ * with dynamic scaling end within LOSS_TOL of fp32. One row, asserted with --scenario underflow. */
+static void scenario_row(sl_ctx *ctx, const run_result *runs, int n)
+{
+    const run_result *f32 = &runs[0], *f16 = find(runs, n, SL_F16, SL_SCALE_NONE, 1),
+                     *bf = find(runs, n, SL_BF16, SL_SCALE_NONE, 1), *dyn = find(runs, n, SL_F16, SL_SCALE_DYNAMIC, 1);
+    sl_result r;
+    sl_result_init(ctx, &r, "scenario");
+    if (!f16 || !bf || !dyn) {
+        sl_note(ctx, "scenario: needs fp16/none, bf16/none and fp16/dynamic with master weights (run with the defaults)");
+        return;
+    }
+    double l32 = run_final_loss(f32);
+    double r16 = run_final_loss(f16) / l32, rbf = run_final_loss(bf) / l32, rdyn = run_final_loss(dyn) / l32;
+    double uf = run_underflow_frac(f16), zf = run_wgrad_zero_frac(f16);
+    int fails = r16 >= FAIL_RATIO && uf > 0, bf_ok = fabs(rbf - 1) <= LOSS_TOL, dyn_ok = fabs(rdyn - 1) <= LOSS_TOL;
+    sl_note(ctx, "scenario: fp16 without scaling: %.1f%% of gradient elements underflowed to zero, %.1f%% of weight "
+                 "gradients were zero; final loss %.2fx fp32's: %s",
+            100 * uf, 100 * zf, r16, fails ? "FAILS TO TRAIN (as taught)" : "below the scenario's 2x failure mark");
+    sl_note(ctx, "scenario: bf16 without scaling: %.1f%% underflowed; final loss %.2fx fp32's: %s", 100 * run_underflow_frac(bf),
+            rbf, bf_ok ? "trains" : "does not track fp32");
+    sl_note(ctx, "scenario: fp16 with dynamic scaling (scale %g at the end, %ld steps skipped): %.2f%% underflowed; "
+                 "final loss %.2fx fp32's: %s",
+            dyn->final_scale, dyn->skipped, 100 * run_underflow_frac(dyn), rdyn, dyn_ok ? "tracks fp32" : "does not track fp32");
+    sl_result_metric(&r, "fp16_none_vs_fp32", r16, "ratio");
+    sl_result_metric(&r, "fp16_none_underflow_frac", uf, "fraction");
+    sl_result_metric(&r, "fp16_none_wgrad_zero_frac", zf, "fraction");
+    sl_result_metric(&r, "bf16_none_vs_fp32", rbf, "ratio");
+    sl_result_metric(&r, "fp16_dynamic_vs_fp32", rdyn, "ratio");
+    sl_result_metric(&r, "fp16_dynamic_skipped", (double)dyn->skipped, "steps");
+    snprintf(r.headline, sizeof r.headline, "fp16_none_vs_fp32");
+    int good = fails && bf_ok && dyn_ok;
+    if (!ctx->opt.check)
+        sl_result_check(&r, SL_CHECK_SKIPPED, NAN, NULL);
+    else if (opt_scenario != 0)
+        sl_result_check(&r, SL_CHECK_NOT_ASSERTED, r16, "--scenario off: outcome reported only");
+    else if (good)
+        sl_result_check(&r, SL_CHECK_PASS, r16, NULL);
+    else
+        sl_result_check(&r, SL_CHECK_FAIL, r16, "the scenario's outcome differs from what it teaches (see the notes)");
+    sl_result_emit(ctx, &r);
+}
+
+int main(int argc, char **argv)
+{
+    sl_ctx ctx;
+    sl_init(&ctx, &program, argc, argv);
+    char why[256];
+    int be_ok = sl_k_backend_resolve(ctx.opt.backend, why, sizeof why);
+    if (be_ok < 0) SL_FATAL("-B %s: %s", sl_backend_name(ctx.opt.backend), why);
+    if (why[0]) sl_note(&ctx, "%s", why);
+    const sl_backend be = (sl_backend)be_ok;
+    const int B = (int)opt_batch, steps = (int)(ctx.opt.warmup + ctx.opt.iters);
+    const int every = opt_curve_every > 0 ? (int)opt_curve_every : (steps / 10 > 0 ? steps / 10 : 1);
+
+    sl_note(&ctx, "range and precision of each type, measured from its bit patterns:");
+    range_rows(&ctx);
+    if (opt_gemm_n > 0) {
+        sl_note(&ctx, "GEMM %lld^3, f32 accumulation; f16: %s; bf16: %s", opt_gemm_n, sl_k_gemm_impl(be, SL_F16),
+                sl_k_gemm_impl(be, SL_BF16));
+        sl_table_begin(&ctx, gemm_columns, (int)(sizeof gemm_columns / sizeof gemm_columns[0]));
+        gemm_rate_rows(&ctx, be, (int)opt_gemm_n);
+    }
+
+    sl_mlp m;
+    if (sl_mlp_init(&m, be, (int)opt_layers, (int)opt_inputs, (int)opt_width, (int)opt_outputs, SL_ACT_GELU))
+        sl_usage_error("--layers/--width/--inputs/--outputs: not a valid MLP shape");
+    sl_optim optim = {0};
+    optim.kind = opt_optim ? SL_OPTIM_ADAMW : SL_OPTIM_SGD;
+    optim.sgd = (sl_sgd){.lr = (float)opt_lr, .momentum = 0.9f};
+    optim.adamw = (sl_adamw){.lr = (float)opt_lr, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f};
+    sl_task task;
+    sl_task_init(&task, be, (int)opt_inputs, (int)opt_outputs, (uint64_t)sl_opt_seed, B);
+    task.loss_weight = (float)opt_loss_weight;
+    run_setup su = {.static_scale = opt_scale, .init_scale = opt_init_scale, .growth = opt_growth,
+                    .backoff = opt_backoff, .interval = (long)opt_interval, .steps = steps,
+                    .warmup = (int)ctx.opt.warmup, .batch = B, .seed = (uint64_t)sl_opt_seed, .optim = &optim};
+    sl_note(&ctx, "MLP %lld layers %lld-%lld-%lld (%zu parameters), batch %d, %s lr %g, %d steps (%lld timed), loss weight %g, "
+                  "seed %lld; dynamic scaling: init %g, x%g after %lld clean steps, x%g and skip on inf/NaN",
+            opt_layers, opt_inputs, opt_width, opt_outputs, m.nparams, B, sl_optim_name(optim.kind), opt_lr, steps,
+            ctx.opt.iters, opt_loss_weight, sl_opt_seed, opt_init_scale, opt_growth, opt_interval, opt_backoff);
+
+    /* The serial reference the fp32 runs must reproduce, outside every timed region. */
+    float *serial = NULL;
+    if (ctx.opt.check) {
+        float *dev = sl_k_malloc(be, SL_MEM_OTHER, m.nparams * sizeof(float));
+        sl_train_serial(&m, &task, &optim, B, steps, (uint64_t)sl_opt_seed, dev, NULL);
+        serial = sl_k_download(be, dev, m.nparams * sizeof(float));
+        sl_k_free(be, dev);
+    }
+
+    /* fp32 without scaling first: every row compares with it. */
+    enum { MAXRUNS = NPRECISIONS * SL_NSCALES * 2 };
+    run_config cfgs[MAXRUNS];
+    int n = 0;
+    cfgs[n++] = (run_config){SL_F32, SL_SCALE_NONE, 1};
+    for (int p = 0; p < NPRECISIONS; p++)
+        for (int s = 0; s < SL_NSCALES; s++)
+            for (int k = 0; k < 2; k++) {
+                int master = k == 0;
+                if (!(opt_precision & (1u << p)) || !(opt_scaling & (1u << s)) || !(opt_master & (1u << k))) continue;
+                if (p == P_FP32 && (!master || s == SL_SCALE_NONE)) continue; /* fp32 is its own master */
+                cfgs[n++] = (run_config){precision_dtype[p], (sl_scale_mode)s, master};
+            }
+    sl_table_begin(&ctx, run_columns, (int)(sizeof run_columns / sizeof run_columns[0]));
+    run_result *runs = calloc((size_t)n, sizeof *runs);
+    if (!runs) SL_FATAL("out of memory");
+    for (int i = 0; i < n; i++) {
+        run_train(&m, &task, &cfgs[i], &su, &runs[i]);
+        run_row(&ctx, &m, &optim, &runs[i], &runs[0], serial, B, every);
+    }
+    print_curves(&ctx, runs, n, every);
+    scenario_row(&ctx, runs, n);
+
+    for (int i = 0; i < n; i++) run_free(&runs[i]);
+    free(runs);
+    free(serial);
+    sl_task_free(&task);
+    return sl_finalize(&ctx);
+}

@@ -1,0 +1,69 @@
+/* run.h — one training run of precision.c: the MLP trained in one precision with one loss
+ * scaling mode, with or without an f32 master copy, and everything it lost on the way, step
+ * by step. */
+#ifndef PRECISION_RUN_H
+#define PRECISION_RUN_H
+
+#include "loss_scale.h"
+#include "mlp_mixed.h"
+#include "sl_stats.h"
+
+typedef struct run_config {
+    sl_dtype dt;        /* f32, f16, bf16 */
+    sl_scale_mode mode; /* loss scaling */
+    int master;         /* an f32 master copy of the weights */
+} run_config;
+
+/* The scaler's settings (loss_scale.h) and the run's shape. */
+typedef struct run_setup {
+    double static_scale, init_scale, growth, backoff;
+    long interval;
+    int steps, warmup;  /* all steps train; the first `warmup` are not timed */
+    int batch;
+    uint64_t seed;
+    const sl_optim *optim;
+} run_setup;
+
+/* Per step: what the curve and the row report. */
+typedef struct step_log {
+    double loss, scale; /* the loss and the scale the step ran with */
+    int skipped;
+    sl_mixed_counts cnt;
+} step_log;
+
+typedef struct run_result {
+    run_config cfg;
+    int steps;
+    step_log *log;        /* [steps] */
+    float *weights;       /* final f32 weights, host (nparams) */
+    sl_stats time;        /* seconds per step over the timed steps (data generation excluded) */
+    double mem[4];        /* bytes the run holds: params, grads, optim, activ (the allocator's count) */
+    long skipped, growths, backoffs;
+    double final_scale;
+} run_result;
+
+/* "fp32", "fp16/none", "bf16/dynamic", "fp16/none/no-master" — the row's variant. */
+void run_name(const run_config *c, char *buf, size_t len);
+/* Trains from sl_mlp_init_params(seed) on samples [s B, (s + 1) B) of the task at step s. */
+void run_train(const sl_mlp *m, sl_task *task, const run_config *cfg, const run_setup *su,
+               run_result *r);
+void run_free(run_result *r);
+
+/* The final loss: the mean over the last tenth of the steps (at least one), so that one
+ * batch's noise does not decide a comparison. */
+double run_final_loss(const run_result *r);
+/* Fractions over all steps: gradient elements (activation and weight gradients together)
+ * that underflowed to zero / became subnormal when rounded into the 16-bit type, of the
+ * nonzero gradient values rounded (a zero that arrived from upstream, where an earlier
+ * gradient underflowed, is not counted again); weight gradients that are zero in the 16-bit
+ * type, of all weight gradients (what the optimizer then gets). */
+double run_underflow_frac(const run_result *r);
+double run_subnormal_frac(const run_result *r);
+double run_wgrad_zero_frac(const run_result *r);
+/* Per step (over all steps): gradient elements that overflowed to infinity, mean and max;
+ * weight updates lost to rounding (no master copy), as a fraction of the parameters. */
+double run_overflow_mean(const run_result *r);
+double run_overflow_max(const run_result *r);
+double run_lost_frac(const run_result *r, size_t nparams);
+
+#endif

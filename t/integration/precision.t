@@ -1,0 +1,104 @@
+#!/bin/bash
+# precision: the range table equals the standards' constants; the 16-bit GEMMs pass their
+# check; fp32 (any power-of-two loss scale, AdamW and SGD) reproduces the serial reference bit
+# for bit; the default scenario's outcome (fp16 without scaling: every weight gradient zero,
+# loss >= 2x fp32's; bf16 and fp16 with dynamic scaling within the bound, nothing skipped);
+# updates lost without a master copy; the dynamic scaler's state from its counts; a static
+# scale that overflows every step skips every step and fails its check; usage errors exit 2.
+. "$(dirname "$0")/../lib/common.sh"
+out=$(tmpdir)
+trap 'rm -rf "$out"' EXIT
+
+rows() { # rows FILE PYTHON-EXPRESSION-OVER-r (a dict: variant -> row): exit 0 when it is true
+  python3 - "$1" "$2" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+r = {}
+for x in rows:
+    x["m"] = {k: v["value"] for k, v in x["metrics"].items()}
+    r[x["variant"] + ("/" + x["dtype"] if x["variant"] in ("range", "gemm") else "")] = x
+ok = eval("(" + sys.argv[2] + ")")
+if not ok:
+    for x in rows:
+        print("#  ", x["variant"], x.get("dtype"), x["check"]["status"], {k: x["m"][k] for k in list(x["m"])[:14]}, file=sys.stderr)
+sys.exit(0 if ok else 1)
+PY
+}
+
+# The default run: the range table, the GEMM table, the scenario, on one rank.
+launch 1 precision --gemm-n 64 -o "$out/def" >"$out/def.txt" 2>&1
+rc=$?
+ok $rc "default run (the scenario): every check passes, exit 0"
+[ $rc = 0 ] || tail -20 "$out/def.txt" | sed 's/^/#   /' >&2
+J="$out/def/precision.jsonl"
+python3 "$top/t/lib/validate_results.py" rows "$J" --min-rows 16 >/dev/null
+ok $? "16 rows (3 range, 3 GEMM, 9 runs, the scenario), each valid against the schema"
+rows "$J" '
+all(r["range/" + t]["check"]["status"] == "pass" for t in ("f32", "f16", "bf16")) and
+r["range/f16"]["m"]["max"] == 65504 and r["range/f16"]["m"]["min_normal"] == 2**-14 and
+r["range/f16"]["m"]["min_subnormal"] == 2**-24 and r["range/f16"]["m"]["eps"] == 2**-10 and
+r["range/f16"]["m"]["gap_1000"] == 0.5 and r["range/bf16"]["m"]["eps"] == 2**-7 and
+r["range/bf16"]["m"]["min_normal"] == 2**-126 and r["range/bf16"]["m"]["min_subnormal"] == 2**-133 and
+r["range/bf16"]["m"]["max"] == (2 - 2**-7) * 2**127 and r["range/bf16"]["m"]["gap_1000"] == 4 and
+r["range/f32"]["m"]["eps"] == 2**-23 and r["range/f16"]["m"]["mantissa_bits"] == 10 and r["range/bf16"]["m"]["exponent_bits"] == 8'
+ok $? "range table: f16 max 65504, min normal 2^-14, min subnormal 2^-24, eps 2^-10, gap at 1000 0.5; bf16 eps 2^-7, 2^-126, 2^-133, (2-2^-7)2^127, gap 4; f32 eps 2^-23"
+rows "$J" 'all(r["gemm/" + t]["check"]["status"] == "pass" and r["gemm/" + t]["m"]["gflops"] > 0 for t in ("f32", "f16", "bf16")) and r["gemm/f32"]["m"]["vs_f32"] == 1'
+ok $? "GEMM rows f32, f16, bf16 pass their check against the reference"
+rows "$J" 'sorted(k for k in r if "/" in k and not k.startswith(("range", "gemm"))) == sorted(p + "/" + s for p in ("fp32", "fp16", "bf16") for s in ("none", "static", "dynamic"))'
+ok $? "every precision x loss scaling ran (master fp32 by default)"
+rows "$J" 'all(r["fp32/" + s]["check"]["status"] == "pass" and r["fp32/" + s]["check"]["error"] == 0 for s in ("none", "static", "dynamic"))'
+ok $? "fp32 with no, static (1024) and dynamic (65536) scaling equals the serial reference bit for bit"
+rows "$J" 'r["fp16/none"]["m"]["wgrad_zero_frac"] == 1 and r["fp16/none"]["m"]["underflow_frac"] > 0.99 and r["fp16/none"]["m"]["loss_vs_fp32"] >= 2 and r["fp16/none"]["check"]["status"] == "not_asserted"'
+ok $? "fp16 without scaling: every weight gradient of every step is zero, >99% of nonzero gradients underflow, loss >= 2x fp32 (reported, not asserted)"
+rows "$J" 'r["bf16/none"]["m"]["underflow_frac"] == 0 and abs(r["bf16/none"]["m"]["loss_vs_fp32"] - 1) <= 0.25 and r["bf16/none"]["check"]["status"] == "pass"'
+ok $? "bf16 without scaling: nothing underflows, final loss within 0.25 of fp32's"
+rows "$J" 'r["fp16/dynamic"]["m"]["skipped"] == 0 and r["fp16/dynamic"]["m"]["final_scale"] == 65536 and abs(r["fp16/dynamic"]["m"]["loss_vs_fp32"] - 1) <= 0.25 and r["fp16/dynamic"]["m"]["wgrad_zero_frac"] < 0.01'
+ok $? "fp16 with dynamic scaling: no step skipped, scale stays 2^16 (2000-step interval), tracks fp32"
+rows "$J" 'r["scenario"]["check"]["status"] == "pass" and all(("loss_at_%d" % s) in r["fp16/none"]["m"] and ("scale_at_%d" % s) in r["fp16/dynamic"]["m"] for s in range(0, 300, 30))'
+ok $? "scenario row passes; the loss curve and the scale every 30 steps are in the rows"
+grep -q "fp16 without scaling: 100.0% of gradient elements underflowed.*FAILS TO TRAIN" "$out/def.txt" &&
+  grep -q "^# loss curve" "$out/def.txt" && grep -q "^# scale      fp16/dynamic" "$out/def.txt"
+ok $? "the terminal shows the scenario's outcome, the loss curves and the scale over time"
+
+rows "$J" 'all(x["m"]["mem_" + k] == x["m"]["model_" + k] for x in r.values() if "mem_params" in x["m"] for k in ("params", "grads", "optim", "activ")) and r["fp32/none"]["m"]["state_bytes_per_param"] == 16 and r["fp16/none"]["m"]["state_bytes_per_param"] == 20 and r["fp16/none"]["m"]["mem_activ"] * 2 == r["fp32/none"]["m"]["mem_activ"]'
+ok $? "memory by category == the model to the byte; model states 16 B/param in fp32, 20 with 16-bit + master (AdamW); 16-bit activations half of fp32's"
+
+# No master copy: updates lost to rounding, counted; SGD: fp32 is the serial reference too.
+launch 1 precision --gemm-n 0 --master all --loss-scale none --optim sgd --lr 0.05 -n 40 -w 0 --scenario off -o "$out/nm" >"$out/nm.txt" 2>&1
+ok $? "--master all --optim sgd: checks pass"
+rows "$out/nm/precision.jsonl" 'r["fp32/none"]["check"]["error"] == 0 and r["bf16/none/no-master"]["m"]["lost_updates_frac"] > 0 and r["bf16/none"]["m"]["lost_updates_frac"] is None and r["bf16/none/no-master"]["check"]["status"] == "not_asserted"'
+ok $? "bf16 without a master copy loses updates to rounding (counted); with one it is n/a; fp32 SGD equals serial"
+
+# The dynamic scaler at work: gradients 2^20 larger overflow at 2^16; growth every 20 clean
+# steps. Its final scale follows from its counts: 2^16 x 2^growths x 2^-backoffs, one skip per backoff.
+launch 1 precision --gemm-n 0 --precision fp16 --loss-scale dynamic --loss-weight 1 --growth-interval 20 -n 100 -w 0 --scenario off -o "$out/dyn" >"$out/dyn.txt" 2>&1
+ok $? "fp16 dynamic, loss weight 1, growth interval 20: checks pass"
+rows "$out/dyn/precision.jsonl" 'd["m"]["skipped"] >= 1 and d["m"]["growths"] >= 1 and d["m"]["skipped"] == d["m"]["backoffs"] and d["m"]["final_scale"] == 65536 * 2.0**(d["m"]["growths"] - d["m"]["backoffs"]) and d["m"]["overflow_max"] > 0 if (d := r["fp16/dynamic"]) else False'
+ok $? "dynamic scaling: overflows skip steps and back off, clean runs grow, final scale = 2^16 x 2^(growths - backoffs)"
+
+# A static scale that overflows every step: every step skipped, the run does not train: exit 1.
+launch 1 precision --gemm-n 0 --precision fp16 --loss-scale static --scale 1073741824 --loss-weight 1 -n 10 -w 0 --scenario off -o "$out/ovf" >"$out/ovf.txt" 2>&1
+ok $([ $? = 1 ] && echo 0 || echo 1) "fp16 static scale 2^30 with loss weight 1: exit 1"
+rows "$out/ovf/precision.jsonl" 'r["fp16/static"]["m"]["skipped"] == 10 and r["fp16/static"]["check"]["status"] == "fail" and r["fp32/none"]["check"]["status"] == "pass"'
+ok $? "... every one of the 10 steps overflowed and was skipped; its check fails, fp32's passes"
+
+# Two ranks run the same training (replicated): the same checks pass.
+launch 2 precision --gemm-n 0 -n 30 -w 0 --scenario off --loss-scale dynamic -o "$out/np2" >"$out/np2.txt" 2>&1
+ok $? "-np 2 runs and passes its checks"
+
+# Usage errors: exit 2, one line naming the option.
+usage() { # usage EXPECTED-TEXT ARGS...
+  local want="$1"; shift
+  precision "$@" -o "$out/u" >"$out/u.txt" 2>&1
+  local rc=$?
+  [ $rc = 2 ] && grep -q -- "$want" "$out/u.txt"
+}
+usage "--scale: expected a power of two" --scale 1000; ok $? "--scale 1000 (not a power of two): exit 2"
+usage "--precision" --precision fp8; ok $? "--precision fp8: exit 2"
+usage "--growth-factor: expected a power of two > 1" --growth-factor 1; ok $? "--growth-factor 1: exit 2"
+usage "--backoff-factor: expected a power of two < 1" --backoff-factor 2; ok $? "--backoff-factor 2: exit 2"
+usage "--master" --master bf16; ok $? "--master bf16: exit 2"
+usage "--loss-weight" --loss-weight 0; ok $? "--loss-weight 0: exit 2"
+usage "--init-scale" --init-scale -4; ok $? "--init-scale -4: exit 2"
+
+done_testing
