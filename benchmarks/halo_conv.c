@@ -88,7 +88,8 @@ typedef struct conv_run {
     int checking;        /* the check's pass: not logged */
     double flight, exposed, allreduce; /* this step's halo exchange and all-reduce */
     double *log;         /* [nsteps][3] of those */
-    double fwd_bytes;    /* bytes of one forward exchange (per layer), as measured */
+    double exchange_bytes; /* one exchange's (a layer's halo: x's and dy's are the same strips),
+                            * as the communication layer counted them */
     long long exchanges, wrong_bytes; /* exchanges, and those whose bytes were not the model's */
 } conv_run;
 
@@ -412,7 +413,7 @@ static void step(sl_train *t)
         double *e = s->log + (size_t)t->step * 3;
         e[0] = s->flight, e[1] = s->exposed, e[2] = s->allreduce;
     }
-    if (t->step == t->nsteps - 1) s->fwd_bytes = (double)s->ex.bytes; /* the last exchange's */
+    if (t->step == t->nsteps - 1) s->exchange_bytes = (double)s->ex.bytes; /* the step's last */
 }
 
 static const float *weights(sl_train *t, size_t *first, size_t *count)
@@ -501,8 +502,8 @@ static void row(sl_train *t, sl_result *res)
     MPI_Comm world = t->ctx->comm;
     hc_halo_model mine = hc_halo_model_of(g, &s->tile), busiest = busiest_model(t, s);
     double m_mine = mine.faces + mine.corners, meas_max = 0, meas_sum = 0, model_sum = 0;
-    SL_CHECK_MPI(MPI_Allreduce(&s->fwd_bytes, &meas_max, 1, MPI_DOUBLE, MPI_MAX, world));
-    SL_CHECK_MPI(MPI_Allreduce(&s->fwd_bytes, &meas_sum, 1, MPI_DOUBLE, MPI_SUM, world));
+    SL_CHECK_MPI(MPI_Allreduce(&s->exchange_bytes, &meas_max, 1, MPI_DOUBLE, MPI_MAX, world));
+    SL_CHECK_MPI(MPI_Allreduce(&s->exchange_bytes, &meas_sum, 1, MPI_DOUBLE, MPI_SUM, world));
     SL_CHECK_MPI(MPI_Allreduce(&m_mine, &model_sum, 1, MPI_DOUBLE, MPI_SUM, world));
     sl_result_metric(res, "halo_bytes", meas_max, "bytes");
     sl_result_metric(res, "halo_model", busiest.faces + busiest.corners, "bytes");
@@ -521,6 +522,26 @@ static void row(sl_train *t, sl_result *res)
     if (!isnan(ovl)) ovl = ovl < 0 ? 0 : ovl;
     sl_result_metric(res, "halo_overlap", ovl, "fraction");
     sl_result_metric(res, "allreduce", ar, "s");
+
+    /* spatial against data parallelism at the same global work: the data row (run last) says
+     * how it compares with the spatial rows of the same collective */
+    static double step_of[NVARIANTS];
+    step_of[t->variant] = res->time.median;
+    if (t->variant == V_DATA && (step_of[V_BLOCKING] > 0 || step_of[V_OVERLAP] > 0)) {
+        char spatial[128] = "";
+        double best = INFINITY;
+        for (int v = V_BLOCKING; v <= V_OVERLAP; v++)
+            if (step_of[v] > 0) {
+                size_t used = strlen(spatial);
+                snprintf(spatial + used, sizeof spatial - used, "%s %.2f ms, ", variant_names[v], step_of[v] * 1e3);
+                best = fmin(best, step_of[v]);
+            }
+        sl_note(t->ctx, "same global work (%d images of %dx%d): %sdata %.2f ms per step; the best spatial "
+                        "step is %.2fx data's", t->global_batch, problem.h, problem.w, spatial,
+                res->time.median * 1e3, best / res->time.median);
+        sl_result_metric(res, "best_spatial_over_data", best / res->time.median, "ratio");
+    }
+    if (t->variant == V_DATA) memset(step_of, 0, sizeof step_of);
 }
 
 /* The checks --------------------------------------------------------------------------- */
@@ -606,7 +627,6 @@ static int check(sl_train *t, double *error, char *why, size_t whylen)
     const int B = t->global_batch;
     s->checking = 1;
     pass(t, s, (uint64_t)s->b0, 1);
-    SL_CHECK_MPI(MPI_Barrier(world));
     sl_train_coll_ok(sl_coll_allreduce(t->comm, s->grads, s->grads, t->nparams, SL_F32, SL_OP_SUM),
                      "all-reduce of dW");
     sl_k_sync(s->be);
@@ -672,6 +692,9 @@ static void reference(sl_train *t, float *params)
 
 /* Options ------------------------------------------------------------------------------- */
 
+/* The training options as the training layer sets them, before the command line. */
+static sl_train_options mlp_defaults;
+
 static size_t model_params(void) { return hc_params(&problem); }
 static double model_flops(int batch) { return hc_flops_step(&problem, batch); }
 
@@ -679,12 +702,13 @@ static void validate(sl_ctx *ctx)
 {
     const int P = ctx->nranks;
     int h, w;
-    if (hc_grid_parse(opt_image, &w, &h) != 0 || h > 65536 || w > 65536) /* "HxW": parsed as x, y */
+    if (hc_grid_parse(opt_image, &h, &w) != 0 || h > 65536 || w > 65536) /* "AxB" as (A, B) */
         sl_usage_error("--image: expected HxW with H and W in 1..65536 (e.g. 128x128), got '%s'", opt_image);
-    {   /* hc_grid_parse reads "AxB" as (A, B): for the image A is H */
-        int a = w;
-        w = h, h = a;
-    }
+    /* the training layer's MLP options mean nothing here: say so rather than ignore them */
+    const sl_train_options *o = &sl_train_opt, *d = &mlp_defaults;
+    if (o->layers != d->layers || o->width != d->width || o->inputs != d->inputs || o->outputs != d->outputs)
+        sl_usage_error("--layers/--width/--inputs/--outputs: halo_conv trains a convolution stack, not the MLP: "
+                       "use --conv-layers, --channels and --image");
     if (opt_filter % 2 == 0) sl_usage_error("--filter: expected an odd filter size (1, 3, 5, 7, ...), got %lld", opt_filter);
     if (sl_train_opt.scaling != 1)
         sl_usage_error("--scaling: halo_conv compares every variant at the same global work: only strong "
@@ -781,6 +805,7 @@ static const sl_technique halo_conv = {
 
 int main(int argc, char **argv)
 {
+    mlp_defaults = sl_train_opt;
     sl_train_opt.batch = 4;    /* the global batch: every variant does the same work */
     sl_train_opt.scaling = 1;
     return sl_train_main(&halo_conv, argc, argv);

@@ -110,6 +110,7 @@ expect_usage 0 "--grid: expected PXxPY" --grid two
 expect_usage 0 "--image" --image 0x5
 expect_usage 0 "--image" --image 12
 expect_usage 0 "--scaling" --scaling weak
+expect_usage 0 "--layers/--width/--inputs/--outputs: halo_conv trains a convolution stack" --layers 3
 expect_usage 2 "--batch 1: data parallelism" --variants data --batch 1
 [ ! -e "$out/bad" ]
 ok $? "usage errors leave no results directory behind"
