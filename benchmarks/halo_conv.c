@@ -84,7 +84,7 @@ typedef struct conv_run {
     float *win, *out;    /* a region's input window and output, packed */
     float *work;         /* the convolutions' workspace: nothing is allocated in a step */
     hc_exchange ex;
-    int exchanges_per_layer; /* 1 when this rank has a neighbour and r > 0 */
+    int has_halo;        /* 1 when this rank has a neighbour and r > 0 */
     int checking;        /* the check's pass: not logged */
     double flight, exposed, allreduce; /* this step's halo exchange and all-reduce */
     double *log;         /* [nsteps][3] of those */
@@ -147,7 +147,7 @@ static void setup(sl_train *t)
     /* the largest im2col: backward data of the whole tile reads the padded tile's hp x wp */
     s->work = sl_k_malloc(be, SL_MEM_OTHER, (size_t)g->c * g->f * g->f * s->pplane * sizeof(float));
     hc_exchange_init(&s->ex, be, t->comm, g, &s->tile);
-    for (int d = 0; d < HC_DIRS; d++) s->exchanges_per_layer |= s->ex.count[d] > 0;
+    for (int d = 0; d < HC_DIRS; d++) s->has_halo |= s->ex.count[d] > 0;
     s->log = calloc((size_t)t->nsteps * 3, sizeof *s->log);
     if (!s->log) SL_FATAL("out of memory");
 }
@@ -304,8 +304,8 @@ static void halo_pass(sl_train *t, conv_run *s, int l, float *a, region_fn fn, l
                       const char *name)
 {
     const hc_rect whole = {0, s->tile.ht, 0, s->tile.wt};
-    if (!s->exchanges_per_layer || t->variant != V_OVERLAP) {
-        if (s->exchanges_per_layer) {
+    if (!s->has_halo || t->variant != V_OVERLAP) {
+        if (s->has_halo) {
             exchange_start(s, a);
             exchange_finish(t, s, name);
         }
