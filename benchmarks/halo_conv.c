@@ -579,7 +579,7 @@ static void gather(sl_train *t, conv_run *s, const float *src, size_t src_z, siz
     const hc_geom *g = &s->g;
     const int ht = s->tile.ht, wt = s->tile.wt;
     sl_k_copy_block(s->be, g->n * g->c, ht, wt, src, src_z, src_y, s->out, s->plane, (size_t)wt);
-    float *mine = sl_k_download(s->be, s->out, (size_t)g->n * g->c * s->plane * sizeof(float) + 1);
+    float *mine = sl_k_download(s->be, s->out, (size_t)g->n * g->c * s->plane * sizeof(float));
     MPI_Comm world = t->ctx->comm;
     if (t->rank != 0) {
         SL_CHECK_MPI(MPI_Send(mine, (int)((size_t)g->n * g->c * s->plane), MPI_FLOAT, 0, 77, world));
@@ -716,7 +716,6 @@ static void validate(sl_ctx *ctx)
     problem = (hc_geom){.n = (int)sl_train_opt.batch, .c = (int)opt_channels, .h = h, .w = w,
                         .f = (int)opt_filter, .dil = (int)opt_dilation, .layers = (int)opt_layers};
     hc_geom_init(&problem);
-    if (2LL * problem.r + 1 > 4096) sl_usage_error("--filter/--dilation: a filter reach over 4096 pixels");
     if (opt_grid) {
         if (hc_grid_parse(opt_grid, &grid_px, &grid_py) != 0)
             sl_usage_error("--grid: expected PXxPY (e.g. 2x2, 1x4), got '%s'", opt_grid);
