@@ -50,6 +50,7 @@ declare -A quick_args=(
   [zero]="--layers 4 --width 512 --inputs 128 --outputs 32 --batch 16 --bucket-mb 1 -n 3 -w 1"
   [pipeline]="--layers 4 --width 256 --inputs 256 --outputs 256 --batch 16 --micro-batches 4 -n 3 -w 1"
   [precision]="--gemm-n 128"
+  [halo_conv]="--image 48x48 --channels 8 --batch 4 -n 3 -w 1"
 )
 declare -A full_args=(
   [mae_threads]="--samples 8388608 --threads max"
@@ -59,6 +60,7 @@ declare -A full_args=(
   [zero]="-C mpi,ring"
   [pipeline]=""
   [precision]="--master fp32,none --gemm-n 1024"
+  [halo_conv]=""
 )
 
 # Ranks per node for programs that scale with threads inside a rank: they get the node's cores

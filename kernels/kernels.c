@@ -252,14 +252,24 @@ void sl_k_fill(sl_backend be, sl_dtype dt, size_t n, void *x, double value)
 
 int sl_conv2d_init(sl_conv2d *cv)
 {
+    if (cv->dil_h == 0) cv->dil_h = 1;
+    if (cv->dil_w == 0) cv->dil_w = 1;
     if (cv->n < 1 || cv->c < 1 || cv->h < 1 || cv->w < 1 || cv->k < 1 || cv->r < 1 ||
-        cv->s < 1 || cv->pad_h < 0 || cv->pad_w < 0 || cv->stride_h < 1 || cv->stride_w < 1)
+        cv->s < 1 || cv->pad_h < 0 || cv->pad_w < 0 || cv->stride_h < 1 || cv->stride_w < 1 ||
+        cv->dil_h < 1 || cv->dil_w < 1)
         return -1;
-    int hp = cv->h + 2 * cv->pad_h - cv->r, wp = cv->w + 2 * cv->pad_w - cv->s;
+    /* the filter's extent is (r - 1) * dil + 1 input rows */
+    long long hp = cv->h + 2LL * cv->pad_h - ((long long)(cv->r - 1) * cv->dil_h + 1),
+              wp = cv->w + 2LL * cv->pad_w - ((long long)(cv->s - 1) * cv->dil_w + 1);
     if (hp < 0 || wp < 0) return -1;
-    cv->p = hp / cv->stride_h + 1;
-    cv->q = wp / cv->stride_w + 1;
+    cv->p = (int)(hp / cv->stride_h + 1);
+    cv->q = (int)(wp / cv->stride_w + 1);
     return 0;
+}
+
+size_t sl_conv2d_work_bytes(const sl_conv2d *cv)
+{
+    return (size_t)cv->c * cv->r * cv->s * cv->p * cv->q * sizeof(float);
 }
 
 double sl_conv2d_flops(const sl_conv2d *cv)
@@ -270,7 +280,8 @@ double sl_conv2d_flops(const sl_conv2d *cv)
 static void check_conv(const char *fn, const sl_conv2d *cv)
 {
     sl_conv2d t = *cv;
-    if (sl_conv2d_init(&t) != 0 || t.p != cv->p || t.q != cv->q)
+    if (sl_conv2d_init(&t) != 0 || t.p != cv->p || t.q != cv->q || t.dil_h != cv->dil_h ||
+        t.dil_w != cv->dil_w)
         SL_FATAL("%s: invalid convolution shape (call sl_conv2d_init first)", fn);
 }
 void sl_k_conv2d_forward(sl_backend be, const sl_conv2d *cv, const float *x, const float *w,
@@ -290,6 +301,13 @@ void sl_k_conv2d_backward_filter(sl_backend be, const sl_conv2d *cv, const float
 {
     check_conv("sl_k_conv2d_backward_filter", cv);
     ops(be)->conv2d_backward_filter(cv, x, dy, dw);
+}
+
+void sl_k_copy_block(sl_backend be, int nz, int ny, int nx, const float *src, size_t src_z,
+                     size_t src_y, float *dst, size_t dst_z, size_t dst_y)
+{
+    if (nz < 0 || ny < 0 || nx < 0) SL_FATAL("sl_k_copy_block: negative extent %d x %d x %d", nz, ny, nx);
+    if (nz && ny && nx) ops(be)->copy_block(nz, ny, nx, src, src_z, src_y, dst, dst_z, dst_y);
 }
 
 /* Random numbers */

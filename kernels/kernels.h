@@ -188,11 +188,19 @@ typedef struct sl_conv2d {
     int k, r, s;              /* filters w[k, c, r, s] */
     int pad_h, pad_w;         /* zero padding on each side */
     int stride_h, stride_w;
+    int dil_h, dil_w;         /* dilation: tap i reads input row i * dil_h (0 is read as 1) */
+    /* The im2col workspace, backend memory of sl_conv2d_work_bytes(cv) or more, owned by the
+     * caller, so that a timed loop allocates nothing; NULL: each call allocates its own. */
+    float *work;
     int p, q;                 /* output y[n, k, p, q]: filled by sl_conv2d_init */
 } sl_conv2d;
-/* Sets p and q; returns 0, or -1 when the shape is invalid (the output would be empty). */
+/* Sets p and q (and a dilation of 0 to 1); returns 0, or -1 when the shape is invalid (the
+ * output would be empty). */
 int sl_conv2d_init(sl_conv2d *cv);
 double sl_conv2d_flops(const sl_conv2d *cv); /* forward; each backward pass costs the same */
+/* Bytes of the workspace the three passes need: one image's unfolded patches,
+ * col[c*r*s, p*q] in f32. */
+size_t sl_conv2d_work_bytes(const sl_conv2d *cv);
 /* y = x (*) w (assigned) */
 void sl_k_conv2d_forward(sl_backend be, const sl_conv2d *cv, const float *x, const float *w,
                          float *y);
@@ -202,6 +210,15 @@ void sl_k_conv2d_backward_data(sl_backend be, const sl_conv2d *cv, const float *
 /* dw += dL/dw */
 void sl_k_conv2d_backward_filter(sl_backend be, const sl_conv2d *cv, const float *x,
                                  const float *dy, float *dw);
+
+/* Strided blocks (halo packing, tiles of an image) ------------------------------------------- */
+
+/* A 3-D block of f32: for z < nz, y < ny, x < nx:
+ *   dst[z * dst_z + y * dst_y + x] = src[z * src_z + y * src_y + x]
+ * (strides in elements; the blocks must not overlap). nz = images x channels, ny = rows,
+ * nx = columns packs a face of a tile into a message or unpacks it into the halo. */
+void sl_k_copy_block(sl_backend be, int nz, int ny, int nx, const float *src, size_t src_z,
+                     size_t src_y, float *dst, size_t dst_z, size_t dst_y);
 
 /* Random numbers ---------------------------------------------------------------------------- */
 

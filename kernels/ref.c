@@ -117,8 +117,8 @@ static size_t yi(const sl_conv2d *cv, int b, int k, int p, int q)
 /* The input pixel (h, w) that tap (i, j) of output pixel (p, q) reads; 0 in the padding. */
 static int tap(const sl_conv2d *cv, int p, int q, int i, int j, int *h, int *w)
 {
-    *h = p * cv->stride_h - cv->pad_h + i;
-    *w = q * cv->stride_w - cv->pad_w + j;
+    *h = p * cv->stride_h - cv->pad_h + i * cv->dil_h;
+    *w = q * cv->stride_w - cv->pad_w + j * cv->dil_w;
     return *h >= 0 && *h < cv->h && *w >= 0 && *w < cv->w;
 }
 
@@ -153,7 +153,7 @@ double sl_ref_conv2d_backward_data_at(const sl_conv2d *cv, const float *dy, cons
         for (int i = 0; i < cv->r; i++)
             for (int j = 0; j < cv->s; j++) {
                 /* the output (p, q) whose tap (i, j) reads (h, ww), if any */
-                int hp = h + cv->pad_h - i, wq = ww + cv->pad_w - j;
+                int hp = h + cv->pad_h - i * cv->dil_h, wq = ww + cv->pad_w - j * cv->dil_w;
                 if (hp < 0 || wq < 0 || hp % cv->stride_h || wq % cv->stride_w) continue;
                 int p = hp / cv->stride_h, q = wq / cv->stride_w;
                 if (p < cv->p && q < cv->q) add_term(&dx, (double)dy[yi(cv, b, k, p, q)] * w[wi(cv, k, c, i, j)]);

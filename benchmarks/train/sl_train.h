@@ -83,6 +83,7 @@ typedef struct sl_train {
     int lo, hi;             /* this rank's samples of a step: [lo, hi) of B (empty if none) */
     int step, nsteps;       /* the step being run (0-based) and warm-up + timed steps */
     int baseline;           /* 1 in the one-rank baseline run */
+    size_t nparams;         /* the flat weight vector: m->nparams, or the technique's own model's */
     void *state;            /* the technique's */
     /* driver-private */
     double phase[SL_NPHASES];
@@ -137,6 +138,19 @@ typedef struct sl_technique {
      * variant (it may differ between variants: t->variant says which). */
     double tol_sgd_max, tol_adamw_l2;
     void (*reference)(sl_train *t, float *params);
+    /* Checks of the technique's own beside the weights' (halo_conv: one step's output and
+     * gradients against the serial model, bytes against the model): collective, after the
+     * timed steps; returns 0, or nonzero with the largest error in *error and a one-line
+     * reason in why (rank 0's are reported). May be NULL. */
+    int (*check)(sl_train *t, double *error, char *why, size_t whylen);
+
+    /* A technique that trains a model of its own instead of the shared MLP (halo_conv's
+     * convolutions): the length of its flat weight vector, and the FLOPs of one training step
+     * at global batch B. Then .reference is required, the row's layers/width (the MLP's) are
+     * left out and the driver prints no MLP line: the technique says what it trains (in its
+     * .validate). NULL: the shared MLP. */
+    size_t (*model_params)(void);
+    double (*model_flops)(int global_batch);
 
     /* The stdout table. */
     const sl_column *columns;

@@ -23,14 +23,17 @@ static const float *reference_for(sl_train *t)
     for (int i = 0; i < nrefs; i++)
         if (refs[i].batch == t->global_batch && refs[i].variant == variant) return refs[i].params;
     const sl_mlp *m = t->m;
-    float *dev = sl_k_malloc(t->be, SL_MEM_OTHER, m->nparams * sizeof(float));
+    const size_t n = t->nparams;
+    float *dev = sl_k_malloc(t->be, SL_MEM_OTHER, n * sizeof(float));
     if (t->tech->reference)
         t->tech->reference(t, dev);
+    else if (t->tech->model_params)
+        SL_FATAL("%s: a technique with its own model needs its own reference", t->tech->program.name);
     else
         sl_train_serial(m, t->task, &t->optim, t->global_batch, t->nsteps,
                         (uint64_t)sl_train_opt.seed, dev, NULL);
-    float *host = sl_alloc(SL_MEM_OTHER, m->nparams * sizeof(float) + 1);
-    sl_k_memcpy(t->be, host, dev, m->nparams * sizeof(float), SL_K_D2H);
+    float *host = sl_alloc(SL_MEM_OTHER, n * sizeof(float) + 1);
+    sl_k_memcpy(t->be, host, dev, n * sizeof(float), SL_K_D2H);
     sl_k_free(t->be, dev);
     if (nrefs == MAX_REFERENCES) { /* forget the oldest */
         sl_free(refs[0].params);
@@ -56,7 +59,7 @@ static void full_weights(sl_train *t, float *full)
 {
     size_t first = 0, count = 0;
     const float *w = t->tech->weights(t, &first, &count);
-    int whole = first == 0 && count == t->m->nparams;
+    int whole = first == 0 && count == t->nparams;
     SL_CHECK_MPI(MPI_Bcast(&whole, 1, MPI_INT, 0, t->ctx->comm));
     if (whole) {
         if (t->rank == 0) sl_k_memcpy(t->be, full, w, count * sizeof(float), SL_K_D2H);
@@ -64,14 +67,14 @@ static void full_weights(sl_train *t, float *full)
         t->tech->gather_weights(t, full);
     } else {
         SL_FATAL("%s: rank 0 holds weights [%zu, %zu) of %zu, not all, and the technique has no "
-                 "gather_weights", t->tech->program.name, first, first + count, t->m->nparams);
+                 "gather_weights", t->tech->program.name, first, first + count, t->nparams);
     }
 }
 
 train_check train_check_run(sl_train *t)
 {
     train_check c = {0};
-    const size_t n = t->m->nparams;
+    const size_t n = t->nparams;
     MPI_Comm world = t->ctx->comm;
     float *full = sl_alloc(SL_MEM_OTHER, n * sizeof(float) + 1);
     full_weights(t, full);
@@ -92,6 +95,12 @@ train_check train_check_run(sl_train *t)
     SL_CHECK_MPI(MPI_Allreduce(&mismatched, &c.replica_mismatches, 1, MPI_LONG_LONG, MPI_SUM, world));
     SL_CHECK_MPI(MPI_Bcast(&c.diff, (int)sizeof c.diff, MPI_BYTE, 0, world));
     sl_free(full);
+    if (t->tech->check) {
+        c.tech_failed = t->tech->check(t, &c.tech_error, c.tech_why, sizeof c.tech_why) != 0;
+        SL_CHECK_MPI(MPI_Bcast(&c.tech_failed, 1, MPI_INT, 0, world));
+        SL_CHECK_MPI(MPI_Bcast(&c.tech_error, 1, MPI_DOUBLE, 0, world));
+        SL_CHECK_MPI(MPI_Bcast(c.tech_why, (int)sizeof c.tech_why, MPI_CHAR, 0, world));
+    }
     return c;
 }
 
@@ -110,6 +119,8 @@ void train_check_verdict(const sl_train *t, const train_check *c, sl_result *res
                         "weights differ from the serial reference by %.3g (%s; tolerance %g; "
                         "worst element %zu); %lld elements differ between replicas",
                         err, adamw ? "L2" : "max", tol, d->worst, c->replica_mismatches);
+    else if (c->tech_failed)
+        sl_result_check(res, SL_CHECK_FAIL, c->tech_error, "%s", c->tech_why);
     else
         sl_result_check(res, SL_CHECK_PASS, err, NULL);
 }

@@ -56,10 +56,11 @@ int sl_train_main(const sl_technique *tech, int argc, char **argv)
     sl_task task;
     sl_task_init(&task, be, (int)o->inputs, (int)o->outputs, (uint64_t)o->seed, max_batch);
 
-    sl_note(&ctx, "MLP %lld x %lld wide (%zu parameters, %.1f MiB of f32 gradients), %s scaling, "
-                  "batch %lld %s, %s",
-            o->layers, o->width, m.nparams, m.nparams * 4.0 / 1048576, o->scaling ? "strong" : "weak",
-            o->batch, o->scaling ? "in all" : "per data rank", sl_optim_name(optim.kind));
+    if (!tech->model_params)
+        sl_note(&ctx, "MLP %lld x %lld wide (%zu parameters, %.1f MiB of f32 gradients), %s scaling, "
+                      "batch %lld %s, %s",
+                o->layers, o->width, m.nparams, m.nparams * 4.0 / 1048576, o->scaling ? "strong" : "weak",
+                o->batch, o->scaling ? "in all" : "per data rank", sl_optim_name(optim.kind));
     /* Say what the efficiency is measured against: the same variant on one rank, inside this
      * run, on one rank's share of the cores, which is fewer than a program started alone gets. */
     char threads[48];

@@ -23,6 +23,7 @@ void train_open(sl_train *t, sl_ctx *ctx, const sl_technique *tech, int variant,
     t->be = m->be;
     t->m = m;
     t->task = task;
+    t->nparams = tech->model_params ? tech->model_params() : m->nparams;
     t->optim = *o;
     t->comm = comm;
     t->rank = sl_comm_rank(comm);
@@ -134,9 +135,11 @@ static void common_row(sl_train *t, sl_result *res, const sl_stats *st, const do
     sl_result_param_num(res, "global_batch", B);
     sl_result_param_num(res, "rank_batch", t->hi - t->lo);
     sl_result_param_str(res, "scaling", sl_train_opt.scaling ? "strong" : "weak");
-    sl_result_param_num(res, "layers", (double)sl_train_opt.layers);
-    sl_result_param_num(res, "width", (double)sl_train_opt.width);
-    sl_result_param_num(res, "params", (double)m->nparams);
+    if (!tech->model_params) {
+        sl_result_param_num(res, "layers", (double)sl_train_opt.layers);
+        sl_result_param_num(res, "width", (double)sl_train_opt.width);
+    }
+    sl_result_param_num(res, "params", (double)t->nparams);
     sl_result_set_time(res, st);
     sl_result_metric(res, "samples_per_s", B / st->median, "samples/s");
     for (int p = 0; p < SL_NPHASES; p++)
@@ -154,7 +157,8 @@ static void common_row(sl_train *t, sl_result *res, const sl_stats *st, const do
     if (!isnan(one_rank) && m->be == SL_BACKEND_CPU) sl_result_param_num(res, "one_rank_threads", sl_k_cpu_threads());
     sl_result_metric(res, "bytes_model", tech->bytes_model ? tech->bytes_model(t) : NAN, "bytes");
     sl_result_metric(res, "bytes_sent", sent, "bytes");
-    sl_result_metric(res, "tflops", 3.0 * sl_mlp_flops_forward(m, B) / st->median / 1e12, "TFLOP/s");
+    double flops = tech->model_flops ? tech->model_flops(B) : 3.0 * sl_mlp_flops_forward(m, B);
+    sl_result_metric(res, "tflops", flops / st->median / 1e12, "TFLOP/s");
     static const char *const held_names[NHELD] = {"mem_params", "mem_grads", "mem_optim", "mem_activ"};
     for (int k = 0; k < NHELD; k++) sl_result_metric(res, held_names[k], held[k], "bytes");
     if (tech->memory_model) {

@@ -109,6 +109,7 @@ const sl_kops sl_cpu_ops = {
     .conv2d_forward = sl_cpu_conv2d_forward,
     .conv2d_backward_data = sl_cpu_conv2d_backward_data,
     .conv2d_backward_filter = sl_cpu_conv2d_backward_filter,
+    .copy_block = sl_cpu_copy_block,
     .rng_uniform = sl_cpu_rng_uniform,
     .rng_normal = sl_cpu_rng_normal,
     .read_sum = sl_cpu_read_sum,

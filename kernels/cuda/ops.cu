@@ -194,6 +194,7 @@ extern "C" const sl_kops *sl_cuda_ops(char *why, size_t whylen)
         table.conv2d_forward = slk_conv2d_forward;
         table.conv2d_backward_data = slk_conv2d_backward_data;
         table.conv2d_backward_filter = slk_conv2d_backward_filter;
+        table.copy_block = slk_copy_block;
         table.rng_uniform = slk_rng_uniform;
         table.rng_normal = slk_rng_normal;
         table.read_sum = slk_read_sum;

@@ -391,16 +391,19 @@ static void check_cast_counts(void)
 
 static void check_conv(void)
 {
-    /* n c h w  k r s  pad_h pad_w stride_h stride_w */
-    static const int shapes[][11] = {
-        {1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1},  {2, 3, 7, 5, 4, 3, 3, 1, 1, 1, 1},
-        {1, 2, 11, 13, 3, 3, 5, 2, 1, 2, 3}, {3, 5, 8, 8, 7, 1, 1, 0, 0, 1, 1},
-        {1, 4, 9, 9, 2, 5, 5, 0, 0, 2, 2},  {2, 1, 5, 17, 3, 2, 3, 1, 0, 1, 2},
-        {1, 3, 16, 16, 8, 3, 3, 1, 1, 1, 1}};
-    for (int s = 0; s < 7; s++) {
+    /* n c h w  k r s  pad_h pad_w stride_h stride_w dil_h dil_w (0: not set, read as 1) */
+    static const int shapes[][13] = {
+        {1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 0, 0},  {2, 3, 7, 5, 4, 3, 3, 1, 1, 1, 1, 0, 0},
+        {1, 2, 11, 13, 3, 3, 5, 2, 1, 2, 3, 0, 0}, {3, 5, 8, 8, 7, 1, 1, 0, 0, 1, 1, 0, 0},
+        {1, 4, 9, 9, 2, 5, 5, 0, 0, 2, 2, 0, 0},  {2, 1, 5, 17, 3, 2, 3, 1, 0, 1, 2, 0, 0},
+        {1, 3, 16, 16, 8, 3, 3, 1, 1, 1, 1, 0, 0}, {2, 3, 9, 10, 4, 3, 3, 2, 2, 1, 1, 2, 2},
+        {1, 2, 12, 11, 3, 5, 3, 4, 1, 1, 2, 2, 1}, {2, 2, 13, 9, 2, 3, 3, 0, 3, 2, 1, 3, 3}};
+    enum { NSHAPES = sizeof shapes / sizeof shapes[0] };
+    for (int s = 0; s < NSHAPES; s++) {
         const int *d = shapes[s];
         sl_conv2d cv = {.n = d[0], .c = d[1], .h = d[2], .w = d[3], .k = d[4], .r = d[5],
-                        .s = d[6], .pad_h = d[7], .pad_w = d[8], .stride_h = d[9], .stride_w = d[10]};
+                        .s = d[6], .pad_h = d[7], .pad_w = d[8], .stride_h = d[9], .stride_w = d[10],
+                        .dil_h = d[11], .dil_w = d[12]};
         if (sl_conv2d_init(&cv) != 0) {
             ok(0, "conv shape %d valid", s);
             continue;
@@ -421,6 +424,9 @@ static void check_conv(void)
         }
         float *xd = t_up(x, nx * 4), *wd = t_up(w, nw * 4), *dyd = t_up(dy, ny * 4);
         float *yd = t_up(y, ny * 4), *dxd = t_up(dx, nx * 4), *dwd = t_up(dw0, nw * 4);
+        /* odd shapes run on the caller's workspace (what a timed loop does), even ones let
+         * each call allocate its own: both must give the same sums */
+        if (s % 2) cv.work = sl_k_malloc(T_BE, SL_MEM_OTHER, sl_conv2d_work_bytes(&cv));
         sl_k_conv2d_forward(T_BE, &cv, xd, wd, yd);
         sl_k_conv2d_backward_data(T_BE, &cv, dyd, wd, dxd);
         sl_k_conv2d_backward_filter(T_BE, &cv, xd, dyd, dwd);
@@ -433,14 +439,15 @@ static void check_conv(void)
         for (size_t i = 0; i < ny; i++) { double r = fabs(y[i] - ry[i]) / (ky * U32 * ay[i] + 1e-30); if (!(r <= wy)) wy = isnan(r) ? INFINITY : r; }
         for (size_t i = 0; i < nx; i++) { double r = fabs(dx[i] - rdx[i]) / (kx * U32 * adx[i] + 1e-30); if (!(r <= wx)) wx = isnan(r) ? INFINITY : r; }
         for (size_t i = 0; i < nw; i++) { double r = fabs(dw[i] - rdw[i]) / (kw * U32 * adw[i] + 1e-30); if (!(r <= ww)) ww = isnan(r) ? INFINITY : r; }
-        ok(wy <= 1, "conv forward %dx%dx%dx%d k%d %dx%d pad %d,%d stride %d,%d (%.2g)", cv.n, cv.c,
-           cv.h, cv.w, cv.k, cv.r, cv.s, cv.pad_h, cv.pad_w, cv.stride_h, cv.stride_w, wy);
+        ok(wy <= 1, "conv forward %dx%dx%dx%d k%d %dx%d pad %d,%d stride %d,%d dilation %d,%d%s (%.2g)",
+           cv.n, cv.c, cv.h, cv.w, cv.k, cv.r, cv.s, cv.pad_h, cv.pad_w, cv.stride_h, cv.stride_w,
+           cv.dil_h, cv.dil_w, cv.work ? ", caller's workspace" : "", wy);
         ok(wx <= 1, "conv backward data, shape %d (%.2g)", s, wx);
         ok(ww <= 1, "conv backward filter accumulates, shape %d (%.2g)", s, ww);
 
         /* finite differences of L = sum y . dy: the convolution is linear, so the central
          * difference is exact up to f32 rounding of y (~1e-6 relative) */
-        if (s == 2) {
+        if (s == 2 || s == 8) {
             double worst = 0;
             float *yp = t_xmalloc(ny * 4);
             for (int e = 0; e < 6; e++) {
@@ -460,15 +467,49 @@ static void check_conv(void)
                 double err = fabs(fd - dx[i]) / (1 + fabs(dx[i]));
                 if (err > worst) worst = err;
             }
-            ok(worst < 1e-4, "conv backward data matches finite differences (%.2g)", worst);
+            ok(worst < 1e-4, "conv backward data matches finite differences, shape %d (%.2g)", s, worst);
             free(yp);
         }
         t_free(xd), t_free(wd), t_free(dyd), t_free(yd), t_free(dxd), t_free(dwd);
+        sl_k_free(T_BE, cv.work);
         free(x), free(w), free(dy), free(dw0), free(y), free(dx), free(dw);
         free(ry), free(rdx), free(rdw), free(ay), free(adx), free(adw);
     }
     sl_conv2d bad = {.n = 1, .c = 1, .h = 2, .w = 2, .k = 1, .r = 3, .s = 3, .stride_h = 1, .stride_w = 1};
     ok(sl_conv2d_init(&bad) == -1, "a filter larger than the padded image is rejected");
+    sl_conv2d dil = {.n = 1, .c = 1, .h = 4, .w = 9, .k = 1, .r = 3, .s = 3, .pad_h = 0, .pad_w = 1,
+                     .stride_h = 1, .stride_w = 1, .dil_h = 2, .dil_w = 2};
+    ok(sl_conv2d_init(&dil) == -1, "a dilated filter (extent 5) taller than the image (4) is rejected");
+    dil.h = 5;
+    int rc = sl_conv2d_init(&dil);
+    ok(rc == 0 && dil.p == 1 && dil.q == 7, "dilation 2: 5x9 pad 0,1 gives 1x7 (%dx%d)", dil.p, dil.q);
+    ok(sl_conv2d_work_bytes(&dil) == 4u * 9 * 7, "workspace: c*r*s*p*q floats");
+}
+
+/* Strided blocks ----------------------------------------------------------------------------- */
+
+static void check_copy_block(void)
+{
+    /* src [3][5][7] = its flat index; copy [3][2][4] starting at (0, 1, 2) into dst [3][3][6]
+     * at (0, 1, 1), the rest of dst untouched */
+    enum { NS = 3 * 5 * 7, ND = 3 * 3 * 6 };
+    float src[NS], dst[ND];
+    for (int i = 0; i < NS; i++) src[i] = (float)i;
+    for (int i = 0; i < ND; i++) dst[i] = -1;
+    float *sd = t_up(src, sizeof src), *dd = t_up(dst, sizeof dst);
+    sl_k_copy_block(T_BE, 3, 2, 4, sd + 1 * 7 + 2, 35, 7, dd + 1 * 6 + 1, 18, 6);
+    sl_k_copy_block(T_BE, 0, 2, 4, sd, 35, 7, dd, 18, 6); /* empty: nothing */
+    t_down(dst, dd, sizeof dst);
+    int bad = 0;
+    for (int z = 0; z < 3; z++)
+        for (int y = 0; y < 3; y++)
+            for (int x = 0; x < 6; x++) {
+                int in = y >= 1 && x >= 1 && x < 5;
+                float want = in ? (float)(z * 35 + (y - 1 + 1) * 7 + (x - 1 + 2)) : -1.0f;
+                bad += dst[z * 18 + y * 6 + x] != want;
+            }
+    ok(bad == 0, "copy_block: a [3][2][4] block between strided arrays, nothing else written (%d wrong)", bad);
+    t_free(sd), t_free(dd);
 }
 
 /* Random numbers ----------------------------------------------------------------------------- */
@@ -543,6 +584,7 @@ static void run_all_checks(void)
     check_elementwise();
     check_cast_counts();
     check_conv();
+    check_copy_block();
     check_rng();
 }
 

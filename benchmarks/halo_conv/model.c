@@ -1,0 +1,109 @@
+/* model.c — the convolution stack's weights, data and serial reference (model.h). */
+#include <math.h>
+
+#include "model.h"
+#include "train_ref.h"
+#include "scalelab.h"
+
+enum { SEED_DATA = 0x68616c6f, SEED_WEIGHTS = 0x636f6e76 }; /* streams apart from the MLP's */
+
+size_t hc_layer_params(const hc_geom *g) { return (size_t)g->c * g->c * g->f * g->f; }
+size_t hc_params(const hc_geom *g) { return (size_t)g->layers * hc_layer_params(g); }
+
+double hc_flops_step(const hc_geom *g, int batch)
+{
+    double pass = 2.0 * batch * g->c * (double)g->c * g->f * g->f * g->h * g->w;
+    return pass * (g->layers + (g->layers - 1) + g->layers);
+}
+
+void hc_init_params(sl_backend be, const hc_geom *g, uint64_t seed, float *params)
+{
+    const size_t n = hc_layer_params(g);
+    const double fan_in = (double)g->c * g->f * g->f;
+    for (int l = 0; l < g->layers; l++) {
+        double gain = l < g->layers - 1 ? 2.0 : 1.0;
+        sl_k_rng_normal(be, seed ^ SEED_WEIGHTS, (uint64_t)l * n, n, params + (size_t)l * n, 0.0f,
+                        (float)sqrt(gain / fan_in));
+    }
+}
+
+void hc_load(sl_backend be, const hc_geom *g, uint64_t seed, uint64_t sample0, int nimg,
+             hc_rect o, float *x, size_t x_z, size_t x_y)
+{
+    const size_t cols = (size_t)(o.x1 - o.x0);
+    for (int i = 0; i < nimg; i++)
+        for (int ch = 0; ch < g->c; ch++)
+            for (int h = o.y0; h < o.y1; h++) {
+                uint64_t first = (((sample0 + (uint64_t)i) * (uint64_t)g->c + (uint64_t)ch) * (uint64_t)g->h +
+                                  (uint64_t)h) * (uint64_t)g->w + (uint64_t)o.x0;
+                sl_k_rng_uniform(be, seed ^ SEED_DATA, first, cols,
+                                 x + ((size_t)i * g->c + ch) * x_z + (size_t)(h - o.y0) * x_y, -1.0f, 1.0f);
+            }
+}
+
+/* The serial reference ------------------------------------------------------------------ */
+
+void hc_serial_init(hc_serial *s, sl_backend be, const hc_geom *g)
+{
+    *s = (hc_serial){.be = be, .g = *g};
+    s->cv = (sl_conv2d){.n = g->n, .c = g->c, .h = g->h, .w = g->w, .k = g->c, .r = g->f, .s = g->f,
+                        .pad_h = g->r, .pad_w = g->r, .stride_h = 1, .stride_w = 1,
+                        .dil_h = g->dil, .dil_w = g->dil};
+    if (sl_conv2d_init(&s->cv) != 0 || s->cv.p != g->h || s->cv.q != g->w)
+        SL_FATAL("halo_conv: the serial convolution is not same-size (%dx%d)", s->cv.p, s->cv.q);
+    s->cv.work = sl_k_malloc(be, SL_MEM_OTHER, sl_conv2d_work_bytes(&s->cv));
+    const size_t bytes = (size_t)g->n * g->c * g->h * g->w * sizeof(float);
+    for (int l = 0; l <= g->layers; l++) s->x[l] = sl_k_malloc(be, SL_MEM_OTHER, bytes);
+    s->dy = sl_k_malloc(be, SL_MEM_OTHER, bytes);
+    s->dx = sl_k_malloc(be, SL_MEM_OTHER, bytes);
+}
+
+void hc_serial_free(hc_serial *s)
+{
+    for (int l = 0; l <= s->g.layers; l++) sl_k_free(s->be, s->x[l]);
+    sl_k_free(s->be, s->dy);
+    sl_k_free(s->be, s->dx);
+    sl_k_free(s->be, s->cv.work);
+}
+
+double hc_serial_pass(hc_serial *s, const float *params, float *grads, uint64_t seed,
+                      uint64_t sample0, int want_dx, int norm_images)
+{
+    const hc_geom *g = &s->g;
+    const size_t lp = hc_layer_params(g), n = (size_t)g->n * g->c * g->h * g->w;
+    const size_t plane = (size_t)g->h * g->w;
+    hc_load(s->be, g, seed, sample0, g->n, (hc_rect){0, g->h, 0, g->w}, s->x[0], plane, (size_t)g->w);
+    for (int l = 0; l < g->layers; l++) {
+        sl_k_conv2d_forward(s->be, &s->cv, s->x[l], params + l * lp, s->x[l + 1]);
+        if (l < g->layers - 1) sl_k_act_forward(s->be, SL_ACT_RELU, n, s->x[l + 1], s->x[l + 1]);
+    }
+    /* the target is the input image */
+    double loss = sl_k_mse(s->be, n, s->x[g->layers], s->x[0], s->dy,
+                           1.0f / ((float)norm_images * g->c * g->h * g->w));
+    for (int l = g->layers - 1; l >= 0; l--) {
+        sl_k_conv2d_backward_filter(s->be, &s->cv, s->x[l], s->dy, grads + l * lp);
+        if (l == 0 && !want_dx) break;
+        sl_k_conv2d_backward_data(s->be, &s->cv, s->dy, params + l * lp, s->dx);
+        /* ReLU'(z) from its output: x > 0 exactly where z > 0 */
+        if (l > 0) sl_k_act_backward(s->be, SL_ACT_RELU, n, s->x[l], s->dx, s->dy);
+    }
+    sl_k_sync(s->be);
+    return loss;
+}
+
+void hc_serial_train(hc_serial *s, const sl_optim *o, int steps, uint64_t seed, float *params)
+{
+    const size_t np = hc_params(&s->g);
+    float *grads = sl_k_malloc(s->be, SL_MEM_OTHER, np * sizeof(float));
+    float *state = sl_k_malloc(s->be, SL_MEM_OTHER, (size_t)sl_optim_state_per_param(o) * np * sizeof(float) + 1);
+    hc_init_params(s->be, &s->g, seed, params);
+    for (int k = 0; k < steps; k++) {
+        sl_k_memset0(s->be, grads, np * sizeof(float));
+        hc_serial_pass(s, params, grads, seed, (uint64_t)k * s->g.n, 0, s->g.n);
+        sl_optim so = sl_optim_for_step(o, k);
+        sl_optim_step(s->be, &so, np, params, grads, state);
+    }
+    sl_k_sync(s->be);
+    sl_k_free(s->be, grads);
+    sl_k_free(s->be, state);
+}
