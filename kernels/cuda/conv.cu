@@ -1,6 +1,8 @@
 /* cuda/conv.cu — 2-D convolution (NCHW) as im2col + cublasSgemm per image, and col2im by
  * gathering (no atomics, deterministic); twin of cpu/conv.c, which documents the layout.
- * The col workspace is allocated per call and counted under "other" while it lives. */
+ * The col workspace is allocated per call, stream-ordered on the default stream (cudaFree would
+ * wait for the whole device, copy streams included: a vDNN offload would stop overlapping),
+ * and counted under "other" while it lives. */
 #include "cuda/cuda_util.cuh"
 
 struct geom {
@@ -51,10 +53,25 @@ __global__ void col2im_kernel(geom g, const float *dcol, float *dx)
     }
 }
 
+static size_t col_bytes(const sl_conv2d *cv)
+{
+    return (size_t)cv->c * cv->r * cv->s * cv->p * cv->q * sizeof(float);
+}
 static float *col_alloc(const sl_conv2d *cv)
 {
-    return (float *)slk_malloc(SL_MEM_OTHER,
-                               (size_t)cv->c * cv->r * cv->s * cv->p * cv->q * sizeof(float));
+    void *p = NULL;
+    cudaError_t e = cudaMallocAsync(&p, col_bytes(cv), 0);
+    if (e != cudaSuccess)
+        sl_fatal(SL_EXIT_RUNTIME, __FILE__, __LINE__,
+                 "out of device memory: cudaMallocAsync of %zu bytes of im2col workspace failed: %s",
+                 col_bytes(cv), cudaGetErrorString(e));
+    sl_mem_track(SL_MEM_DEVICE, SL_MEM_OTHER, (long long)col_bytes(cv));
+    return (float *)p;
+}
+static void col_free(const sl_conv2d *cv, float *col)
+{
+    SL_CHECK_CUDA(cudaFreeAsync(col, 0));
+    sl_mem_track(SL_MEM_DEVICE, SL_MEM_OTHER, -(long long)col_bytes(cv));
 }
 
 /* Row-major C[m,n] = op(A) op(B) + beta C through the column-major cuBLAS (see gemm.cu). */
@@ -78,7 +95,7 @@ void slk_conv2d_forward(const sl_conv2d *cv, const float *x, const float *w, flo
         SLK_LAUNCHED();
         sgemm_rm(0, 0, cv->k, pq, crs, w, crs, col, pq, 0.0f, y + (size_t)b * cv->k * pq, pq);
     }
-    slk_free(col);
+    col_free(cv, col);
 }
 
 void slk_conv2d_backward_data(const sl_conv2d *cv, const float *dy, const float *w, float *dx)
@@ -92,7 +109,7 @@ void slk_conv2d_backward_data(const sl_conv2d *cv, const float *dy, const float 
             g, dcol, dx + (size_t)b * g.C * g.H * g.W);
         SLK_LAUNCHED();
     }
-    slk_free(dcol);
+    col_free(cv, dcol);
 }
 
 void slk_conv2d_backward_filter(const sl_conv2d *cv, const float *x, const float *dy, float *dw)
@@ -106,5 +123,5 @@ void slk_conv2d_backward_filter(const sl_conv2d *cv, const float *x, const float
         SLK_LAUNCHED();
         sgemm_rm(0, 1, cv->k, crs, pq, dy + (size_t)b * cv->k * pq, pq, col, pq, 1.0f, dw, crs);
     }
-    slk_free(col);
+    col_free(cv, col);
 }
