@@ -49,6 +49,7 @@ declare -A quick_args=(
   [ddp]="--layers 4 --width 512 --inputs 128 --outputs 32 --batch 16 --bucket-mb 1 -n 3 -w 1"
   [zero]="--layers 4 --width 512 --inputs 128 --outputs 32 --batch 16 --bucket-mb 1 -n 3 -w 1"
   [pipeline]="--layers 4 --width 256 --inputs 256 --outputs 256 --batch 16 --micro-batches 4 -n 3 -w 1"
+  [vdnn]="-n 3 -w 1"
 )
 declare -A full_args=(
   [mae_threads]="--samples 8388608 --threads max"
@@ -57,12 +58,14 @@ declare -A full_args=(
   [ddp]="-C mpi,ring"
   [zero]="-C mpi,ring"
   [pipeline]=""
+  [vdnn]="-n 10 -w 2"
 )
 
 # Ranks per node for programs that scale with threads inside a rank: they get the node's cores
 # as threads rather than as ranks (unless --np is given).
 declare -A ranks_per_node=(
   [mae_threads]=1
+  [vdnn]=1
 )
 
 mapfile -t available < <(find "$bindir" -maxdepth 1 -type f -perm -u+x ! -name 'sl-*' -printf '%f\n' 2>/dev/null | sort)
