@@ -19,7 +19,7 @@ static const char *const policy_names[NPOLICIES] = SL_ENUM_NAMES(POLICIES);
 static const long long default_batch[NET_NKINDS] = {1024, 16};
 
 static const sl_opt vdnn_opts[] = {
-    {"model", 0, SL_OPT_CHOICE, &opt_model, 0, 0, "mlp|conv", 0, "model (default both)"},
+    {"model", 0, SL_OPT_CHOICE, &opt_model, 0, 0, "mlp|conv", 0, "the MLP or the conv stack (default both)"},
     {"offload", 0, SL_OPT_CHOICE, &opt_offload, 0, 0, SL_ENUM_CHOICES(POLICIES), 0,
      "whose inputs go to the host: none, all operations, conv only (default every policy)"},
     {"prefetch", 0, SL_OPT_INT, &opt_prefetch, 0, 1, NULL, 0,
