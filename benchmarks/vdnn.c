@@ -79,7 +79,7 @@ static void backward(vdnn_run *r)
 }
 
 /* One training step: data, forward, loss, backward, SGD; the copy engine's figures. */
-static void step(void *arg)
+void vdnn_step(void *arg)
 {
     vdnn_run *r = arg;
     const net *n = r->n;
@@ -156,6 +156,7 @@ void vdnn_setup(vdnn_run *r)
     for (int i = 0; i < n->nops; i++)
         if (offloaded(r, i)) r->host[i] = sl_k_host_alloc(r->be, SL_MEM_ACTIV, r->act_bytes);
     r->cp = copier_open(r->be, 2 * n->nops + 2);
+    arena_reset_peaks(&r->a); /* the peaks of the steps, all of setup's tensors live */
 }
 
 void vdnn_teardown(vdnn_run *r)
@@ -163,13 +164,6 @@ void vdnn_teardown(vdnn_run *r)
     copier_close(r->cp);
     for (int i = 0; i < r->n->nops; i++) sl_k_host_free(r->be, r->host[i]);
     arena_close(&r->a);
-}
-
-void vdnn_train(sl_ctx *ctx, vdnn_run *r, sl_stats *st)
-{
-    arena_reset_peaks(&r->a);
-    sl_time_loop(ctx, step, r, st);
-    sl_k_sync(r->be);
 }
 
 void vdnn_models(const vdnn_run *r, size_t model[A_NCATS], size_t *bytes_each_way)

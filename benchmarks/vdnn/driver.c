@@ -86,18 +86,15 @@ static const sl_column columns[] = {
     SL_COL("note", "note", 0),
 };
 
-/* What every later configuration of a model is compared with. */
-typedef struct reference {
-    float *params, *grads; /* host copies after the last step */
-    double step_s;
-} reference;
-
-/* One configuration's figures for the per-category summary printed after a model's rows. */
-typedef struct summary {
+/* One configuration of a model: what it is, its model, and once run its figures. */
+typedef struct config {
+    vdnn_run r;
     char name[32];
-    int ran;
-    size_t meas[A_NCATS + 1], model[A_NCATS + 1]; /* + the peak of the total */
-} summary;
+    const char *note;   /* for the row, or NULL */
+    size_t model[A_NCATS], need, each;
+    int fits;
+    sl_stats st;        /* step times over the timed steps, slowest rank */
+} config;
 
 static const char *device_label(sl_backend be) { return be == SL_BACKEND_CUDA ? "cuda" : "emulated"; }
 
@@ -125,131 +122,163 @@ static void row_start(sl_ctx *ctx, sl_result *res, const vdnn_run *r, const char
     sl_result_param_num(res, "act_bytes", (double)r->act_bytes);
 }
 
-static void fmt_bytes(char *buf, size_t len, double b)
+static void plan(config *c, net *n, sl_backend be, int policy, int prefetch, size_t capacity, const char *note)
 {
-    snprintf(buf, len, "%.2f MiB", b / 1048576);
+    memset(c, 0, sizeof *c);
+    c->r = (vdnn_run){.n = n, .be = be, .policy = policy, .prefetch = prefetch,
+                      .capacity = capacity / ARENA_ALIGN * ARENA_ALIGN,
+                      .optim = {.kind = SL_OPTIM_SGD, .sgd = {.lr = (float)opt_lr, .momentum = 0.9f}},
+                      .act_bytes = net_act_bytes(n)};
+    snprintf(c->name, sizeof c->name, policy == P_NONE ? "%s" : "%s/pf%d", policy_names[policy], prefetch);
+    c->note = note;
+    vdnn_models(&c->r, c->model, &c->each);
+    c->need = vdnn_model_total(&c->r);
+    c->fits = c->need <= c->r.capacity;
 }
 
-static double median_of(const vdnn_run *r, int first, int field)
+/* The configurations that fit train in turn, one step each round, so that a slow spell of a
+ * shared machine falls on all of them alike; each step is timed on its own (barrier, host
+ * clock, slowest rank), warm-up rounds first. */
+static void train_alternately(sl_ctx *ctx, config *cs, int nc)
 {
-    int k = r->nsteps - first;
-    double *v = malloc((size_t)k * sizeof *v);
+    const int W = (int)ctx->opt.warmup, I = (int)ctx->opt.iters;
+    double *times = calloc((size_t)nc * I, sizeof *times);
+    if (!times) SL_FATAL("out of memory for %d x %d step times", nc, I);
+    for (int k = 0; k < nc; k++) {
+        if (!cs[k].fits) continue;
+        cs[k].r.nsteps = W + I;
+        cs[k].r.steps = calloc((size_t)(W + I), sizeof *cs[k].r.steps);
+        if (!cs[k].r.steps) SL_FATAL("out of memory for %d steps", W + I);
+        vdnn_setup(&cs[k].r);
+    }
+    for (int s = 0; s < W + I; s++)
+        for (int k = 0; k < nc; k++) {
+            if (!cs[k].fits) continue;
+            sl_stats one;
+            sl_time_loop_n(ctx, 0, 1, vdnn_step, &cs[k].r, &one);
+            if (s < W) continue;
+            times[k * I + s - W] = one.median;
+            cs[k].st.ncounters = one.ncounters; /* summed over the timed steps, as sl_time_loop does */
+            for (int e = 0; e < one.ncounters; e++) cs[k].st.counters[e] += one.counters[e];
+        }
+    for (int k = 0; k < nc; k++) {
+        if (!cs[k].fits) continue;
+        sl_stats st;
+        sl_stats_compute(times + k * I, I, &st);
+        st.ncounters = cs[k].st.ncounters;
+        memcpy(st.counters, cs[k].st.counters, sizeof st.counters);
+        cs[k].st = st;
+        sl_k_sync(cs[k].r.be);
+    }
+    free(times);
+}
+
+/* Median over the timed steps of the copy engine's transfer (field 0) or exposed (1) time;
+ * the largest over ranks. */
+static double median_of(sl_ctx *ctx, const vdnn_run *r, int field)
+{
+    const int first = (int)ctx->opt.warmup, k = r->nsteps - first;
+    double *v = malloc((size_t)k * sizeof *v), out;
     if (!v) SL_FATAL("out of memory for %d step figures", k);
     for (int i = 0; i < k; i++) v[i] = field ? r->steps[first + i].exposed_s : r->steps[first + i].transfer_s;
     sl_stats s;
     sl_stats_compute(v, k, &s);
     free(v);
-    return s.median;
+    SL_CHECK_MPI(MPI_Allreduce(&s.median, &out, 1, MPI_DOUBLE, MPI_MAX, ctx->comm));
+    return out;
 }
 
-/* Runs one configuration (or reports that it does not fit) and emits its row. With ref->params
- * NULL this is the reference: its results are kept in ref. */
-static void configuration(sl_ctx *ctx, net *n, sl_backend be, int policy, int prefetch, size_t capacity,
-                          reference *ref, const double bw[2], summary *sum, const char *note)
-{
-    const sl_optim optim = {.kind = SL_OPTIM_SGD, .sgd = {.lr = (float)opt_lr, .momentum = 0.9f}};
-    vdnn_run r = {.n = n, .be = be, .policy = policy, .prefetch = prefetch,
-                  .capacity = capacity / ARENA_ALIGN * ARENA_ALIGN, .optim = optim};
-    r.act_bytes = net_act_bytes(n);
-    char variant[32];
-    snprintf(variant, sizeof variant, policy == P_NONE ? "%s" : "%s/pf%d", policy_names[policy], prefetch);
-    snprintf(sum->name, sizeof sum->name, "%s", variant);
-    size_t model[A_NCATS], each;
-    vdnn_models(&r, model, &each);
-    const size_t need = vdnn_model_total(&r);
-    for (int c = 0; c < A_NCATS; c++) sum->model[c] = model[c];
-    sum->model[A_NCATS] = need;
+/* What every configuration of a model is compared with: the none run's results. */
+typedef struct reference {
+    float *params, *grads; /* host copies after the last step */
+    double step_s;
+} reference;
 
+static void fmt_mib(char *buf, size_t len, double b) { snprintf(buf, len, "%.2f MiB", b / 1048576); }
+
+/* Emits configuration c's row: the "does not fit" row, or its figures and checks. The first
+ * configuration that ran is the reference (ref->params NULL): its results are kept in ref. */
+static void report(sl_ctx *ctx, config *c, reference *ref, const double bw[2])
+{
+    vdnn_run *r = &c->r;
+    const net *n = r->n;
     sl_result res;
-    row_start(ctx, &res, &r, variant);
-    for (int c = 0; c < A_NCATS; c++) {
+    row_start(ctx, &res, r, c->name);
+    for (int k = 0; k < A_NCATS; k++) {
         char key[32];
-        snprintf(key, sizeof key, "model_%s", arena_cat_names[c]);
-        sl_result_metric(&res, key, (double)model[c], "bytes");
+        snprintf(key, sizeof key, "model_%s", arena_cat_names[k]);
+        sl_result_metric(&res, key, (double)c->model[k], "bytes");
     }
-    sl_result_metric(&res, "model_peak", (double)need, "bytes");
-    sl_result_metric(&res, "bytes_model", (double)each, "bytes");
-    sl_result_metric(&res, "transfer_model", (double)each / bw[0] + (double)each / bw[1], "s");
-    if (need > r.capacity) {
-        char a[32], b[32];
-        fmt_bytes(a, sizeof a, (double)need);
-        fmt_bytes(b, sizeof b, (double)r.capacity);
-        sl_result_check(&res, SL_CHECK_NONE, NAN, "does not fit: needs %s, has %s", a, b);
-        char line[96];
+    sl_result_metric(&res, "model_peak", (double)c->need, "bytes");
+    sl_result_metric(&res, "bytes_model", (double)c->each, "bytes");
+    sl_result_metric(&res, "transfer_model", (double)c->each / bw[0] + (double)c->each / bw[1], "s");
+    if (!c->fits) {
+        char a[32], b[32], line[96];
+        fmt_mib(a, sizeof a, (double)c->need);
+        fmt_mib(b, sizeof b, (double)r->capacity);
         snprintf(line, sizeof line, "does not fit: needs %s, has %s", a, b);
         sl_result_param_str(&res, "note", line);
+        sl_result_check(&res, SL_CHECK_NONE, NAN, "%s", line);
         sl_result_emit(ctx, &res);
         return;
     }
-    sl_result_param_str(&res, "note", note ? note : "");
-
-    r.nsteps = (int)(ctx->opt.warmup + ctx->opt.iters);
-    r.steps = calloc((size_t)r.nsteps, sizeof *r.steps);
-    if (!r.steps) SL_FATAL("out of memory for %d steps", r.nsteps);
-    vdnn_setup(&r);
-    sl_stats st;
-    vdnn_train(ctx, &r, &st);
+    sl_result_param_str(&res, "note", c->note ? c->note : "");
 
     const size_t np = n->nparams;
-    float *params = sl_k_download(be, r.params, np * sizeof(float));
-    float *grads = sl_k_download(be, r.grads, np * sizeof(float));
-    const int first = (int)ctx->opt.warmup;
-    const double transfer = median_of(&r, first, 0), exposed = median_of(&r, first, 1);
-    const copier_step *last = &r.steps[r.nsteps - 1];
+    float *params = sl_k_download(r->be, r->params, np * sizeof(float));
+    float *grads = sl_k_download(r->be, r->grads, np * sizeof(float));
+    const double transfer = median_of(ctx, r, 0), exposed = median_of(ctx, r, 1);
+    const copier_step *last = &r->steps[r->nsteps - 1];
 
-    sl_result_set_time(&res, &st);
-    sl_result_metric(&res, "samples_per_s", n->batch / st.median, "samples/s");
-    sl_result_metric(&res, "overhead", ref->params ? st.median / ref->step_s - 1 : 0, "fraction");
+    sl_result_set_time(&res, &c->st);
+    sl_result_metric(&res, "samples_per_s", n->batch / c->st.median, "samples/s");
+    sl_result_metric(&res, "overhead", ref->params ? c->st.median / ref->step_s - 1 : 0, "fraction");
     sl_result_metric(&res, "transfer", transfer, "s");
     sl_result_metric(&res, "exposed_transfer", exposed, "s");
     sl_result_metric(&res, "overlap", transfer > 0 ? 1 - fmin(exposed / transfer, 1) : NAN, "fraction");
     sl_result_metric(&res, "bytes_d2h", (double)last->bytes_d2h, "bytes");
     sl_result_metric(&res, "bytes_h2d", (double)last->bytes_h2d, "bytes");
-    sl_result_metric(&res, "loss", r.loss, "");
-    for (int c = 0; c < A_NCATS; c++) {
+    sl_result_metric(&res, "loss", r->loss, "");
+    for (int k = 0; k < A_NCATS; k++) {
         char key[32];
-        snprintf(key, sizeof key, "mem_%s", arena_cat_names[c]);
-        sl_result_metric(&res, key, (double)r.a.peak[c], "bytes");
-        sum->meas[c] = r.a.peak[c];
+        snprintf(key, sizeof key, "mem_%s", arena_cat_names[k]);
+        sl_result_metric(&res, key, (double)r->a.peak[k], "bytes");
     }
-    sl_result_metric(&res, "mem_peak", (double)r.a.peak_total, "bytes");
+    sl_result_metric(&res, "mem_peak", (double)r->a.peak_total, "bytes");
     size_t host = 0;
-    for (int i = 0; i < n->nops; i++) host += r.host[i] ? r.act_bytes : 0;
+    for (int i = 0; i < n->nops; i++) host += r->host[i] ? r->act_bytes : 0;
     sl_result_metric(&res, "host_activ", (double)host, "bytes");
-    sum->meas[A_NCATS] = r.a.peak_total;
-    sum->ran = 1;
 
     /* The checks: memory and bytes as the model says, results as the reference's. */
     char why[160] = "";
     int bad = 0;
-    for (int c = 0; c < A_NCATS && !bad; c++)
-        if (r.a.peak[c] != model[c]) {
-            snprintf(why, sizeof why, "peak %s bytes %zu, model %zu", arena_cat_names[c], r.a.peak[c], model[c]);
+    for (int k = 0; k < A_NCATS && !bad; k++)
+        if (r->a.peak[k] != c->model[k]) {
+            snprintf(why, sizeof why, "peak %s bytes %zu, model %zu", arena_cat_names[k], r->a.peak[k], c->model[k]);
             bad = 1;
         }
-    if (!bad && r.a.peak_total != need) {
-        snprintf(why, sizeof why, "peak bytes %zu, model %zu", r.a.peak_total, need);
+    if (!bad && r->a.peak_total != c->need) {
+        snprintf(why, sizeof why, "peak bytes %zu, model %zu", r->a.peak_total, c->need);
         bad = 1;
     }
-    if (!bad && (last->bytes_d2h != each || last->bytes_h2d != each)) {
-        snprintf(why, sizeof why, "bytes per step d2h %zu h2d %zu, model %zu", last->bytes_d2h, last->bytes_h2d, each);
+    if (!bad && (last->bytes_d2h != c->each || last->bytes_h2d != c->each)) {
+        snprintf(why, sizeof why, "bytes per step d2h %zu h2d %zu, model %zu", last->bytes_d2h, last->bytes_h2d, c->each);
         bad = 1;
     }
     double err = 0;
-    if (!bad && ref->params) {
-        if (memcmp(params, ref->params, np * sizeof(float)) || memcmp(grads, ref->grads, np * sizeof(float))) {
-            sl_weight_diff d = sl_weights_compare(SL_BACKEND_CPU, np, params, ref->params);
-            err = d.max_rel;
-            snprintf(why, sizeof why, "weights or gradients not bit-identical to none (weights max rel %.3g)", d.max_rel);
-            bad = 1;
-        }
+    if (!bad && ref->params &&
+        (memcmp(params, ref->params, np * sizeof(float)) || memcmp(grads, ref->grads, np * sizeof(float)))) {
+        sl_weight_diff d = sl_weights_compare(SL_BACKEND_CPU, np, params, ref->params);
+        err = d.max_rel;
+        snprintf(why, sizeof why, "weights or gradients not bit-identical to none (weights max rel %.3g)", d.max_rel);
+        bad = 1;
     }
     if (!bad && !ref->params && n->kind == NET_MLP) {
         /* the reference itself against the suite's serial training of the shared MLP */
-        float *serial = sl_k_malloc(be, SL_MEM_PARAMS, np * sizeof(float));
-        sl_train_serial(&n->mlp, &n->task, &optim, n->batch, r.nsteps, n->seed, serial, NULL);
-        sl_weight_diff d = sl_weights_compare(be, np, r.params, serial);
-        sl_k_free(be, serial);
+        float *serial = sl_k_malloc(r->be, SL_MEM_PARAMS, np * sizeof(float));
+        sl_train_serial(&n->mlp, &r->n->task, &r->optim, n->batch, r->nsteps, n->seed, serial, NULL);
+        sl_weight_diff d = sl_weights_compare(r->be, np, r->params, serial);
+        sl_k_free(r->be, serial);
         err = d.max_rel;
         if (d.nonfinite || !(d.max_rel <= 1e-4)) { /* the training layer's SGD tolerance */
             snprintf(why, sizeof why, "none differs from serial training: max rel %.3g > 1e-4", d.max_rel);
@@ -265,13 +294,11 @@ static void configuration(sl_ctx *ctx, net *n, sl_backend be, int policy, int pr
     if (!ref->params) {
         ref->params = params;
         ref->grads = grads;
-        ref->step_s = st.median;
+        ref->step_s = c->st.median;
     } else {
         free(params);
         free(grads);
     }
-    vdnn_teardown(&r);
-    free(r.steps);
 }
 
 /* The copy engine's bandwidth each way on tensors of this model's size, as rows; bw[0] is
@@ -300,23 +327,24 @@ static void probe(sl_ctx *ctx, net *n, sl_backend be, double bw[2])
     copier_close(cp);
 }
 
-static void print_summary(sl_ctx *ctx, const char *model, const summary *s, int ns)
+static void print_summary(sl_ctx *ctx, const char *model, const config *cs, int nc)
 {
     sl_print(ctx, "# %s: peak device bytes by category, MiB measured / model\n", model);
     sl_print(ctx, "# %-9s", "policy");
-    for (int c = 0; c < A_NCATS; c++) sl_print(ctx, " %15s", arena_cat_names[c]);
+    for (int k = 0; k < A_NCATS; k++) sl_print(ctx, " %15s", arena_cat_names[k]);
     sl_print(ctx, " %15s\n", "total");
-    for (int i = 0; i < ns; i++) {
-        sl_print(ctx, "# %-9s", s[i].name);
-        for (int c = 0; c <= A_NCATS; c++) {
+    for (int i = 0; i < nc; i++) {
+        const config *c = &cs[i];
+        sl_print(ctx, "# %-9s", c->note ? "none(ref)" : c->name);
+        for (int k = 0; k <= A_NCATS; k++) {
+            const size_t model = k < A_NCATS ? c->model[k] : c->need;
+            const size_t meas = k < A_NCATS ? c->r.a.peak[k] : c->r.a.peak_total;
             char cell[40];
-            if (s[i].ran)
-                snprintf(cell, sizeof cell, "%.2f/%.2f", s[i].meas[c] * MIB, s[i].model[c] * MIB);
-            else
-                snprintf(cell, sizeof cell, "-/%.2f", s[i].model[c] * MIB);
+            if (c->fits) snprintf(cell, sizeof cell, "%.2f/%.2f", meas * MIB, model * MIB);
+            else snprintf(cell, sizeof cell, "-/%.2f", model * MIB);
             sl_print(ctx, " %15s", cell);
         }
-        sl_print(ctx, "%s\n", s[i].ran ? "" : "  (does not fit)");
+        sl_print(ctx, "%s\n", c->fits ? "" : "  (does not fit)");
     }
 }
 
@@ -331,26 +359,29 @@ static void run_model(sl_ctx *ctx, int kind, sl_backend be)
 
     /* The reference is the none policy. When the arena cannot hold it, the none row says so,
      * and the reference runs in an arena of exactly its need (a device big enough). */
-    reference ref = {0};
-    summary sums[1 + 2 * (NPOLICIES - 1) + 1];
-    int ns = 0;
-    vdnn_run none = {.n = &n, .be = be, .policy = P_NONE, .act_bytes = net_act_bytes(&n)};
-    const size_t need = vdnn_model_total(&none), cap = opt_device_mem / ARENA_ALIGN * ARENA_ALIGN;
-    if (need > cap) {
-        configuration(ctx, &n, be, P_NONE, 0, cap, &ref, bw, &sums[ns++], NULL); /* does not fit */
-        configuration(ctx, &n, be, P_NONE, 0, need, &ref, bw, &sums[ns], "reference: arena = its need");
-        snprintf(sums[ns++].name, sizeof sums[0].name, "none(ref)");
-    } else {
-        configuration(ctx, &n, be, P_NONE, 0, cap, &ref, bw, &sums[ns++], NULL);
+    config cs[2 + 2 * (NPOLICIES - 1)];
+    int nc = 0;
+    const size_t cap = opt_device_mem;
+    plan(&cs[nc], &n, be, P_NONE, 0, cap, NULL);
+    if (!cs[nc++].fits) {
+        plan(&cs[nc], &n, be, P_NONE, 0, cs[0].need, "reference: arena = its need");
+        nc++;
     }
     for (int p = P_ALL; p < NPOLICIES; p++) {
         if (opt_offload >= 0 && opt_offload != p) continue;
         if (p == P_CONV && kind != NET_CONV) continue; /* the mlp has no convolutions */
         for (int pf = 0; pf <= 1; pf++)
-            if (opt_prefetch < 0 || opt_prefetch == pf)
-                configuration(ctx, &n, be, p, pf, cap, &ref, bw, &sums[ns++], NULL);
+            if (opt_prefetch < 0 || opt_prefetch == pf) plan(&cs[nc++], &n, be, p, pf, cap, NULL);
     }
-    print_summary(ctx, model_names[kind], sums, ns);
+    train_alternately(ctx, cs, nc);
+    reference ref = {0};
+    for (int i = 0; i < nc; i++) report(ctx, &cs[i], &ref, bw);
+    print_summary(ctx, model_names[kind], cs, nc);
+    for (int i = 0; i < nc; i++)
+        if (cs[i].fits) {
+            vdnn_teardown(&cs[i].r);
+            free(cs[i].r.steps);
+        }
     free(ref.params);
     free(ref.grads);
     net_free(&n);

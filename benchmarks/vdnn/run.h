@@ -35,7 +35,8 @@ typedef struct vdnn_run {
 void vdnn_models(const vdnn_run *r, size_t model[A_NCATS], size_t *bytes_each_way);
 size_t vdnn_model_total(const vdnn_run *r);
 void vdnn_setup(vdnn_run *r);
-void vdnn_train(sl_ctx *ctx, vdnn_run *r, sl_stats *st);
+/* One training step of r (an sl_body_fn). */
+void vdnn_step(void *r);
 void vdnn_teardown(vdnn_run *r);
 /* driver.c */
 int vdnn_main(int argc, char **argv);
