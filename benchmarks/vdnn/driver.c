@@ -232,6 +232,7 @@ static void report(sl_ctx *ctx, config *c, reference *ref, const double bw[2])
 
     sl_result_set_time(&res, &c->st);
     sl_result_metric(&res, "samples_per_s", n->batch / c->st.median, "samples/s");
+    snprintf(res.headline, sizeof res.headline, "samples_per_s");
     sl_result_metric(&res, "overhead", ref->params ? c->st.median / ref->step_s - 1 : 0, "fraction");
     sl_result_metric(&res, "transfer", transfer, "s");
     sl_result_metric(&res, "exposed_transfer", exposed, "s");
