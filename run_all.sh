@@ -51,6 +51,7 @@ declare -A quick_args=(
   [pipeline]="--layers 4 --width 256 --inputs 256 --outputs 256 --batch 16 --micro-batches 4 -n 3 -w 1"
   [precision]="--gemm-n 128"
   [halo_conv]="--image 48x48 --channels 8 --batch 4 -n 3 -w 1"
+  [vdnn]="-n 3 -w 1"
 )
 declare -A full_args=(
   [mae_threads]="--samples 8388608 --threads max"
@@ -61,6 +62,7 @@ declare -A full_args=(
   [pipeline]=""
   [precision]="--master fp32,none --gemm-n 1024"
   [halo_conv]=""
+  [vdnn]="-n 10 -w 2"
 )
 
 # Ranks per node for programs that scale with threads inside a rank: they get the node's cores
@@ -68,6 +70,7 @@ declare -A full_args=(
 declare -A ranks_per_node=(
   [mae_threads]=1
   [precision]=1
+  [vdnn]=1
 )
 
 mapfile -t available < <(find "$bindir" -maxdepth 1 -type f -perm -u+x ! -name 'sl-*' -printf '%f\n' 2>/dev/null | sort)

@@ -27,6 +27,12 @@ typedef struct sl_kops {
     void (*stream_destroy)(void *s);
     void (*memcpy_async)(void *dst, const void *src, size_t bytes, sl_k_copy_kind kind, void *s);
     void (*stream_sync)(void *s);
+    void *(*event_create)(void);
+    void (*event_destroy)(void *e);
+    void (*event_record)(void *e, void *s);
+    void (*stream_wait_event)(void *s, void *e);
+    void (*event_sync)(void *e);
+    double (*event_elapsed)(void *a, void *b);
 
     void (*gemm)(int transa, int transb, int m, int n, int k, float alpha, const void *a,
                  int lda, const void *b, int ldb, float beta, void *c, int ldc, sl_dtype ab,

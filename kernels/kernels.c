@@ -103,6 +103,22 @@ void sl_k_memcpy_async(sl_backend be, void *dst, const void *src, size_t bytes,
 void sl_k_stream_sync(sl_backend be, sl_k_stream *s) { ops(be)->stream_sync(s); }
 void *sl_k_stream_native(sl_k_stream *s) { return s; }
 
+sl_k_event *sl_k_event_create(sl_backend be) { return ops(be)->event_create(); }
+void sl_k_event_destroy(sl_backend be, sl_k_event *e)
+{
+    if (e) ops(be)->event_destroy(e);
+}
+void sl_k_event_record(sl_backend be, sl_k_event *e, sl_k_stream *s) { ops(be)->event_record(e, s); }
+void sl_k_stream_wait_event(sl_backend be, sl_k_stream *s, sl_k_event *e)
+{
+    ops(be)->stream_wait_event(s, e);
+}
+void sl_k_event_sync(sl_backend be, sl_k_event *e) { ops(be)->event_sync(e); }
+double sl_k_event_elapsed(sl_backend be, sl_k_event *a, sl_k_event *b)
+{
+    return ops(be)->event_elapsed(a, b);
+}
+
 /* GEMM */
 
 static int gemm_dtype_ok(sl_dtype ab, sl_dtype cdt)

@@ -80,6 +80,21 @@ void sl_k_memcpy_async(sl_backend be, void *dst, const void *src, size_t bytes,
 void sl_k_stream_sync(sl_backend be, sl_k_stream *s);
 /* The native handle (cudaStream_t) for sl_dev_timer; NULL means the default stream. */
 void *sl_k_stream_native(sl_k_stream *s);
+/* Events order work between the compute stream (stream NULL: where every kernel runs) and
+ * copy streams without a device-wide sync, and time it (vDNN offload). On cpu, where every
+ * copy is done when issued, an event records the host time and waiting on it is free. */
+typedef struct sl_k_event sl_k_event;
+sl_k_event *sl_k_event_create(sl_backend be);
+void sl_k_event_destroy(sl_backend be, sl_k_event *e);
+/* Marks the point in stream s (NULL: the compute stream) that work queued so far reaches. */
+void sl_k_event_record(sl_backend be, sl_k_event *e, sl_k_stream *s);
+/* Work queued on s (NULL: the compute stream) after this call starts once e is reached; the
+ * host does not wait. */
+void sl_k_stream_wait_event(sl_backend be, sl_k_stream *s, sl_k_event *e);
+/* The host waits until e is reached. */
+void sl_k_event_sync(sl_backend be, sl_k_event *e);
+/* Seconds from a to b, both recorded and reached. */
+double sl_k_event_elapsed(sl_backend be, sl_k_event *a, sl_k_event *b);
 
 /* GEMM ------------------------------------------------------------------------------------- */
 

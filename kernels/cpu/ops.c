@@ -7,7 +7,9 @@
 #include <strings.h>
 
 #include "cpu/cpu.h"
+#include "sl_error.h"
 #include "sl_mem.h"
+#include "sl_timer.h"
 
 /* When to use OpenMP threads -----------------------------------------------------------------
  *
@@ -77,6 +79,22 @@ static void cpu_memcpy_async(void *dst, const void *src, size_t bytes, sl_k_copy
     cpu_memcpy(dst, src, bytes, kind);
 }
 static void cpu_stream_sync(void *s) { (void)s; }
+/* A cpu event is the host time at which it was recorded: every copy is done by then. */
+static void *cpu_event_create(void)
+{
+    double *e = calloc(1, sizeof *e);
+    if (!e) SL_FATAL("out of memory for an event");
+    return e;
+}
+static void cpu_event_destroy(void *e) { free(e); }
+static void cpu_event_record(void *e, void *s)
+{
+    (void)s;
+    *(double *)e = sl_now();
+}
+static void cpu_stream_wait_event(void *s, void *e) { (void)s, (void)e; }
+static void cpu_event_sync(void *e) { (void)e; }
+static double cpu_event_elapsed(void *a, void *b) { return *(double *)b - *(double *)a; }
 
 const sl_kops sl_cpu_ops = {
     .name = "cpu",
@@ -91,6 +109,12 @@ const sl_kops sl_cpu_ops = {
     .stream_destroy = cpu_stream_destroy,
     .memcpy_async = cpu_memcpy_async,
     .stream_sync = cpu_stream_sync,
+    .event_create = cpu_event_create,
+    .event_destroy = cpu_event_destroy,
+    .event_record = cpu_event_record,
+    .stream_wait_event = cpu_stream_wait_event,
+    .event_sync = cpu_event_sync,
+    .event_elapsed = cpu_event_elapsed,
     .gemm = sl_cpu_gemm,
     .gemm_impl = sl_cpu_gemm_impl,
     .bias_add = sl_cpu_bias_add,

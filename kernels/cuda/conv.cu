@@ -1,8 +1,9 @@
 /* cuda/conv.cu — 2-D convolution (NCHW) as im2col + cublasSgemm per image, and col2im by
  * gathering (no atomics, deterministic); twin of cpu/conv.c, which documents the layout.
  * Dilation: tap (i, j) reads input row i * dh, column j * dw of its patch. The col workspace
- * is the caller's (cv->work) when given, so that a timed loop allocates nothing (cudaMalloc
- * and cudaFree synchronise the device); otherwise it is allocated per call and counted under
+ * is the caller's (cv->work) when given, so that a timed loop allocates nothing; otherwise it
+ * is allocated per call, stream-ordered on the default stream (cudaFree would wait for the whole
+ * device, copy streams included: a vDNN offload would stop overlapping), and counted under
  * "other" while it lives. */
 #include "cuda/cuda_util.cuh"
 
@@ -54,14 +55,26 @@ __global__ void col2im_kernel(geom g, const float *dcol, float *dx)
     }
 }
 
+/* The caller's workspace, or one allocated for this call (stream-ordered, see above). */
 static float *col_get(const sl_conv2d *cv)
 {
-    return cv->work ? cv->work : (float *)slk_malloc(SL_MEM_OTHER, sl_conv2d_work_bytes(cv));
+    if (cv->work) return cv->work;
+    size_t bytes = sl_conv2d_work_bytes(cv);
+    void *p = NULL;
+    cudaError_t e = cudaMallocAsync(&p, bytes, 0);
+    if (e != cudaSuccess)
+        sl_fatal(SL_EXIT_RUNTIME, __FILE__, __LINE__,
+                 "out of device memory: cudaMallocAsync of %zu bytes of im2col workspace failed: %s",
+                 bytes, cudaGetErrorString(e));
+    sl_mem_track(SL_MEM_DEVICE, SL_MEM_OTHER, (long long)bytes);
+    return (float *)p;
 }
 
 static void col_put(const sl_conv2d *cv, float *col)
 {
-    if (col != cv->work) slk_free(col);
+    if (col == cv->work) return;
+    SL_CHECK_CUDA(cudaFreeAsync(col, 0));
+    sl_mem_track(SL_MEM_DEVICE, SL_MEM_OTHER, -(long long)sl_conv2d_work_bytes(cv));
 }
 
 /* Row-major C[m,n] = op(A) op(B) + beta C through the column-major cuBLAS (see gemm.cu). */

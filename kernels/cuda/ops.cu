@@ -132,6 +132,27 @@ static void memcpy_async(void *dst, const void *src, size_t bytes, sl_k_copy_kin
 }
 static void stream_sync(void *s) { SL_CHECK_CUDA(cudaStreamSynchronize((cudaStream_t)s)); }
 
+/* Events with timing; stream NULL is the legacy default stream, where the kernels run. */
+static void *event_create(void)
+{
+    cudaEvent_t e;
+    SL_CHECK_CUDA(cudaEventCreate(&e));
+    return (void *)e;
+}
+static void event_destroy(void *e) { SL_CHECK_CUDA(cudaEventDestroy((cudaEvent_t)e)); }
+static void event_record(void *e, void *s) { SL_CHECK_CUDA(cudaEventRecord((cudaEvent_t)e, (cudaStream_t)s)); }
+static void stream_wait_event(void *s, void *e)
+{
+    SL_CHECK_CUDA(cudaStreamWaitEvent((cudaStream_t)s, (cudaEvent_t)e, 0));
+}
+static void event_sync(void *e) { SL_CHECK_CUDA(cudaEventSynchronize((cudaEvent_t)e)); }
+static double event_elapsed(void *a, void *b)
+{
+    float ms = 0;
+    SL_CHECK_CUDA(cudaEventElapsedTime(&ms, (cudaEvent_t)a, (cudaEvent_t)b));
+    return ms * 1e-3;
+}
+
 /* Shared state ------------------------------------------------------------------------------ */
 
 cublasHandle_t slk_cublas(void)
@@ -176,6 +197,12 @@ extern "C" const sl_kops *sl_cuda_ops(char *why, size_t whylen)
         table.stream_destroy = stream_destroy;
         table.memcpy_async = memcpy_async;
         table.stream_sync = stream_sync;
+        table.event_create = event_create;
+        table.event_destroy = event_destroy;
+        table.event_record = event_record;
+        table.stream_wait_event = stream_wait_event;
+        table.event_sync = event_sync;
+        table.event_elapsed = event_elapsed;
         table.gemm = slk_gemm;
         table.gemm_impl = slk_gemm_impl;
         table.bias_add = slk_bias_add;

@@ -572,6 +572,43 @@ static void check_memory_accounting(void)
     ok(memcmp(probe, back, sizeof probe) == 0, "host -> backend -> host copy round-trips");
 }
 
+/* A copy stream ordered against the compute stream by events (vdnn's offload and prefetch):
+ * a device-to-host copy that waits for a fill sees the fill; compute that waits for a
+ * host-to-device copy sees the copy; the elapsed time between two events is finite and >= 0. */
+static void check_stream_events(void)
+{
+    enum { N = 1 << 16 };
+    float *d = sl_k_malloc(T_BE, SL_MEM_OTHER, N * 4), *h = sl_k_host_alloc(T_BE, SL_MEM_OTHER, N * 4);
+    sl_k_stream *s = sl_k_stream_create(T_BE);
+    sl_k_event *ready = sl_k_event_create(T_BE), *a = sl_k_event_create(T_BE), *b = sl_k_event_create(T_BE);
+    sl_k_fill(T_BE, SL_F32, N, d, 7.0);
+    sl_k_event_record(T_BE, ready, NULL);
+    sl_k_stream_wait_event(T_BE, s, ready);
+    sl_k_event_record(T_BE, a, s);
+    sl_k_memcpy_async(T_BE, h, d, N * 4, SL_K_D2H, s);
+    sl_k_event_record(T_BE, b, s);
+    sl_k_event_sync(T_BE, b);
+    size_t wrong = 0;
+    for (size_t i = 0; i < N; i++) wrong += h[i] != 7.0f;
+    ok(wrong == 0, "stream: a copy that waits for the compute stream's event sees its fill (%zu wrong)", wrong);
+    double dt = sl_k_event_elapsed(T_BE, a, b);
+    ok(dt >= 0 && dt < 60, "stream: elapsed between two events %.3g s", dt);
+    for (size_t i = 0; i < N; i++) h[i] = (float)i;
+    sl_k_memcpy_async(T_BE, d, h, N * 4, SL_K_H2D, s);
+    sl_k_event_record(T_BE, b, s);
+    sl_k_stream_wait_event(T_BE, NULL, b);
+    sl_k_scale(T_BE, SL_F32, N, d, 2.0);
+    float *back = sl_k_download(T_BE, d, N * 4);
+    wrong = 0;
+    for (size_t i = 0; i < N; i++) wrong += back[i] != 2.0f * (float)i;
+    ok(wrong == 0, "stream: compute that waits for a copy's event sees the copy (%zu wrong)", wrong);
+    free(back);
+    sl_k_event_destroy(T_BE, ready), sl_k_event_destroy(T_BE, a), sl_k_event_destroy(T_BE, b);
+    sl_k_stream_destroy(T_BE, s);
+    sl_k_host_free(T_BE, h);
+    sl_k_free(T_BE, d);
+}
+
 static void run_all_checks(void)
 {
     check_memory_accounting();
@@ -586,6 +623,7 @@ static void run_all_checks(void)
     check_conv();
     check_copy_block();
     check_rng();
+    check_stream_events();
 }
 
 #endif

@@ -1,0 +1,44 @@
+/* run.h — one vdnn configuration (model x policy x prefetch x arena) as vdnn.c trains it, and
+ * the entry points between the technique (vdnn.c) and its driver (driver.c: options, the loop
+ * over configurations, the reference, the probe, the rows). */
+#ifndef VDNN_RUN_H
+#define VDNN_RUN_H
+
+#include "scalelab.h"
+#include "sl_enum.h"
+#include "arena.h"
+#include "copier.h"
+#include "net.h"
+
+#define POLICIES(X) X(P_NONE, "none") X(P_ALL, "all") X(P_CONV, "conv")
+SL_ENUM(vdnn_policy, POLICIES, NPOLICIES);
+
+typedef struct vdnn_run {
+    net *n;
+    sl_backend be;
+    int policy, prefetch;
+    size_t capacity;         /* the arena's bytes */
+    sl_optim optim;
+    size_t act_bytes;        /* every tensor t[i] */
+    arena a;
+    copier *cp;
+    float *params, *grads, *optim_state, *target, *dbuf[2];
+    float *t[NET_MAX_OPS + 1];   /* on the device, or NULL while on the host */
+    float *host[NET_MAX_OPS];    /* pinned copies of the offloaded inputs */
+    int ticket[NET_MAX_OPS + 1]; /* the fetch op i's backward waits for, or -1 */
+    int step, nsteps;
+    copier_step *steps;          /* [nsteps] */
+    double loss;
+} vdnn_run;
+
+/* vdnn.c */
+void vdnn_models(const vdnn_run *r, size_t model[A_NCATS], size_t *bytes_each_way);
+size_t vdnn_model_total(const vdnn_run *r);
+void vdnn_setup(vdnn_run *r);
+/* One training step of r (an sl_body_fn). */
+void vdnn_step(void *r);
+void vdnn_teardown(vdnn_run *r);
+/* driver.c */
+int vdnn_main(int argc, char **argv);
+
+#endif
