@@ -137,6 +137,11 @@ typedef struct sl_technique {
      * variant (it may differ between variants: t->variant says which). */
     double tol_sgd_max, tol_adamw_l2;
     void (*reference)(sl_train *t, float *params);
+    /* The technique's own check beyond the weights' (checkpointing: gradients and weights bit
+     * for bit against store-all, activation bytes against the model), run on every rank after
+     * the weights' check, outside the timed steps: returns 0 when it passes, else 1 with a
+     * one-line reason in why. A failure on any rank fails the row. May be NULL. */
+    int (*check)(sl_train *t, char *why, size_t len);
 
     /* The stdout table. */
     const sl_column *columns;

@@ -92,6 +92,15 @@ train_check train_check_run(sl_train *t)
     SL_CHECK_MPI(MPI_Allreduce(&mismatched, &c.replica_mismatches, 1, MPI_LONG_LONG, MPI_SUM, world));
     SL_CHECK_MPI(MPI_Bcast(&c.diff, (int)sizeof c.diff, MPI_BYTE, 0, world));
     sl_free(full);
+
+    /* The technique's own check: the lowest failing rank's reason, on every rank. */
+    if (t->tech->check) {
+        int failed = t->tech->check(t, c.own_why, sizeof c.own_why) != 0, first;
+        int mine = failed ? t->ctx->rank : t->ctx->nranks;
+        SL_CHECK_MPI(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, world));
+        c.own_failed = first < t->ctx->nranks;
+        if (c.own_failed) SL_CHECK_MPI(MPI_Bcast(c.own_why, (int)sizeof c.own_why, MPI_CHAR, first, world));
+    }
     return c;
 }
 
@@ -105,6 +114,8 @@ void train_check_verdict(const sl_train *t, const train_check *c, sl_result *res
     if (d->ref_nonfinite)
         sl_result_check(res, SL_CHECK_FAIL, NAN,
                         "the serial reference itself diverged (non-finite weights): lower --lr");
+    else if (c->own_failed)
+        sl_result_check(res, SL_CHECK_FAIL, err, "%s", c->own_why);
     else if (d->nonfinite || !(err <= tol) || c->replica_mismatches)
         sl_result_check(res, SL_CHECK_FAIL, err,
                         "weights differ from the serial reference by %.3g (%s; tolerance %g; "
