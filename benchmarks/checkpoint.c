@@ -18,9 +18,10 @@
  *              Chen et al.'s greedy segmentation searched over its segment budget (plan.c)
  *
  * Measured: every activation buffer (inputs, pre-activations, outputs, the gradients flowing
- * backward) is allocated when produced and freed when no longer needed, and the allocator's
- * count of live activation bytes is read after each allocation; the row's peak is the most of
- * any step, beside the analytic model (ck_model_peak). Forward FLOPs recomputed are counted as
+ * backward) is taken when produced and given back when no longer needed (from a caching pool,
+ * checkpoint/pool.h, as a framework's allocator keeps them), and the allocator's count of live
+ * activation bytes is read after each one is taken; the row's peak is the most of any step,
+ * beside the analytic model (ck_model_peak). Forward FLOPs recomputed are counted as
  * they are executed, beside the model (every layer outside the last segment), and the step
  * time beside store-all's in the same run (model: the recomputed FLOPs over a step's).
  *
@@ -39,6 +40,7 @@
 
 #include "sl_train.h"
 #include "checkpoint/plan.h"
+#include "checkpoint/pool.h"
 
 #define VARIANTS(X) X(V_STORE_ALL, "store_all") X(V_EVERY_K, "every_k") X(V_BUDGET, "budget")
 SL_ENUM(variant, VARIANTS, NVARIANTS);
@@ -81,6 +83,8 @@ typedef struct ck {
     int rows;
     sl_mem_space space;
     float *params, *grads, *optim, *target;
+    ck_pool pool;            /* every activation buffer comes from it */
+    size_t pool_held;        /* what it held after the training steps */
     sl_mlp_acts acts;        /* a pointer is set while its buffer is alive */
     sl_layer_hooks hooks;
     int seg_lo, keep;        /* the segment running forward; whether it is kept */
@@ -96,7 +100,7 @@ typedef struct ck {
 static float *act_alloc(sl_train *t, int rows, int width)
 {
     ck *s = t->state;
-    float *p = sl_k_malloc(t->be, SL_MEM_ACTIV, (size_t)rows * width * sizeof(float));
+    float *p = ck_pool_get(&s->pool, (size_t)rows * width * sizeof(float));
     const double live = (double)sl_mem_current(s->space, SL_MEM_ACTIV) - (double)s->activ0;
     if (live > s->peak) s->peak = live;
     return p;
@@ -104,7 +108,7 @@ static float *act_alloc(sl_train *t, int rows, int width)
 
 static void act_free(sl_train *t, float **p)
 {
-    sl_k_free(t->be, *p);
+    ck_pool_put(&((ck *)t->state)->pool, *p);
     *p = NULL;
 }
 
@@ -213,6 +217,7 @@ static void setup(sl_train *t)
     s->rows = t->hi - t->lo;
     s->space = t->be == SL_BACKEND_CUDA ? SL_MEM_DEVICE : SL_MEM_HOST;
     s->hooks = (sl_layer_hooks){.before = before_layer, .after = after_layer};
+    ck_pool_init(&s->pool, t->be);
     const int kind = runs[t->variant].kind;
     if (kind == V_BUDGET) s->plan = budget_plan;
     else ck_plan_every(&s->plan, m->nlayers, kind == V_STORE_ALL ? m->nlayers : runs[t->variant].k);
@@ -242,6 +247,7 @@ static void step(sl_train *t)
     pass(t, &s->plan, s->params, s->grads);
     s->step_peak = fmax(s->step_peak, s->peak);
     s->step_recomputed = s->recomputed;
+    s->pool_held = s->pool.held;
     reduce_and_step(t, s->params, s->grads, s->optim);
 }
 
@@ -259,6 +265,7 @@ static void release(sl_train *t)
     sl_k_free(t->be, s->grads);
     sl_k_free(t->be, s->optim);
     sl_k_free(t->be, s->target);
+    ck_pool_free(&s->pool);
     free(s);
 }
 
@@ -373,6 +380,7 @@ static void row(sl_train *t, sl_result *res)
     sl_result_metric(res, "activ_model_tensors", model / tensor, "tensors");
     sl_result_metric(res, "activ_store_all", store_all, "bytes");
     sl_result_metric(res, "activ_frac", peak / store_all, "fraction");
+    sl_result_metric(res, "activ_pool", max_over_ranks(t, (double)s->pool_held), "bytes");
 
     const double fwd = sl_mlp_flops_forward(m, s->rows), bwd = sl_mlp_flops_backward(m, s->rows);
     const double flops_model = ck_model_recompute_flops(&s->plan, m, s->rows);
