@@ -438,6 +438,22 @@ static void row(sl_train *t, sl_result *res)
     sl_result_metric(res, "overhead_recompute", isnan(recomp) ? 0 : recomp / (res->time.median - recomp), "fraction");
 }
 
+/* The budget (--budget, or a quarter of store-all's) and its plan; exit 2 when no plan fits. */
+static void choose_budget_plan(const sl_mlp *m, int rows, double store_all)
+{
+    double least;
+    budget_bytes = opt_budget ? (double)opt_budget : floor(store_all / 4);
+    if (!opt_budget && ck_plan_for_budget(&budget_plan, m, rows, budget_bytes, &least) != 0)
+        budget_bytes = least; /* a shallow model: a quarter is below what any plan needs */
+    if (ck_plan_for_budget(&budget_plan, m, rows, budget_bytes, &least) != 0) {
+        char plan[64];
+        ck_plan_describe(&budget_plan, plan, sizeof plan);
+        sl_usage_error("--budget: %.0f bytes cannot hold the activations of %d rows under any checkpoint plan; "
+                       "the least any needs is %.0f bytes (segments %s): give --budget >= %.0f",
+                       budget_bytes, rows, least, plan, least);
+    }
+}
+
 /* The runs, the default budget and its plan; usage errors. */
 static void validate(sl_ctx *ctx)
 {
@@ -499,28 +515,17 @@ static void validate(sl_ctx *ctx)
     ck_plan all;
     ck_plan_every(&all, N, N);
     const double store_all = ck_model_peak(&all, &m, rows), tensor = 4.0 * rows * (double)sl_train_opt.width;
+    if (opt_variants & (1u << V_BUDGET)) choose_budget_plan(&m, rows, store_all);
     sl_note(ctx, "activations: T = %d rows x %lld wide x 4 B = %.1f KiB; store-all holds %.6g T = %.3f MB "
                  "(every layer's input and z, the output, dL/d output); a checkpoint every k layers about N/k + 2k T",
             rows, sl_train_opt.width, tensor / 1024, store_all / tensor, store_all / 1e6);
     if (!(opt_variants & (1u << V_BUDGET))) return;
-    double least;
-    budget_bytes = opt_budget ? (double)opt_budget : floor(store_all / 4);
-    if (!opt_budget && ck_plan_for_budget(&budget_plan, &m, rows, budget_bytes, &least) != 0)
-        budget_bytes = least; /* a shallow model: a quarter is below what any plan needs */
-    if (ck_plan_for_budget(&budget_plan, &m, rows, budget_bytes, &least) != 0) {
-        char plan[64];
-        ck_plan_describe(&budget_plan, plan, sizeof plan);
-        sl_usage_error("--budget: %.0f bytes cannot hold the activations of %d rows under any checkpoint plan; "
-                       "the least any needs is %.0f bytes (segments %s): give --budget >= %.0f",
-                       budget_bytes, rows, least, plan, least);
-    }
     char plan[64];
     ck_plan_describe(&budget_plan, plan, sizeof plan);
     sl_note(ctx, "budget: %.0f bytes%s; chosen plan: segments %s (layers per segment), peak %.0f bytes by the model",
             budget_bytes, opt_budget ? "" : " (a quarter of store-all's, or the least any plan needs if more; --budget BYTES)", plan,
             ck_model_peak(&budget_plan, &m, rows));
 }
-
 static const sl_column columns[] = {
     SL_COL("variant", "variant", 9), SL_COL("k", "k", 4), SL_COL("segs", "segments", 5),
     {"step", "ms", "time.median", 9, 2, 1e3},
