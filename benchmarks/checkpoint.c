@@ -8,8 +8,9 @@
  * its checkpoint, keeping everything this time, and back-propagates through it before moving
  * to the segment below. The last segment is kept whole in the forward pass (it would be
  * recomputed at once), as PyTorch's checkpoint_sequential does. With segments of k layers the
- * step holds about N/k checkpoints plus one segment's activations: least near k = sqrt(N), for
- * one more forward pass of every layer outside the last segment.
+ * step holds ceil(N/k) checkpoints plus one segment's activations, 2k tensors here (each layer
+ * keeps its input and its z): least near k = sqrt(N) (sqrt(N/2) for this count), for one more
+ * forward pass of every layer outside the last segment.
  *
  *   store_all  one segment: nothing dropped, nothing recomputed (the reference)
  *   every_k    a checkpoint every k layers (--segments k, default ceil(sqrt(N))); a list of k, or
@@ -22,8 +23,8 @@
  * checkpoint/pool.h, as a framework's allocator keeps them), and the allocator's count of live
  * activation bytes is read after each one is taken; the row's peak is the most of any step,
  * beside the analytic model (ck_model_peak). Forward FLOPs recomputed are counted as
- * they are executed, beside the model (every layer outside the last segment), and the step
- * time beside store-all's in the same run (model: the recomputed FLOPs over a step's).
+ * they are executed, beside the model (every layer outside the last segment), and the time
+ * over store-all's, measured A/B in each row, beside the model (recomputed FLOPs over a step's).
  *
  * On several ranks every rank is a data-parallel replica: it checkpoints its slice of the
  * batch, and the gradients are summed with the -C collective before the optimizer step.
