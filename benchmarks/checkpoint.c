@@ -94,6 +94,7 @@ typedef struct ck {
     double step_peak;        /* ... of any training step */
     double recomputed;       /* forward FLOPs recomputed in this pass, as executed */
     double step_recomputed;  /* ... in the last training step */
+    int corrupt;             /* SL_TEST_CORRUPT=1: recomputation spoils one element */
 } ck;
 
 /* Activation buffers ------------------------------------------------------------------- */
@@ -170,6 +171,12 @@ static void recompute(sl_train *t, const float *params, int lo, int hi)
         sl_k_sync(t->be);
         sl_train_span(t, SL_PHASE_RECOMPUTE, "recompute", t0, sl_now());
         s->recomputed += 2.0 * s->rows * in * out;
+        if (l == lo && s->corrupt) { /* for the test of the check itself: one z element off by 1 */
+            float v;
+            sl_k_memcpy(t->be, &v, a->z[l], sizeof v, SL_K_D2H);
+            v += 1.0f;
+            sl_k_memcpy(t->be, a->z[l], &v, sizeof v, SL_K_H2D);
+        }
     }
 }
 
@@ -219,6 +226,8 @@ static void setup(sl_train *t)
     s->space = t->be == SL_BACKEND_CUDA ? SL_MEM_DEVICE : SL_MEM_HOST;
     s->hooks = (sl_layer_hooks){.before = before_layer, .after = after_layer};
     ck_pool_init(&s->pool, t->be);
+    const char *corrupt = getenv("SL_TEST_CORRUPT");
+    s->corrupt = corrupt && !strcmp(corrupt, "1");
     const int kind = runs[t->variant].kind;
     if (kind == V_BUDGET) s->plan = budget_plan;
     else ck_plan_every(&s->plan, m->nlayers, kind == V_STORE_ALL ? m->nlayers : runs[t->variant].k);

@@ -121,6 +121,20 @@ r = json.loads(open(sys.argv[1]).readline())
 sys.exit(0 if r['params']['segments'] == 1 and r['metrics']['recompute_flops']['value'] == 0 else 1)" "$out/roomy/checkpoint.jsonl"
 ok $? "--budget 1G (room for everything): the budget plan is store-all, nothing recomputed"
 
+# The check itself: with one recomputed element spoilt, every_k must fail (exit 1), store_all pass.
+SL_TEST_CORRUPT=1 checkpoint --layers 7 $uniform --variants store_all,every_k --segments 2 -o "$out/corrupt" \
+  >"$out/corrupt.txt" 2>&1
+rc=$?
+python3 - "$out/corrupt/checkpoint.jsonl" <<'PY'
+import json, sys
+st = {r["variant"]: r["check"] for r in map(json.loads, open(sys.argv[1]))}
+ok = st["store_all"]["status"] == "pass" and st["every_k"]["status"] == "fail" \
+    and "differ from store-all" in st["every_k"]["message"]
+sys.exit(0 if ok else 1)
+PY
+[ $? = 0 ] && [ $rc = 1 ]
+ok $? "SL_TEST_CORRUPT=1 (one recomputed z off by 1): every_k fails naming store-all, store_all passes, exit 1 (rc=$rc)"
+
 expect_usage() { # expect_usage NAME ARGS...
   local want="$1"; shift
   checkpoint "$@" -o "$out/bad" >"$out/stdout" 2>"$out/stderr"
