@@ -200,13 +200,13 @@ static void pass(sl_train *t, const ck_plan *p, const float *params, float *grad
         s->keep = j == S - 1;
         sl_train_forward(t, a, params, p->start[j], p->start[j + 1], &s->hooks);
     }
-    float *dout = a->dbuf[N & 1] = act_alloc(t, s->rows, m->dims[N]);
+    float *dy = a->dbuf[N & 1] = act_alloc(t, s->rows, m->dims[N]); /* dL/d output */
     sl_train_loss(t, a, s->target);
     act_free(t, &a->x[N]); /* the output is the last layer's z; its backward needs neither */
     a->z[N - 1] = NULL;
-    for (int j = S - 1; j >= 0; j--) {
+    for (int j = S - 1; j >= 0; j--) { /* each segment from the top, dy its output's gradient */
         if (j < S - 1) recompute(t, params, p->start[j], p->start[j + 1]);
-        dout = sl_train_backward(t, a, params, grads, dout, p->start[j], p->start[j + 1], &s->hooks);
+        dy = sl_train_backward(t, a, params, grads, dy, p->start[j], p->start[j + 1], &s->hooks);
     }
     if (sl_mem_current(s->space, SL_MEM_ACTIV) != s->activ0)
         SL_FATAL("checkpoint: %lld activation bytes still held after backward",
