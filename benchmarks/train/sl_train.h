@@ -138,10 +138,13 @@ typedef struct sl_technique {
      * variant (it may differ between variants: t->variant says which). */
     double tol_sgd_max, tol_adamw_l2;
     void (*reference)(sl_train *t, float *params);
-    /* Checks of the technique's own beside the weights' (halo_conv: one step's output and
-     * gradients against the serial model, bytes against the model): collective, after the
-     * timed steps; returns 0, or nonzero with the largest error in *error and a one-line
-     * reason in why (rank 0's are reported). May be NULL. */
+    /* The technique's own checks beside the weights' (halo_conv: one step's output and
+     * gradients against the serial model, bytes against the model; checkpointing: gradients
+     * and weights bit for bit against store-all, activation bytes against the model).
+     * Collective, on every rank after the weights' check, outside the timed steps: returns 0
+     * when it passes, else nonzero with the largest error in *error (NAN when it has none) and
+     * a one-line reason in why. A failure on any rank fails the row, with the lowest failing
+     * rank's reason. May be NULL. */
     int (*check)(sl_train *t, double *error, char *why, size_t whylen);
 
     /* A technique that trains a model of its own instead of the shared MLP (halo_conv's

@@ -95,11 +95,19 @@ train_check train_check_run(sl_train *t)
     SL_CHECK_MPI(MPI_Allreduce(&mismatched, &c.replica_mismatches, 1, MPI_LONG_LONG, MPI_SUM, world));
     SL_CHECK_MPI(MPI_Bcast(&c.diff, (int)sizeof c.diff, MPI_BYTE, 0, world));
     sl_free(full);
+
+    /* The technique's own check: the largest error, and the lowest failing rank's reason, on
+     * every rank. */
     if (t->tech->check) {
-        c.tech_failed = t->tech->check(t, &c.tech_error, c.tech_why, sizeof c.tech_why) != 0;
-        SL_CHECK_MPI(MPI_Bcast(&c.tech_failed, 1, MPI_INT, 0, world));
-        SL_CHECK_MPI(MPI_Bcast(&c.tech_error, 1, MPI_DOUBLE, 0, world));
-        SL_CHECK_MPI(MPI_Bcast(c.tech_why, (int)sizeof c.tech_why, MPI_CHAR, 0, world));
+        double error = NAN;
+        int failed = t->tech->check(t, &error, c.tech_why, sizeof c.tech_why) != 0, first;
+        int mine = failed ? t->ctx->rank : t->ctx->nranks;
+        SL_CHECK_MPI(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, world));
+        double e = isnan(error) ? -INFINITY : error;
+        SL_CHECK_MPI(MPI_Allreduce(&e, &c.tech_error, 1, MPI_DOUBLE, MPI_MAX, world));
+        if (c.tech_error == -INFINITY) c.tech_error = NAN;
+        c.tech_failed = first < t->ctx->nranks;
+        if (c.tech_failed) SL_CHECK_MPI(MPI_Bcast(c.tech_why, (int)sizeof c.tech_why, MPI_CHAR, first, world));
     }
     return c;
 }

@@ -1,0 +1,580 @@
+/* checkpoint.c — activation checkpointing (Chen, Xu, Zhang, Guestrin, "Training Deep Nets with
+ * Sublinear Memory Cost", 2016) of the shared deep MLP, on the training layer.
+ *
+ * Backward needs, for every layer l, its input x_l and its pre-activation z_l. Store-all keeps
+ * all of them from the forward pass: memory grows with the depth N. Checkpointing cuts the
+ * layers into segments (benchmarks/checkpoint/plan.h) and keeps, through the forward pass, only
+ * each segment's input, its checkpoint; in backward it runs each segment's forward again from
+ * its checkpoint, keeping everything this time, and back-propagates through it before moving
+ * to the segment below. The last segment is kept whole in the forward pass (it would be
+ * recomputed at once), as PyTorch's checkpoint_sequential does. With segments of k layers the
+ * step holds ceil(N/k) checkpoints plus one segment's activations, 2k tensors here (each layer
+ * keeps its input and its z): least near k = sqrt(N) (sqrt(N/2) for this count), for one more
+ * forward pass of every layer outside the last segment.
+ *
+ *   store_all  one segment: nothing dropped, nothing recomputed (the reference)
+ *   every_k    a checkpoint every k layers (--segments k, default ceil(sqrt(N))); a list of k, or
+ *              "sweep", gives one row per k
+ *   budget     the plan whose activations fit --budget BYTES with the least recomputation, from
+ *              Chen et al.'s greedy segmentation searched over its segment budget (plan.c)
+ *
+ * Measured: every activation buffer (inputs, pre-activations, outputs, the gradients flowing
+ * backward) is taken when produced and given back when no longer needed (from a caching pool,
+ * checkpoint/pool.h, as a framework's allocator keeps them), and the allocator's count of live
+ * activation bytes is read after each one is taken; the row's peak is the most of any step,
+ * beside the analytic model (ck_model_peak). Forward FLOPs recomputed are counted as
+ * they are executed, beside the model (every layer outside the last segment), and the time
+ * over store-all's, measured A/B in each row, beside the model (recomputed FLOPs over a step's).
+ *
+ * On several ranks every rank is a data-parallel replica: it checkpoints its slice of the
+ * batch, and the gradients are summed with the -C collective before the optimizer step.
+ *
+ * The check (beside the driver's against serial training): recomputation repeats the same
+ * arithmetic in the same order, so the first step's gradients and the weights after every
+ * step must equal store-all's bit for bit; the measured peak must equal the model to the
+ * byte, and the budget plan's must fit the budget.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sl_train.h"
+#include "checkpoint/plan.h"
+#include "checkpoint/pool.h"
+
+#define VARIANTS(X) X(V_STORE_ALL, "store_all") X(V_EVERY_K, "every_k") X(V_BUDGET, "budget")
+SL_ENUM(variant, VARIANTS, NVARIANTS);
+static const char *const variant_names[] = SL_ENUM_NAMES(VARIANTS);
+
+static unsigned opt_variants = ~0u;
+static const char *opt_segments = NULL;
+static size_t opt_budget = 0;
+
+static const sl_opt ck_opts[] = {
+    {"variants", 0, SL_OPT_CHOICE_LIST, &opt_variants, 0, 0, SL_ENUM_CHOICES(VARIANTS), 0,
+     "variants to run (default all)"},
+    {"segments", 0, SL_OPT_STRING, &opt_segments, 0, 0, NULL, 0,
+     "K[,K...]|sweep: every_k checkpoints every K layers (default ceil(sqrt(layers))); sweep: "
+     "the powers of 2 and every K from sqrt(layers/2) - 2 to sqrt(layers) + 3"},
+    {"budget", 0, SL_OPT_SIZE, &opt_budget, 1, 1LL << 50, NULL, 0,
+     "activation bytes the budget variant must fit in (K/M/G; default a quarter of store-all's)"},
+    {0},
+};
+
+/* The driver's variants are this run's rows: store_all, one every_k per k, budget (built in
+ * validate, once the layer count is known). */
+#define MAX_RUNS 32
+static struct { int kind, k; } runs[MAX_RUNS];
+static const char *run_names[MAX_RUNS];
+static unsigned run_mask;
+static double budget_bytes;
+static ck_plan budget_plan;
+
+static sl_technique checkpoint_technique; /* defined at the end; validate sets its variants */
+
+/* Store-all's step time in this run, for the overhead of the others, and its weights after
+ * training (host), for their check: the driver runs store_all first for each collective. */
+static double store_all_time = NAN;
+static const char *store_all_coll;
+static float *store_all_weights;
+
+typedef struct ck {
+    ck_plan plan;
+    int rows;
+    sl_mem_space space;
+    float *params, *grads, *optim, *target;
+    ck_pool pool;            /* every activation buffer comes from it */
+    size_t pool_held;        /* what it held after the training steps */
+    sl_mlp_acts acts;        /* a pointer is set while its buffer is alive */
+    sl_layer_hooks hooks;
+    int seg_lo, keep;        /* the segment running forward; whether it is kept */
+    size_t activ0;           /* the allocator's activation bytes when the pass began */
+    double peak;             /* the most live activation bytes of this pass */
+    double step_peak;        /* ... of any training step */
+    double recomputed;       /* forward FLOPs recomputed in this pass, as executed */
+    double step_recomputed;  /* ... in the last training step */
+    int corrupt;             /* SL_TEST_CORRUPT=1: recomputation spoils one element */
+} ck;
+
+/* Activation buffers ------------------------------------------------------------------- */
+
+static float *act_alloc(sl_train *t, int rows, int width)
+{
+    ck *s = t->state;
+    float *p = ck_pool_get(&s->pool, (size_t)rows * width * sizeof(float));
+    const double live = (double)sl_mem_current(s->space, SL_MEM_ACTIV) - (double)s->activ0;
+    if (live > s->peak) s->peak = live;
+    return p;
+}
+
+static void act_free(sl_train *t, float **p)
+{
+    ck_pool_put(&((ck *)t->state)->pool, *p);
+    *p = NULL;
+}
+
+/* Forward: before layer l its output x_{l+1} and its z are allocated; after it, in a dropped
+ * segment, its z and its input are freed (not the segment's input: that is the checkpoint).
+ * Backward: before layer l its dL/dx_l; after it, dL/dx_{l+1}, x_l and z_l are freed. */
+static const float *before_layer(sl_train *t, int l, int backward)
+{
+    ck *s = t->state;
+    const sl_mlp *m = t->m;
+    sl_mlp_acts *a = &s->acts;
+    if (!backward) {
+        a->x[l + 1] = act_alloc(t, s->rows, m->dims[l + 1]);
+        a->z[l] = m->act[l] == SL_ACT_NONE ? a->x[l + 1] : act_alloc(t, s->rows, m->dims[l + 1]);
+    } else if (l > 0) {
+        a->dbuf[l & 1] = act_alloc(t, s->rows, m->dims[l]);
+    }
+    return NULL; /* the layer's own parameters */
+}
+
+static void after_layer(sl_train *t, int l, int backward)
+{
+    ck *s = t->state;
+    sl_mlp_acts *a = &s->acts;
+    const int own_z = t->m->act[l] != SL_ACT_NONE;
+    if (!backward) {
+        if (s->keep) return;
+        if (own_z) act_free(t, &a->z[l]);
+        if (l > s->seg_lo) act_free(t, &a->x[l]);
+        return;
+    }
+    act_free(t, &a->dbuf[(l + 1) & 1]);
+    act_free(t, &a->x[l]);
+    if (own_z) act_free(t, &a->z[l]);
+    a->z[l] = NULL;
+}
+
+/* Backward of segment [lo, hi) needs x_l and z_l of its layers again: the segment's forward
+ * from its checkpoint x_lo, keeping everything. The top layer's output is the next segment's
+ * checkpoint, already back-propagated through and freed: only its z is computed. The output
+ * layer (no activation) is always in the last segment, which is never recomputed. */
+static void recompute(sl_train *t, const float *params, int lo, int hi)
+{
+    ck *s = t->state;
+    const sl_mlp *m = t->m;
+    sl_mlp_acts *a = &s->acts;
+    for (int l = lo; l < hi; l++) {
+        const int in = m->dims[l], out = m->dims[l + 1];
+        const float *lp = params + m->w_off[l];
+        const double t0 = sl_now();
+        a->z[l] = act_alloc(t, s->rows, out);
+        if (l + 1 < hi) {
+            a->x[l + 1] = act_alloc(t, s->rows, out);
+            sl_mlp_layer_forward(m, l, s->rows, lp, a->x[l], a->z[l], a->x[l + 1]);
+        } else {
+            sl_linear_forward(t->be, s->rows, in, out, lp, lp + (size_t)out * in, a->x[l], a->z[l]);
+        }
+        sl_k_sync(t->be);
+        sl_train_span(t, SL_PHASE_RECOMPUTE, "recompute", t0, sl_now());
+        s->recomputed += 2.0 * s->rows * in * out;
+        if (l == lo && s->corrupt) { /* for the test of the check itself: one z element off by 1 */
+            float v;
+            sl_k_memcpy(t->be, &v, a->z[l], sizeof v, SL_K_D2H);
+            v += 1.0f;
+            sl_k_memcpy(t->be, a->z[l], &v, sizeof v, SL_K_H2D);
+        }
+    }
+}
+
+/* One forward and backward of this rank's samples under plan p, gradients into grads. */
+static void pass(sl_train *t, const ck_plan *p, const float *params, float *grads)
+{
+    ck *s = t->state;
+    const sl_mlp *m = t->m;
+    const int N = m->nlayers, S = p->nseg;
+    sl_mlp_acts *a = &s->acts;
+    memset(a, 0, sizeof *a);
+    a->batch = s->rows;
+    s->activ0 = sl_mem_current(s->space, SL_MEM_ACTIV);
+    s->peak = 0;
+    s->recomputed = 0;
+
+    a->x[0] = act_alloc(t, s->rows, m->dims[0]); /* the first checkpoint */
+    sl_train_load(t, t->lo, s->rows, a->x[0], s->target);
+    for (int j = 0; j < S; j++) {
+        s->seg_lo = p->start[j];
+        s->keep = j == S - 1;
+        sl_train_forward(t, a, params, p->start[j], p->start[j + 1], &s->hooks);
+    }
+    float *dy = a->dbuf[N & 1] = act_alloc(t, s->rows, m->dims[N]); /* dL/d output */
+    sl_train_loss(t, a, s->target);
+    act_free(t, &a->x[N]); /* the output is the last layer's z; its backward needs neither */
+    a->z[N - 1] = NULL;
+    for (int j = S - 1; j >= 0; j--) { /* each segment from the top, dy its output's gradient */
+        if (j < S - 1) recompute(t, params, p->start[j], p->start[j + 1]);
+        dy = sl_train_backward(t, a, params, grads, dy, p->start[j], p->start[j + 1], &s->hooks);
+    }
+    if (sl_mem_current(s->space, SL_MEM_ACTIV) != s->activ0)
+        SL_FATAL("checkpoint: %lld activation bytes still held after backward",
+                 (long long)sl_mem_current(s->space, SL_MEM_ACTIV) - (long long)s->activ0);
+}
+
+/* The technique ------------------------------------------------------------------------- */
+
+static void setup(sl_train *t)
+{
+    const sl_mlp *m = t->m;
+    const size_t n = m->nparams;
+    ck *s = calloc(1, sizeof *s);
+    if (!s) SL_FATAL("out of memory");
+    t->state = s;
+    s->rows = t->hi - t->lo;
+    s->space = t->be == SL_BACKEND_CUDA ? SL_MEM_DEVICE : SL_MEM_HOST;
+    s->hooks = (sl_layer_hooks){.before = before_layer, .after = after_layer};
+    ck_pool_init(&s->pool, t->be);
+    const char *corrupt = getenv("SL_TEST_CORRUPT");
+    s->corrupt = corrupt && !strcmp(corrupt, "1");
+    const int kind = runs[t->variant].kind;
+    if (kind == V_BUDGET) s->plan = budget_plan;
+    else ck_plan_every(&s->plan, m->nlayers, kind == V_STORE_ALL ? m->nlayers : runs[t->variant].k);
+    s->params = sl_k_malloc(t->be, SL_MEM_PARAMS, n * sizeof(float));
+    s->grads = sl_k_malloc(t->be, SL_MEM_GRADS, n * sizeof(float));
+    s->optim = sl_k_malloc(t->be, SL_MEM_OPTIM, (size_t)sl_optim_state_per_param(&t->optim) * n * sizeof(float) + 1);
+    s->target = sl_k_malloc(t->be, SL_MEM_DATA, (size_t)s->rows * m->dims[m->nlayers] * sizeof(float));
+    sl_mlp_init_params(m, (uint64_t)sl_train_opt.seed, 0, n, s->params);
+}
+
+/* Sums the replicas' gradients (several ranks) and steps. */
+static void reduce_and_step(sl_train *t, float *params, float *grads, float *optim)
+{
+    const size_t n = t->m->nparams;
+    if (t->size > 1) {
+        const double t0 = sl_now();
+        sl_train_coll_ok(sl_coll_allreduce(t->comm, grads, grads, n, SL_F32, SL_OP_SUM), "allreduce");
+        sl_train_span(t, SL_PHASE_COMM, "allreduce", t0, sl_now());
+    }
+    sl_train_optimize(t, params, grads, optim, 0, n);
+}
+
+static void step(sl_train *t)
+{
+    ck *s = t->state;
+    sl_k_memset0(t->be, s->grads, t->m->nparams * sizeof(float));
+    pass(t, &s->plan, s->params, s->grads);
+    s->step_peak = fmax(s->step_peak, s->peak);
+    s->step_recomputed = s->recomputed;
+    s->pool_held = s->pool.held;
+    reduce_and_step(t, s->params, s->grads, s->optim);
+}
+
+static const float *weights(sl_train *t, size_t *first, size_t *count)
+{
+    *first = 0;
+    *count = t->m->nparams;
+    return ((ck *)t->state)->params;
+}
+
+static void release(sl_train *t)
+{
+    ck *s = t->state;
+    sl_k_free(t->be, s->params);
+    sl_k_free(t->be, s->grads);
+    sl_k_free(t->be, s->optim);
+    sl_k_free(t->be, s->target);
+    ck_pool_free(&s->pool);
+    free(s);
+}
+
+/* Elements of a and b (backend memory) whose bits differ. */
+static long long bit_differences(sl_backend be, size_t n, const float *a, const float *b)
+{
+    float *ha = sl_k_download(be, a, n * sizeof(float)), *hb = sl_k_download(be, b, n * sizeof(float));
+    long long d = 0;
+    for (size_t i = 0; i < n; i++) d += memcmp(&ha[i], &hb[i], sizeof(float)) != 0;
+    free(ha);
+    free(hb);
+    return d;
+}
+
+/* Gradients of the first step and weights after the run, against store-all bit for bit (on
+ * this rank's samples, with the same all-reduce); the measured peak against the model. */
+static int check(sl_train *t, double *error, char *why, size_t len)
+{
+    ck *s = t->state;
+    const sl_mlp *m = t->m;
+    const size_t n = m->nparams;
+    const int steps_run = t->step, tracing = sl_trace_enabled();
+    ck_plan all;
+    ck_plan_every(&all, m->nlayers, m->nlayers);
+    sl_trace_enable(0); /* not part of the timeline */
+    float *p = sl_k_malloc(t->be, SL_MEM_OTHER, n * sizeof(float));
+    float *g = sl_k_malloc(t->be, SL_MEM_OTHER, n * sizeof(float));
+    float *g_all = sl_k_malloc(t->be, SL_MEM_OTHER, n * sizeof(float));
+    float *o = sl_k_malloc(t->be, SL_MEM_OTHER, (size_t)sl_optim_state_per_param(&t->optim) * n * sizeof(float) + 1);
+
+    sl_mlp_init_params(m, (uint64_t)sl_train_opt.seed, 0, n, p);
+    sl_k_memset0(t->be, g, n * sizeof(float));
+    sl_k_memset0(t->be, g_all, n * sizeof(float));
+    t->step = 0;
+    pass(t, &s->plan, p, g);
+    pass(t, &all, p, g_all);
+    const long long grad_diff = bit_differences(t->be, n, g, g_all);
+
+    /* Weights: store_all's row's when it ran (then store_all itself trains again here: the
+     * run must repeat bit for bit), else store-all training from the initial weights. */
+    const int store_all_ran = run_mask & 1u, is_store_all = runs[t->variant].kind == V_STORE_ALL;
+    long long weight_diff = 0;
+    if (store_all_ran && !is_store_all) {
+        float *mine = sl_k_download(t->be, s->params, n * sizeof(float));
+        for (size_t i = 0; i < n; i++) weight_diff += memcmp(&mine[i], &store_all_weights[i], sizeof(float)) != 0;
+        free(mine);
+    } else {
+        sl_k_memset0(t->be, o, (size_t)sl_optim_state_per_param(&t->optim) * n * sizeof(float));
+        for (t->step = 0; t->step < steps_run; t->step++) {
+            sl_k_memset0(t->be, g_all, n * sizeof(float));
+            pass(t, &all, p, g_all);
+            reduce_and_step(t, p, g_all, o);
+        }
+        weight_diff = bit_differences(t->be, n, s->params, p);
+    }
+    if (is_store_all) {
+        free(store_all_weights);
+        store_all_weights = sl_k_download(t->be, s->params, n * sizeof(float));
+    }
+    t->step = steps_run;
+    sl_trace_enable(tracing);
+    sl_k_free(t->be, p);
+    sl_k_free(t->be, g);
+    sl_k_free(t->be, g_all);
+    sl_k_free(t->be, o);
+
+    const double model = ck_model_peak(&s->plan, m, s->rows);
+    *error = (double)(grad_diff + weight_diff); /* elements that differ: 0 when bit-identical */
+    if (grad_diff)
+        snprintf(why, len, "first step: %lld of %zu gradient elements differ from store-all's", grad_diff, n);
+    else if (weight_diff)
+        snprintf(why, len, "after %d steps: %lld of %zu weights differ from store-all training", steps_run,
+                 weight_diff, n);
+    else if (s->step_peak != model)
+        snprintf(why, len, "peak activation bytes: %.0f measured, %.0f by the model", s->step_peak, model);
+    else if (runs[t->variant].kind == V_BUDGET && s->step_peak > budget_bytes)
+        snprintf(why, len, "peak activation bytes %.0f exceed --budget %.0f", s->step_peak, budget_bytes);
+    else
+        return 0;
+    return 1;
+}
+
+static double max_over_ranks(const sl_train *t, double v)
+{
+    double r;
+    SL_CHECK_MPI(MPI_Allreduce(&v, &r, 1, MPI_DOUBLE, MPI_MAX, t->ctx->comm));
+    return r;
+}
+
+/* The time a step's forward and backward take more than store-all's, measured A/B: passes of
+ * this plan and of store-all alternate (ABBA, each pair between barriers, the slowest rank's
+ * time), -n pairs after one untimed pair; the median of the pairs' ratios. Rows run minutes
+ * apart on a shared machine, and load that comes and goes between them moves a comparison of
+ * two rows' step times by tens of percent; a pair's two passes see the same load. */
+static double overhead_ab(sl_train *t)
+{
+    ck *s = t->state;
+    const sl_mlp *m = t->m;
+    const int rounds = (int)t->ctx->opt.iters, steps_run = t->step, tracing = sl_trace_enabled();
+    ck_plan all;
+    ck_plan_every(&all, m->nlayers, m->nlayers);
+    float *g = sl_k_malloc(t->be, SL_MEM_OTHER, m->nparams * sizeof(float));
+    double *ratio = malloc((size_t)rounds * sizeof *ratio);
+    if (!ratio) SL_FATAL("out of memory");
+    sl_trace_enable(0);
+    t->step = 0;
+    for (int i = -1; i < rounds; i++) {
+        double dt[2];
+        for (int j = 0; j < 2; j++) {
+            const int v = (i & 1) ? 1 - j : j; /* 0: this plan, 1: store-all */
+            SL_CHECK_MPI(MPI_Barrier(t->ctx->comm));
+            const double t0 = sl_now();
+            pass(t, v ? &all : &s->plan, s->params, g);
+            const double mine = sl_now() - t0;
+            SL_CHECK_MPI(MPI_Allreduce(&mine, &dt[v], 1, MPI_DOUBLE, MPI_MAX, t->ctx->comm));
+        }
+        if (i >= 0) ratio[i] = dt[0] / dt[1];
+    }
+    t->step = steps_run;
+    sl_trace_enable(tracing);
+    sl_stats st;
+    sl_stats_compute(ratio, rounds, &st);
+    free(ratio);
+    sl_k_free(t->be, g);
+    return st.median - 1;
+}
+
+/* The plan; peak activation bytes measured and by the model (the busiest rank), in bytes and
+ * in tensors T = rows x width; recomputed FLOPs counted and by the model, as a fraction of a
+ * forward pass; the step's overhead over store-all's, measured and by the FLOP model. */
+static void row(sl_train *t, sl_result *res)
+{
+    ck *s = t->state;
+    const sl_mlp *m = t->m;
+    const int kind = runs[t->variant].kind;
+    char plan[64];
+    ck_plan_describe(&s->plan, plan, sizeof plan);
+    sl_result_param_num(res, "k", ck_plan_longest(&s->plan));
+    sl_result_param_num(res, "segments", s->plan.nseg);
+    sl_result_param_str(res, "plan", plan);
+    if (kind == V_BUDGET) sl_result_param_num(res, "budget", budget_bytes);
+
+    ck_plan all;
+    ck_plan_every(&all, m->nlayers, m->nlayers);
+    const double peak = max_over_ranks(t, s->step_peak), model = max_over_ranks(t, ck_model_peak(&s->plan, m, s->rows));
+    const double store_all = max_over_ranks(t, ck_model_peak(&all, m, s->rows));
+    const double tensor = 4.0 * s->rows * (double)sl_train_opt.width;
+    sl_result_metric(res, "activ_peak", peak, "bytes");
+    sl_result_metric(res, "activ_model", model, "bytes");
+    sl_result_metric(res, "activ_peak_tensors", peak / tensor, "tensors");
+    sl_result_metric(res, "activ_model_tensors", model / tensor, "tensors");
+    sl_result_metric(res, "activ_store_all", store_all, "bytes");
+    sl_result_metric(res, "activ_frac", peak / store_all, "fraction");
+    sl_result_metric(res, "activ_pool", max_over_ranks(t, (double)s->pool_held), "bytes");
+
+    const double fwd = sl_mlp_flops_forward(m, s->rows), bwd = sl_mlp_flops_backward(m, s->rows);
+    const double flops_model = ck_model_recompute_flops(&s->plan, m, s->rows);
+    sl_result_metric(res, "recompute_flops", s->step_recomputed, "FLOP");
+    sl_result_metric(res, "recompute_flops_model", flops_model, "FLOP");
+    sl_result_metric(res, "extra_forward", s->step_recomputed / fwd, "forwards");
+    sl_result_metric(res, "overhead_model", flops_model / (fwd + bwd), "fraction");
+    if (kind == V_STORE_ALL) {
+        store_all_time = res->time.median;
+        store_all_coll = res->collective;
+    }
+    const int same = store_all_coll && res->collective && !strcmp(store_all_coll, res->collective);
+    sl_result_metric(res, "overhead", same ? res->time.median / store_all_time - 1 : NAN, "fraction");
+    sl_result_metric(res, "overhead_ab", kind == V_STORE_ALL ? 0 : overhead_ab(t), "fraction");
+    /* The same from this row's steps alone, immune to the machine's drift between rows. */
+    const double recomp = sl_result_get(res, "recompute");
+    sl_result_metric(res, "overhead_recompute", isnan(recomp) ? 0 : recomp / (res->time.median - recomp), "fraction");
+}
+
+/* The budget (--budget, or a quarter of store-all's) and its plan; exit 2 when no plan fits. */
+static void choose_budget_plan(const sl_mlp *m, int rows, double store_all)
+{
+    double least;
+    budget_bytes = opt_budget ? (double)opt_budget : floor(store_all / 4);
+    if (!opt_budget && ck_plan_for_budget(&budget_plan, m, rows, budget_bytes, &least) != 0)
+        budget_bytes = least; /* a shallow model: a quarter is below what any plan needs */
+    if (ck_plan_for_budget(&budget_plan, m, rows, budget_bytes, &least) != 0) {
+        char plan[64];
+        ck_plan_describe(&budget_plan, plan, sizeof plan);
+        sl_usage_error("--budget: %.0f bytes cannot hold the activations of %d rows under any checkpoint plan; "
+                       "the least any needs is %.0f bytes (segments %s): give --budget >= %.0f",
+                       budget_bytes, rows, least, plan, least);
+    }
+}
+
+/* The runs, the default budget and its plan; usage errors. */
+static void validate(sl_ctx *ctx)
+{
+    const int N = (int)sl_train_opt.layers;
+    const int P = ctx->nranks;
+    const int rows = sl_train_opt.scaling == 0 ? (int)sl_train_opt.batch
+                                               : (int)((sl_train_opt.batch + P - 1) / P);
+    sl_mlp m;
+    if (sl_mlp_init(&m, SL_BACKEND_CPU, N, (int)sl_train_opt.inputs, (int)sl_train_opt.width,
+                    (int)sl_train_opt.outputs, SL_ACT_GELU))
+        return; /* the driver says what is wrong with the shape */
+
+    int nk = 0, ks[MAX_RUNS];
+    const int root = (int)ceil(sqrt((double)N) - 1e-9);
+    if (!opt_segments) {
+        ks[nk++] = root;
+    } else if (!strcmp(opt_segments, "sweep")) {
+        /* the powers of two, and every k around the minimum: sqrt(N/2) for this model's
+         * ceil(N/k) + 2k tensors, sqrt(N) for Chen et al.'s N/k + k */
+        const int lo = (int)floor(sqrt(N / 2.0)) - 2, hi = root + 3;
+        for (int k = 1; k <= N; k++)
+            if ((k & (k - 1)) == 0 || (k >= lo && k <= hi) || k == N) ks[nk++] = k;
+    } else {
+        const char *q = opt_segments;
+        while (1) {
+            char *end;
+            if (*q < '0' || *q > '9') sl_usage_error("--segments: expected K[,K...] (layers per segment, 1..%d) or sweep, got '%s'", N, opt_segments);
+            long k = strtol(q, &end, 10);
+            if (k < 1 || k > N) sl_usage_error("--segments: %ld layers per segment is outside 1..%d (--layers %d)", k, N, N);
+            for (int i = 0; i < nk; i++)
+                if (ks[i] == k) sl_usage_error("--segments: %ld is given twice", k);
+            if (nk == MAX_RUNS - 2) sl_usage_error("--segments: at most %d values", MAX_RUNS - 2);
+            ks[nk++] = (int)k;
+            if (!*end) break;
+            if (*end != ',') sl_usage_error("--segments: expected K[,K...] (layers per segment, 1..%d) or sweep, got '%s'", N, opt_segments);
+            q = end + 1;
+        }
+    }
+    if (opt_segments && !(opt_variants & (1u << V_EVERY_K)))
+        sl_note(ctx, "--segments applies to every_k, which is not among the --variants asked for");
+    if (opt_budget && !(opt_variants & (1u << V_BUDGET)))
+        sl_note(ctx, "--budget applies to budget, which is not among the --variants asked for");
+
+    int nruns = 0;
+    run_mask = 0;
+    for (int v = 0; v < NVARIANTS; v++) {
+        const int copies = v == V_EVERY_K ? nk : 1;
+        for (int i = 0; i < copies; i++) {
+            runs[nruns].kind = v;
+            runs[nruns].k = v == V_EVERY_K ? ks[i] : 0;
+            run_names[nruns] = variant_names[v];
+            if (opt_variants & (1u << v)) run_mask |= 1u << nruns;
+            nruns++;
+        }
+    }
+    checkpoint_technique.variants = run_names;
+    checkpoint_technique.nvariants = nruns;
+
+    ck_plan all;
+    ck_plan_every(&all, N, N);
+    const double store_all = ck_model_peak(&all, &m, rows), tensor = 4.0 * rows * (double)sl_train_opt.width;
+    if (opt_variants & (1u << V_BUDGET)) choose_budget_plan(&m, rows, store_all);
+    sl_note(ctx, "activations: T = %d rows x %lld wide x 4 B = %.1f KiB; store-all holds %.6g T = %.3f MB "
+                 "(every layer's input and z, the output, dL/d output); a checkpoint every k layers about N/k + 2k T",
+            rows, sl_train_opt.width, tensor / 1024, store_all / tensor, store_all / 1e6);
+    if (!(opt_variants & (1u << V_BUDGET))) return;
+    char plan[64];
+    ck_plan_describe(&budget_plan, plan, sizeof plan);
+    sl_note(ctx, "budget: %.0f bytes%s; chosen plan: segments %s (layers per segment), peak %.0f bytes by the model",
+            budget_bytes, opt_budget ? "" : " (a quarter of store-all's, or the least any plan needs if more; --budget BYTES)", plan,
+            ck_model_peak(&budget_plan, &m, rows));
+}
+static const sl_column columns[] = {
+    SL_COL("variant", "variant", 9), SL_COL("k", "k", 4), SL_COL("segs", "segments", 5),
+    {"step", "ms", "time.median", 9, 2, 1e3},
+    {"recomp", "ms", "recompute", 8, 2, 1e3},
+    {"extra", "fwd", "extra_forward", 6, 3, 0},
+    {"+step", "%", "overhead_ab", 7, 1, 100},
+    {"+recomp", "%", "overhead_recompute", 8, 1, 100},
+    {"model", "%", "overhead_model", 6, 1, 100},
+    {"peak", "MB", "activ_peak", 8, 3, 1e-6},
+    {"model", "MB", "activ_model", 8, 3, 1e-6},
+    {"peak", "T", "activ_peak_tensors", 6, 1, 0},
+    {"of all", "%", "activ_frac", 7, 1, 100},
+    SL_COL_CHECK(6),
+};
+
+static sl_technique checkpoint_technique = {
+    .program = {.name = "checkpoint",
+                .summary = "activation checkpointing: store-all, a checkpoint every k layers, a memory budget; "
+                           "peak activation bytes and recomputation against the model",
+                .uses = SL_USES_BACKEND | SL_USES_COLL, .colls = (1u << SL_NCOLLS) - 1,
+                .default_coll = SL_COLL_MPI, .default_iters = 5, .default_warmup = 1,
+                .extra = ck_opts, .validate = validate},
+    .variant_mask = &run_mask,
+    .setup = setup, .step = step, .weights = weights, .free = release,
+    .check = check, .row = row,
+    .columns = columns, .ncolumns = (int)(sizeof columns / sizeof columns[0]),
+};
+
+int main(int argc, char **argv)
+{
+    /* 64 layers of one width, so that every activation is one tensor T and the memory curve
+     * reads in whole T; small enough that a sweep over k runs in seconds on 2 cores. */
+    sl_train_opt.layers = 64;
+    sl_train_opt.width = 256;
+    sl_train_opt.inputs = 256;
+    sl_train_opt.outputs = 256;
+    sl_train_opt.batch = 64;
+    const int rc = sl_train_main(&checkpoint_technique, argc, argv);
+    free(store_all_weights);
+    return rc;
+}
