@@ -122,13 +122,13 @@ void train_check_verdict(const sl_train *t, const train_check *c, sl_result *res
     if (d->ref_nonfinite)
         sl_result_check(res, SL_CHECK_FAIL, NAN,
                         "the serial reference itself diverged (non-finite weights): lower --lr");
+    else if (c->tech_failed) /* the technique's own check names the defect more exactly */
+        sl_result_check(res, SL_CHECK_FAIL, c->tech_error, "%s", c->tech_why);
     else if (d->nonfinite || !(err <= tol) || c->replica_mismatches)
         sl_result_check(res, SL_CHECK_FAIL, err,
                         "weights differ from the serial reference by %.3g (%s; tolerance %g; "
                         "worst element %zu); %lld elements differ between replicas",
                         err, adamw ? "L2" : "max", tol, d->worst, c->replica_mismatches);
-    else if (c->tech_failed)
-        sl_result_check(res, SL_CHECK_FAIL, c->tech_error, "%s", c->tech_why);
     else
         sl_result_check(res, SL_CHECK_PASS, err, NULL);
 }
