@@ -17,7 +17,8 @@ explains. The conventions that make that promise testable (benchmarks/labs/READM
     columns the sheet explains: each must appear in the output of the sheet's commands (a word
     of the terminal output, or a key of a results row, its metrics or params).
 
-Output is TAP: one test per command (exit status 0) and one per sheet for its columns.
+Output is TAP: one test per command (exit status 0) and one per sheet for its columns. A
+command that selects the CUDA backend is skipped where no CUDA device is visible.
 Standard library only.
 """
 import glob
@@ -25,6 +26,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -83,6 +85,19 @@ def strip_comment(text):
         return text
 
 
+def has_gpu():
+    """A CUDA device is visible (the driver's control node and nvidia-smi answering)."""
+    smi = shutil.which("nvidia-smi")
+    return os.path.exists("/dev/nvidiactl") and smi is not None and \
+        subprocess.run([smi, "-L"], capture_output=True).returncode == 0
+
+
+def wants_gpu(words):
+    """The command selects the CUDA backend (-B cuda, --backend cuda, --backend=cuda)."""
+    return any((w in ("-B", "--backend") and i + 1 < len(words) and words[i + 1] == "cuda")
+               or w in ("--backend=cuda", "-Bcuda") for i, w in enumerate(words))
+
+
 def program_of(words):
     """The scalelab program a command runs: bin/NAME, possibly behind scripts/sl-launch."""
     for w in words:
@@ -138,6 +153,8 @@ def main(argv):
         return 0
     n = failed = 0
 
+    gpu = has_gpu()
+
     def ok(cond, desc, detail=""):
         nonlocal n, failed
         n += 1
@@ -158,6 +175,10 @@ def main(argv):
             prog = program_of(words)
             if prog in quick and not as_written & set(words):
                 words = apply_quick(words, quick[prog])
+            if wants_gpu(words) and not gpu:
+                n += 1
+                print(f"ok {n} - {name}:{no}: {shlex.join(words)} # SKIP no CUDA device visible")
+                continue
             with tempfile.TemporaryDirectory(prefix="scalelab-lab.") as outdir:
                 env = dict(os.environ, SL_RESULTS=outdir)
                 try:
