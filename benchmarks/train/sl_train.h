@@ -138,6 +138,20 @@ typedef struct sl_technique {
     double tol_sgd_max, tol_adamw_l2;
     void (*reference)(sl_train *t, float *params);
 
+    /* The model, where it is not the shared --layers/--width stack (megatron_mlp: blocks whose
+     * two layers differ in width): fills m for backend be; returns 0, or -1 for an invalid
+     * shape. The task then has m's input and output widths. NULL: the stack from the options. */
+    int (*model)(sl_mlp *m, sl_backend be);
+    /* A sweep of the technique's own around the collectives x variants (megatron_mlp: the
+     * tensor-parallel degrees): before each pass the driver calls sweep(ctx, pass) for pass = 0,
+     * 1, ..., and stops at the first that returns 0. NULL: one pass. */
+    int (*sweep)(sl_ctx *ctx, int pass);
+    /* A check of the technique's own beside the weights' (megatron_mlp: one step's output,
+     * input gradient and weight gradients against the serial model's), run after it with
+     * --check 1; collective. Returns 0 when it passed, else nonzero with a one-line reason in
+     * why (on rank 0). NULL: none. */
+    int (*check)(sl_train *t, char *why, size_t len);
+
     /* The stdout table. */
     const sl_column *columns;
     int ncolumns;

@@ -92,6 +92,11 @@ train_check train_check_run(sl_train *t)
     SL_CHECK_MPI(MPI_Allreduce(&mismatched, &c.replica_mismatches, 1, MPI_LONG_LONG, MPI_SUM, world));
     SL_CHECK_MPI(MPI_Bcast(&c.diff, (int)sizeof c.diff, MPI_BYTE, 0, world));
     sl_free(full);
+    if (t->tech->check) {
+        c.own_failed = t->tech->check(t, c.own_why, sizeof c.own_why) != 0;
+        SL_CHECK_MPI(MPI_Bcast(&c.own_failed, 1, MPI_INT, 0, world));
+        SL_CHECK_MPI(MPI_Bcast(c.own_why, (int)sizeof c.own_why, MPI_CHAR, 0, world));
+    }
     return c;
 }
 
@@ -110,6 +115,8 @@ void train_check_verdict(const sl_train *t, const train_check *c, sl_result *res
                         "weights differ from the serial reference by %.3g (%s; tolerance %g; "
                         "worst element %zu); %lld elements differ between replicas",
                         err, adamw ? "L2" : "max", tol, d->worst, c->replica_mismatches);
+    else if (c->own_failed)
+        sl_result_check(res, SL_CHECK_FAIL, err, "%s", c->own_why);
     else
         sl_result_check(res, SL_CHECK_PASS, err, NULL);
 }

@@ -8,6 +8,8 @@
 typedef struct train_check {
     sl_weight_diff diff;           /* full weights vs the serial reference (from rank 0) */
     long long replica_mismatches;  /* elements that differ from rank 0's, over all ranks */
+    int own_failed;                /* the technique's own check (sl_technique.check) failed */
+    char own_why[256];
 } train_check;
 /* Collective; the reference is computed on rank 0 at the first run of each global batch. */
 train_check train_check_run(sl_train *t);
