@@ -49,6 +49,7 @@ declare -A quick_args=(
   [ddp]="--layers 4 --width 512 --inputs 128 --outputs 32 --batch 16 --bucket-mb 1 -n 3 -w 1"
   [zero]="--layers 4 --width 512 --inputs 128 --outputs 32 --batch 16 --bucket-mb 1 -n 3 -w 1"
   [pipeline]="--layers 4 --width 256 --inputs 256 --outputs 256 --batch 16 --micro-batches 4 -n 3 -w 1"
+  [megatron_mlp]="--blocks 2 --hidden 256 --batch 8 -n 3 -w 1"
 )
 declare -A full_args=(
   [mae_threads]="--samples 8388608 --threads max"
@@ -57,6 +58,7 @@ declare -A full_args=(
   [ddp]="-C mpi,ring"
   [zero]="-C mpi,ring"
   [pipeline]=""
+  [megatron_mlp]="-C ring,mpi"
 )
 
 # Ranks per node for programs that scale with threads inside a rank: they get the node's cores

@@ -455,7 +455,7 @@ static void gather_tokens_host(sl_train *t, const float *mine, float *full)
         displs[r] = pieces[2 * r];
         counts[r] = pieces[2 * r + 1];
     }
-    float *host = sl_k_download(t->be, mine, (size_t)s->nloc * s->h * sizeof(float) + 1);
+    float *host = sl_k_download(t->be, mine, (size_t)s->nloc * s->h * sizeof(float));
     SL_CHECK_MPI(MPI_Gatherv(host, piece[1], MPI_FLOAT, full, counts, displs, MPI_FLOAT, 0, t->ctx->comm));
     free(host);
     free(pieces);
@@ -473,6 +473,34 @@ static double rel_err(const float *got, const float *want, size_t n)
         scale = fabs((double)want[i]) > scale ? fabs((double)want[i]) : scale;
     }
     return scale > 0 ? diff / scale : diff;
+}
+
+typedef struct compare_arg {
+    const float *local, *full;
+    long long differ;
+} compare_arg;
+
+static void compare_run(size_t full, size_t local, size_t count, void *arg)
+{
+    compare_arg *a = arg;
+    for (size_t i = 0; i < count; i++) a->differ += memcmp(a->local + local + i, a->full + full + i, sizeof(float)) != 0;
+}
+
+/* Every rank's whole vector against the same elements of rank 0's gathered weights (full, host,
+ * broadcast here): replicas hold their slices, and a group's ranks b, bit-identically (the
+ * driver's replica check covers only the first run of each rank). Elements that differ, over
+ * all ranks. Collective. */
+static long long slices_mismatched(sl_train *t, float *full)
+{
+    mm *s = t->state;
+    SL_CHECK_MPI(MPI_Bcast(full, (int)t->m->nparams, MPI_FLOAT, 0, t->ctx->comm));
+    float *mine = sl_k_download(t->be, s->params, s->np * sizeof(float));
+    compare_arg a = {mine, full, 0};
+    mm_slice_runs(t->m, s->t, s->tr, compare_run, &a);
+    free(mine);
+    long long all = 0;
+    SL_CHECK_MPI(MPI_Allreduce(&a.differ, &all, 1, MPI_LONG_LONG, MPI_SUM, t->ctx->comm));
+    return all;
 }
 
 /* The trained weights (full, host, rank 0) against the plain variant's of the same degrees,
@@ -514,17 +542,18 @@ static int check_step(sl_train *t, char *why, size_t len)
     quiet.step = 0;
     const float *dx = forward_backward(&quiet, s);
 
-    float *out = NULL, *dxin = NULL, *grads = NULL, *params = NULL;
+    float *out = NULL, *dxin = NULL, *grads = NULL;
+    float *params = sl_alloc(SL_MEM_OTHER, nparams * sizeof(float));
     if (t->rank == 0) {
         out = sl_alloc(SL_MEM_OTHER, Bh * sizeof(float));
         dxin = sl_alloc(SL_MEM_OTHER, Bh * sizeof(float));
         grads = sl_alloc(SL_MEM_OTHER, nparams * sizeof(float));
-        params = sl_alloc(SL_MEM_OTHER, nparams * sizeof(float));
     }
     gather_tokens_host(t, s->x[s->L], out);
     gather_tokens_host(t, dx, dxin);
     gather_slices(t, s->grads, grads);
     gather_slices(t, s->params, params);
+    const long long mismatched = slices_mismatched(t, params);
     int failed = 0;
     if (t->rank == 0) {
         const sl_backend be = t->be;
@@ -578,7 +607,10 @@ static int check_step(sl_train *t, char *why, size_t len)
         else if (!(s->grad_err <= OUT_TOL))
             snprintf(why, len, "weight gradient %s differs from the serial blocks' by %.3g (tolerance %g)",
                      s->grad_worst, s->grad_err, OUT_TOL);
-        failed = !(s->out_err <= OUT_TOL && s->dx_err <= OUT_TOL && s->grad_err <= OUT_TOL);
+        else if (mismatched)
+            snprintf(why, len, "%lld parameters differ between ranks holding the same slice (replicas, or b in a "
+                     "group)", mismatched);
+        failed = !(s->out_err <= OUT_TOL && s->dx_err <= OUT_TOL && s->grad_err <= OUT_TOL) || mismatched;
         s->vs_plain = vs_plain(t, params);
         void *host[] = {hout, hdx, hg, hu, mu};
         for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) free(host[i]);
@@ -588,8 +620,8 @@ static int check_step(sl_train *t, char *why, size_t len)
         sl_free(out);
         sl_free(dxin);
         sl_free(grads);
-        sl_free(params);
     }
+    sl_free(params);
     double errs[5] = {s->out_err, s->dx_err, s->grad_err, s->colpar_diff, s->vs_plain};
     SL_CHECK_MPI(MPI_Bcast(errs, 5, MPI_DOUBLE, 0, t->ctx->comm));
     s->out_err = errs[0];
@@ -714,11 +746,6 @@ static int divides_model(long long t) { return opt_hidden % t == 0 && (opt_hidde
 static void validate(sl_ctx *ctx)
 {
     const int P = ctx->nranks;
-    static const char *const shape[] = {"layers", "width", "inputs", "outputs"};
-    const long long *given[] = {&sl_train_opt.layers, &sl_train_opt.width, &sl_train_opt.inputs, &sl_train_opt.outputs};
-    for (int k = 0; k < 4; k++)
-        if (*given[k])
-            sl_usage_error("--%s: megatron_mlp's model is set by --blocks, --hidden and --ffn-mult", shape[k]);
     if (ctx->opt.dtypes & ~(1u << SL_F32))
         sl_usage_error("-d: megatron_mlp trains in f32 only (f16 and bf16 training is not implemented here); use -d f32");
     if (opt_overlap || opt_seqpar) {
@@ -825,8 +852,6 @@ static const sl_technique megatron = {
 
 int main(int argc, char **argv)
 {
-    /* 0: not given (the options' minimum is 1); validate then rejects them and fills them in */
-    sl_train_opt.layers = sl_train_opt.width = sl_train_opt.inputs = sl_train_opt.outputs = 0;
     sl_train_opt.batch = 16;
     return sl_train_main(&megatron, argc, argv);
 }

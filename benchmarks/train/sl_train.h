@@ -62,6 +62,8 @@ typedef struct sl_train_options {
 } sl_train_options;
 extern sl_train_options sl_train_opt;
 extern const sl_opt_group sl_train_option_group;
+/* Without --layers --width --inputs --outputs: what a technique with its own model takes. */
+extern const sl_opt_group sl_train_step_option_group;
 
 struct sl_technique;
 
@@ -140,7 +142,8 @@ typedef struct sl_technique {
 
     /* The model, where it is not the shared --layers/--width stack (megatron_mlp: blocks whose
      * two layers differ in width): fills m for backend be; returns 0, or -1 for an invalid
-     * shape. The task then has m's input and output widths. NULL: the stack from the options. */
+     * shape. The task then has m's input and output widths, and the program does not take
+     * the stack's options (sl_train_step_option_group). NULL: the stack from the options. */
     int (*model)(sl_mlp *m, sl_backend be);
     /* A sweep of the technique's own around the collectives x variants (megatron_mlp: the
      * tensor-parallel degrees): before each pass the driver calls sweep(ctx, pass) for pass = 0,

@@ -34,7 +34,7 @@ int sl_train_main(const sl_technique *tech, int argc, char **argv)
     prog = tech->program;
     int g = 0;
     while (g < SL_MAX_OPT_GROUPS - 1 && prog.groups[g]) g++;
-    prog.groups[g] = &sl_train_option_group;
+    prog.groups[g] = tech->model ? &sl_train_step_option_group : &sl_train_option_group;
     prog.validate = validate;
     the_technique = tech;
 
