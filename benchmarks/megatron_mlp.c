@@ -108,9 +108,9 @@ typedef struct mm {
     float **x, **u, **y;     /* x[0..L] [nloc, h]; u[i], y[i] [n, c] */
     float *target;           /* [nloc, h] */
     float *zfull, *dxpart;   /* [n, h]: partial Z / gathered X or dZ; partial dX (seqpar) */
-    float *dg[2], *dy;       /* gradient between blocks (plain [n, h]; seqpar [nloc, h]); [n, c] */
+    float *dg[2], *dy;       /* [nloc, h] gradient between blocks; [n, c] */
     double sent_tp, sent_dp; /* bytes sent in the steps */
-    int check_step;          /* in the check: no phases, no byte counts */
+    int check_step;          /* the step check ran: its findings below are set */
     /* the check's findings */
     double out_err, dx_err, grad_err, colpar_diff, vs_plain;
     char grad_worst[48];
@@ -385,8 +385,8 @@ static void setup(sl_train *t)
     s->target = alloc(t, SL_MEM_DATA, (size_t)s->nloc * h);
     s->zfull = alloc(t, SL_MEM_COMM, (size_t)n * h);
     if (t->variant == V_SEQPAR) s->dxpart = alloc(t, SL_MEM_COMM, (size_t)n * h);
-    s->dg[0] = alloc(t, SL_MEM_COMM, (size_t)n * h);
-    s->dg[1] = alloc(t, SL_MEM_COMM, (size_t)n * h);
+    s->dg[0] = alloc(t, SL_MEM_COMM, (size_t)s->nloc * h);
+    s->dg[1] = alloc(t, SL_MEM_COMM, (size_t)s->nloc * h);
     s->dy = alloc(t, SL_MEM_COMM, (size_t)n * c);
 }
 

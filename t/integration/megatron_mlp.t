@@ -97,27 +97,32 @@ else
   echo "ok $((tap_n += 1)) # SKIP -B cuda: no CUDA device visible"
 fi
 
-# NP|NAME|ARGS: each must exit 2 with a message naming NAME
+# NP|NAME|ARGS: each must exit 2 with a message naming NAME (1 rank: without the launcher)
 while IFS='|' read -r np want args; do
-  # shellcheck disable=SC2086
-  launch "$np" megatron_mlp --blocks 1 -n 1 -w 0 --baseline 0 $args -o "$out/bad" >/dev/null 2>"$out/stderr" </dev/null
+  if [ "$np" = 1 ]; then
+    # shellcheck disable=SC2086
+    megatron_mlp --blocks 1 -n 1 -w 0 --baseline 0 $args -o "$out/bad" >/dev/null 2>"$out/stderr" </dev/null
+  else
+    # shellcheck disable=SC2086
+    launch "$np" megatron_mlp --blocks 1 -n 1 -w 0 --baseline 0 $args -o "$out/bad" >/dev/null 2>"$out/stderr" </dev/null
+  fi
   rc=$?
   [ $rc = 2 ] && grep -q -- "$want" "$out/stderr"
   ok $? "$args on $np ranks -> exit 2 naming $want (rc=$rc)"
 done <<'CASES'
-4|--tp 3|--tp 3
-4|divisible by t|--tp 4 --hidden 50
-2|divisible by t|--tp 2 --hidden 47 --ffn-mult 2
+1|--tp 3|--tp 3
+1|divisible by t|--tp 4 --hidden 50
+1|divisible by t|--tp 2 --hidden 47 --ffn-mult 2
 3|must be t x d|--tp 2
-4|must be t x d|--tp 2 --dp 3
+1|must be t x d|--tp 2 --dp 3
 3|not divisible by d|--dp 2
-2|f32 only|-d f16
-2|f32 only|-d bf16
-2|--layers|--layers 3
-2|--width|--width 8
-2|--overlap|--overlap --variants plain
-4|seqpar|--scaling strong --batch 6 --variants seqpar
-2|--variants|--variants zigzag
+1|f32 only|-d f16
+1|f32 only|-d bf16
+1|--layers|--layers 3
+1|--width|--width 8
+1|--overlap|--overlap --variants plain
+2|seqpar|--scaling strong --batch 3 --variants seqpar
+1|--variants|--variants zigzag
 CASES
 
 done_testing
