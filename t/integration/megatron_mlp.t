@@ -64,7 +64,7 @@ run one 1 1 --batch 4 -C ring
 run two 2 1,2 --batch 4 -C ring,rhd
 run three 3 3 --batch 4 --tp 3 -C ring
 run four 4 1,2,4 --batch 4 -C ring
-run tp2dp2 4 2 --batch 4 --tp 2 --dp 2 -C ring,rhd,mpi
+run tp2dp2 4 2 --batch 4 --tp 2 --dp 2 -C ring,rhd,mpi --trace
 run strong 4 1,2,4 --scaling strong --batch 8 --optim adamw -C ring
 
 # the t = 1 rows on 4 ranks are data parallelism alone: no tensor-parallel traffic
@@ -77,6 +77,12 @@ ok = ok and all(r["metrics"]["dp_bytes"]["value"] == 0 for r in rows if r["param
 sys.exit(0 if ok else 1)
 PY
 ok $? "t = 1: only the replicas' all-reduce; t = 4 (d = 1): only the group's"
+
+python3 "$top/t/lib/validate_results.py" rows "$out/tp2dp2/megatron_mlp.jsonl" --min-rows 9 >/dev/null &&
+  python3 "$top/t/lib/validate_results.py" manifest "$out/tp2dp2/manifest.json" >/dev/null &&
+  python3 "$top/t/lib/validate_results.py" trace "$out/tp2dp2/megatron_mlp.trace.json" >/dev/null &&
+  grep -q 'f: allreduce dX' "$out/tp2dp2/megatron_mlp.trace.json" && grep -q 'g: allreduce Z' "$out/tp2dp2/megatron_mlp.trace.json"
+ok $? "rows, manifest and trace follow the schema; the trace has the f and g all-reduces"
 
 grep -q '^# t = 2 tensor-parallel x d = 2 data-parallel' "$out/tp2dp2.txt" && grep -q 'every check passed' "$out/tp2dp2.txt"
 ok $? "--tp 2 --dp 2 says its layout and passes"
