@@ -539,9 +539,12 @@ static int check_step(sl_train *t, char *why, size_t len)
     const sl_mlp *m = t->m;
     const int B = t->global_batch, h = s->h, f = s->f;
     const size_t nparams = m->nparams, Bh = (size_t)B * h;
-    sl_train quiet = *t; /* its phases and step are nobody's */
+    sl_train quiet = *t; /* its phases and step are nobody's, nor on the timeline */
     quiet.step = 0;
+    const int tracing = sl_trace_enabled();
+    sl_trace_enable(0);
     const float *dx = forward_backward(&quiet, s);
+    sl_trace_enable(tracing);
 
     float *out = NULL, *dxin = NULL, *grads = NULL;
     float *params = sl_alloc(SL_MEM_OTHER, nparams * sizeof(float));
