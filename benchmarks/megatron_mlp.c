@@ -9,8 +9,8 @@
  *
  * What is partitioned: the ranks are t·d, t-rank tensor-parallel groups of consecutive ranks
  * (rank = replica·t + tp_rank) and d data-parallel replicas of them. In a group, rank r holds
- * f/t of the inner features (slices.h): A by its output features ("column-parallel": the rows
- * of A^T's columns), a likewise, B by its input features ("row-parallel"), b whole. Then
+ * f/t of the inner features (slices.h): A by its output features (rows of A, columns of A^T:
+ * "column-parallel"), a likewise, B by its input features ("row-parallel"), b whole. Then
  *   U_r = X·A_r^T + a_r  and  Y_r = GeLU(U_r)  are exactly rank r's columns of U and Y: GeLU
  *       acts element by element, so nothing is communicated between the two layers;
  *   Z = sum_r Y_r·B_r^T  (+ b once): each rank holds a partial sum of the whole Z.
@@ -38,7 +38,9 @@
  * of the whole model on the global batch (the training layer's tolerances), and one step at the
  * trained weights: the forward output, the input gradient and every weight gradient (A, a, B, b
  * of every block, gathered from the slices) against the serial blocks' on the same tokens
- * (OUT_TOL below). Rows carry the errors, bytes sent per block against the model, the step
+ * (OUT_TOL below); every rank's slices bit-identical with rank 0's gathered weights (replicas,
+ * and b across a group); overlap and seqpar against plain (vs_plain, reported).
+ * Rows carry the errors, bytes sent per block against the model, the step
  * split into compute / comm / exposed comm, and the memory a rank holds against 1/t of the
  * serial model's.
  */
