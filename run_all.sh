@@ -53,6 +53,7 @@ declare -A quick_args=(
   [halo_conv]="--image 48x48 --channels 8 --batch 4 -n 3 -w 1"
   [vdnn]="-n 3 -w 1"
   [checkpoint]="--layers 16 --width 128 --inputs 128 --outputs 128 --batch 32 --segments sweep -n 3 -w 1"
+  [megatron_mlp]="--blocks 2 --hidden 256 --batch 8 -n 3 -w 1"
 )
 declare -A full_args=(
   [mae_threads]="--samples 8388608 --threads max"
@@ -65,6 +66,7 @@ declare -A full_args=(
   [halo_conv]=""
   [vdnn]="-n 10 -w 2"
   [checkpoint]="--segments sweep"
+  [megatron_mlp]="-C ring,mpi"
 )
 
 # Ranks per node for programs that scale with threads inside a rank: they get the node's cores

@@ -62,6 +62,8 @@ typedef struct sl_train_options {
 } sl_train_options;
 extern sl_train_options sl_train_opt;
 extern const sl_opt_group sl_train_option_group;
+/* Without --layers --width --inputs --outputs: what a technique with its own model takes. */
+extern const sl_opt_group sl_train_step_option_group;
 
 struct sl_technique;
 
@@ -138,8 +140,8 @@ typedef struct sl_technique {
      * variant (it may differ between variants: t->variant says which). */
     double tol_sgd_max, tol_adamw_l2;
     void (*reference)(sl_train *t, float *params);
-    /* The technique's own checks beside the weights' (halo_conv: one step's output and
-     * gradients against the serial model, bytes against the model; checkpointing: gradients
+    /* The technique's own checks beside the weights' (halo_conv, megatron_mlp: one step's
+     * output and gradients against the serial model, bytes against the model; checkpointing: gradients
      * and weights bit for bit against store-all, activation bytes against the model).
      * Collective, on every rank after the weights' check, outside the timed steps: returns 0
      * when it passes, else nonzero with the largest error in *error (NAN when it has none) and
@@ -154,6 +156,16 @@ typedef struct sl_technique {
      * .validate). NULL: the shared MLP. */
     size_t (*model_params)(void);
     double (*model_flops)(int global_batch);
+
+    /* The model, where it is not the shared --layers/--width stack (megatron_mlp: blocks whose
+     * two layers differ in width): fills m for backend be; returns 0, or -1 for an invalid
+     * shape. The task then has m's input and output widths, and the program does not take
+     * the stack's options (sl_train_step_option_group). NULL: the stack from the options. */
+    int (*model)(sl_mlp *m, sl_backend be);
+    /* A sweep of the technique's own around the collectives x variants (megatron_mlp: the
+     * tensor-parallel degrees): before each pass the driver calls sweep(ctx, pass) for pass = 0,
+     * 1, ..., and stops at the first that returns 0. NULL: one pass. */
+    int (*sweep)(sl_ctx *ctx, int pass);
 
     /* The stdout table. */
     const sl_column *columns;

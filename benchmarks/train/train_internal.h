@@ -10,7 +10,7 @@ typedef struct train_check {
     long long replica_mismatches;  /* elements that differ from rank 0's, over all ranks */
     int tech_failed;               /* the technique's own check failed on some rank ... */
     double tech_error;             /* ... its largest error over the ranks ... */
-    char tech_why[160];            /* ... and why (the lowest failing rank's reason) */
+    char tech_why[256];            /* ... and why (the lowest failing rank's reason) */
 } train_check;
 /* Collective; the reference is computed on rank 0 at the first run of each global batch. */
 train_check train_check_run(sl_train *t);

@@ -34,7 +34,7 @@ int sl_train_main(const sl_technique *tech, int argc, char **argv)
     prog = tech->program;
     int g = 0;
     while (g < SL_MAX_OPT_GROUPS - 1 && prog.groups[g]) g++;
-    prog.groups[g] = &sl_train_option_group;
+    prog.groups[g] = tech->model ? &sl_train_step_option_group : &sl_train_option_group;
     prog.validate = validate;
     the_technique = tech;
 
@@ -45,8 +45,10 @@ int sl_train_main(const sl_technique *tech, int argc, char **argv)
     const sl_train_options *o = &sl_train_opt;
 
     sl_mlp m;
-    if (sl_mlp_init(&m, be, (int)o->layers, (int)o->inputs, (int)o->width, (int)o->outputs, SL_ACT_GELU))
-        sl_usage_error("--layers/--width/--inputs/--outputs: not a valid MLP shape");
+    if (tech->model ? tech->model(&m, be) != 0
+                    : sl_mlp_init(&m, be, (int)o->layers, (int)o->inputs, (int)o->width, (int)o->outputs, SL_ACT_GELU))
+        sl_usage_error("%s: not a valid model shape",
+                       tech->model ? "the model's options" : "--layers/--width/--inputs/--outputs");
     sl_optim optim = {0};
     optim.kind = o->optim ? SL_OPTIM_ADAMW : SL_OPTIM_SGD;
     optim.sgd = (sl_sgd){.lr = (float)o->lr, .momentum = 0.9f, .weight_decay = 0.0f};
@@ -54,9 +56,9 @@ int sl_train_main(const sl_technique *tech, int argc, char **argv)
                              .weight_decay = 0.01f};
     int max_batch = o->scaling == 0 ? (int)o->batch * P : (int)o->batch;
     sl_task task;
-    sl_task_init(&task, be, (int)o->inputs, (int)o->outputs, (uint64_t)o->seed, max_batch);
+    sl_task_init(&task, be, m.dims[0], m.dims[m.nlayers], (uint64_t)o->seed, max_batch);
 
-    if (!tech->model_params)
+    if (!tech->model && !tech->model_params) /* a technique's own model: it says what it trains */
         sl_note(&ctx, "MLP %lld x %lld wide (%zu parameters, %.1f MiB of f32 gradients), %s scaling, "
                       "batch %lld %s, %s",
                 o->layers, o->width, m.nparams, m.nparams * 4.0 / 1048576, o->scaling ? "strong" : "weak",
@@ -74,15 +76,17 @@ int sl_train_main(const sl_technique *tech, int argc, char **argv)
     double *baselines = calloc((size_t)tech->nvariants, sizeof *baselines);
     if (!baselines) SL_FATAL("out of memory");
     const unsigned mask = *tech->variant_mask;
-    for (int c = 0; c < SL_NCOLLS; c++) {
-        if (!(ctx.opt.colls & (1u << c))) continue;
-        for (int v = 0; v < tech->nvariants; v++)
-            if ((mask & (1u << v)) && !((tech->p2p_variants >> v) & 1))
-                train_run_variant(&ctx, tech, v, (sl_coll)c, &m, &task, &optim, baselines);
+    for (int pass = 0; tech->sweep ? tech->sweep(&ctx, pass) : pass == 0; pass++) {
+        for (int c = 0; c < SL_NCOLLS; c++) {
+            if (!(ctx.opt.colls & (1u << c))) continue;
+            for (int v = 0; v < tech->nvariants; v++)
+                if ((mask & (1u << v)) && !((tech->p2p_variants >> v) & 1))
+                    train_run_variant(&ctx, tech, v, (sl_coll)c, &m, &task, &optim, baselines);
+        }
+        for (int v = 0; v < tech->nvariants; v++) /* point to point: once, whatever -C says */
+            if ((mask & (1u << v)) && ((tech->p2p_variants >> v) & 1))
+                train_run_variant(&ctx, tech, v, SL_COLL_MPI, &m, &task, &optim, baselines);
     }
-    for (int v = 0; v < tech->nvariants; v++) /* point to point: once, whatever -C says */
-        if ((mask & (1u << v)) && ((tech->p2p_variants >> v) & 1))
-            train_run_variant(&ctx, tech, v, SL_COLL_MPI, &m, &task, &optim, baselines);
 
     free(baselines);
     train_references_free();

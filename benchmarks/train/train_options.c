@@ -31,3 +31,5 @@ static const sl_opt train_opts[] = {
 };
 
 const sl_opt_group sl_train_option_group = {"training (-w/-n: untimed and timed steps)", train_opts};
+/* The same without the stack's shape (the first four), for a technique with its own model. */
+const sl_opt_group sl_train_step_option_group = {"training (-w/-n: untimed and timed steps)", train_opts + 4};
