@@ -10,9 +10,13 @@
  *   algbw = S / t, busbw = algbw x (2(n-1)/n all-reduce, (n-1)/n reduce-scatter and all-gather,
  *   1 broadcast): the bandwidth each rank's links must sustain, comparable across rank counts.
  *   With one rank nothing crosses a link: busbw is not applicable (null).
- * Buffers rotate through a pool several times the last-level cache, so small messages are not
- * flattered by data left hot in cache by the previous iteration. Every implementation uses the
- * same pool.
+ * Buffers are warm by default: one send and one receive buffer reused by every iteration, as
+ * OSU and nccl-tests do, so that figures compare with theirs. --cold rotates through a pool
+ * several times the last-level cache instead, so that small messages are not flattered by
+ * data the previous iteration left in cache. Every row says which (params.buffers).
+ * Each row carries two statistics of the same samples: the median of each iteration's slowest
+ * rank (the headline: a collective is done when its last rank is) and OSU's mean of the
+ * per-rank means (time.rank_mean; the avg column), which leaves out barrier-exit skew.
  *
  * What is checked: for every size, implementation and placement, one call on fresh
  * integer-valued data that differs per rank, element and size is compared exactly with a
@@ -59,7 +63,8 @@ static unsigned opt_modes = MODE_LATENCY | MODE_THROUGHPUT;
 static unsigned opt_places = PLACE_OUT | PLACE_IN;
 static long long opt_root = 0;
 static long long opt_reps = 3;
-static size_t opt_cold = 0; /* 0: four times the last-level cache, within [64M, 256M] */
+static int opt_cold = 0;     /* rotate through the pool rather than reuse one pair */
+static size_t opt_pool = 0;  /* 0: four times the last-level cache, within [64M, 256M] */
 static size_t opt_segment = 0; /* 0: the communication layer's default (SL_COLL_SEGMENT) */
 
 static const sl_opt extra_opts[] = {
@@ -76,8 +81,11 @@ static const sl_opt extra_opts[] = {
      "throughput mode: timed repetitions of -n back-to-back operations (default 3)"},
     {"segment", 0, SL_OPT_SIZE, &opt_segment, 8, 1 << 30, NULL, 0,
      "pipelining segment of ring, tree, dbtree and rhd messages (default 256K or $SL_COLL_SEGMENT)"},
-    {"cold", 0, SL_OPT_SIZE, &opt_cold, 1 << 20, (long long)1 << 34, NULL, 0,
-     "bytes the buffer rotation cycles through (default 4 x last-level cache, 64M..256M); "
+    {"cold", 0, SL_OPT_FLAG, &opt_cold, 0, 0, NULL, 0,
+     "rotate the buffers through a pool (--pool) so that each call finds them out of cache "
+     "(default: one warm pair, as OSU and nccl-tests)"},
+    {"pool", 0, SL_OPT_SIZE, &opt_pool, 1 << 20, (long long)1 << 34, NULL, 0,
+     "bytes the --cold rotation cycles through (default 4 x last-level cache, 64M..256M); "
      "the memory probe copies max(-e, this / 4)"},
     {0},
 };
@@ -300,6 +308,7 @@ static const sl_column columns[] = {
     SL_COL("iters", "iterations", 6),
     SL_COL_TIME("us", 1e6, 2, 11),
     SL_COL_P95("us", 1e6, 2, 11),
+    {"avg", "us", "time.rank_mean", 11, 2, 1e6},
     {"algbw", "GB/s", "algbw", 9, 3, 0},
     {"busbw", "GB/s", "busbw", 9, 3, 0},
     SL_COL_CHECK(6),
@@ -319,6 +328,7 @@ static double bus_factor(int op, int n)
 static void scale_stats(sl_stats *s, double f)
 {
     s->min *= f; s->median *= f; s->mean *= f; s->max *= f; s->p95 *= f; s->stddev *= f;
+    s->rank_mean *= f;
 }
 
 /* The iterations a configuration gets: -n, fewer when one operation is slow (same on every
@@ -351,6 +361,7 @@ static void emit_row(sl_ctx *ctx, bench *b, const char *mode, const sl_stats *st
     sl_result_param_num(&r, "bytes", (double)b->bytes);
     sl_result_param_num(&r, "count", (double)b->count);
     sl_result_param_num(&r, "ranks", ctx->nranks);
+    sl_result_param_str(&r, "buffers", opt_cold ? "cold" : "warm");
     sl_result_param_num(&r, "buffer_sets", b->nsets);
     if (sl_comm_impl(b->c) != SL_COLL_MPI && sl_comm_impl(b->c) != SL_COLL_NCCL)
         sl_result_param_num(&r, "segment_bytes", (double)sl_comm_segment(b->c));
@@ -360,6 +371,10 @@ static void emit_row(sl_ctx *ctx, bench *b, const char *mode, const sl_stats *st
     double algbw = (double)b->bytes / st->median / 1e9;
     sl_result_metric(&r, "algbw", algbw, "GB/s");
     sl_result_metric(&r, "busbw", algbw * bus_factor(b->op, ctx->nranks), "GB/s");
+    /* the same from OSU's statistic: nccl-tests' busbw in throughput mode */
+    double algbw_avg = (double)b->bytes / st->rank_mean / 1e9;
+    sl_result_metric(&r, "algbw_rank_mean", algbw_avg, "GB/s");
+    sl_result_metric(&r, "busbw_rank_mean", algbw_avg * bus_factor(b->op, ctx->nranks), "GB/s");
     snprintf(r.headline, sizeof r.headline, "busbw");
     if (cs == SL_CHECK_SKIPPED) sl_result_check(&r, cs, 0, NULL);
     else sl_result_check(&r, cs, err, "%s", msg);
@@ -383,7 +398,7 @@ static void sweep_impl(sl_ctx *ctx, sl_comm *c, sl_backend be, sl_dtype t, char 
             b.bytes = b.count * es * (per_rank ? nr : 1);
             b.half = (b.bytes + 4095) & ~(size_t)4095;
             b.stride = 2 * b.half;
-            b.nsets = (int)(arena_bytes / b.stride);
+            b.nsets = opt_cold ? (int)(arena_bytes / b.stride) : 1;
             if (b.nsets > 64) b.nsets = 64;
 
             sl_check_status cs = SL_CHECK_SKIPPED;
@@ -522,26 +537,31 @@ int main(int argc, char **argv)
          s *= (size_t)ctx.opt.stepfactor)
         sizes[nsizes++] = s;
 
-    /* The rotation pool: the largest size's send and receive buffers, and at least four times
-     * the last-level cache so that a small message's buffers are cold when it comes round
-     * again. Outside the checked set the pool holds zeros: the cost of an addition does not
-     * depend on its operands, except for subnormals, which zeros and the small integers of the
-     * checks cannot produce. */
+    /* The buffers: the largest size's send and receive buffers; with --cold, a rotation pool
+     * of at least four times the last-level cache so that a small message's buffers are cold
+     * when it comes round again. Outside the checked set the pool holds zeros: the cost of an
+     * addition does not depend on its operands, except for subnormals, which zeros and the
+     * small integers of the checks cannot produce. */
     size_t arena_bytes = 2 * ((ctx.opt.maxbytes + 4095) & ~(size_t)4095);
-    size_t cold = opt_cold;
+    size_t cold = opt_pool;
     if (!cold) {
         cold = 4 * llc_bytes();
         if (cold < ((size_t)64 << 20)) cold = (size_t)64 << 20;
         if (cold > ((size_t)256 << 20)) cold = (size_t)256 << 20;
     }
-    if (arena_bytes < cold) arena_bytes = cold;
+    if (opt_cold && arena_bytes < cold) arena_bytes = cold;
 
     double membw = memory_bandwidth(&ctx, ctx.opt.maxbytes > cold / 4 ? ctx.opt.maxbytes : cold / 4);
-    sl_note(&ctx, "%s of %s over %d rank%s, %s buffers; pool %zu MiB (last-level cache %zu MiB); "
-                  "memory copy %.2f GB/s per rank", sl_collective_name(op_coll[opt_op]),
+    char pool[96] = "warm: one pair reused, as OSU and nccl-tests";
+    if (opt_cold)
+        snprintf(pool, sizeof pool, "cold: rotated through %zu MiB (last-level cache %zu MiB)",
+                 arena_bytes >> 20, llc_bytes() >> 20);
+    sl_note(&ctx, "%s of %s over %d rank%s, %s buffers %s; memory copy %.2f GB/s per rank",
+            sl_collective_name(op_coll[opt_op]),
             opt_op == OP_ALLGATHER || opt_op == OP_BROADCAST ? "data" : sl_redop_name((sl_redop)opt_redop),
-            ctx.nranks, ctx.nranks == 1 ? "" : "s", sl_backend_name((sl_backend)be), arena_bytes >> 20,
-            llc_bytes() >> 20, membw);
+            ctx.nranks, ctx.nranks == 1 ? "" : "s", sl_backend_name((sl_backend)be), pool, membw);
+    sl_note(&ctx, "time: median of each iteration's slowest rank; avg: OSU's mean of per-rank "
+                  "means (osu_allreduce: latency rows' avg; nccl-tests: throughput rows' avg)");
     if (ctx.nranks == 1) sl_note(&ctx, "one rank: busbw is not applicable (null)");
     /* Unbound ranks can be put on one core by the scheduler for a while, and a message then
      * waits for a time slice: milliseconds where microseconds were meant. Say so. */

@@ -278,10 +278,34 @@ static void print_header(sl_ctx *ctx)
     sl_env_mpi_version(mpi, sizeof mpi);
     mpi[strcspn(mpi, ",")] = 0;
     printf("# scalelab %s %s (%s)\n", ctx->prog->name, SL_VERSION, sl_build_git_describe);
-    printf("# %d rank%s | %s | %s | backend %s\n", ctx->nranks, ctx->nranks == 1 ? "" : "s", cpu,
-           mpi, sl_backend_name(ctx->opt.backend));
+    printf("# %d rank%s | %s | %s, thread level %s | backend %s\n", ctx->nranks,
+           ctx->nranks == 1 ? "" : "s", cpu, mpi, sl_mpi_thread_name(ctx->mpi_thread_provided),
+           sl_backend_name(ctx->opt.backend));
     printf("# results: %s/%s.jsonl\n", ctx->out_dir, ctx->prog->name);
     fflush(stdout);
+}
+
+/* MPI at the program's thread level, or --mpi-thread's: never below what the program needs,
+ * since its threads would then call MPI (or run beside it) without the library knowing. */
+static void start_mpi(sl_ctx *ctx)
+{
+    static const int mpi_level[SL_NMPI_THREADS] = {MPI_THREAD_SINGLE, MPI_THREAD_FUNNELED,
+                                                   MPI_THREAD_SERIALIZED, MPI_THREAD_MULTIPLE};
+    sl_mpi_thread need = ctx->prog->mpi_thread, want = need;
+    if (ctx->opt.mpi_thread >= 0) want = (sl_mpi_thread)ctx->opt.mpi_thread;
+    if (want < need)
+        sl_usage_error("--mpi-thread %s: %s needs at least %s (its threads run beside MPI calls)",
+                       sl_mpi_thread_name(want), ctx->prog->name, sl_mpi_thread_name(need));
+    int provided;
+    SL_CHECK_MPI(MPI_Init_thread(NULL, NULL, mpi_level[want], &provided));
+    ctx->mpi_thread_requested = want;
+    ctx->mpi_thread_provided = SL_MPI_THREAD_SINGLE;
+    for (int l = 0; l < SL_NMPI_THREADS; l++)
+        if (provided >= mpi_level[l]) ctx->mpi_thread_provided = (sl_mpi_thread)l;
+    if (ctx->mpi_thread_provided < need)
+        SL_FATAL("MPI_Init_thread: %s needs thread level %s, the MPI library provides %s",
+                 ctx->prog->name, sl_mpi_thread_name(need),
+                 sl_mpi_thread_name(ctx->mpi_thread_provided));
 }
 
 void sl_init(sl_ctx *ctx, const sl_program *prog, int argc, char **argv)
@@ -315,8 +339,7 @@ void sl_init(sl_ctx *ctx, const sl_program *prog, int argc, char **argv)
         exit(0);
     }
 
-    int provided;
-    SL_CHECK_MPI(MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided));
+    start_mpi(ctx);
     ctx->comm = MPI_COMM_WORLD;
     MPI_Comm_rank(ctx->comm, &ctx->rank);
     MPI_Comm_size(ctx->comm, &ctx->nranks);
@@ -347,8 +370,7 @@ void sl_time_loop_n(sl_ctx *ctx, int warmup, int iters, sl_body_fn body, void *a
         body(arg);
     }
     double *local = malloc((size_t)iters * sizeof *local);
-    double *slowest = malloc((size_t)iters * sizeof *slowest);
-    if (!local || !slowest) SL_FATAL("out of memory for %d iteration times", iters);
+    if (!local) SL_FATAL("out of memory for %d iteration times", iters);
     sl_papi_start(&ctx->papi);
     for (int i = 0; i < iters; i++) {
         MPI_Barrier(ctx->comm);
@@ -359,12 +381,10 @@ void sl_time_loop_n(sl_ctx *ctx, int warmup, int iters, sl_body_fn body, void *a
         sl_trace_event("iteration", "timed", 0, t0, t1);
     }
     sl_papi_stop(&ctx->papi);
-    sl_stats_slowest_rank(local, slowest, iters, ctx->comm);
-    sl_stats_compute(slowest, iters, stats);
+    sl_stats_over_ranks(local, iters, ctx->comm, stats);
     for (int i = 0; ctx->papi.active && i < ctx->papi.nevents && i < SL_STATS_MAX_COUNTERS; i++)
         stats->counters[stats->ncounters++] = ctx->papi.values[i];
     free(local);
-    free(slowest);
 }
 
 void sl_time_loop(sl_ctx *ctx, sl_body_fn body, void *arg, sl_stats *stats)

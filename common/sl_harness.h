@@ -38,6 +38,7 @@ typedef struct sl_ctx {
     int nrows, nfailed;
     sl_papi papi;
     char cmdline[1024];
+    sl_mpi_thread mpi_thread_requested, mpi_thread_provided; /* in the manifest */
 } sl_ctx;
 
 /* Parses the command line (usage error: message, exit 2; --help/--version: print, exit 0),
