@@ -1,6 +1,7 @@
 /* allreduce.c — collective communication: all-reduce, reduce-scatter, all-gather and broadcast
  * over a size sweep, for each implementation of the communication layer (common/coll/sl_coll.h):
- * the MPI library, NCCL, ring, binomial tree, double binary tree, recursive halving/doubling.
+ * the MPI library, NCCL, ring, binomial tree, double binary tree, recursive halving/doubling,
+ * a shared-memory window (shm) and the hierarchical all-reduce (hier).
  *
  * What is measured, as nccl-tests does:
  *   latency mode     every operation starts together (barrier) and is timed on its own; the
@@ -25,7 +26,9 @@
  * What is derived: an alpha-beta model t = alpha + beta * S per implementation, fitted by least
  * squares on relative error over the latency sweep; the size range in which each implementation
  * is the fastest; small-message latency and plateau busbw; and, from a large-copy probe run in
- * the same job, plateau busbw as a fraction of the memory bandwidth each rank gets.
+ * the same job, plateau busbw as a fraction of the memory bandwidth each rank gets; and for
+ * shm, which moves nothing but memory, its time against its memory-traffic bound: the bytes
+ * each rank must read and write (sl_coll_shm_traffic) at that copy bandwidth.
  */
 #include <math.h>
 #include <stdint.h>
@@ -115,7 +118,8 @@ static void validate(sl_ctx *ctx)
 
 static const sl_program program = {
     .name = "allreduce",
-    .summary = "collectives over a size sweep: ring, trees, recursive halving/doubling, MPI, NCCL",
+    .summary = "collectives over a size sweep: ring, trees, recursive halving/doubling, shared "
+               "memory, hierarchical, MPI, NCCL",
     .uses = SL_USES_SIZES | SL_USES_DTYPE | SL_USES_BACKEND | SL_USES_COLL,
     .dtypes = (1u << SL_F32) | (1u << SL_F64) | (1u << SL_F16) | (1u << SL_BF16),
     .default_dtype = SL_F32,
@@ -151,6 +155,7 @@ typedef struct bench {
     size_t stride, half;/* buffer set k: [arena + k stride, + half) and [.. + half, + 2 half) */
     int nsets, next;
     int nops;           /* throughput mode: operations per timed repetition */
+    double membw;       /* copy bandwidth per rank (reads + writes), for shm's bound */
 } bench;
 
 /* The send and receive buffers of set k, as the collective's conventions want them. */
@@ -375,6 +380,13 @@ static void emit_row(sl_ctx *ctx, bench *b, const char *mode, const sl_stats *st
     double algbw_avg = (double)b->bytes / st->rank_mean / 1e9;
     sl_result_metric(&r, "algbw_rank_mean", algbw_avg, "GB/s");
     sl_result_metric(&r, "busbw_rank_mean", algbw_avg * bus_factor(b->op, ctx->nranks), "GB/s");
+    if (sl_comm_impl(b->c) == SL_COLL_SHM && b->op == OP_ALLREDUCE && ctx->nranks > 1) {
+        /* no message: the time is the memory traffic, whose bound is traffic / copy bandwidth */
+        double traffic = sl_coll_shm_traffic(ctx->nranks, (double)b->bytes);
+        sl_result_metric(&r, "traffic_per_rank", traffic, "B");
+        sl_result_metric(&r, "bound_time", traffic / (b->membw * 1e9), "s");
+        sl_result_metric(&r, "of_bound", traffic / (b->membw * 1e9) / st->median, "ratio");
+    }
     snprintf(r.headline, sizeof r.headline, "busbw");
     if (cs == SL_CHECK_SKIPPED) sl_result_check(&r, cs, 0, NULL);
     else sl_result_check(&r, cs, err, "%s", msg);
@@ -383,7 +395,8 @@ static void emit_row(sl_ctx *ctx, bench *b, const char *mode, const sl_stats *st
 
 /* Runs one implementation over the sweep, in every placement and mode asked for. */
 static void sweep_impl(sl_ctx *ctx, sl_comm *c, sl_backend be, sl_dtype t, char *arena,
-                       size_t arena_bytes, const size_t *sizes, int nsizes, series *ser)
+                       size_t arena_bytes, const size_t *sizes, int nsizes, double membw,
+                       series *ser)
 {
     size_t es = sl_dtype_size(t), nr = (size_t)ctx->nranks;
     int per_rank = opt_op == OP_REDUCE_SCATTER || opt_op == OP_ALLGATHER;
@@ -393,7 +406,8 @@ static void sweep_impl(sl_ctx *ctx, sl_comm *c, sl_backend be, sl_dtype t, char 
         if (opt_op == OP_BROADCAST && place == PLACE_OUT) continue; /* one buffer: in place */
         for (int si = 0; si < nsizes; si++) {
             bench b = {.ctx = ctx, .c = c, .be = be, .t = t, .op = opt_op,
-                       .inplace = place == PLACE_IN, .root = (int)opt_root, .arena = arena};
+                       .inplace = place == PLACE_IN, .root = (int)opt_root, .arena = arena,
+                       .membw = membw};
             b.count = sizes[si] / es / (per_rank ? nr : 1);
             b.bytes = b.count * es * (per_rank ? nr : 1);
             b.half = (b.bytes + 4095) & ~(size_t)4095;
@@ -484,6 +498,13 @@ static void summary(sl_ctx *ctx, series *ser, double membw)
         sl_note(ctx, "%-7s %11.2f %11.3f %9.1f %8.2f %12.3f %11.1f %9s %s", sl_coll_name(i),
                 alpha * 1e6, 1.0 / beta / 1e9, 100 * maxrel, s->t_lat[0] * 1e6, plateau,
                 100 * plateau / membw, wins[0] ? "at" : "never", wins);
+        if (i == SL_COLL_SHM && opt_op == OP_ALLREDUCE && ctx->nranks > 1) {
+            double S = s->S[s->n - 1], bound = sl_coll_shm_traffic(ctx->nranks, S) / (membw * 1e9);
+            double t = S / (plateau / bus_factor(opt_op, ctx->nranks) * 1e9);
+            sl_note(ctx, "shm at %.0f B: %.1f us against its memory-traffic bound %.1f us "
+                         "((5 - 2/%d) x S read and written per rank at %.2f GB/s): %.0f%% of the "
+                         "bound", S, t * 1e6, bound * 1e6, ctx->nranks, membw, 100 * bound / t);
+        }
 
         sl_result r;
         sl_result_init(ctx, &r, "model");
@@ -594,9 +615,14 @@ int main(int argc, char **argv)
             }
             sl_comm *c;
             int rc = sl_comm_create(&c, ctx.comm, (sl_coll)i, space);
+            if (rc == SL_COLL_ENOTSUP) { /* shm over several nodes */
+                sl_note(&ctx, "%s: needs every rank on one node; skipped", sl_coll_name(i));
+                continue;
+            }
             if (rc) SL_FATAL("%s: %s", sl_coll_name(i), sl_coll_strerror(rc));
             if (opt_segment) sl_comm_set_segment(c, opt_segment);
-            sweep_impl(&ctx, c, (sl_backend)be, (sl_dtype)t, arena, arena_bytes, sizes, nsizes, &ser[i]);
+            sweep_impl(&ctx, c, (sl_backend)be, (sl_dtype)t, arena, arena_bytes, sizes, nsizes, membw,
+                       &ser[i]);
             sl_comm_destroy(c);
         }
         summary(&ctx, ser, membw);

@@ -329,6 +329,10 @@ void sl_init(sl_ctx *ctx, const sl_program *prog, int argc, char **argv)
     if ((prog->uses & SL_USES_COLL) && sl_coll_env_segment(&segv) != 0)
         sl_usage_error("SL_COLL_SEGMENT: expected a size in bytes of at least 8 (K/M/G suffixes "
                        "allowed), got '%s'", getenv("SL_COLL_SEGMENT"));
+    int rpn;
+    if ((prog->uses & SL_USES_COLL) && sl_coll_env_ranks_per_node(&rpn) != 0)
+        sl_usage_error("SL_COLL_RANKS_PER_NODE: expected a whole number of ranks per (virtual) "
+                       "node, at least 1, got '%s'", getenv("SL_COLL_RANKS_PER_NODE"));
     if (ctx->opt.help || ctx->opt.version) {
         if (sl_launcher_rank() == 0) {
             if (ctx->opt.help)

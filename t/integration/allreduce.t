@@ -22,7 +22,7 @@ run() {
 import json, sys
 path, np, op, dts = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4].split(",")
 rows = [json.loads(l) for l in open(path)]
-provides = {"allreduce": {"mpi", "ring", "tree", "dbtree", "rhd"},
+provides = {"allreduce": {"mpi", "ring", "tree", "dbtree", "rhd", "shm", "hier"},
             "reduce_scatter": {"mpi", "ring", "rhd"},
             "allgather": {"mpi", "ring", "rhd"},
             "broadcast": {"mpi", "ring", "tree"}}[op]

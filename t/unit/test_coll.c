@@ -758,13 +758,51 @@ static void check_dbtree_shapes(void)
     ok(!bad, "double binary tree shapes for 1..64 ranks");
 }
 
+/* shm sends no message; hier sends only its inter-node all-reduces: nothing on one node, and
+ * where nodes are equal and a power of two in number (p), each rank owns one slice of n / L
+ * elements and Rabenseifner sends 2 (p - 1) / p of it. SL_COLL_RANKS_PER_NODE (coll.t) sets
+ * the virtual nodes. */
+static void check_node_bytes(sl_comm *c)
+{
+    sl_coll impl = sl_comm_impl(c);
+    if (impl != SL_COLL_SHM && impl != SL_COLL_HIER) return;
+    int k = 0;
+    sl_coll_env_ranks_per_node(&k);
+    int per_node = impl == SL_COLL_HIER && k && k < g_size ? k : g_size;
+    int nodes = (g_size + per_node - 1) / per_node;
+    if (g_size % per_node || (nodes & (nodes - 1))) return; /* no simple formula */
+    size_t n = (size_t)per_node * (size_t)nodes * 16384; /* slices above rhd's small-message path */
+    float *x = calloc(n, sizeof *x);
+    unsigned long long before = sl_comm_bytes_sent(c);
+    int rc = sl_coll_allreduce(c, x, x, n, SL_F32, SL_OP_SUM);
+    unsigned long long got = sl_comm_bytes_sent(c) - before;
+    size_t want = g_size == 1 ? 0 : 2 * (size_t)(nodes - 1) * (n / (size_t)per_node) / (size_t)nodes * sizeof(float);
+    tally ty = {0};
+    if (rc != SL_COLL_OK || got != want)
+        fail(&ty, "rc %d, %llu bytes sent, expected %zu", rc, got, want);
+    verdict(&ty, "%s on %d node(s) of %d: %zu bytes sent per rank (Rabenseifner between nodes "
+            "only)", sl_coll_name(impl), nodes, per_node, want);
+    free(x);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &g_size);
     sl_set_program_name("test_coll");
-    int quick = argc > 1 && !strcmp(argv[1], "--quick"); /* skip the large counts */
+    /* --quick: skip the large counts; --only a,b: these implementations only (coll.t runs
+     * shm and hier again on virtual nodes) */
+    int quick = 0;
+    unsigned only = ~0u;
+    for (int a = 1; a < argc; a++) {
+        if (!strcmp(argv[a], "--quick")) quick = 1;
+        if (!strcmp(argv[a], "--only") && a + 1 < argc) {
+            only = 0;
+            for (char *name = strtok(argv[++a], ","); name; name = strtok(NULL, ","))
+                if (sl_coll_from_name(name) >= 0) only |= 1u << sl_coll_from_name(name);
+        }
+    }
 
     check_setup();
     check_dbtree_shapes();
@@ -775,6 +813,7 @@ int main(int argc, char **argv)
         }
         const char *sname = space == SL_MEM_DEVICE ? "device" : "host";
         for (int impl = 0; impl < SL_NCOLLS; impl++) {
+            if (!(only & (1u << impl))) continue;
             char why[160], line[200];
             int rc = sl_coll_available((sl_coll)impl, (sl_mem_space)space, why, sizeof why);
             if (rc) {
@@ -797,6 +836,7 @@ int main(int argc, char **argv)
             sweep_p2p(c, sname);
             sweep_nb_p2p(c, sname);
             if (space == SL_MEM_HOST) sweep_errors(c);
+            if (space == SL_MEM_HOST) check_node_bytes(c);
             sl_comm_destroy(c);
         }
     }
