@@ -268,6 +268,16 @@ static void resolve_backend_and_colls(sl_ctx *ctx)
             sl_note(ctx, "skipping the nccl collective: %s", why);
         }
     }
+    /* shm and hier share host memory: a cuda backend runs without them, or refuses them alone */
+    for (int i = SL_COLL_SHM; (ctx->prog->uses & SL_USES_COLL) && i <= SL_COLL_HIER; i++) {
+        char why[160];
+        if (!(o->colls & (1u << i)) || o->backend != SL_BACKEND_CUDA ||
+            sl_coll_available((sl_coll)i, SL_MEM_DEVICE, why, sizeof why) == SL_COLL_OK)
+            continue;
+        if (o->colls == (1u << i)) sl_usage_error("--coll (-C) %s: %s (use -B cpu)", sl_coll_name(i), why);
+        o->colls &= ~(1u << i);
+        sl_note(ctx, "skipping the %s collective: %s", sl_coll_name(i), why);
+    }
 }
 
 static void print_header(sl_ctx *ctx)
