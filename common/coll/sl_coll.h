@@ -166,9 +166,10 @@ int sl_coll_barrier(sl_comm *c);
  *           neighbours started by several calls cannot deadlock in stream order.
  *   ring, rhd, tree, dbtree   on host buffers: the algorithm's steps as a schedule (all-reduce
  *           for all four; reduce-scatter and all-gather, the two halves of the all-reduce, for
- *           ring and rhd); each sl_coll_test completes what has arrived, reduces it and posts
- *           the next step, so the collective advances as often as the caller tests (whole
- *           chunks, no segments; dbtree runs its two trees one after the other).
+ *           ring and rhd); a step's messages travel in the communicator's segments, as the
+ *           blocking transport's do, and each sl_coll_test reduces the segments that have
+ *           arrived and, once the step is complete, posts the next, so the collective advances
+ *           as often as the caller tests (dbtree runs its two trees one after the other).
  *   isend / irecv of mpi, ring, rhd, tree, dbtree: MPI_Isend/Irecv on the private communicator
  *           of the blocking send/recv, cut into the same segments, so that either side may be
  *           blocking and the other not; device buffers that MPI cannot

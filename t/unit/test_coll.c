@@ -389,10 +389,14 @@ static void sweep_large(sl_comm *c, const char *space)
 
 /* Non-blocking all-reduce: two operations in flight at once (f32 sum in place, bf16 avg out of
  * place) with a blocking one (f64 max) issued while they are, the first driven to completion
- * by test alone, then both finished by wait; all checked like the blocking ones. */
-static void sweep_nonblocking(sl_comm *c, const char *space)
+ * by test alone, then both finished by wait; all checked like the blocking ones. With a
+ * segment of `seg` bytes (0: the default), so that the schedules' steps travel in many
+ * segments, each reduced as it arrives. */
+static void sweep_nonblocking(sl_comm *c, const char *space, size_t seg)
 {
     if (!sl_coll_supports(sl_comm_impl(c), SL_CO_ALLREDUCE)) return;
+    size_t seg0 = sl_comm_segment(c);
+    if (seg) sl_comm_set_segment(c, seg);
     static const size_t counts[] = {0, 1, 7, 1000, 100003};
     static const sl_dtype dt[3] = {SL_F32, SL_BF16, SL_F64};
     static const sl_redop rop[3] = {SL_OP_SUM, SL_OP_AVG, SL_OP_MAX};
@@ -429,9 +433,10 @@ static void sweep_nonblocking(sl_comm *c, const char *space)
             }
         }
     }
-    verdict(&ty, "%s %s iallreduce: two in flight with a blocking one, test then wait (%s)",
-            space, sl_coll_name(sl_comm_impl(c)),
-            sl_coll_iallreduce_overlaps(c) ? "progresses" : "completes at start");
+    verdict(&ty, "%s %s iallreduce: two in flight with a blocking one, test then wait (%s, "
+            "segment %zu B)", space, sl_coll_name(sl_comm_impl(c)),
+            sl_coll_iallreduce_overlaps(c) ? "progresses" : "completes at start", sl_comm_segment(c));
+    sl_comm_set_segment(c, seg0);
     for (int k = 0; k < 3; k++) bufs_free(&b[k]);
 }
 
@@ -831,7 +836,8 @@ int main(int argc, char **argv)
             segments[1] = TINY_SEGMENT;
             sweep_collectives(c, sname);
             if (!quick) sweep_large(c, sname);
-            sweep_nonblocking(c, sname);
+            sweep_nonblocking(c, sname, 0);
+            sweep_nonblocking(c, sname, 1000); /* 250 f32, 125 f64, 500 bf16 per segment */
             sweep_nb_rs_ag(c, sname);
             sweep_p2p(c, sname);
             sweep_nb_p2p(c, sname);
