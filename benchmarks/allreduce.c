@@ -621,8 +621,8 @@ int main(int argc, char **argv)
             }
             if (rc) SL_FATAL("%s: %s", sl_coll_name(i), sl_coll_strerror(rc));
             if (opt_segment) sl_comm_set_segment(c, opt_segment);
-            sweep_impl(&ctx, c, (sl_backend)be, (sl_dtype)t, arena, arena_bytes, sizes, nsizes, membw,
-                       &ser[i]);
+            sweep_impl(&ctx, c, (sl_backend)be, (sl_dtype)t, arena, arena_bytes, sizes, nsizes,
+                       membw, &ser[i]);
             sl_comm_destroy(c);
         }
         summary(&ctx, ser, membw);

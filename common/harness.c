@@ -274,7 +274,8 @@ static void resolve_backend_and_colls(sl_ctx *ctx)
         if (!(o->colls & (1u << i)) || o->backend != SL_BACKEND_CUDA ||
             sl_coll_available((sl_coll)i, SL_MEM_DEVICE, why, sizeof why) == SL_COLL_OK)
             continue;
-        if (o->colls == (1u << i)) sl_usage_error("--coll (-C) %s: %s (use -B cpu)", sl_coll_name(i), why);
+        if (o->colls == (1u << i))
+            sl_usage_error("--coll (-C) %s: %s (use -B cpu)", sl_coll_name(i), why);
         o->colls &= ~(1u << i);
         sl_note(ctx, "skipping the %s collective: %s", sl_coll_name(i), why);
     }

@@ -67,7 +67,8 @@ int slc_hier_init(sl_comm *c)
         if (!mine) continue;
         int rc = sl_comm_create(&h->inter[j], owners, SL_COLL_RHD, SL_MEM_HOST);
         MPI_Comm_free(&owners);
-        if (rc) SL_FATAL("hier: the inter-node communicator of slice %d: %s", j, sl_coll_strerror(rc));
+        if (rc)
+            SL_FATAL("hier: the inter-node communicator of slice %d: %s", j, sl_coll_strerror(rc));
     }
     return slc_node_create(node, nslices, &c->node);
 }

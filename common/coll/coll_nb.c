@@ -180,7 +180,8 @@ static void progress(sl_coll_req *q)
                 reduce_segment(q, (size_t)q->reduced++);
             }
             if (q->reduced < q->nrseg) break;
-            SL_CHECK_MPI(MPI_Testall(q->nmq - q->nrseg, q->mq + q->nrseg, &flag, MPI_STATUSES_IGNORE));
+            SL_CHECK_MPI(MPI_Testall(q->nmq - q->nrseg, q->mq + q->nrseg, &flag,
+                                     MPI_STATUSES_IGNORE)); /* the sends */
             if (!flag) break;
             advance(q);
         }

@@ -74,15 +74,15 @@ const char *sl_coll_strerror(int rc);
  * in its blocking and (for allreduce, reduce_scatter, allgather) non-blocking form alike.
  * mpi and nccl provide all five; ring: allreduce, reduce_scatter, allgather, broadcast (a
  * pipelined chain) and reduce (the chain reversed); tree: allreduce, broadcast, reduce; rhd:
- * allreduce, reduce_scatter, allgather; dbtree, shm, hier: allreduce. Send, recv (blocking and not) and
- * barrier exist for all. */
+ * allreduce, reduce_scatter, allgather; dbtree, shm, hier: allreduce. Send, recv (blocking
+ * and not) and barrier exist for all. */
 int sl_coll_supports(sl_coll impl, sl_collective w);
 
 /* Whether a communicator for `impl` on buffers in `space` can be made by this build on this
  * machine: SL_COLL_OK, or the code sl_comm_create would return (SL_COLL_EINVAL unknown
  * implementation or space, SL_COLL_ENOTBUILT CUDA/NCCL not built, SL_COLL_ENOTSUP nccl on host
- * buffers or shm/hier on device buffers, SL_COLL_ENODEV no CUDA device visible) with a one-line reason in why (may be NULL).
- * The one place that decides; local, not collective. */
+ * buffers or shm/hier on device buffers, SL_COLL_ENODEV no CUDA device visible) with a
+ * one-line reason in why (may be NULL). The one place that decides; local, not collective. */
 int sl_coll_available(sl_coll impl, sl_mem_space space, char *why, size_t whylen);
 
 /* Gives each rank of a node its own GPU (node-local rank modulo the visible devices), as NCCL

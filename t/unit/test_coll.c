@@ -435,7 +435,8 @@ static void sweep_nonblocking(sl_comm *c, const char *space, size_t seg)
     }
     verdict(&ty, "%s %s iallreduce: two in flight with a blocking one, test then wait (%s, "
             "segment %zu B)", space, sl_coll_name(sl_comm_impl(c)),
-            sl_coll_iallreduce_overlaps(c) ? "progresses" : "completes at start", sl_comm_segment(c));
+            sl_coll_iallreduce_overlaps(c) ? "progresses" : "completes at start",
+            sl_comm_segment(c));
     sl_comm_set_segment(c, seg0);
     for (int k = 0; k < 3; k++) bufs_free(&b[k]);
 }
@@ -781,7 +782,8 @@ static void check_node_bytes(sl_comm *c)
     unsigned long long before = sl_comm_bytes_sent(c);
     int rc = sl_coll_allreduce(c, x, x, n, SL_F32, SL_OP_SUM);
     unsigned long long got = sl_comm_bytes_sent(c) - before;
-    size_t want = g_size == 1 ? 0 : 2 * (size_t)(nodes - 1) * (n / (size_t)per_node) / (size_t)nodes * sizeof(float);
+    size_t slice = n / (size_t)per_node; /* elements each rank owns */
+    size_t want = g_size == 1 ? 0 : 2 * (size_t)(nodes - 1) * slice / (size_t)nodes * sizeof(float);
     tally ty = {0};
     if (rc != SL_COLL_OK || got != want)
         fail(&ty, "rc %d, %llu bytes sent, expected %zu", rc, got, want);

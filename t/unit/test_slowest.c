@@ -1,6 +1,7 @@
 /* test_slowest.c — the slowest-rank rule on several ranks: each iteration's time is the
  * maximum over ranks (not the sum, the minimum or rank 0's), and the statistics are taken over
- * those maxima; and OSU's statistic (the mean of the per-rank means) from the same samples. Run under 3 ranks by slowest.t; only rank 0 writes TAP. */
+ * those maxima; and OSU's statistic (the mean of the per-rank means) from the same samples.
+ * Run under 3 ranks by slowest.t; only rank 0 writes TAP. */
 #include <math.h>
 #include <stdio.h>
 
@@ -39,7 +40,8 @@ int main(void)
     double x = size, y = 2.0 * size - 1, z = 4;
     double med = x > y ? (y > z ? y : x > z ? z : x) : (x > z ? x : y > z ? z : y);
     is_double(o.median, med, 0, "over ranks: median of the slowest-rank times");
-    is_double(o.max, y > x ? (y > z ? y : z) : (x > z ? x : z), 0, "over ranks: max of the slowest-rank times");
+    is_double(o.max, y > x ? (y > z ? y : z) : (x > z ? x : z), 0,
+              "over ranks: max of the slowest-rank times");
     is_double(o.mean, (x + y + z) / 3, 1e-12, "over ranks: mean of the slowest-rank times");
     is_double(o.rank_mean, (size - 1) / 2.0 + 2, 1e-12, "over ranks: OSU's mean of per-rank means");
     if (size == 3) {
