@@ -44,7 +44,7 @@ done
 # Arguments per program and mode. A program not listed runs with its own defaults.
 declare -A quick_args=(
   [mae_threads]="-n 3 -w 1 --samples 1048576 --threads 1,2"
-  [allreduce]="-C all -b 8 -e 1M -f 8 -n 5 -w 2"
+  [allreduce]="-C all -b 8 -e 1M -f 8 -n 5 -w 2 --cold"
   [kernels]="-n 3 -w 1 --gemm-n 512 --elems 1048576 --copy-bytes 32M"
   [ddp]="--layers 4 --width 512 --inputs 128 --outputs 32 --batch 16 --bucket-mb 1 -n 3 -w 1"
   [zero]="--layers 4 --width 512 --inputs 128 --outputs 32 --batch 16 --bucket-mb 1 -n 3 -w 1"

@@ -1,6 +1,7 @@
 /* allreduce.c — collective communication: all-reduce, reduce-scatter, all-gather and broadcast
  * over a size sweep, for each implementation of the communication layer (common/coll/sl_coll.h):
- * the MPI library, NCCL, ring, binomial tree, double binary tree, recursive halving/doubling.
+ * the MPI library, NCCL, ring, binomial tree, double binary tree, recursive halving/doubling,
+ * a shared-memory window (shm) and the hierarchical all-reduce (hier).
  *
  * What is measured, as nccl-tests does:
  *   latency mode     every operation starts together (barrier) and is timed on its own; the
@@ -10,9 +11,13 @@
  *   algbw = S / t, busbw = algbw x (2(n-1)/n all-reduce, (n-1)/n reduce-scatter and all-gather,
  *   1 broadcast): the bandwidth each rank's links must sustain, comparable across rank counts.
  *   With one rank nothing crosses a link: busbw is not applicable (null).
- * Buffers rotate through a pool several times the last-level cache, so small messages are not
- * flattered by data left hot in cache by the previous iteration. Every implementation uses the
- * same pool.
+ * Buffers are warm by default: one send and one receive buffer reused by every iteration, as
+ * OSU and nccl-tests do, so that figures compare with theirs. --cold rotates through a pool
+ * several times the last-level cache instead, so that small messages are not flattered by
+ * data the previous iteration left in cache. Every row says which (params.buffers).
+ * Each row carries two statistics of the same samples: the median of each iteration's slowest
+ * rank (the headline: a collective is done when its last rank is) and OSU's mean of the
+ * per-rank means (time.rank_mean; the avg column), which leaves out barrier-exit skew.
  *
  * What is checked: for every size, implementation and placement, one call on fresh
  * integer-valued data that differs per rank, element and size is compared exactly with a
@@ -21,7 +26,9 @@
  * What is derived: an alpha-beta model t = alpha + beta * S per implementation, fitted by least
  * squares on relative error over the latency sweep; the size range in which each implementation
  * is the fastest; small-message latency and plateau busbw; and, from a large-copy probe run in
- * the same job, plateau busbw as a fraction of the memory bandwidth each rank gets.
+ * the same job, plateau busbw as a fraction of the memory bandwidth each rank gets; and for
+ * shm, which moves nothing but memory, its time against its memory-traffic bound: the bytes
+ * each rank must read and write (sl_coll_shm_traffic) at that copy bandwidth.
  */
 #include <math.h>
 #include <stdint.h>
@@ -59,7 +66,8 @@ static unsigned opt_modes = MODE_LATENCY | MODE_THROUGHPUT;
 static unsigned opt_places = PLACE_OUT | PLACE_IN;
 static long long opt_root = 0;
 static long long opt_reps = 3;
-static size_t opt_cold = 0; /* 0: four times the last-level cache, within [64M, 256M] */
+static int opt_cold = 0;     /* rotate through the pool rather than reuse one pair */
+static size_t opt_pool = 0;  /* 0: four times the last-level cache, within [64M, 256M] */
 static size_t opt_segment = 0; /* 0: the communication layer's default (SL_COLL_SEGMENT) */
 
 static const sl_opt extra_opts[] = {
@@ -76,8 +84,11 @@ static const sl_opt extra_opts[] = {
      "throughput mode: timed repetitions of -n back-to-back operations (default 3)"},
     {"segment", 0, SL_OPT_SIZE, &opt_segment, 8, 1 << 30, NULL, 0,
      "pipelining segment of ring, tree, dbtree and rhd messages (default 256K or $SL_COLL_SEGMENT)"},
-    {"cold", 0, SL_OPT_SIZE, &opt_cold, 1 << 20, (long long)1 << 34, NULL, 0,
-     "bytes the buffer rotation cycles through (default 4 x last-level cache, 64M..256M); "
+    {"cold", 0, SL_OPT_FLAG, &opt_cold, 0, 0, NULL, 0,
+     "rotate the buffers through a pool (--pool) so that each call finds them out of cache "
+     "(default: one warm pair, as OSU and nccl-tests)"},
+    {"pool", 0, SL_OPT_SIZE, &opt_pool, 1 << 20, (long long)1 << 34, NULL, 0,
+     "bytes the --cold rotation cycles through (default 4 x last-level cache, 64M..256M); "
      "the memory probe copies max(-e, this / 4)"},
     {0},
 };
@@ -107,7 +118,8 @@ static void validate(sl_ctx *ctx)
 
 static const sl_program program = {
     .name = "allreduce",
-    .summary = "collectives over a size sweep: ring, trees, recursive halving/doubling, MPI, NCCL",
+    .summary = "collectives over a size sweep: ring, trees, recursive halving/doubling, shared "
+               "memory, hierarchical, MPI, NCCL",
     .uses = SL_USES_SIZES | SL_USES_DTYPE | SL_USES_BACKEND | SL_USES_COLL,
     .dtypes = (1u << SL_F32) | (1u << SL_F64) | (1u << SL_F16) | (1u << SL_BF16),
     .default_dtype = SL_F32,
@@ -143,6 +155,7 @@ typedef struct bench {
     size_t stride, half;/* buffer set k: [arena + k stride, + half) and [.. + half, + 2 half) */
     int nsets, next;
     int nops;           /* throughput mode: operations per timed repetition */
+    double membw;       /* copy bandwidth per rank (reads + writes), for shm's bound */
 } bench;
 
 /* The send and receive buffers of set k, as the collective's conventions want them. */
@@ -300,6 +313,7 @@ static const sl_column columns[] = {
     SL_COL("iters", "iterations", 6),
     SL_COL_TIME("us", 1e6, 2, 11),
     SL_COL_P95("us", 1e6, 2, 11),
+    {"avg", "us", "time.rank_mean", 11, 2, 1e6},
     {"algbw", "GB/s", "algbw", 9, 3, 0},
     {"busbw", "GB/s", "busbw", 9, 3, 0},
     SL_COL_CHECK(6),
@@ -319,6 +333,7 @@ static double bus_factor(int op, int n)
 static void scale_stats(sl_stats *s, double f)
 {
     s->min *= f; s->median *= f; s->mean *= f; s->max *= f; s->p95 *= f; s->stddev *= f;
+    s->rank_mean *= f;
 }
 
 /* The iterations a configuration gets: -n, fewer when one operation is slow (same on every
@@ -351,6 +366,7 @@ static void emit_row(sl_ctx *ctx, bench *b, const char *mode, const sl_stats *st
     sl_result_param_num(&r, "bytes", (double)b->bytes);
     sl_result_param_num(&r, "count", (double)b->count);
     sl_result_param_num(&r, "ranks", ctx->nranks);
+    sl_result_param_str(&r, "buffers", opt_cold ? "cold" : "warm");
     sl_result_param_num(&r, "buffer_sets", b->nsets);
     if (sl_comm_impl(b->c) != SL_COLL_MPI && sl_comm_impl(b->c) != SL_COLL_NCCL)
         sl_result_param_num(&r, "segment_bytes", (double)sl_comm_segment(b->c));
@@ -360,6 +376,17 @@ static void emit_row(sl_ctx *ctx, bench *b, const char *mode, const sl_stats *st
     double algbw = (double)b->bytes / st->median / 1e9;
     sl_result_metric(&r, "algbw", algbw, "GB/s");
     sl_result_metric(&r, "busbw", algbw * bus_factor(b->op, ctx->nranks), "GB/s");
+    /* the same from OSU's statistic: nccl-tests' busbw in throughput mode */
+    double algbw_avg = (double)b->bytes / st->rank_mean / 1e9;
+    sl_result_metric(&r, "algbw_rank_mean", algbw_avg, "GB/s");
+    sl_result_metric(&r, "busbw_rank_mean", algbw_avg * bus_factor(b->op, ctx->nranks), "GB/s");
+    if (sl_comm_impl(b->c) == SL_COLL_SHM && b->op == OP_ALLREDUCE && ctx->nranks > 1) {
+        /* no message: the time is the memory traffic, whose bound is traffic / copy bandwidth */
+        double traffic = sl_coll_shm_traffic(ctx->nranks, (double)b->bytes);
+        sl_result_metric(&r, "traffic_per_rank", traffic, "B");
+        sl_result_metric(&r, "bound_time", traffic / (b->membw * 1e9), "s");
+        sl_result_metric(&r, "of_bound", traffic / (b->membw * 1e9) / st->median, "ratio");
+    }
     snprintf(r.headline, sizeof r.headline, "busbw");
     if (cs == SL_CHECK_SKIPPED) sl_result_check(&r, cs, 0, NULL);
     else sl_result_check(&r, cs, err, "%s", msg);
@@ -368,7 +395,8 @@ static void emit_row(sl_ctx *ctx, bench *b, const char *mode, const sl_stats *st
 
 /* Runs one implementation over the sweep, in every placement and mode asked for. */
 static void sweep_impl(sl_ctx *ctx, sl_comm *c, sl_backend be, sl_dtype t, char *arena,
-                       size_t arena_bytes, const size_t *sizes, int nsizes, series *ser)
+                       size_t arena_bytes, const size_t *sizes, int nsizes, double membw,
+                       series *ser)
 {
     size_t es = sl_dtype_size(t), nr = (size_t)ctx->nranks;
     int per_rank = opt_op == OP_REDUCE_SCATTER || opt_op == OP_ALLGATHER;
@@ -378,12 +406,13 @@ static void sweep_impl(sl_ctx *ctx, sl_comm *c, sl_backend be, sl_dtype t, char 
         if (opt_op == OP_BROADCAST && place == PLACE_OUT) continue; /* one buffer: in place */
         for (int si = 0; si < nsizes; si++) {
             bench b = {.ctx = ctx, .c = c, .be = be, .t = t, .op = opt_op,
-                       .inplace = place == PLACE_IN, .root = (int)opt_root, .arena = arena};
+                       .inplace = place == PLACE_IN, .root = (int)opt_root, .arena = arena,
+                       .membw = membw};
             b.count = sizes[si] / es / (per_rank ? nr : 1);
             b.bytes = b.count * es * (per_rank ? nr : 1);
             b.half = (b.bytes + 4095) & ~(size_t)4095;
             b.stride = 2 * b.half;
-            b.nsets = (int)(arena_bytes / b.stride);
+            b.nsets = opt_cold ? (int)(arena_bytes / b.stride) : 1;
             if (b.nsets > 64) b.nsets = 64;
 
             sl_check_status cs = SL_CHECK_SKIPPED;
@@ -469,6 +498,13 @@ static void summary(sl_ctx *ctx, series *ser, double membw)
         sl_note(ctx, "%-7s %11.2f %11.3f %9.1f %8.2f %12.3f %11.1f %9s %s", sl_coll_name(i),
                 alpha * 1e6, 1.0 / beta / 1e9, 100 * maxrel, s->t_lat[0] * 1e6, plateau,
                 100 * plateau / membw, wins[0] ? "at" : "never", wins);
+        if (i == SL_COLL_SHM && opt_op == OP_ALLREDUCE && ctx->nranks > 1) {
+            double S = s->S[s->n - 1], bound = sl_coll_shm_traffic(ctx->nranks, S) / (membw * 1e9);
+            double t = S / (plateau / bus_factor(opt_op, ctx->nranks) * 1e9);
+            sl_note(ctx, "shm at %.0f B: %.1f us against its memory-traffic bound %.1f us "
+                         "((5 - 2/%d) x S read and written per rank at %.2f GB/s): %.0f%% of the "
+                         "bound", S, t * 1e6, bound * 1e6, ctx->nranks, membw, 100 * bound / t);
+        }
 
         sl_result r;
         sl_result_init(ctx, &r, "model");
@@ -522,26 +558,31 @@ int main(int argc, char **argv)
          s *= (size_t)ctx.opt.stepfactor)
         sizes[nsizes++] = s;
 
-    /* The rotation pool: the largest size's send and receive buffers, and at least four times
-     * the last-level cache so that a small message's buffers are cold when it comes round
-     * again. Outside the checked set the pool holds zeros: the cost of an addition does not
-     * depend on its operands, except for subnormals, which zeros and the small integers of the
-     * checks cannot produce. */
+    /* The buffers: the largest size's send and receive buffers; with --cold, a rotation pool
+     * of at least four times the last-level cache so that a small message's buffers are cold
+     * when it comes round again. Outside the checked set the pool holds zeros: the cost of an
+     * addition does not depend on its operands, except for subnormals, which zeros and the
+     * small integers of the checks cannot produce. */
     size_t arena_bytes = 2 * ((ctx.opt.maxbytes + 4095) & ~(size_t)4095);
-    size_t cold = opt_cold;
+    size_t cold = opt_pool;
     if (!cold) {
         cold = 4 * llc_bytes();
         if (cold < ((size_t)64 << 20)) cold = (size_t)64 << 20;
         if (cold > ((size_t)256 << 20)) cold = (size_t)256 << 20;
     }
-    if (arena_bytes < cold) arena_bytes = cold;
+    if (opt_cold && arena_bytes < cold) arena_bytes = cold;
 
     double membw = memory_bandwidth(&ctx, ctx.opt.maxbytes > cold / 4 ? ctx.opt.maxbytes : cold / 4);
-    sl_note(&ctx, "%s of %s over %d rank%s, %s buffers; pool %zu MiB (last-level cache %zu MiB); "
-                  "memory copy %.2f GB/s per rank", sl_collective_name(op_coll[opt_op]),
+    char pool[96] = "warm: one pair reused, as OSU and nccl-tests";
+    if (opt_cold)
+        snprintf(pool, sizeof pool, "cold: rotated through %zu MiB (last-level cache %zu MiB)",
+                 arena_bytes >> 20, llc_bytes() >> 20);
+    sl_note(&ctx, "%s of %s over %d rank%s, %s buffers %s; memory copy %.2f GB/s per rank",
+            sl_collective_name(op_coll[opt_op]),
             opt_op == OP_ALLGATHER || opt_op == OP_BROADCAST ? "data" : sl_redop_name((sl_redop)opt_redop),
-            ctx.nranks, ctx.nranks == 1 ? "" : "s", sl_backend_name((sl_backend)be), arena_bytes >> 20,
-            llc_bytes() >> 20, membw);
+            ctx.nranks, ctx.nranks == 1 ? "" : "s", sl_backend_name((sl_backend)be), pool, membw);
+    sl_note(&ctx, "time: median of each iteration's slowest rank; avg: OSU's mean of per-rank "
+                  "means (osu_allreduce: latency rows' avg; nccl-tests: throughput rows' avg)");
     if (ctx.nranks == 1) sl_note(&ctx, "one rank: busbw is not applicable (null)");
     /* Unbound ranks can be put on one core by the scheduler for a while, and a message then
      * waits for a time slice: milliseconds where microseconds were meant. Say so. */
@@ -574,9 +615,14 @@ int main(int argc, char **argv)
             }
             sl_comm *c;
             int rc = sl_comm_create(&c, ctx.comm, (sl_coll)i, space);
+            if (rc == SL_COLL_ENOTSUP) { /* shm over several nodes */
+                sl_note(&ctx, "%s: needs every rank on one node; skipped", sl_coll_name(i));
+                continue;
+            }
             if (rc) SL_FATAL("%s: %s", sl_coll_name(i), sl_coll_strerror(rc));
             if (opt_segment) sl_comm_set_segment(c, opt_segment);
-            sweep_impl(&ctx, c, (sl_backend)be, (sl_dtype)t, arena, arena_bytes, sizes, nsizes, &ser[i]);
+            sweep_impl(&ctx, c, (sl_backend)be, (sl_dtype)t, arena, arena_bytes, sizes, nsizes,
+                       membw, &ser[i]);
             sl_comm_destroy(c);
         }
         summary(&ctx, ser, membw);

@@ -66,6 +66,8 @@ static const sl_program program = {
     .default_warmup = 2,
     .groups = {&sl_data_opts},
     .extra = extra_opts,
+    /* worker threads run while the main thread may be in MPI (their sums are combined by it) */
+    .mpi_thread = SL_MPI_THREAD_FUNNELED,
 };
 
 /* The data ------------------------------------------------------------------------------ */

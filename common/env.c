@@ -169,6 +169,12 @@ void sl_env_manifest(sl_ctx *ctx, sl_json *j)
     sl_json_arr_end(j);
 
     sl_json_str(j, "mpi_library", mpi);
+    /* The level asked for decides whether the library locks on every call (DESIGN.md, figures
+     * comparable with OSU): the run's first program's, as the other fields. */
+    sl_json_obj_begin(j, "mpi_thread");
+    sl_json_str(j, "requested", sl_mpi_thread_name(ctx->mpi_thread_requested));
+    sl_json_str(j, "provided", sl_mpi_thread_name(ctx->mpi_thread_provided));
+    sl_json_obj_end(j);
 
     sl_json_obj_begin(j, "cuda");
     sl_json_bool(j, "built", gpu.built);

@@ -268,6 +268,17 @@ static void resolve_backend_and_colls(sl_ctx *ctx)
             sl_note(ctx, "skipping the nccl collective: %s", why);
         }
     }
+    /* shm and hier share host memory: a cuda backend runs without them, or refuses them alone */
+    for (int i = SL_COLL_SHM; (ctx->prog->uses & SL_USES_COLL) && i <= SL_COLL_HIER; i++) {
+        char why[160];
+        if (!(o->colls & (1u << i)) || o->backend != SL_BACKEND_CUDA ||
+            sl_coll_available((sl_coll)i, SL_MEM_DEVICE, why, sizeof why) == SL_COLL_OK)
+            continue;
+        if (o->colls == (1u << i))
+            sl_usage_error("--coll (-C) %s: %s (use -B cpu)", sl_coll_name(i), why);
+        o->colls &= ~(1u << i);
+        sl_note(ctx, "skipping the %s collective: %s", sl_coll_name(i), why);
+    }
 }
 
 static void print_header(sl_ctx *ctx)
@@ -278,10 +289,34 @@ static void print_header(sl_ctx *ctx)
     sl_env_mpi_version(mpi, sizeof mpi);
     mpi[strcspn(mpi, ",")] = 0;
     printf("# scalelab %s %s (%s)\n", ctx->prog->name, SL_VERSION, sl_build_git_describe);
-    printf("# %d rank%s | %s | %s | backend %s\n", ctx->nranks, ctx->nranks == 1 ? "" : "s", cpu,
-           mpi, sl_backend_name(ctx->opt.backend));
+    printf("# %d rank%s | %s | %s, thread level %s | backend %s\n", ctx->nranks,
+           ctx->nranks == 1 ? "" : "s", cpu, mpi, sl_mpi_thread_name(ctx->mpi_thread_provided),
+           sl_backend_name(ctx->opt.backend));
     printf("# results: %s/%s.jsonl\n", ctx->out_dir, ctx->prog->name);
     fflush(stdout);
+}
+
+/* MPI at the program's thread level, or --mpi-thread's: never below what the program needs,
+ * since its threads would then call MPI (or run beside it) without the library knowing. */
+static void start_mpi(sl_ctx *ctx)
+{
+    static const int mpi_level[SL_NMPI_THREADS] = {MPI_THREAD_SINGLE, MPI_THREAD_FUNNELED,
+                                                   MPI_THREAD_SERIALIZED, MPI_THREAD_MULTIPLE};
+    sl_mpi_thread need = ctx->prog->mpi_thread, want = need;
+    if (ctx->opt.mpi_thread >= 0) want = (sl_mpi_thread)ctx->opt.mpi_thread;
+    if (want < need)
+        sl_usage_error("--mpi-thread %s: %s needs at least %s (its threads run beside MPI calls)",
+                       sl_mpi_thread_name(want), ctx->prog->name, sl_mpi_thread_name(need));
+    int provided;
+    SL_CHECK_MPI(MPI_Init_thread(NULL, NULL, mpi_level[want], &provided));
+    ctx->mpi_thread_requested = want;
+    ctx->mpi_thread_provided = SL_MPI_THREAD_SINGLE;
+    for (int l = 0; l < SL_NMPI_THREADS; l++)
+        if (provided >= mpi_level[l]) ctx->mpi_thread_provided = (sl_mpi_thread)l;
+    if (ctx->mpi_thread_provided < need)
+        SL_FATAL("MPI_Init_thread: %s needs thread level %s, the MPI library provides %s",
+                 ctx->prog->name, sl_mpi_thread_name(need),
+                 sl_mpi_thread_name(ctx->mpi_thread_provided));
 }
 
 void sl_init(sl_ctx *ctx, const sl_program *prog, int argc, char **argv)
@@ -305,6 +340,10 @@ void sl_init(sl_ctx *ctx, const sl_program *prog, int argc, char **argv)
     if ((prog->uses & SL_USES_COLL) && sl_coll_env_segment(&segv) != 0)
         sl_usage_error("SL_COLL_SEGMENT: expected a size in bytes of at least 8 (K/M/G suffixes "
                        "allowed), got '%s'", getenv("SL_COLL_SEGMENT"));
+    int rpn;
+    if ((prog->uses & SL_USES_COLL) && sl_coll_env_ranks_per_node(&rpn) != 0)
+        sl_usage_error("SL_COLL_RANKS_PER_NODE: expected a whole number of ranks per (virtual) "
+                       "node, at least 1, got '%s'", getenv("SL_COLL_RANKS_PER_NODE"));
     if (ctx->opt.help || ctx->opt.version) {
         if (sl_launcher_rank() == 0) {
             if (ctx->opt.help)
@@ -315,8 +354,7 @@ void sl_init(sl_ctx *ctx, const sl_program *prog, int argc, char **argv)
         exit(0);
     }
 
-    int provided;
-    SL_CHECK_MPI(MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided));
+    start_mpi(ctx);
     ctx->comm = MPI_COMM_WORLD;
     MPI_Comm_rank(ctx->comm, &ctx->rank);
     MPI_Comm_size(ctx->comm, &ctx->nranks);
@@ -349,8 +387,7 @@ void sl_time_loop_n(sl_ctx *ctx, int warmup, int iters, sl_body_fn body, void *a
         body(arg);
     }
     double *local = malloc((size_t)iters * sizeof *local);
-    double *slowest = malloc((size_t)iters * sizeof *slowest);
-    if (!local || !slowest) SL_FATAL("out of memory for %d iteration times", iters);
+    if (!local) SL_FATAL("out of memory for %d iteration times", iters);
     sl_papi_start(&ctx->papi);
     for (int i = 0; i < iters; i++) {
         MPI_Barrier(ctx->comm);
@@ -361,12 +398,10 @@ void sl_time_loop_n(sl_ctx *ctx, int warmup, int iters, sl_body_fn body, void *a
         sl_trace_event("iteration", "timed", 0, t0, t1);
     }
     sl_papi_stop(&ctx->papi);
-    sl_stats_slowest_rank(local, slowest, iters, ctx->comm);
-    sl_stats_compute(slowest, iters, stats);
+    sl_stats_over_ranks(local, iters, ctx->comm, stats);
     for (int i = 0; ctx->papi.active && i < ctx->papi.nevents && i < SL_STATS_MAX_COUNTERS; i++)
         stats->counters[stats->ncounters++] = ctx->papi.values[i];
     free(local);
-    free(slowest);
 }
 
 void sl_time_loop(sl_ctx *ctx, sl_body_fn body, void *arg, sl_stats *stats)

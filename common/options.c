@@ -308,6 +308,7 @@ int sl_options_parse(const sl_program *p, int argc, char **argv, sl_options *o, 
     o->check = 1;
     o->backend = SL_BACKEND_AUTO;
     o->colls = p->default_colls ? p->default_colls : 1u << p->default_coll;
+    o->mpi_thread = -1;
 
     const long long big = (long long)1 << 62;
     const shared_opt shared[] = {
@@ -324,6 +325,7 @@ int sl_options_parse(const sl_program *p, int argc, char **argv, sl_options *o, 
         {{"out", 'o', SL_OPT_STRING, &o->out, 0, 0, 0, 0, "results directory (default $SL_RESULTS or results/<run-id>)"}, K_PLAIN, 0},
         {{"trace", 0, SL_OPT_FLAG, &o->trace, 0, 0, 0, 0, "write a Chrome trace of every rank's events"}, K_PLAIN, 0},
         {{"papi", 0, SL_OPT_STRING, &o->papi_events, 0, 0, 0, 0, "PAPI events to read around the timed region"}, K_PLAIN, 0},
+        {{"mpi-thread", 0, SL_OPT_CHOICE, &o->mpi_thread, 0, 0, SL_ENUM_CHOICES(SL_MPI_THREAD_LIST), 0, "MPI thread level to ask for"}, K_PLAIN, 0},
         {{"quiet", 'q', SL_OPT_FLAG, &o->quiet, 0, 0, 0, 0, "print only notes and the verdict"}, K_PLAIN, 0},
         {{"help", 'h', SL_OPT_FLAG, &o->help, 0, 0, 0, 0, "this text"}, K_HELP, 0},
         {{"version", 'V', SL_OPT_FLAG, &o->version, 0, 0, 0, 0, "print the version"}, K_VERSION, 0},
@@ -532,6 +534,9 @@ void sl_options_print_help(const sl_program *p)
     printf("  -o, --out DIR          results directory (default $SL_RESULTS or results/<run-id>)\n");
     printf("      --trace            write a Chrome trace (<benchmark>.trace.json)\n");
     printf("      --papi EVENTS      read PAPI counters, e.g. PAPI_TOT_CYC,PAPI_L3_TCM\n");
+    printf("      --mpi-thread L     MPI thread level to ask for: %s (default %s, the\n"
+           "                         lowest this program needs)\n",
+           SL_ENUM_CHOICES(SL_MPI_THREAD_LIST), sl_mpi_thread_name(p->mpi_thread));
     printf("  -q, --quiet            print only notes and the verdict\n");
     printf("  -h, --help  -V, --version\n");
     for (int g = 0; g < SL_MAX_OPT_GROUPS && p->groups[g]; g++)
@@ -539,6 +544,12 @@ void sl_options_print_help(const sl_program *p)
     print_opt_table(p->name, p->extra);
     printf("\neach option is given once (twice is a usage error); a list is one comma-separated value\n");
     printf("exit status: 0 ok, 1 a check failed, 2 usage error, 3 runtime error\n");
+}
+
+const char *sl_mpi_thread_name(int level)
+{
+    static const char *const names[] = SL_ENUM_NAMES(SL_MPI_THREAD_LIST);
+    return level >= 0 && level < SL_NMPI_THREADS ? names[level] : "?";
 }
 
 long long sl_opt_seed = 42;

@@ -119,6 +119,7 @@ void sl_result_to_json(const sl_ctx *ctx, const sl_result *r, sl_json *j)
         sl_json_num(j, "max", r->time.max);
         sl_json_num(j, "p95", r->time.p95);
         sl_json_num(j, "cv", r->time.cv);
+        sl_json_num(j, "rank_mean", r->time.rank_mean);
         sl_json_obj_end(j);
     } else {
         sl_json_null(j, "time");
@@ -173,7 +174,8 @@ static void cell(const sl_result *r, const sl_column *c, char *buf, size_t len)
         const char *f = k + 5;
         v = !strcmp(f, "min") ? r->time.min : !strcmp(f, "median") ? r->time.median
           : !strcmp(f, "mean") ? r->time.mean : !strcmp(f, "max") ? r->time.max
-          : !strcmp(f, "p95") ? r->time.p95 : !strcmp(f, "cv") ? r->time.cv : NAN;
+          : !strcmp(f, "p95") ? r->time.p95 : !strcmp(f, "cv") ? r->time.cv
+          : !strcmp(f, "rank_mean") ? r->time.rank_mean : NAN;
     } else
         v = sl_result_get(r, k);
     if (isnan(v)) {

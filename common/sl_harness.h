@@ -40,6 +40,7 @@ typedef struct sl_ctx {
     char cmdline[1024];
     int node_ranks;          /* ranks on the busiest node, and the CPUs they may use there */
     int node_cpus;
+    sl_mpi_thread mpi_thread_requested, mpi_thread_provided; /* in the manifest */
 } sl_ctx;
 
 /* Parses the command line (usage error: message, exit 2; --help/--version: print, exit 0),

@@ -16,6 +16,14 @@ struct sl_ctx;
 
 #define SL_MAX_LIST 32
 
+/* MPI thread levels, lowest first (sl_program.mpi_thread, --mpi-thread). Open MPI takes locks
+ * on every call above single, which costs small messages 1.3-1.5x: a program asks for the
+ * lowest level it needs. */
+#define SL_MPI_THREAD_LIST(X)                                                                 \
+    X(SL_MPI_THREAD_SINGLE, "single") X(SL_MPI_THREAD_FUNNELED, "funneled")                   \
+    X(SL_MPI_THREAD_SERIALIZED, "serialized") X(SL_MPI_THREAD_MULTIPLE, "multiple")
+SL_ENUM(sl_mpi_thread, SL_MPI_THREAD_LIST, SL_NMPI_THREADS);
+
 /* A comma-separated list of integers ("1,2,4"); `max` is allowed where the option says so
  * and is resolved by the program (e.g. to the number of cores). */
 typedef struct sl_int_list {
@@ -81,6 +89,9 @@ typedef struct sl_program {
      * is up and before anything is written: it calls sl_usage_error, or drops what cannot run
      * with an sl_note. May be NULL. */
     void (*validate)(struct sl_ctx *ctx);
+    /* The MPI thread level the program needs: single (the default, zero) where no thread runs
+     * alongside an MPI call; funneled where threads run while the main thread calls MPI. */
+    sl_mpi_thread mpi_thread;
 } sl_program;
 
 typedef struct sl_options {
@@ -95,6 +106,7 @@ typedef struct sl_options {
     int trace;
     const char *papi_events;   /* NULL = no counters */
     int quiet;
+    int mpi_thread;            /* --mpi-thread: an sl_mpi_thread, or -1 for the program's level */
     int help, version;         /* set when --help / --version was given */
 } sl_options;
 
@@ -110,6 +122,9 @@ void sl_options_print_help(const sl_program *p);
 
 /* Parses "64", "4K", "1M", "2G" (powers of 1024). Returns 0 on success. */
 int sl_parse_size(const char *s, size_t *out);
+
+/* "single" "funneled" "serialized" "multiple" */
+const char *sl_mpi_thread_name(int level);
 
 /* Number of bits set: how many dtypes / collectives were asked for. */
 int sl_popcount(unsigned x);

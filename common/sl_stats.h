@@ -17,6 +17,11 @@ typedef struct sl_stats {
     double p95;            /* linear interpolation between order statistics (R type 7) */
     double stddev;         /* sample standard deviation (n-1); 0 for n < 2 */
     double cv;             /* stddev / mean; 0 when the mean is 0 */
+    /* OSU's statistic, from the same samples: the mean over the iterations on each rank,
+     * averaged over the ranks (osu_allreduce's "Avg Latency"; nccl-tests' time with its
+     * default -a 1). Lower than the median of the slowest rank: it leaves out the skew with
+     * which ranks leave the barrier. NaN where the samples were not per rank. */
+    double rank_mean;
     /* The hardware counters (--papi) read around the timed loop these statistics come from
      * (sl_time_loop), in the order of the run's events; none when ncounters is 0. A result
      * row given these statistics carries them (sl_result_emit). */
@@ -32,5 +37,9 @@ double sl_percentile_sorted(const double *sorted, int n, double q);
 
 /* out[i] = max over ranks of local[i]: each iteration's time is its slowest rank's. */
 void sl_stats_slowest_rank(const double *local, double *out, int n, MPI_Comm comm);
+
+/* The statistics of a timed loop from this rank's n iteration times (collective over comm):
+ * min, median, ... over each iteration's slowest rank, and rank_mean over the same samples. */
+void sl_stats_over_ranks(const double *local, int n, MPI_Comm comm, sl_stats *s);
 
 #endif

@@ -26,6 +26,7 @@ double sl_percentile_sorted(const double *sorted, int n, double q)
 void sl_stats_compute(const double *x, int n, sl_stats *s)
 {
     memset(s, 0, sizeof *s);
+    s->rank_mean = NAN;
     if (n <= 0) return;
     double *sorted = malloc((size_t)n * sizeof *sorted);
     if (!sorted) SL_FATAL("malloc(%d doubles) for statistics failed", n);
@@ -44,6 +45,7 @@ void sl_stats_compute(const double *x, int n, sl_stats *s)
     for (int i = 0; i < n; i++) ss += (sorted[i] - s->mean) * (sorted[i] - s->mean);
     s->stddev = n > 1 ? sqrt(ss / (n - 1)) : 0.0;
     s->cv = s->mean != 0 ? s->stddev / s->mean : 0.0;
+    s->rank_mean = NAN;
     free(sorted);
 }
 
@@ -51,4 +53,24 @@ void sl_stats_slowest_rank(const double *local, double *out, int n, MPI_Comm com
 {
     if (n <= 0) return;
     SL_CHECK_MPI(MPI_Allreduce(local, out, n, MPI_DOUBLE, MPI_MAX, comm));
+}
+
+void sl_stats_over_ranks(const double *local, int n, MPI_Comm comm, sl_stats *s)
+{
+    if (n <= 0) {
+        sl_stats_compute(local, 0, s);
+        return;
+    }
+    double *slowest = malloc((size_t)n * sizeof *slowest);
+    if (!slowest) SL_FATAL("out of memory for %d iteration times", n);
+    sl_stats_slowest_rank(local, slowest, n, comm);
+    sl_stats_compute(slowest, n, s);
+    free(slowest);
+    double mine = 0, sum = 0;
+    for (int i = 0; i < n; i++) mine += local[i];
+    mine /= n;
+    int nranks;
+    MPI_Comm_size(comm, &nranks);
+    SL_CHECK_MPI(MPI_Allreduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, comm));
+    s->rank_mean = sum / nranks;
 }

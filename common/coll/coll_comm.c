@@ -29,6 +29,8 @@ static int run_allreduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype 
     case SL_COLL_TREE: return slc_tree_allreduce(c, s, r, n, t, op);
     case SL_COLL_DBTREE: return slc_dbtree_allreduce(c, s, r, n, t, op);
     case SL_COLL_RHD: return slc_rhd_allreduce(c, s, r, n, t, op);
+    case SL_COLL_SHM: return slc_shm_allreduce(c, s, r, n, t, op);
+    case SL_COLL_HIER: return slc_hier_allreduce(c, s, r, n, t, op);
     default: return SL_COLL_ENOTSUP;
     }
 }

@@ -74,6 +74,23 @@ int slc_dbtree_allreduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype 
  * (-1 where absent). Exposed for the unit test of its shape. */
 void slc_dbtree_shape(int n, int rank, int which, int *parent, int *child0, int *child1);
 
+/* shm and hier (coll_shm.c, coll_hier.c). slc_node_create makes the shared-memory window of
+ * the node communicator `node` (which it then owns), for vectors cut into nslices slices per
+ * chunk; slc_node_allreduce runs the node's reduce-scatter and all-gather through it, calling
+ * between(c, slice, result, len, t, op) on each slice this rank owns once the node has reduced
+ * it (hier: the inter-node all-reduce; NULL for shm). slc_shm_init returns SL_COLL_ENOTSUP
+ * where the communicator spans several nodes. */
+typedef void (*slc_slice_fn)(sl_comm *c, int slice, void *buf, size_t n, sl_dtype t, sl_redop op);
+int slc_node_create(MPI_Comm node, int nslices, slc_node **out);
+void slc_node_free(slc_node *nd);
+void slc_node_allreduce(sl_comm *c, slc_node *nd, const void *s, void *r, size_t n, sl_dtype t,
+                        sl_redop op, slc_slice_fn between);
+int slc_shm_init(sl_comm *c);
+int slc_shm_allreduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t, sl_redop op);
+int slc_hier_init(sl_comm *c);
+void slc_hier_free(sl_comm *c);
+int slc_hier_allreduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t, sl_redop op);
+
 /* Schedules for the non-blocking all-reduce (coll_nb.c): this rank's part of an algorithm as
  * a list of steps, each one exchange (send a range to one rank while receiving a range from
  * another), after which the received range is reduced into the result or was received straight
@@ -102,6 +119,18 @@ int slc_rhd_ag_schedule(const sl_comm *c, size_t n, slc_step *out);
 int slc_tree_schedule(const sl_comm *c, size_t n, slc_step *out);
 int slc_dbtree_schedule(const sl_comm *c, size_t n, slc_step *out);
 
+/* rhd's all-reduce switches to recursive doubling (whole vectors, log2 p steps) at or below
+ * this many bytes: measured with the allreduce benchmark on a 2-core machine, doubling was the
+ * faster up to 64 KiB on 2 ranks and up to 16 KiB on 4 (where it sends 2 S against 1.5 S). */
+#ifndef SLC_RHD_DOUBLING_BYTES
+#define SLC_RHD_DOUBLING_BYTES ((size_t)32 << 10)
+#endif
+/* The binomial tree's latency path (host buffers, vectors of at most this many bytes): every
+ * child's message is received at once into its own slot, and the broadcast sends to every
+ * child at once, in single unsegmented messages. */
+#ifndef SLC_TREE_LATENCY_BYTES
+#define SLC_TREE_LATENCY_BYTES ((size_t)16 << 10)
+#endif
 int slc_rhd_allreduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t, sl_redop op);
 int slc_rhd_reduce_scatter(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t,
                            sl_redop op);

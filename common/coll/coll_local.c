@@ -94,7 +94,9 @@ int sl_coll_supports(sl_coll impl, sl_collective w)
     case SL_COLL_NCCL: return 1;
     case SL_COLL_RING: return 1;
     case SL_COLL_TREE: return w == SL_CO_ALLREDUCE || w == SL_CO_BROADCAST || w == SL_CO_REDUCE;
-    case SL_COLL_DBTREE: return w == SL_CO_ALLREDUCE;
+    case SL_COLL_DBTREE:
+    case SL_COLL_SHM:
+    case SL_COLL_HIER: return w == SL_CO_ALLREDUCE;
     case SL_COLL_RHD:
         return w == SL_CO_ALLREDUCE || w == SL_CO_REDUCE_SCATTER || w == SL_CO_ALLGATHER;
     default: return 0;

@@ -21,6 +21,8 @@
 #include "sl_coll.h"
 #include "sl_error.h"
 
+typedef struct slc_node slc_node;
+
 /* The communicator (opaque to benchmarks: sl_coll.h declares it, the accessors read it). */
 struct sl_comm {
     MPI_Comm comm;        /* private duplicate: the suite's messages never meet the caller's */
@@ -44,6 +46,8 @@ struct sl_comm {
     unsigned nb_seq;      /* non-blocking operations started so far: tags in flight */
     struct sl_coll_req *nb_active; /* operations in flight (started, not yet waited for) */
     struct sl_coll_req *nccl_pending; /* nccl isend/irecv not yet enqueued (coll_nccl.c) */
+    struct slc_node *node;  /* shm, hier: the shared-memory window of this rank's node */
+    struct slc_hier *hier;  /* hier: the inter-node communicators, one per slice */
     unsigned long long bytes_sent; /* bytes this rank has sent through the suite's own transport
                                       (ring, tree, dbtree, rhd, send; not the MPI library's or
                                       NCCL's collectives, which cannot be observed from here) */

@@ -11,9 +11,11 @@
  *
  * Schedules, in the manner of libNBC: at the start the algorithm writes this rank's steps
  * (slc_ring_schedule, ...: each one exchange with a peer); the engine posts a step's receive
- * and send together on the communicator's second duplicate, with the request's own tag, and
- * when both have completed it reduces what arrived and posts the next step. The collective
- * thus advances whenever the caller tests, which a training loop does between layers. The
+ * and send together on the communicator's second duplicate, with the request's own tag, cut
+ * into the communicator's segments as the blocking transport cuts them: each segment that has
+ * arrived is reduced at the next test while the later ones are still on their way, and when
+ * every segment has arrived and been sent the next step is posted. The collective thus
+ * advances whenever the caller tests, which a training loop does between layers. The
  * dispatch (coll_comm.c) decides which operations run as schedules (host buffers) and which
  * complete inside the start call (see sl_coll.h). */
 #include <stdlib.h>
@@ -42,27 +44,39 @@ int sl_coll_iallreduce_overlaps(const sl_comm *c)
 {
     if (c->impl == SL_COLL_MPI) return c->space == SL_MEM_HOST || c->mpi_device_ok;
     if (c->impl == SL_COLL_NCCL) return 1;
+    if (c->impl == SL_COLL_SHM || c->impl == SL_COLL_HIER) return 0; /* loads and stores */
     return c->space == SL_MEM_HOST;
 }
 
 static const void *buf_of(const sl_coll_req *q, int which) { return which == SLC_BUF_S ? q->s : q->r; }
 
+static size_t nsegs(const sl_coll_req *q, size_t len) { return (len + q->seg - 1) / q->seg; }
+static size_t seg_len(const sl_coll_req *q, size_t len, size_t i)
+{
+    return len - i * q->seg < q->seg ? len - i * q->seg : q->seg;
+}
+
+/* Posts the current step: its receive segments (mq[0..nrseg)), then its send segments. A
+ * reducing step receives into scratch, where segment i waits at offset i until reduced. */
 static void post_step(sl_coll_req *q)
 {
     const slc_step *st = &q->steps[q->step];
     size_t es = sl_dtype_size(q->t);
     MPI_Comm comm = q->c->nb_comm;
-    q->mq[0] = q->mq[1] = MPI_REQUEST_NULL;
-    if (st->recv_len && st->from != MPI_PROC_NULL) {
-        void *into = st->reduce ? q->scratch : slc_at(q->r, st->recv_off, q->t);
-        SL_CHECK_MPI(MPI_Irecv(into, (int)(st->recv_len * es), MPI_BYTE, st->from, q->tag, comm,
-                               &q->mq[1]));
-    }
-    if (st->send_len && st->to != MPI_PROC_NULL) {
-        q->c->bytes_sent += st->send_len * es;
-        SL_CHECK_MPI(MPI_Isend(slc_at(buf_of(q, st->send_buf), st->send_off, q->t),
-                               (int)(st->send_len * es), MPI_BYTE, st->to, q->tag, comm, &q->mq[0]));
-    }
+    size_t nr = st->from != MPI_PROC_NULL ? nsegs(q, st->recv_len) : 0;
+    size_t ns = st->to != MPI_PROC_NULL ? nsegs(q, st->send_len) : 0;
+    char *into = st->reduce ? q->scratch : slc_at(q->r, st->recv_off, q->t);
+    for (size_t i = 0; i < nr; i++)
+        SL_CHECK_MPI(MPI_Irecv(into + i * q->seg * es, (int)(seg_len(q, st->recv_len, i) * es),
+                               MPI_BYTE, st->from, q->tag, comm, &q->mq[i]));
+    const char *from = ns ? slc_at(buf_of(q, st->send_buf), st->send_off, q->t) : NULL;
+    for (size_t i = 0; i < ns; i++)
+        SL_CHECK_MPI(MPI_Isend(from + i * q->seg * es, (int)(seg_len(q, st->send_len, i) * es),
+                               MPI_BYTE, st->to, q->tag, comm, &q->mq[nr + i]));
+    if (ns) q->c->bytes_sent += st->send_len * es;
+    q->nrseg = (int)nr;
+    q->nmq = (int)(nr + ns);
+    q->reduced = 0;
 }
 
 /* The request's messages are complete: its epilogue, once. */
@@ -75,14 +89,21 @@ static void finish(sl_coll_req *q)
     q->kind = SLC_REQ_DONE;
 }
 
-/* The current step's messages have completed: reduce what arrived, post the next step. */
+/* Receive segment i of the current step has arrived: reduce it into its place in R. */
+static void reduce_segment(sl_coll_req *q, size_t i)
+{
+    const slc_step *st = &q->steps[q->step];
+    if (!st->reduce) return;
+    size_t off = st->recv_off + i * q->seg;
+    sl_reduce_host(slc_at(q->r, off, q->t), slc_at(buf_of(q, st->a_buf), off, q->t),
+                   slc_at(q->scratch, i * q->seg, q->t), seg_len(q, st->recv_len, i), q->t, q->op);
+}
+
+/* Every segment of the current step has arrived (and been reduced) and been sent: its avg
+ * range, then the next step. */
 static void advance(sl_coll_req *q)
 {
     const slc_step *st = &q->steps[q->step];
-    if (st->reduce && st->recv_len && st->from != MPI_PROC_NULL)
-        sl_reduce_host(slc_at(q->r, st->recv_off, q->t),
-                       slc_at(buf_of(q, st->a_buf), st->recv_off, q->t), q->scratch, st->recv_len,
-                       q->t, q->op);
     if (st->avg_len) slc_finish_avg(q->c, slc_at(q->r, st->avg_off, q->t), st->avg_len, q->t, q->op);
     if (++q->step < q->nsteps) post_step(q);
     else finish(q);
@@ -120,12 +141,21 @@ void slc_nb_schedule(sl_coll_req *q, sl_collective w, const void *s, void *r, si
         default: q->nsteps = slc_dbtree_schedule(c, n, q->steps); break;
         }
     }
-    size_t most = 0;
-    for (int i = 0; i < q->nsteps; i++)
-        if (q->steps[i].reduce && q->steps[i].recv_len > most) most = q->steps[i].recv_len;
+    q->seg = slc_seg_elems(c, q->t);
+    size_t most = 0, reqs = 0;
+    for (int i = 0; i < q->nsteps; i++) {
+        const slc_step *st = &q->steps[i];
+        if (st->reduce && st->recv_len > most) most = st->recv_len;
+        size_t k = nsegs(q, st->recv_len) + nsegs(q, st->send_len);
+        if (k > reqs) reqs = k;
+    }
     q->scratch = sl_alloc(SL_MEM_COMM, most * es);
+    if (reqs > 2) {
+        q->mq = malloc(reqs * sizeof *q->mq);
+        if (!q->mq) SL_FATAL("out of memory for %zu requests", reqs);
+    }
     q->kind = SLC_REQ_SCHED;
-    q->nmq = 2;
+    q->nmq = 0;
     if (q->nsteps) post_step(q);
     else finish(q);
 }
@@ -143,8 +173,15 @@ static void progress(sl_coll_req *q)
         if (sl_cdev_event_done(q->event)) finish(q);
         break;
     case SLC_REQ_SCHED:
-        while (q->kind == SLC_REQ_SCHED) { /* through as many steps as have completed */
-            SL_CHECK_MPI(MPI_Testall(2, q->mq, &flag, MPI_STATUSES_IGNORE));
+        while (q->kind == SLC_REQ_SCHED) { /* through as many segments and steps as have arrived */
+            while (q->reduced < q->nrseg) { /* in order: one sender's segments arrive in order */
+                SL_CHECK_MPI(MPI_Test(&q->mq[q->reduced], &flag, MPI_STATUS_IGNORE));
+                if (!flag) break;
+                reduce_segment(q, (size_t)q->reduced++);
+            }
+            if (q->reduced < q->nrseg) break;
+            SL_CHECK_MPI(MPI_Testall(q->nmq - q->nrseg, q->mq + q->nrseg, &flag,
+                                     MPI_STATUSES_IGNORE)); /* the sends */
             if (!flag) break;
             advance(q);
         }

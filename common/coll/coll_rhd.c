@@ -11,7 +11,15 @@
  * Rank counts that are not a power of two are folded first: with p the largest power of two
  * below n and rem = n - p, each even rank below 2 rem hands its whole vector to the odd rank
  * above it and sits out; the p survivors run the power-of-two algorithm; at the end each odd
- * rank below 2 rem hands the result back. The survivors are numbered 0..p-1 ("new ranks"). */
+ * rank below 2 rem hands the result back. The survivors are numbered 0..p-1 ("new ranks").
+ *
+ * Small vectors take recursive doubling instead (all-reduce only): at distance 1, 2, 4, ... each
+ * survivor exchanges its whole partial result with new rank ^ d and combines the two, so after
+ * log2 p steps every survivor holds the sum. log2 p messages where Rabenseifner sends 2 log2 p,
+ * at log2 p times the vector's bytes: it wins while a message costs its latency rather than its
+ * bytes (SLC_RHD_DOUBLING_BYTES, from the crossover measured by the allreduce benchmark). The
+ * two operands of each combination are the same on both partners, in either order, so every
+ * rank ends with the same bits. */
 #include "coll_internal.h"
 
 typedef struct rhd {
@@ -73,11 +81,30 @@ static void doubling(sl_comm *c, const rhd *h, void *buf, sl_dtype t)
     }
 }
 
+/* Recursive doubling over the survivors: src holds this rank's partial result; the result ends
+ * in r. Each step combines into the buffer not being sent (r and a work vector in turn), since
+ * a send buffer must not change while it is in flight. */
+static void doubling_whole(sl_comm *c, const rhd *h, const void *src, void *r, size_t n,
+                           sl_dtype t, sl_redop op)
+{
+    size_t bytes = n * sl_dtype_size(t);
+    void *work = h->p > 1 ? slc_scratch(c, SLC_WORK, bytes) : NULL;
+    const void *cur = src;
+    for (int d = 1; d < h->p; d *= 2) {
+        int peer = real_rank(h, h->newrank ^ d);
+        void *into = cur == r ? work : r;
+        slx_xchg(c, cur, n, peer, into, cur, n, peer, t, op, SL_TAG_RHD);
+        cur = into;
+    }
+    if (cur != r) slc_copy(c, r, cur, bytes);
+}
+
 int slc_rhd_allreduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t, sl_redop op)
 {
     rhd h;
     rhd_setup(c, &h, n, 0);
     const void *src = s;
+    int small = n * sl_dtype_size(t) <= SLC_RHD_DOUBLING_BYTES;
     if (c->rank < 2 * h.rem) { /* fold: even ranks give their vector to the odd neighbour */
         if (h.newrank < 0) {
             slx_send(c, s, n, t, c->rank + 1, SL_TAG_RHD_FOLD);
@@ -86,7 +113,10 @@ int slc_rhd_allreduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t, 
             src = r;
         }
     }
-    if (h.newrank >= 0) {
+    if (h.newrank >= 0 && small) {
+        doubling_whole(c, &h, src, r, n, t, op);
+        slc_finish_avg(c, r, n, t, op);
+    } else if (h.newrank >= 0) {
         halving(c, &h, src, r, t, op);
         size_t g0 = goff(&h, h.newrank), g1 = goff(&h, h.newrank + 1);
         slc_finish_avg(c, slc_at(r, g0, t), g1 - g0, t, op);

@@ -144,8 +144,9 @@ int slc_chain_reduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t, s
 }
 
 /* The ring as a schedule for the non-blocking engine (coll_nb.c): the same steps as
- * ring_rs and ring_ag, one whole chunk per step. The all-reduce is both halves over an even
- * split; the reduce-scatter is the first half and the all-gather the second over blocks. */
+ * ring_rs and ring_ag, one chunk per step (the engine cuts it into segments). The all-reduce
+ * is both halves over an even split; the reduce-scatter is the first half and the all-gather
+ * the second over blocks. */
 int slc_ring_schedule(const sl_comm *c, size_t count, size_t block, int parts, slc_step *out)
 {
     layout L = {.count = count, .block = block, .n = c->size};

@@ -100,6 +100,8 @@ int sl_coll_available(sl_coll impl, sl_mem_space space, char *why, size_t whylen
         rc = SL_COLL_EINVAL, msg = "unknown implementation";
     } else if ((unsigned)space >= SL_MEM_NSPACES) {
         rc = SL_COLL_EINVAL, msg = "unknown memory space";
+    } else if (space == SL_MEM_DEVICE && (impl == SL_COLL_SHM || impl == SL_COLL_HIER)) {
+        rc = SL_COLL_ENOTSUP, msg = "shm and hier work on host buffers (a shared-memory window)";
     } else if (space == SL_MEM_DEVICE || impl == SL_COLL_NCCL) {
         if (!sl_cdev_built())
             rc = SL_COLL_ENOTBUILT, msg = impl == SL_COLL_NCCL
@@ -139,6 +141,8 @@ int sl_comm_create(sl_comm **out, MPI_Comm comm, sl_coll impl, sl_mem_space spac
     }
     if (impl == SL_COLL_MPI) rc = slc_mpi_init(c);
     if (impl == SL_COLL_NCCL) rc = slc_nccl_init(c);
+    if (impl == SL_COLL_SHM) rc = slc_shm_init(c);
+    if (impl == SL_COLL_HIER) rc = slc_hier_init(c);
     if (rc) {
         sl_comm_destroy(c);
         return rc;
@@ -153,6 +157,8 @@ void sl_comm_destroy(sl_comm *c)
     if (c->nb_active) SL_FATAL("sl_comm_destroy: operations still in flight (wait for them first)");
     if (c->impl == SL_COLL_MPI) slc_mpi_free(c);
     if (c->impl == SL_COLL_NCCL) slc_nccl_free(c);
+    slc_hier_free(c);
+    slc_node_free(c->node);
     slc_scratch_release_all(c);
     if (c->stream) sl_cdev_stream_destroy(c->stream);
     if (c->comm != MPI_COMM_NULL) MPI_Comm_free(&c->comm);

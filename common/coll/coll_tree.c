@@ -6,7 +6,8 @@
  * from v + 2^k (if it exists) and add. The broadcast runs the same tree backwards. Each takes
  * ceil(log2 n) rounds with the whole vector per message: latency-optimal for small messages,
  * but the root's links carry log2(n) full vectors, so it loses to the ring at large sizes.
- * Messages are still segmented (coll_xfer.c), so a child's reduction overlaps its arrival. */
+ * Messages are still segmented (coll_xfer.c), so a child's reduction overlaps its arrival;
+ * small all-reduces take a latency path instead (tree_allreduce_small). */
 #include "coll_internal.h"
 
 int slc_tree_reduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t, sl_redop op,
@@ -51,8 +52,50 @@ int slc_tree_broadcast(sl_comm *c, void *buf, size_t n, sl_dtype t, int root)
     return SL_COLL_OK;
 }
 
+/* The latency path for small vectors on host buffers (SLC_TREE_LATENCY_BYTES): the same tree
+ * and the same order of combination, but one message per edge and direction, with every
+ * child's receive posted before the first arrives (no child waits for its elder sibling to be
+ * served, and no message lands unexpected) and the broadcast's sends all in flight at once. */
+static void tree_allreduce_small(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t,
+                                 sl_redop op)
+{
+    int size = c->size, v = c->rank, nchild = 0, mask, child[32];
+    size_t bytes = n * sl_dtype_size(t);
+    for (mask = 1; mask < size && !(v & mask); mask <<= 1)
+        if (v + mask < size) child[nchild++] = v + mask;
+    int parent = mask < size ? v - mask : MPI_PROC_NULL;
+    char *slot = nchild ? slc_scratch(c, SLC_SEG, (size_t)nchild * bytes) : NULL;
+    MPI_Request rq[32];
+    for (int k = 0; k < nchild; k++)
+        SL_CHECK_MPI(MPI_Irecv(slot + (size_t)k * bytes, (int)bytes, MPI_BYTE, child[k],
+                               SL_TAG_TREE, c->comm, &rq[k]));
+    const void *cur = s;
+    for (int k = 0; k < nchild; k++) { /* nearest child first, as the segmented path */
+        SL_CHECK_MPI(MPI_Wait(&rq[k], MPI_STATUS_IGNORE));
+        sl_reduce_host(r, cur, slot + (size_t)k * bytes, n, t, op);
+        cur = r;
+    }
+    if (parent != MPI_PROC_NULL) {
+        c->bytes_sent += bytes;
+        SL_CHECK_MPI(MPI_Send(cur, (int)bytes, MPI_BYTE, parent, SL_TAG_TREE, c->comm));
+        SL_CHECK_MPI(MPI_Recv(r, (int)bytes, MPI_BYTE, parent, SL_TAG_TREE, c->comm,
+                              MPI_STATUS_IGNORE));
+    } else {
+        slc_finish_avg(c, r, n, t, op);
+    }
+    for (int k = nchild - 1; k >= 0; k--) { /* farthest (largest subtree) first */
+        c->bytes_sent += bytes;
+        SL_CHECK_MPI(MPI_Isend(r, (int)bytes, MPI_BYTE, child[k], SL_TAG_TREE, c->comm, &rq[k]));
+    }
+    SL_CHECK_MPI(MPI_Waitall(nchild, rq, MPI_STATUSES_IGNORE));
+}
+
 int slc_tree_allreduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t, sl_redop op)
 {
+    if (c->space == SL_MEM_HOST && n * sl_dtype_size(t) <= SLC_TREE_LATENCY_BYTES) {
+        tree_allreduce_small(c, s, r, n, t, op);
+        return SL_COLL_OK;
+    }
     slc_tree_reduce(c, s, r, n, t, op, 0); /* rank 0 also applies the avg division */
     return slc_tree_broadcast(c, r, n, t, 0);
 }

@@ -57,6 +57,9 @@ struct sl_coll_req {
     int nmq;
     struct slc_step *steps;        /* schedule (coll_nb.c) */
     int nsteps, step;
+    size_t seg;                    /* schedule: elements per segment of a step's messages */
+    int nrseg, reduced;            /* the step's receive segments (mq[0..nrseg)), and how many
+                                      of them have been reduced; sends follow in mq */
     void *scratch;                 /* where a reducing step receives */
     const void *copy_from;         /* epilogue */
     void *copy_to;

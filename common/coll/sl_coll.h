@@ -8,6 +8,11 @@
  *   dbtree  double binary tree: two complementary trees each carrying half the data, in chunks
  *   rhd     Rabenseifner: recursive-halving reduce-scatter + recursive-doubling all-gather,
  *           with the fold for rank counts that are not a power of two
+ *   shm     one node: every rank reduces its slice straight from its peers' buffers in an
+ *           MPI-3 shared-memory window; no messages (host buffers, ranks of one node)
+ *   hier    shm inside each node, rhd across nodes on each slice, shm again to gather
+ *           (host buffers; SL_COLL_RANKS_PER_NODE=k splits a host into virtual nodes of k
+ *           ranks, a testing aid)
  *
  * A communicator (sl_comm, opaque: sl_comm_create / sl_comm_destroy and accessors) carries the
  * implementation and where the buffers live (host or device), so a call site does not change
@@ -69,15 +74,15 @@ const char *sl_coll_strerror(int rc);
  * in its blocking and (for allreduce, reduce_scatter, allgather) non-blocking form alike.
  * mpi and nccl provide all five; ring: allreduce, reduce_scatter, allgather, broadcast (a
  * pipelined chain) and reduce (the chain reversed); tree: allreduce, broadcast, reduce; rhd:
- * allreduce, reduce_scatter, allgather; dbtree: allreduce. Send, recv (blocking and not) and
- * barrier exist for all. */
+ * allreduce, reduce_scatter, allgather; dbtree, shm, hier: allreduce. Send, recv (blocking
+ * and not) and barrier exist for all. */
 int sl_coll_supports(sl_coll impl, sl_collective w);
 
 /* Whether a communicator for `impl` on buffers in `space` can be made by this build on this
  * machine: SL_COLL_OK, or the code sl_comm_create would return (SL_COLL_EINVAL unknown
  * implementation or space, SL_COLL_ENOTBUILT CUDA/NCCL not built, SL_COLL_ENOTSUP nccl on host
- * buffers, SL_COLL_ENODEV no CUDA device visible) with a one-line reason in why (may be NULL).
- * The one place that decides; local, not collective. */
+ * buffers or shm/hier on device buffers, SL_COLL_ENODEV no CUDA device visible) with a
+ * one-line reason in why (may be NULL). The one place that decides; local, not collective. */
 int sl_coll_available(sl_coll impl, sl_mem_space space, char *why, size_t whylen);
 
 /* Gives each rank of a node its own GPU (node-local rank modulo the visible devices), as NCCL
@@ -89,11 +94,20 @@ int sl_coll_bind_device(MPI_Comm comm);
  * Returns -1 (and the default in *bytes) when the variable is set but malformed. */
 int sl_coll_env_segment(size_t *bytes);
 
+/* SL_COLL_RANKS_PER_NODE for hier (a testing aid): *k = 0 where unset, -1 returned (and 0 in
+ * *k) where set but not an integer in [1, 2^20]. */
+int sl_coll_env_ranks_per_node(int *k);
+
+/* Bytes one rank of shm reads and writes for an all-reduce of `bytes` on l ranks: divided by
+ * a copy bandwidth (reads + writes per second), the memory-traffic bound on its time. */
+double sl_coll_shm_traffic(int l, double bytes);
+
 /* The communicator: opaque; made and queried by the calls below. */
 typedef struct sl_comm sl_comm;
 
 /* Wraps `comm` (duplicated; the caller keeps its own) for implementation `impl` on buffers in
- * `space`. Returns SL_COLL_OK with *c set, or the code of sl_coll_available with *c = NULL.
+ * `space`. Returns SL_COLL_OK with *c set, or the code of sl_coll_available with *c = NULL,
+ * or SL_COLL_ENOTSUP for shm over ranks of several nodes (the same on every rank).
  * Collective over comm. sl_comm_destroy(NULL) is a no-op; every request must be complete. */
 int sl_comm_create(sl_comm **c, MPI_Comm comm, sl_coll impl, sl_mem_space space);
 void sl_comm_destroy(sl_comm *c);
@@ -152,9 +166,10 @@ int sl_coll_barrier(sl_comm *c);
  *           neighbours started by several calls cannot deadlock in stream order.
  *   ring, rhd, tree, dbtree   on host buffers: the algorithm's steps as a schedule (all-reduce
  *           for all four; reduce-scatter and all-gather, the two halves of the all-reduce, for
- *           ring and rhd); each sl_coll_test completes what has arrived, reduces it and posts
- *           the next step, so the collective advances as often as the caller tests (whole
- *           chunks, no segments; dbtree runs its two trees one after the other).
+ *           ring and rhd); a step's messages travel in the communicator's segments, as the
+ *           blocking transport's do, and each sl_coll_test reduces the segments that have
+ *           arrived and, once the step is complete, posts the next, so the collective advances
+ *           as often as the caller tests (dbtree runs its two trees one after the other).
  *   isend / irecv of mpi, ring, rhd, tree, dbtree: MPI_Isend/Irecv on the private communicator
  *           of the blocking send/recv, cut into the same segments, so that either side may be
  *           blocking and the other not; device buffers that MPI cannot

@@ -12,7 +12,7 @@ run() {
   local np=$1 op=$2 dt=$3 dir="$out/np$1-$2"
   local b=$(( 8 * np ))
   launch "$np" allreduce -C all --op "$op" -d "$dt" -b "$b" -e $(( b * 4096 )) -f 8 -n 3 -w 1 \
-    --reps 1 --cold 4M -o "$dir" >"$dir.txt" 2>&1
+    --reps 1 --cold --pool 4M -o "$dir" >"$dir.txt" 2>&1
   local rc=$?
   ok $rc "np=$np --op $op -d $dt -C all exits 0"
   [ $rc = 0 ] || sed 's/^/#   /' "$dir.txt" | tail -n 20 >&2
@@ -22,7 +22,7 @@ run() {
 import json, sys
 path, np, op, dts = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4].split(",")
 rows = [json.loads(l) for l in open(path)]
-provides = {"allreduce": {"mpi", "ring", "tree", "dbtree", "rhd"},
+provides = {"allreduce": {"mpi", "ring", "tree", "dbtree", "rhd", "shm", "hier"},
             "reduce_scatter": {"mpi", "ring", "rhd"},
             "allgather": {"mpi", "ring", "rhd"},
             "broadcast": {"mpi", "ring", "tree"}}[op]
@@ -42,6 +42,12 @@ for r in rows:
         bad.append(f"one rank: busbw {busbw}, expected null")
     if np > 1 and not (isinstance(busbw, (int, float)) and busbw > 0):
         bad.append(f"busbw {busbw} on {np} ranks")
+    if p.get("buffers") != "cold" or p["buffer_sets"] < 1:
+        bad.append(f"--cold: params buffers {p.get('buffers')}, sets {p['buffer_sets']}")
+    rm = r["time"]["rank_mean"]
+    bra = m["busbw_rank_mean"]["value"]
+    if not (isinstance(rm, (int, float)) and rm > 0) or (bra is None) != (np == 1):
+        bad.append(f"time.rank_mean {rm}, busbw_rank_mean {bra}")
     seen.add((r["variant"], r["dtype"], p["place"], p["mode"], p["bytes"]))
 sizes = {s[4] for s in seen}
 if len(sizes) != 5:
@@ -67,6 +73,28 @@ for np in 3 4; do
   run "$np" broadcast f32
 done
 
+# Warm buffers by default (one pair, as OSU and nccl-tests), recorded in every row; both
+# statistics present, OSU's no larger than the slowest rank's mean (it averages over ranks).
+launch 2 allreduce -C mpi,ring -b 64 -e 4K -f 8 -n 4 -w 1 -o "$out/warm" >"$out/warm.txt" 2>&1
+ok $? "default run (warm buffers) exits 0"
+python3 - "$out/warm/allreduce.jsonl" <<'PY'
+import json, sys
+bad = []
+for r in map(json.loads, open(sys.argv[1])):
+    if r["variant"] in ("memcpy", "model"):
+        continue
+    p, t = r["params"], r["time"]
+    if p["buffers"] != "warm" or p["buffer_sets"] != 1:
+        bad.append(f"buffers {p['buffers']} sets {p['buffer_sets']}")
+    if not 0 < t["rank_mean"] <= t["max"] * (1 + 1e-12):
+        bad.append(f"rank_mean {t['rank_mean']} outside (0, max {t['max']}]")
+print("\n".join(bad), file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+ok $? "warm by default: every row says buffers warm, one buffer set, and carries time.rank_mean"
+grep -q '^#.*avg' "$out/warm.txt"
+ok $? "the table has OSU's statistic as its avg column"
+
 # Bad inputs: exit 2 with one line naming the option, and no results directory left behind.
 nbad=0
 expect_usage() { # expect_usage NP NAME_IN_MESSAGE ARGS...
@@ -91,6 +119,8 @@ expect_usage 2 --root --op broadcast --root 2
 expect_usage 1 --place --op broadcast --place out
 expect_usage 1 --dtype -d int8
 expect_usage 1 --redop --redop prod
+expect_usage 1 --pool --cold --pool 1K
+expect_usage 1 --mpi-thread --mpi-thread many
 
 # The check can fail: one spoiled element on the last rank is reported and exits 1.
 SL_TEST_CORRUPT=1 launch 3 allreduce -C ring,rhd -b 48 -e 48 -n 2 -w 0 -o "$out/corrupt" \

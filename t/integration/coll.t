@@ -3,35 +3,56 @@
 # collective, dtype, op, count, in and out of place; blocking and non-blocking, point to point)
 # under the launcher for each rank count and merges the TAP streams into one, numbering the
 # tests across runs. A run that exits non-zero or prints no tests is itself a failed test.
+# Then shm and hier again on virtual nodes (SL_COLL_RANKS_PER_NODE, hier's testing aid).
 . "$(dirname "$0")/../lib/common.sh"
 prog="$top/build/t/test_coll"
 [ -x "$prog" ] || { echo "1..0 # SKIP $prog not built"; exit 0; }
 out=$(tmpdir)
 trap 'rm -rf "$out"' EXIT
 n=0
-# 1..5 ranks with every count; 6..8 (folds of 2 and 3 ranks in rhd, deeper trees) without the
-# two large counts, to keep the time down.
-for np in 1 2 3 4 5 6 7 8; do
-  quick=; [ "$np" -gt 5 ] && quick=--quick
+
+# run NP LABEL ARGS...: test_coll on NP ranks, its lines renumbered after the n tests already
+# printed and prefixed with LABEL, then one line for the run itself.
+run() {
+  np=$1 label=$2
+  shift 2
   # A deadlocked collective must fail the test, not hang it.
-  timeout 600 "$top/scripts/sl-launch" -np "$np" "$prog" $quick > "$out/tap.$np" 2> "$out/err.$np"
+  timeout 600 "$top/scripts/sl-launch" -np "$np" "$prog" "$@" > "$out/tap" 2> "$out/err"
   rc=$?
-  # Renumber "ok N - ..." / "not ok N ..." lines after the n tests already printed.
-  awk -v off="$n" '/^(not )?ok [0-9]+/ {
+  awk -v off="$n" -v label="$label" '/^(not )?ok [0-9]+/ {
       st = ($1 == "not") ? "not ok" : "ok"
-      sub(/^(not )?ok [0-9]+ ?/, "")
-      print st " " ++off " " $0
-    }' "$out/tap.$np" > "$out/merged.$np"
-  cat "$out/merged.$np"
-  got=$(wc -l < "$out/merged.$np")
+      sub(/^(not )?ok [0-9]+ ?(- )?/, "")
+      print st " " ++off " - " label $0
+    }' "$out/tap" > "$out/merged"
+  cat "$out/merged"
+  got=$(wc -l < "$out/merged")
   n=$((n + got))
-  grep '^#' "$out/err.$np" | head -n 20 >&2
+  grep '^#' "$out/err" | head -n 20 >&2
   n=$((n + 1))
   if [ "$rc" = 0 ] && [ "$got" -gt 0 ]; then
-    echo "ok $n - np=$np: test_coll exited 0 after $got tests"
+    echo "ok $n - np=$np: ${label}test_coll exited 0 after $got tests"
   else
-    echo "not ok $n - np=$np: test_coll exited $rc after $got tests"
-    tail -n 20 "$out/err.$np" >&2
+    echo "not ok $n - np=$np: ${label}test_coll exited $rc after $got tests"
+    tail -n 20 "$out/err" >&2
   fi
+}
+
+# 1..5 ranks with every count; 6..8 (folds of 2 and 3 ranks in rhd, deeper trees) without the
+# two large counts, to keep the time down. shm and hier run here on one node.
+for np in 1 2 3 4 5 6 7 8; do
+  quick=; [ "$np" -gt 5 ] && quick=--quick
+  run "$np" "" $quick
+done
+# 2 and 3 virtual nodes of k consecutive ranks, on 2..7 ranks, unequal nodes included (7 ranks
+# in nodes of 3: 3 + 3 + 1); the smallest k that makes each number of nodes.
+for np in 2 3 4 5 6 7; do
+  done_nodes=
+  for k in 1 2 3 4 5 6; do
+    nodes=$(( (np + k - 1) / k ))
+    case "$nodes" in 2|3) ;; *) continue ;; esac
+    case " $done_nodes " in *" $nodes "*) continue ;; esac
+    done_nodes="$done_nodes $nodes"
+    SL_COLL_RANKS_PER_NODE=$k run "$np" "[$nodes virtual nodes of up to $k] " --quick --only shm,hier
+  done
 done
 echo "1..$n"

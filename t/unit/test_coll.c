@@ -389,10 +389,14 @@ static void sweep_large(sl_comm *c, const char *space)
 
 /* Non-blocking all-reduce: two operations in flight at once (f32 sum in place, bf16 avg out of
  * place) with a blocking one (f64 max) issued while they are, the first driven to completion
- * by test alone, then both finished by wait; all checked like the blocking ones. */
-static void sweep_nonblocking(sl_comm *c, const char *space)
+ * by test alone, then both finished by wait; all checked like the blocking ones. With a
+ * segment of `seg` bytes (0: the default), so that the schedules' steps travel in many
+ * segments, each reduced as it arrives. */
+static void sweep_nonblocking(sl_comm *c, const char *space, size_t seg)
 {
     if (!sl_coll_supports(sl_comm_impl(c), SL_CO_ALLREDUCE)) return;
+    size_t seg0 = sl_comm_segment(c);
+    if (seg) sl_comm_set_segment(c, seg);
     static const size_t counts[] = {0, 1, 7, 1000, 100003};
     static const sl_dtype dt[3] = {SL_F32, SL_BF16, SL_F64};
     static const sl_redop rop[3] = {SL_OP_SUM, SL_OP_AVG, SL_OP_MAX};
@@ -429,9 +433,11 @@ static void sweep_nonblocking(sl_comm *c, const char *space)
             }
         }
     }
-    verdict(&ty, "%s %s iallreduce: two in flight with a blocking one, test then wait (%s)",
-            space, sl_coll_name(sl_comm_impl(c)),
-            sl_coll_iallreduce_overlaps(c) ? "progresses" : "completes at start");
+    verdict(&ty, "%s %s iallreduce: two in flight with a blocking one, test then wait (%s, "
+            "segment %zu B)", space, sl_coll_name(sl_comm_impl(c)),
+            sl_coll_iallreduce_overlaps(c) ? "progresses" : "completes at start",
+            sl_comm_segment(c));
+    sl_comm_set_segment(c, seg0);
     for (int k = 0; k < 3; k++) bufs_free(&b[k]);
 }
 
@@ -758,13 +764,52 @@ static void check_dbtree_shapes(void)
     ok(!bad, "double binary tree shapes for 1..64 ranks");
 }
 
+/* shm sends no message; hier sends only its inter-node all-reduces: nothing on one node, and
+ * where nodes are equal and a power of two in number (p), each rank owns one slice of n / L
+ * elements and Rabenseifner sends 2 (p - 1) / p of it. SL_COLL_RANKS_PER_NODE (coll.t) sets
+ * the virtual nodes. */
+static void check_node_bytes(sl_comm *c)
+{
+    sl_coll impl = sl_comm_impl(c);
+    if (impl != SL_COLL_SHM && impl != SL_COLL_HIER) return;
+    int k = 0;
+    sl_coll_env_ranks_per_node(&k);
+    int per_node = impl == SL_COLL_HIER && k && k < g_size ? k : g_size;
+    int nodes = (g_size + per_node - 1) / per_node;
+    if (g_size % per_node || (nodes & (nodes - 1))) return; /* no simple formula */
+    size_t n = (size_t)per_node * (size_t)nodes * 16384; /* slices above rhd's small-message path */
+    float *x = calloc(n, sizeof *x);
+    unsigned long long before = sl_comm_bytes_sent(c);
+    int rc = sl_coll_allreduce(c, x, x, n, SL_F32, SL_OP_SUM);
+    unsigned long long got = sl_comm_bytes_sent(c) - before;
+    size_t slice = n / (size_t)per_node; /* elements each rank owns */
+    size_t want = g_size == 1 ? 0 : 2 * (size_t)(nodes - 1) * slice / (size_t)nodes * sizeof(float);
+    tally ty = {0};
+    if (rc != SL_COLL_OK || got != want)
+        fail(&ty, "rc %d, %llu bytes sent, expected %zu", rc, got, want);
+    verdict(&ty, "%s on %d node(s) of %d: %zu bytes sent per rank (Rabenseifner between nodes "
+            "only)", sl_coll_name(impl), nodes, per_node, want);
+    free(x);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &g_size);
     sl_set_program_name("test_coll");
-    int quick = argc > 1 && !strcmp(argv[1], "--quick"); /* skip the large counts */
+    /* --quick: skip the large counts; --only a,b: these implementations only (coll.t runs
+     * shm and hier again on virtual nodes) */
+    int quick = 0;
+    unsigned only = ~0u;
+    for (int a = 1; a < argc; a++) {
+        if (!strcmp(argv[a], "--quick")) quick = 1;
+        if (!strcmp(argv[a], "--only") && a + 1 < argc) {
+            only = 0;
+            for (char *name = strtok(argv[++a], ","); name; name = strtok(NULL, ","))
+                if (sl_coll_from_name(name) >= 0) only |= 1u << sl_coll_from_name(name);
+        }
+    }
 
     check_setup();
     check_dbtree_shapes();
@@ -775,6 +820,7 @@ int main(int argc, char **argv)
         }
         const char *sname = space == SL_MEM_DEVICE ? "device" : "host";
         for (int impl = 0; impl < SL_NCOLLS; impl++) {
+            if (!(only & (1u << impl))) continue;
             char why[160], line[200];
             int rc = sl_coll_available((sl_coll)impl, (sl_mem_space)space, why, sizeof why);
             if (rc) {
@@ -792,11 +838,13 @@ int main(int argc, char **argv)
             segments[1] = TINY_SEGMENT;
             sweep_collectives(c, sname);
             if (!quick) sweep_large(c, sname);
-            sweep_nonblocking(c, sname);
+            sweep_nonblocking(c, sname, 0);
+            sweep_nonblocking(c, sname, 1000); /* 250 f32, 125 f64, 500 bf16 per segment */
             sweep_nb_rs_ag(c, sname);
             sweep_p2p(c, sname);
             sweep_nb_p2p(c, sname);
             if (space == SL_MEM_HOST) sweep_errors(c);
+            if (space == SL_MEM_HOST) check_node_bytes(c);
             sl_comm_destroy(c);
         }
     }
