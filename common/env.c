@@ -12,6 +12,7 @@
 #include "sl_error.h"
 #include "sl_harness.h"
 #include "sl_json.h"
+#include "sl_sim.h"
 
 /* "0-3,8" from a CPU set. */
 static int cpuset_list(const cpu_set_t *set, char *buf, size_t len)
@@ -135,6 +136,7 @@ void sl_env_manifest(sl_ctx *ctx, sl_json *j)
     sl_json_str(j, "git_describe", sl_build_git_describe);
     sl_json_str(j, "build_options", sl_build_options);
     sl_json_int(j, "ranks", ctx->nranks);
+    sl_sim_json(j); /* "simulated": {...} under the simulator only */
 
     /* distinct hosts, in rank order */
     sl_json_arr_begin(j, "hosts");
