@@ -5,16 +5,18 @@ a message of m bytes between hosts a and b costs alpha(a, b) + m * beta.
 alpha(a, b) is the route's latency (links crossed x link latency), so it depends on where the
 partners sit: a ring's neighbours are mostly under one leaf switch, a far recursive-halving
 partner is not. Each model therefore sums, step by step, the largest alpha any rank pays at that
-step (the slowest pair sets the pace), except the ring, whose steps do not wait for all ranks:
-there every chunk goes once around the ring, so the latency per step is the mean over the ring's
-hops. beta = 1 / link bandwidth. Reduction arithmetic is not counted (gamma = 0): scripts/simulate
+step (the slowest pair sets the pace). The ring's steps are paced by its slowest hop once
+every rank has a chunk to pass on (count >= p: a rank's exchange waits for its send to the next
+rank as well as for the receive); with fewer elements than ranks (8 B) the few chunks travel
+alone, once around for the reduce-scatter and once for the all-gather, paying each hop's own
+latency: the mean. beta = 1 / link bandwidth. Reduction arithmetic is not counted (gamma = 0): scripts/simulate
 runs the all-reduce with computation not charged, so the network is all that is timed.
 
 The suite's algorithms cut each step's message into segments (256 KiB, coll_xfer.c) that cross
 the link one after the other: a step of m bytes costs s(m) alpha + m beta, s(m) = ceil(m / seg)
 (at least 1). At 8 B this is the textbook model; at 256 MiB the extra alphas are ~10%.
 
-  ring    2(p-1) steps of n/p:   2(p-1) (s(n/p) mean_alpha + n/p beta)  = 2(p-1) alpha + 2(p-1)/p n beta
+  ring    2(p-1) steps of n/p:   2(p-1) (s(n/p) alpha + n/p beta)       = 2(p-1) alpha + 2(p-1)/p n beta
   rhd     halving then doubling, steps of n/2, n/4, ... n/p:
                                  2 sum_k (s(m_k) alpha_k + m_k beta)    = 2 log2(p) alpha + 2(p-1)/p n beta
           (p = 2^k; otherwise the fold adds a whole-vector send before and after)
@@ -28,7 +30,7 @@ the link one after the other: a step of m bytes costs s(m) alpha + m beta, s(m) 
 import math
 
 
-def model(coll, p, n, plat, segment=256 << 10):
+def model(coll, p, n, plat, segment=256 << 10, esize=4):
     """Predicted seconds for an all-reduce of n bytes on ranks 0..p-1 of plat (rank i on host
     i), or None for an implementation without a model (the MPI library's)."""
     beta = 1.0 / plat.bw
@@ -38,8 +40,9 @@ def model(coll, p, n, plat, segment=256 << 10):
     if p == 1:
         return 0.0
     if coll == "ring":
-        mean_alpha = sum(plat.route_latency(r, (r + 1) % p) for r in range(p)) / p
-        return 2 * (p - 1) * (segs(n / p) * mean_alpha + n / p * beta)
+        hops = [plat.route_latency(r, (r + 1) % p) for r in range(p)]
+        alpha = max(hops) if n / esize >= p else sum(hops) / p
+        return 2 * (p - 1) * (segs(n / p) * alpha + n / p * beta)
     if coll == "rhd":
         q = 1 << (p.bit_length() - 1)
         rem = p - q
