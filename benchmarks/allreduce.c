@@ -559,6 +559,9 @@ int main(int argc, char **argv)
             ctx.nranks, ctx.nranks == 1 ? "" : "s", sl_backend_name((sl_backend)be), arena_bytes >> 20,
             llc_bytes() >> 20, membw);
     if (ctx.nranks == 1) sl_note(&ctx, "one rank: busbw is not applicable (null)");
+    if (sl_sim_active())
+        sl_note(&ctx, "simulated hosts: no memory probe (of_membw%% is nan); scripts/simulate "
+                      "charges no time for the reductions' arithmetic: the times are the network's");
     /* Unbound ranks can be put on one core by the scheduler for a while, and a message then
      * waits for a time slice: milliseconds where microseconds were meant. Say so. */
     sl_env_local me;
