@@ -188,8 +188,9 @@ void *sl_alloc(sl_mem_cat cat, size_t bytes)
     if (bytes > SIZE_MAX - sizeof(header) - 64) SL_FATAL("sl_alloc: %zu bytes is too large", bytes);
     size_t total = (sizeof(header) + bytes + 63) / 64 * 64;
     /* Under the simulator a large block may be folded (sl_sim.h): it is no memory of this
-     * rank, so it is neither checked against the limits nor zeroed. */
-    void *raw = sl_sim_alloc(total);
+     * rank, so it is neither checked against the limits nor zeroed, and its size and category
+     * are kept by the simulator's table (the header is shared with other ranks' blocks). */
+    void *raw = sl_sim_alloc(total, bytes * SL_MEM_NCATS + (size_t)cat);
     if (raw) goto folded;
     /* Linux overcommits: a request far beyond the free memory would "succeed" and the zero-fill
      * below would then be killed by the OOM killer without a word. Requests are checked first,
@@ -234,8 +235,14 @@ void sl_free(void *p)
 {
     if (!p) return;
     header *h = (header *)p - 1;
+    size_t note;
+    if (sl_sim_free(h, &note)) {
+        sl_mem_track(SL_MEM_HOST, (sl_mem_cat)(note % SL_MEM_NCATS),
+                     -(long long)(note / SL_MEM_NCATS));
+        return;
+    }
     sl_mem_track(SL_MEM_HOST, (sl_mem_cat)h->cat, -(long long)h->bytes);
-    if (!sl_sim_free(h)) free(h);
+    free(h);
 }
 
 size_t sl_mem_current(sl_mem_space s, sl_mem_cat c) { return current[s][c]; }

@@ -14,7 +14,7 @@
 #define MAX_FOLDED 64
 
 /* This rank's folded allocations (SMPI privatises globals per rank). */
-static struct { char *base, *end; } folded[MAX_FOLDED];
+static struct { char *base, *end; size_t note; } folded[MAX_FOLDED];
 
 int sl_sim_active(void) { return 1; }
 
@@ -46,7 +46,7 @@ size_t sl_sim_fold_bytes(void)
     return (size_t)v;
 }
 
-void *sl_sim_alloc(size_t bytes)
+void *sl_sim_alloc(size_t bytes, size_t note)
 {
     size_t keep = sl_sim_fold_bytes();
     if (!keep || bytes <= keep) return NULL; /* small enough to be real */
@@ -60,13 +60,15 @@ void *sl_sim_alloc(size_t bytes)
     if (!p) SL_FATAL("out of memory: folded allocation of %zu bytes", bytes);
     folded[slot].base = p;
     folded[slot].end = p + bytes;
+    folded[slot].note = note;
     return p;
 }
 
-int sl_sim_free(void *p)
+int sl_sim_free(void *p, size_t *note)
 {
     for (int i = 0; i < MAX_FOLDED; i++)
         if (folded[i].base && folded[i].base == (char *)p) {
+            *note = folded[i].note;
             SMPI_SHARED_FREE(p);
             folded[i].base = NULL;
             return 1;
@@ -88,8 +90,8 @@ int sl_sim_active(void) { return 0; }
 const char *sl_sim_platform(void) { return NULL; }
 void sl_sim_json(sl_json *j) { (void)j; }
 size_t sl_sim_fold_bytes(void) { return 0; }
-void *sl_sim_alloc(size_t bytes) { (void)bytes; return NULL; }
-int sl_sim_free(void *p) { (void)p; return 0; }
+void *sl_sim_alloc(size_t bytes, size_t note) { (void)bytes; (void)note; return NULL; }
+int sl_sim_free(void *p, size_t *note) { (void)p; (void)note; return 0; }
 int sl_sim_real(const void *p, size_t len) { (void)p; (void)len; return 1; }
 
 #endif

@@ -26,10 +26,11 @@ void sl_sim_json(struct sl_json *j);
 size_t sl_sim_fold_bytes(void);
 
 /* Allocates `bytes` folded (page aligned) when folding is on and bytes is over the limit; NULL
- * when folding does not apply (the caller allocates normally). */
-void *sl_sim_alloc(size_t bytes);
-/* Frees p if sl_sim_alloc made it (returns 1), else returns 0. */
-int sl_sim_free(void *p);
+ * when folding does not apply (the caller allocates normally). `note` is kept for sl_sim_free:
+ * what the caller would write into the block itself, which every rank's folded blocks share. */
+void *sl_sim_alloc(size_t bytes, size_t note);
+/* Frees p if sl_sim_alloc made it (returns 1, with its note), else returns 0. */
+int sl_sim_free(void *p, size_t *note);
 /* 1 when [p, p + len) holds real data (it touches no folded allocation). */
 int sl_sim_real(const void *p, size_t len);
 
