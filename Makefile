@@ -6,6 +6,7 @@
 #   make SANITIZE=1 check    the same under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make install PREFIX=/opt/scalelab
 #
+#   make SIMGRID=1       also the MPI programs SimGrid's SMPI can run, into build/smpi/bin/
 # Overrides: CUDA=0|1 NCCL=0|1 PAPI=0|1 CUDA_HOME=... MPICC=... SANITIZE=1 DEBUG=1 CUDA_ARCH="80 90"
 # V=1 prints every command.
 # Every dependency is probed below; one line per dependency says what it enables or disables.
@@ -47,6 +48,13 @@ ifeq ($(HAVE_MPICC),1)
 # The MPI headers for nvcc (Open MPI: --showme:compile; MPICH: -compile_info).
 MPI_CFLAGS := $(shell $(MPICC) --showme:compile 2>/dev/null || $(MPICC) -compile_info 2>/dev/null | tr ' ' '\n' | grep '^-I' | tr '\n' ' ')
 endif
+# SimGrid's SMPI (make SIMGRID=1, scripts/simulate): the programs whose MPI use it supports,
+# built again with smpicc by a sub-make into their own tree (SMPI_TREE=1 marks that sub-make).
+# mae_threads and kernels are left out: their figures are threads and kernels on this CPU,
+# which a network simulation does not change.
+SIMGRID       ?= 0
+SMPI_PROGRAMS := allreduce ddp zero pipeline
+HAVE_SMPICC   := $(shell command -v smpicc >/dev/null 2>&1 && echo 1 || echo 0)
 HAVE_PROVE   := $(shell command -v prove >/dev/null 2>&1 && echo 1 || echo 0)
 HAVE_PYTHON3 := $(shell command -v python3 >/dev/null 2>&1 && echo 1 || echo 0)
 NVCC         := $(CUDA_HOME)/bin/nvcc
@@ -92,13 +100,17 @@ MISSING_DNF += hwloc-devel
 endif
 
 mark = $(if $(filter 1,$(1)),✓,✗)
-ifeq ($(filter clean print-build,$(MAKECMDGOALS)),)
+ifeq ($(SIMGRID)$(HAVE_SMPICC),10)
+$(error SIMGRID=1 was asked for but smpicc was not found (apt: libsimgrid-dev))
+endif
+ifeq ($(filter clean print-build,$(MAKECMDGOALS))$(SMPI_TREE),)
 $(info $(call mark,$(HAVE_MPICC)) MPI compiler ($(MPICC))      required: every program)
 $(info $(call mark,$(HAVE_CBLAS)) OpenBLAS CBLAS              required: CPU GEMM)
 $(info $(call mark,$(HAVE_HWLOC)) hwloc                       required: topology and rank binding in the manifest)
 $(info $(call mark,$(PAPI)) PAPI                        optional: --papi hardware counters$(if $(filter 1,$(PAPI)),, (disabled: --papi will say it was not built)))
 $(info $(call mark,$(CUDA)) CUDA nvcc + cuBLAS          optional: -B cuda backend$(if $(filter 1,$(CUDA)),, (disabled: -B cuda will say it was not built)))
 $(info $(call mark,$(NCCL)) NCCL                        optional: -C nccl collective$(if $(filter 1,$(NCCL)),, (disabled: -C nccl will say it was not built)))
+$(info $(call mark,$(HAVE_SMPICC)) SimGrid SMPI (smpicc)       optional: make SIMGRID=1 builds $(SMPI_PROGRAMS) into build/smpi/bin for scripts/simulate$(if $(filter 1,$(HAVE_SMPICC)),, (disabled)))
 $(info $(call mark,$(HAVE_PROVE)) prove (perl)                required: make check)
 $(info $(call mark,$(HAVE_PYTHON3)) python3                     required: scripts/compare, scripts/report, run_all.sh summary)
 endif
@@ -114,6 +126,10 @@ ifeq ($(SANITIZE),1)
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 endif
 DEFS := -DSL_HAVE_PAPI=$(PAPI) -DSL_HAVE_CUDA=$(CUDA) -DSL_HAVE_NCCL=$(NCCL)
+ifeq ($(SMPI_TREE),1)
+# common/sim.c folds memory explicitly, so SMPI's malloc interception is left off.
+DEFS += -DSL_SMPI=1 -DSMPI_NO_OVERRIDE_MALLOC
+endif
 CFLAGS  += $(CFLAGS_BASE) $(OPT) $(SAN) $(DEFS)
 LDLIBS  := -lopenblas -lhwloc -lm
 ifeq ($(PAPI),1)
@@ -155,7 +171,7 @@ PROGRAMS   := $(BENCH_SRC:benchmarks/%.c=$(BIN)/%)
 TESTS      := $(TEST_SRC:t/unit/%.c=$(BUILD)/t/%)
 LIBS       := $(BUILD)/libsl_train.a $(BUILD)/libsl_kernels.a $(BUILD)/libsl_common.a
 
-.PHONY: all check clean install deps print-build FORCE
+.PHONY: all check clean install deps print-build smpi FORCE
 # Objects of programs and tests are kept (not deleted as intermediates), so a second make
 # or make check right after make rebuilds nothing.
 .SECONDARY:
@@ -181,7 +197,11 @@ all check install:
 endif
 else
 
-all: $(PROGRAMS) $(TESTS)
+all: $(PROGRAMS) $(TESTS) $(if $(filter 1,$(SIMGRID)),smpi)
+
+smpi:
+	$(Q)$(MAKE) --no-print-directory SMPI_TREE=1 MPICC=smpicc BUILD=$(BUILD)/smpi BIN=$(BUILD)/smpi/bin \
+	  CUDA=0 NCCL=0 PAPI=0 SANITIZE=0 SIMGRID=0 $(SMPI_PROGRAMS:%=$(BUILD)/smpi/bin/%)
 
 check: all
 	@if [ "$(HAVE_PROVE)" != 1 ]; then echo "make check needs prove (apt: perl, dnf: perl-Test-Harness)" >&2; exit 1; fi

@@ -12,6 +12,7 @@
 #include "sl_error.h"
 #include "sl_harness.h"
 #include "sl_json.h"
+#include "sl_sim.h"
 
 /* "0-3,8" from a CPU set. */
 static int cpuset_list(const cpu_set_t *set, char *buf, size_t len)
@@ -139,6 +140,7 @@ void sl_env_manifest(sl_ctx *ctx, sl_json *j)
     sl_json_int(j, "ranks_per_node", ctx->node_ranks);
     sl_json_int(j, "cpus_per_node", ctx->node_cpus);
     sl_json_bool(j, "oversubscribed", sl_oversubscribed(ctx, 1));
+    sl_sim_json(j); /* "simulated": {...} under the simulator only */
 
     /* distinct hosts, in rank order */
     sl_json_arr_begin(j, "hosts");

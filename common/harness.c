@@ -15,6 +15,7 @@
 #include "sl_harness.h"
 #include "sl_coll.h"
 #include "sl_json.h"
+#include "sl_sim.h"
 #include "sl_timer.h"
 #include "sl_trace.h"
 
@@ -292,6 +293,9 @@ static void print_header(sl_ctx *ctx)
     printf("# %d rank%s | %s | %s, thread level %s | backend %s\n", ctx->nranks,
            ctx->nranks == 1 ? "" : "s", cpu, mpi, sl_mpi_thread_name(ctx->mpi_thread_provided),
            sl_backend_name(ctx->opt.backend));
+    if (sl_sim_active())
+        printf("# SIMULATED by SimGrid SMPI (one process on this machine): %s\n",
+               *sl_sim_platform() ? sl_sim_platform() : "platform not described (run by scripts/simulate)");
     printf("# results: %s/%s.jsonl\n", ctx->out_dir, ctx->prog->name);
     fflush(stdout);
 }

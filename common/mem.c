@@ -6,6 +6,7 @@
 
 #include "sl_error.h"
 #include "sl_mem.h"
+#include "sl_sim.h"
 
 static const char *const cat_names[SL_MEM_NCATS] = {"params", "grads", "optim", "activ",
                                                     "comm",   "data",  "other"};
@@ -185,6 +186,12 @@ void *sl_alloc(sl_mem_cat cat, size_t bytes)
 {
     if ((unsigned)cat >= SL_MEM_NCATS) SL_FATAL("sl_alloc: bad category %d", (int)cat);
     if (bytes > SIZE_MAX - sizeof(header) - 64) SL_FATAL("sl_alloc: %zu bytes is too large", bytes);
+    size_t total = (sizeof(header) + bytes + 63) / 64 * 64;
+    /* Under the simulator a large block may be folded (sl_sim.h): it is no memory of this
+     * rank, so it is neither checked against the limits nor zeroed, and its size and category
+     * are kept by the simulator's table (the header is shared with other ranks' blocks). */
+    void *raw = sl_sim_alloc(total, bytes * SL_MEM_NCATS + (size_t)cat);
+    if (raw) goto folded;
     /* Linux overcommits: a request far beyond the free memory would "succeed" and the zero-fill
      * below would then be killed by the OOM killer without a word. Requests are checked first,
      * so that they fail as a runtime error naming the size: against the memory cgroup's limit
@@ -211,13 +218,12 @@ void *sl_alloc(sl_mem_cat cat, size_t bytes)
                      "out of memory: %zu bytes for %s but only %zu are available on this node",
                      bytes, cat_names[cat], avail);
     }
-    void *raw = NULL;
-    size_t total = (sizeof(header) + bytes + 63) / 64 * 64;
     if (posix_memalign(&raw, 64, total) != 0)
         sl_fatal(SL_EXIT_RUNTIME, __FILE__, __LINE__,
                  "out of memory: %zu bytes for %s (already holding %zu bytes on this rank)", bytes,
                  cat_names[cat], total_current[SL_MEM_HOST]);
     memset(raw, 0, total);
+folded:;
     header *h = raw;
     h->bytes = bytes;
     h->cat = cat;
@@ -229,6 +235,12 @@ void sl_free(void *p)
 {
     if (!p) return;
     header *h = (header *)p - 1;
+    size_t note;
+    if (sl_sim_free(h, &note)) {
+        sl_mem_track(SL_MEM_HOST, (sl_mem_cat)(note % SL_MEM_NCATS),
+                     -(long long)(note / SL_MEM_NCATS));
+        return;
+    }
     sl_mem_track(SL_MEM_HOST, (sl_mem_cat)h->cat, -(long long)h->bytes);
     free(h);
 }

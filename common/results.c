@@ -10,6 +10,7 @@
 
 #include "sl_harness.h"
 #include "sl_json.h"
+#include "sl_sim.h"
 #include "sl_results.h"
 
 static const char *const check_names[] = {"pass", "fail", "skipped", "not_asserted", "none"};
@@ -95,6 +96,7 @@ void sl_result_to_json(const sl_ctx *ctx, const sl_result *r, sl_json *j)
     sl_json_str(j, "collective", r->collective);
     sl_json_str(j, "dtype", r->dtype);
     sl_json_int(j, "ranks", ctx->nranks);
+    sl_sim_json(j); /* "simulated": {...} under the simulator only */
 
     sl_json_obj_begin(j, "params");
     for (int i = 0; i < r->nparams; i++) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # install-deps.sh — install what scalelab needs from the distribution's packages.
 #
-#   scripts/install-deps.sh            everything (required and optional)
+#   scripts/install-deps.sh            everything (required and optional; SimGrid's SMPI,
+#                                      libsimgrid-dev, where the distribution has it)
 #   scripts/install-deps.sh PKG...     just these packages (the Makefile passes what it lacks)
 #
 # Debian/Ubuntu (apt-get) and Fedora/RHEL (dnf). Needs root (or sudo).
@@ -26,6 +27,15 @@ if command -v apt-get >/dev/null 2>&1; then
   echo "install-deps.sh: apt-get install ${pkgs[*]}"
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pkgs[@]}"
+  # Optional: SimGrid's SMPI (make SIMGRID=1, scripts/simulate). Not every release packages
+  # it; where it is missing the rest is installed all the same.
+  if [[ $# -eq 0 ]]; then
+    if apt-cache show libsimgrid-dev >/dev/null 2>&1; then
+      $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libsimgrid-dev
+    else
+      echo "install-deps.sh: libsimgrid-dev is not packaged here: make SIMGRID=1 will not be available" >&2
+    fi
+  fi
 elif command -v dnf >/dev/null 2>&1; then
   pkgs=("$@")
   [[ ${#pkgs[@]} -gt 0 && ! " ${pkgs[*]} " =~ -dev ]] || pkgs=("${dnf_all[@]}")

@@ -1,0 +1,37 @@
+/* sl_sim.h — running under a simulator (SimGrid's SMPI, `make SIMGRID=1`, scripts/simulate):
+ * whether this build is simulated, the platform the rows are marked with, and memory folding.
+ *
+ * Folding: SMPI runs every rank in one process, so 1024 ranks of 512 MiB buffers cannot all be
+ * real. With $SL_SIM_FOLD=BYTES, an allocation larger than that is mapped onto pages shared by
+ * every rank (SMPI_SHARED_MALLOC): messages from and into it still take their simulated time,
+ * but its contents are not real, so arithmetic and copies into it are skipped (sl_sim_real
+ * says which) and a program checks its results on real buffers of the same size instead, or
+ * reports the check as skipped. In the normal build every function here is a no-op. */
+#ifndef SL_SIM_H
+#define SL_SIM_H
+
+#include <stddef.h>
+
+/* 1 in the SMPI build (make SIMGRID=1), 0 otherwise. */
+int sl_sim_active(void);
+/* The platform as scripts/simulate describes it ($SL_SIM_PLATFORM), or "" where unset; NULL
+ * in the normal build. */
+const char *sl_sim_platform(void);
+/* Under the simulator, writes "simulated": {"simulator", "platform"} into the open JSON object
+ * (a results row, the manifest); nothing in the normal build. */
+struct sl_json;
+void sl_sim_json(struct sl_json *j);
+
+/* The largest allocation kept real ($SL_SIM_FOLD), 0 when nothing is folded. */
+size_t sl_sim_fold_bytes(void);
+
+/* Allocates `bytes` folded (page aligned) when folding is on and bytes is over the limit; NULL
+ * when folding does not apply (the caller allocates normally). `note` is kept for sl_sim_free:
+ * what the caller would write into the block itself, which every rank's folded blocks share. */
+void *sl_sim_alloc(size_t bytes, size_t note);
+/* Frees p if sl_sim_alloc made it (returns 1, with its note), else returns 0. */
+int sl_sim_free(void *p, size_t *note);
+/* 1 when [p, p + len) holds real data (it touches no folded allocation). */
+int sl_sim_real(const void *p, size_t len);
+
+#endif
