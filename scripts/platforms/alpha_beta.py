@@ -20,6 +20,8 @@ the link one after the other: a step of m bytes costs s(m) alpha + m beta, s(m) 
   rhd     halving then doubling, steps of n/2, n/4, ... n/p:
                                  2 sum_k (s(m_k) alpha_k + m_k beta)    = 2 log2(p) alpha + 2(p-1)/p n beta
           (p = 2^k; otherwise the fold adds a whole-vector send before and after)
+          up to 32 KiB, recursive doubling instead: log2(p) steps of the whole vector
+                                 sum_k (s(n) alpha_k + n beta)          = log2(p) alpha + log2(p) n beta
   tree    binomial reduce then broadcast, whole vector per round:
                                  2 sum_k (s(n) alpha_k + n beta)        (k < ceil(log2 p))
   dbtree  two binary trees, half the vector each, pipelined in segments of c bytes: the fill
@@ -28,6 +30,10 @@ the link one after the other: a step of m bytes costs s(m) alpha + m beta, s(m) 
 """
 
 import math
+
+# Up to this many bytes the suite's rhd all-reduce runs recursive doubling of the whole vector
+# instead (SLC_RHD_DOUBLING_BYTES in common/coll/coll_internal.h): log2(p) steps of n bytes.
+RHD_DOUBLING_BYTES = 32 << 10
 
 
 def model(coll, p, n, plat, segment=256 << 10, esize=4):
@@ -50,6 +56,15 @@ def model(coll, p, n, plat, segment=256 << 10, esize=4):
         real = [2 * i + 1 if i < rem else i + rem for i in range(q)]
         steps = int(math.log2(q))
         t = 0.0
+        if n <= RHD_DOUBLING_BYTES:  # small vectors: recursive doubling of the whole vector
+            for k in range(steps):
+                d = 1 << k
+                alpha = max(plat.route_latency(real[i], real[i ^ d]) for i in range(q))
+                t += segs(n) * alpha + n * beta
+            if rem:
+                fold = max(plat.route_latency(2 * i, 2 * i + 1) for i in range(rem))
+                t += 2 * (segs(n) * fold + n * beta)
+            return t
         for k in range(steps):  # halving: distance q/2 first, message n/2; doubling mirrors it
             d, m = q >> (k + 1), n / (2 << k)
             alpha = max(plat.route_latency(real[i], real[i ^ d]) for i in range(q))

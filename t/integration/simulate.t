@@ -24,7 +24,7 @@ for p in allreduce ddp; do
 done
 
 scripts/simulate --platform fat-tree --ranks 16 --fold 4M allreduce -C ring,rhd,tree,dbtree \
-  -b 8 -e 8M -f 1024 --mode latency --place out -w 0 -n 3 --cold 1M -o "$out/ar" >"$out/ar.log" 2>&1
+  -b 8 -e 8M -f 1024 --mode latency --place out -w 0 -n 3 -o "$out/ar" >"$out/ar.log" 2>&1
 rc=$?
 ok $rc "16 simulated ranks: checks pass and the alpha-beta rows are within tolerance (exit $rc)"
 [ $rc = 0 ] || sed 's/^/# /' "$out/ar.log" | grep -v WARNING | tail -30 >&2
