@@ -18,7 +18,9 @@ explains. The conventions that make that promise testable (benchmarks/labs/READM
     of the terminal output, or a key of a results row, its metrics or params).
 
 Output is TAP: one test per command (exit status 0) and one per sheet for its columns. A
-command that selects the CUDA backend is skipped where no CUDA device is visible.
+command that selects the CUDA backend is skipped where no CUDA device is visible, and one that
+runs the simulator (scripts/simulate, scripts/scaling-study) where make SIMGRID=1 has not built
+the simulated programs.
 Standard library only.
 """
 import glob
@@ -98,12 +100,22 @@ def wants_gpu(words):
                or w in ("--backend=cuda", "-Bcuda") for i, w in enumerate(words))
 
 
+SIMULATORS = ("scripts/simulate", "scripts/scaling-study")  # they run the SMPI build
+
+
 def program_of(words):
-    """The scalelab program a command runs: bin/NAME, possibly behind scripts/sl-launch."""
+    """The program a command runs: bin/NAME, possibly behind scripts/sl-launch, or one of the
+    simulation scripts (named by their basename, for the quick markers)."""
     for w in words:
-        if w.startswith("bin/"):
+        if w.startswith("bin/") or w in SIMULATORS:
             return os.path.basename(w)
     return None
+
+
+def has_smpi_build():
+    """make SIMGRID=1 has built the simulated programs (build/smpi/bin)."""
+    d = os.path.join(TOP, "build", "smpi", "bin")
+    return os.path.isdir(d) and bool(os.listdir(d))
 
 
 def apply_quick(words, pairs):
@@ -154,6 +166,7 @@ def main(argv):
     n = failed = 0
 
     gpu = has_gpu()
+    smpi = has_smpi_build()
 
     def ok(cond, desc, detail=""):
         nonlocal n, failed
@@ -178,6 +191,10 @@ def main(argv):
             if wants_gpu(words) and not gpu:
                 n += 1
                 print(f"ok {n} - {name}:{no}: {shlex.join(words)} # SKIP no CUDA device visible")
+                continue
+            if any(w in SIMULATORS for w in words) and not smpi:
+                n += 1
+                print(f"ok {n} - {name}:{no}: {shlex.join(words)} # SKIP no SMPI build (make SIMGRID=1)")
                 continue
             with tempfile.TemporaryDirectory(prefix="scalelab-lab.") as outdir:
                 env = dict(os.environ, SL_RESULTS=outdir)
