@@ -157,6 +157,7 @@ typedef struct bench {
     int nsets, next;
     int nops;           /* throughput mode: operations per timed repetition */
     double membw;       /* copy bandwidth per rank (reads + writes), for shm's bound */
+    double scratch;     /* the collective's own scratch for one operation, largest over ranks */
 } bench;
 
 /* The send and receive buffers of set k, as the collective's conventions want them. */
@@ -317,6 +318,7 @@ static const sl_column columns[] = {
     {"avg", "us", "time.rank_mean", 11, 2, 1e6},
     {"algbw", "GB/s", "algbw", 9, 3, 0},
     {"busbw", "GB/s", "busbw", 9, 3, 0},
+    {"scratch", "KiB", "scratch_bytes", 9, 0, 1.0 / 1024},
     SL_COL_CHECK(6),
 };
 
@@ -337,6 +339,10 @@ static void scale_stats(sl_stats *s, double f)
     s->rank_mean *= f;
 }
 
+/* The fewest iterations a configuration got when that was fewer than -n (0: none), for the
+ * note that says so. */
+static int fewest_iters;
+
 /* The iterations a configuration gets: -n, fewer when one operation is slow (same on every
  * rank: from the slowest rank's time of one operation). */
 static int iterations_for(sl_ctx *ctx, bench *b)
@@ -348,7 +354,9 @@ static int iterations_for(sl_ctx *ctx, bench *b)
     SL_CHECK_MPI(MPI_Allreduce(&dt, &worst, 1, MPI_DOUBLE, MPI_MAX, ctx->comm));
     long long n = ctx->opt.iters;
     if (worst > 0 && worst * (double)n > TIME_BUDGET_S) n = (long long)(TIME_BUDGET_S / worst);
-    return (int)(n < 3 ? 3 : n);
+    n = n < 3 ? 3 : n;
+    if (n < ctx->opt.iters && (fewest_iters == 0 || n < fewest_iters)) fewest_iters = (int)n;
+    return (int)n;
 }
 
 static void emit_row(sl_ctx *ctx, bench *b, const char *mode, const sl_stats *st, int iters,
@@ -388,6 +396,9 @@ static void emit_row(sl_ctx *ctx, bench *b, const char *mode, const sl_stats *st
         sl_result_metric(&r, "bound_time", traffic / (b->membw * 1e9), "s");
         sl_result_metric(&r, "of_bound", traffic / (b->membw * 1e9) / st->median, "ratio");
     }
+    /* the MPI library's and NCCL's scratch is their own: not observable */
+    int opaque = sl_comm_impl(b->c) == SL_COLL_MPI || sl_comm_impl(b->c) == SL_COLL_NCCL;
+    sl_result_metric(&r, "scratch_bytes", opaque ? NAN : b->scratch, "B");
     snprintf(r.headline, sizeof r.headline, "busbw");
     if (cs == SL_CHECK_SKIPPED) sl_result_check(&r, cs, 0, NULL);
     else sl_result_check(&r, cs, err, "%s", msg);
@@ -436,6 +447,11 @@ static void sweep_impl(sl_ctx *ctx, sl_comm *c, sl_backend be, sl_dtype t, char 
             }
             b.arena = arena;
             sl_k_free(be, real_set);
+            /* the scratch of one operation, from none: the algorithms keep theirs between calls */
+            sl_comm_scratch_free(b.c);
+            one_op(&b);
+            double scratch = (double)sl_comm_scratch_bytes(b.c);
+            SL_CHECK_MPI(MPI_Allreduce(&scratch, &b.scratch, 1, MPI_DOUBLE, MPI_MAX, ctx->comm));
             for (int k = 0; k < (int)ctx->opt.warmup; k++) one_op(&b);
             int iters = iterations_for(ctx, &b);
             sl_stats st;
@@ -486,8 +502,13 @@ static double memory_bandwidth(sl_ctx *ctx, size_t bytes)
 
 static void summary(sl_ctx *ctx, series *ser, double membw)
 {
-    sl_note(ctx, "model t = alpha + beta*S (least squares on relative error, latency sweep, %s)",
+    sl_note(ctx, "model t = alpha + beta*S (least squares on relative error, %s sweep, %s)",
+            (opt_modes & MODE_LATENCY) ? "latency" : "throughput",
             opt_op == OP_BROADCAST ? "in place" : (opt_places & PLACE_OUT) ? "out of place" : "in place");
+    if (fewest_iters)
+        sl_note(ctx, "iterations: -n %lld, fewer where one operation is slow (a %.2f s budget per "
+                     "configuration, at least 3; down to %d here): the iters column has each count",
+                ctx->opt.iters, TIME_BUDGET_S, fewest_iters);
     sl_note(ctx, "%-7s %11s %11s %9s %8s %12s %11s %9s %s", "coll", "alpha_us", "1/beta_GB/s",
             "fit_err%", "lat_us", "plateau_GB/s", "of_membw%", "fastest", "");
     for (int i = 0; i < SL_NCOLLS; i++) {
@@ -509,9 +530,14 @@ static void summary(sl_ctx *ctx, series *ser, double membw)
             sl_note(ctx, "%s: alpha < 0: the sweep does not pin the latency down (start it at a "
                          "smaller -b)", sl_coll_name(i));
         double plateau = s->busbw[s->n - 1];
-        sl_note(ctx, "%-7s %11.2f %11.3f %9.1f %8.2f %12.3f %11.1f %9s %s", sl_coll_name(i),
-                alpha * 1e6, 1.0 / beta / 1e9, 100 * maxrel, s->t_lat[0] * 1e6, plateau,
-                100 * plateau / membw, wins[0] ? "at" : "never", wins);
+        if (s->n < 2) /* a line needs two sizes: say so rather than print nan */
+            sl_note(ctx, "%-7s %11s %11s %9s %8.2f %12.3f %11.1f %9s %s (one size: no alpha-beta fit; "
+                         "give -b < -e)", sl_coll_name(i), "n/a", "n/a", "n/a", s->t_lat[0] * 1e6,
+                    plateau, 100 * plateau / membw, wins[0] ? "at" : "never", wins);
+        else
+            sl_note(ctx, "%-7s %11.2f %11.3f %9.1f %8.2f %12.3f %11.1f %9s %s", sl_coll_name(i),
+                    alpha * 1e6, 1.0 / beta / 1e9, 100 * maxrel, s->t_lat[0] * 1e6, plateau,
+                    100 * plateau / membw, wins[0] ? "at" : "never", wins);
         if (i == SL_COLL_SHM && opt_op == OP_ALLREDUCE && ctx->nranks > 1) {
             double S = s->S[s->n - 1], bound = sl_coll_shm_traffic(ctx->nranks, S) / (membw * 1e9);
             double t = S / (plateau / bus_factor(opt_op, ctx->nranks) * 1e9);
@@ -589,10 +615,11 @@ int main(int argc, char **argv)
     /* A simulated host has no memory bandwidth to measure: the simulator times the network. */
     double membw = sl_sim_active() ? NAN
                                    : memory_bandwidth(&ctx, ctx.opt.maxbytes > cold / 4 ? ctx.opt.maxbytes : cold / 4);
-    char pool[96] = "warm: one pair reused, as OSU and nccl-tests";
+    char pool[160] = "warm: one pair reused, as OSU and nccl-tests";
     if (opt_cold)
-        snprintf(pool, sizeof pool, "cold: rotated through %zu MiB (last-level cache %zu MiB)",
-                 arena_bytes >> 20, llc_bytes() >> 20);
+        snprintf(pool, sizeof pool, "cold: rotated through %zu MiB (last-level cache %zu MiB%s)",
+                 arena_bytes >> 20, llc_bytes() >> 20,
+                 arena_bytes < llc_bytes() ? ": smaller than the cache, so not fully cold; see --pool" : "");
     sl_note(&ctx, "%s of %s over %d rank%s, %s buffers %s; memory copy %.2f GB/s per rank",
             sl_collective_name(op_coll[opt_op]),
             opt_op == OP_ALLGATHER || opt_op == OP_BROADCAST ? "data" : sl_redop_name((sl_redop)opt_redop),

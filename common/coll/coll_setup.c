@@ -173,3 +173,8 @@ sl_mem_space sl_comm_space(const sl_comm *c) { return c->space; }
 size_t sl_comm_segment(const sl_comm *c) { return c->seg_bytes; }
 void sl_comm_set_segment(sl_comm *c, size_t bytes) { c->seg_bytes = bytes ? bytes : 1; }
 unsigned long long sl_comm_bytes_sent(const sl_comm *c) { return c->bytes_sent; }
+size_t sl_comm_scratch_bytes(const sl_comm *c)
+{
+    return c->work_bytes + c->work_host_bytes + c->seg_scratch_bytes + c->stage_bytes;
+}
+void sl_comm_scratch_free(sl_comm *c) { slc_scratch_release_all(c); }

@@ -123,6 +123,11 @@ void sl_comm_set_segment(sl_comm *c, size_t bytes);
  * isend of every implementation, nccl send/isend); not the MPI library's or NCCL's collectives,
  * which cannot be observed from here. */
 unsigned long long sl_comm_bytes_sent(const sl_comm *c);
+/* Scratch the communicator holds now: buffers the algorithms allocated for intermediate data
+ * (and staging copies), kept between calls and grown as needed. After sl_comm_scratch_free and
+ * one operation, the scratch that operation needed. Not the MPI library's or NCCL's own. */
+size_t sl_comm_scratch_bytes(const sl_comm *c);
+void sl_comm_scratch_free(sl_comm *c);
 
 int sl_coll_allreduce(sl_comm *c, const void *sendbuf, void *recvbuf, size_t count,
                       sl_dtype t, sl_redop op);

@@ -135,4 +135,23 @@ rc=$?
 [ $rc = 0 ] && grep -q 'nccl' "$out/nccl.txt" && grep -qi "skip" "$out/nccl.txt"
 ok $? "-C nccl on cpu buffers: skipped with a note, exit 0 (rc=$rc)"
 
+# one size, throughput only: the model header names the sweep that ran, the fit says it needs
+# two sizes instead of printing nan; scratch is reported for the suite's algorithms only
+launch 2 allreduce -C mpi,ring,rhd -b 4K -e 4K --mode throughput -n 3 -w 1 -o "$out/one" >"$out/one.txt" 2>&1
+rc=$?
+[ $rc = 0 ] && grep -q 'throughput sweep' "$out/one.txt" && grep -q 'one size: no alpha-beta fit' "$out/one.txt" \
+  && ! grep -q '^#.* nan ' "$out/one.txt"
+ok $? "one size, throughput mode: 'throughput sweep', no fit and no nan in the summary (rc=$rc)"
+python3 - "$out/one/allreduce.jsonl" <<'PY'
+import json, math, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if '"mode":"throughput"' in l.replace(" ", "")]
+sc = {(r["collective"], r["params"]["place"]): r["metrics"]["scratch_bytes"]["value"] for r in rows}
+# the MPI library's scratch cannot be seen; the ring holds only its segment buffers; rhd's
+# recursive doubling (4 KiB is below its threshold) also receives the partner's whole vector
+ok = sc[("mpi", "out")] is None and sc[("ring", "out")] >= 0 and sc[("rhd", "out")] - sc[("ring", "out")] >= 4096
+print(sc, file=sys.stderr)
+sys.exit(0 if ok else 1)
+PY
+ok $? "scratch_bytes: null for mpi; rhd's doubling holds the whole vector more than the ring"
+
 done_testing
