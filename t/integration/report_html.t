@@ -15,6 +15,10 @@ has_mpl=0
 for py in python3 /usr/bin/python3; do
   "$py" -c 'import matplotlib' 2>/dev/null && has_mpl=1
 done
+skip() { # skip N REASON: N tests that cannot run here
+  local i
+  for i in $(seq "$1"); do tap_n=$((tap_n + 1)); echo "ok $tap_n # SKIP $2"; done
+}
 imgs() { grep -o 'src="data:image/png;base64,' "$1" | wc -l; }
 has_img() { grep -q "<img alt=\"$2\"[^>]*src=\"data:image/png;base64," "$1"; }
 
@@ -40,7 +44,7 @@ if [ $has_mpl = 1 ]; then
   [ "$(imgs "$out/run.html")" = 7 ]
   ok $? "7 plots in all ($(imgs "$out/run.html"))"
 else
-  for n in 1 2 3 4 5 6 7 8; do echo "ok $((tap_n + 1)) # SKIP matplotlib not installed (python3-matplotlib)"; tap_n=$((tap_n + 1)); done
+  skip 8 "matplotlib not installed (python3-matplotlib)"
 fi
 
 scripts/report "$base" --html "$out/base.html" >"$out/log" 2>&1
@@ -99,7 +103,7 @@ if [ $has_mpl = 1 ]; then
   has_img "$out/more.html" "checkpoint: memory vs k" && has_img "$out/more.html" "precision: loss curves"
   ok $? "checkpoint memory vs k and precision loss curves drawn from their rows"
 else
-  echo "ok $((tap_n + 1)) # SKIP matplotlib not installed"; tap_n=$((tap_n + 1))
+  skip 1 "matplotlib not installed (python3-matplotlib)"
 fi
 
 # Baseline vs new: compare's verdict at the top, the two runs side by side.
@@ -148,10 +152,9 @@ ok $? "without matplotlib: a page of tables that says why there are no plots (rc
 # Headless Chromium: the page renders and every image has loaded (naturalWidth > 0).
 chrome=$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)
 if [ -z "$chrome" ]; then
-  echo "ok $((tap_n + 1)) # SKIP chromium not installed (Debian: apt-get install chromium)"; tap_n=$((tap_n + 1))
-  echo "ok $((tap_n + 1)) # SKIP chromium not installed"; tap_n=$((tap_n + 1))
+  skip 4 "chromium not installed (Debian: apt-get install chromium)"
 else
-  for page in run more; do
+  for page in run more base; do
     cp "$out/$page.html" "$out/check-$page.html"
     cat >>"$out/check-$page.html" <<'JS'
 <script>
