@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # install-deps.sh — install what scalelab needs from the distribution's packages.
 #
-#   scripts/install-deps.sh            everything (required and optional; SimGrid's SMPI,
-#                                      libsimgrid-dev, where the distribution has it)
+#   scripts/install-deps.sh            everything (required and optional; the tests' optional
+#                                      tools too: matplotlib, chromium, Slurm, munge, iproute2;
+#                                      SimGrid's SMPI, libsimgrid-dev, where the distribution has it)
 #   scripts/install-deps.sh PKG...     just these packages (the Makefile passes what it lacks)
 #
 # Debian/Ubuntu (apt-get) and Fedora/RHEL (dnf). Needs root (or sudo).
@@ -10,6 +11,12 @@ set -euo pipefail
 
 apt_all=(build-essential make openssh-client openmpi-bin libopenmpi-dev libopenblas-dev libhwloc-dev hwloc
          libpapi-dev perl python3 git gnuplot-nox)
+# Optional, each on its own so that one the release lacks leaves the rest: plots in
+# scripts/report --html (python3-matplotlib), and, for tests that skip without them, a headless
+# browser that renders the report (chromium), a real one-node Slurm cluster (slurm-wlm: slurmctld,
+# slurmd, srun, sbatch; munge) and two hosts in network namespaces (iproute2); SimGrid's SMPI for
+# make SIMGRID=1 and scripts/simulate (libsimgrid-dev).
+apt_optional=(python3-matplotlib python3-pil chromium slurm-wlm munge iproute2 libsimgrid-dev)
 dnf_all=(gcc make openmpi-devel openblas-devel hwloc-devel hwloc papi-devel perl-Test-Harness
          python3 git gnuplot)
 
@@ -27,14 +34,11 @@ if command -v apt-get >/dev/null 2>&1; then
   echo "install-deps.sh: apt-get install ${pkgs[*]}"
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pkgs[@]}"
-  # Optional: SimGrid's SMPI (make SIMGRID=1, scripts/simulate). Not every release packages
-  # it; where it is missing the rest is installed all the same.
   if [[ $# -eq 0 ]]; then
-    if apt-cache show libsimgrid-dev >/dev/null 2>&1; then
-      $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libsimgrid-dev
-    else
-      echo "install-deps.sh: libsimgrid-dev is not packaged here: make SIMGRID=1 will not be available" >&2
-    fi
+    for p in "${apt_optional[@]}"; do
+      $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$p" >/dev/null ||
+        echo "install-deps.sh: optional $p could not be installed: what needs it is skipped, saying why" >&2
+    done
   fi
 elif command -v dnf >/dev/null 2>&1; then
   pkgs=("$@")
