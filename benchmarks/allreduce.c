@@ -626,6 +626,13 @@ int main(int argc, char **argv)
             ctx.nranks, ctx.nranks == 1 ? "" : "s", sl_backend_name((sl_backend)be), pool, membw);
     sl_note(&ctx, "time: median of each iteration's slowest rank; avg: OSU's mean of per-rank "
                   "means (osu_allreduce: latency rows' avg; nccl-tests: throughput rows' avg)");
+    {   /* the segment the suite's algorithms pipeline their messages in (rows: segment_bytes) */
+        size_t seg = opt_segment;
+        if (!seg && sl_coll_env_segment(&seg) != 0) seg = 0;
+        if (seg)
+            sl_note(&ctx, "segment: %zu %s for ring, tree, dbtree and rhd (--segment)",
+                    seg % 1024 ? seg : seg >> 10, seg % 1024 ? "B" : "KiB");
+    }
     if (ctx.nranks == 1) sl_note(&ctx, "one rank: busbw is not applicable (null)");
     if (sl_sim_active())
         sl_note(&ctx, "simulated hosts: no memory probe (of_membw%% is nan); scripts/simulate "
