@@ -63,9 +63,9 @@ if len(notes) != len(racy): bad.append(f"{len(notes)} racy verdict lines for {le
 for r, (threads, wrong, n) in zip(racy, notes):
     m = {k: v["value"] for k, v in r["metrics"].items()}
     # one row, one iteration: the value, its diff and its lost fraction are the last timed
-    # iteration's; a lost update that changed the sum shows as a non-zero diff, and a zero
-    # loss cannot leave the sum wrong
-    if m["lost_updates"] == 0 and m["diff_from_serial"] != 0: bad.append(f"racy: diff {m['diff_from_serial']} with no update lost")
+    # iteration's (the sum and the counter race separately, so one can lose updates while the
+    # other does not: only the bounds and the iteration count are asserted)
+    if not 0 <= m["lost_updates"] <= 1: bad.append(f"racy: lost fraction {m['lost_updates']}")
     if int(wrong) != m["wrong_iterations"] or int(n) != 2 or int(threads) != r["params"]["threads"]:
         bad.append(f"racy verdict {threads} threads {wrong}/{n} vs row {m['wrong_iterations']}")
     if m["wrong_iterations"] == 0 and m["diff_from_serial"] != 0: bad.append("racy: last iteration wrong but no wrong iteration counted")
