@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # run_all.sh — run every built scalelab program on this allocation and summarise.
 #
-#   ./run_all.sh [--quick] [--np N] [--only a,b] [--out DIR] [--timeout SEC] [--list]
+#   ./run_all.sh [--quick] [--ci] [--rounds K] [--np N] [--only a,b] [--out DIR] [--timeout SEC] [--list]
 #
 # --quick      small sizes and few iterations: the whole suite in a few minutes on 2 cores (CI)
+# --rounds K   run the suite K times, one round after another (every program once per round),
+#              into DIR/round-01 ... DIR/round-K: the samples scripts/compare's rank test needs
+# --ci         the regression gate's mode: --quick with --rounds 5 (scripts/compare BASE DIR)
 # --np N       ranks per program (default: SLURM_NTASKS under Slurm, else the GPUs, else the cores;
 #              threaded programs such as mae_threads default to one rank per node)
 # --only a,b   run just these programs (names of built programs, each once)
@@ -23,13 +26,18 @@ bindir="${SL_BIN:-$top/bin}"
 [[ -d "$bindir" || -n "${SL_BIN:-}" ]] || bindir="$(cd "$top/../.." && pwd)/bin"
 launch="$top/scripts/sl-launch"
 
-mode=full np="" only="" out="" timeout_s="" list=0
+mode=full np="" only="" out="" timeout_s="" list=0 rounds=1
 command_line="$0 $*"
-usage() { sed -n '3,16p' "$0" | sed 's/^# \{0,1\}//'; }
+# Rounds of --ci: with 5 rounds a side the rank test can reach p = 0.008 (complete separation);
+# fewer can never reach compare's default alpha of 0.01.
+ci_rounds=5
+usage() { sed -n '3,19p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "run_all.sh: $*" >&2; exit 2; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --quick) mode=quick ;;
+    --ci) mode=quick; rounds="$ci_rounds" ;;
+    --rounds) [[ "${2:-}" =~ ^[1-9][0-9]*$ && "${2:-}" -le 100 ]] || die "--rounds: expected a count from 1 to 100, got '${2:-}'"; rounds="$2"; shift ;;
     --np) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || die "--np: expected a positive integer, got '${2:-}'"; np="$2"; shift ;;
     --only) [[ -n "${2:-}" ]] || die "--only: expected a comma-separated list of programs"; only="$2"; shift ;;
     --out) [[ -n "${2:-}" ]] || die "--out: expected a directory"; out="$2"; shift ;;
@@ -113,11 +121,10 @@ if [[ -e "$out" && -n "$(ls -A "$out" 2>/dev/null)" ]]; then
   die "--out: '$out' already holds results (of another run); choose a new directory"
 fi
 mkdir -p "$out" || die "--out: cannot create '$out'"
-export SL_RESULTS="$out" SL_RUN_ID="$run_id" SL_RUN_COMMAND="$command_line"
-status_file="$out/status.tsv"
-printf 'program\texit\tseconds\n' >"$status_file"
+export SL_RUN_COMMAND="$command_line"
 
-echo "# scalelab run_all ($mode): ${#programs[@]} program(s), $np rank(s) each, results in $out"
+echo "# scalelab run_all ($mode): ${#programs[@]} program(s), $np rank(s) each, results in $out" \
+  "$( (( rounds > 1 )) && echo "($rounds rounds: $out/round-01 ...)")"
 
 # Ctrl-C or a TERM (scancel) stops the program that runs and ends with the summary so far, exit
 # 130. The launcher (timeout's child: mpirun or srun) gets one TERM and stops its ranks (a second
@@ -132,58 +139,85 @@ trap 'on_signal SIGINT' INT
 trap 'on_signal SIGTERM' TERM
 
 failed=0 ran=0
-for p in "${programs[@]}"; do
-  [[ -z "$interrupted" ]] || break
-  if [[ $mode == quick ]]; then args="${quick_args[$p]-}"; else args="${full_args[$p]-}"; fi
-  p_np="$np"
-  if [[ -z "$np_given" && -n "${ranks_per_node[$p]-}" ]]; then
-    p_np=$(( ${SLURM_NNODES:-1} * ${ranks_per_node[$p]} ))
-  fi
-  echo
-  echo "## $p  ($p_np ranks: $p $args)"
-  start=$(date +%s)
-  # The program in the background (so that a signal reaches this script at once) writing through
-  # tee, which ignores the signals and ends when the program's output does.
-  exec {logfd}> >(trap '' INT TERM; exec tee "$out/$p.log")
-  tee_pid=$!
-  # shellcheck disable=SC2086
-  timeout --kill-after=10 "$timeout_s" "$launch" -np "$p_np" "$bindir/$p" $args >&"$logfd" 2>&1 &
-  child=$!
-  exec {logfd}>&-
-  wait "$child"
-  rc=$?
-  # a signal ends the wait early: wait until the program has really gone
-  if [[ -n "$interrupted" ]]; then
-    for _ in $(seq 100); do kill -0 "$child" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL -- "-$child" 2>/dev/null
-    wait "$child" 2>/dev/null
-  fi
-  child=""
-  wait "$tee_pid" 2>/dev/null
-  secs=$(( $(date +%s) - start ))
-  ran=$((ran + 1))
-  if [[ -n "$interrupted" ]]; then
-    echo "## $p: stopped by $interrupted after ${secs}s" | tee -a "$out/$p.log"
-    rc=130
-  elif [[ $rc == 124 ]] || [[ $rc == 137 && $secs -ge $timeout_s ]]; then
-    echo "## $p: killed after the ${timeout_s}s limit" | tee -a "$out/$p.log"
-  elif [[ $rc == 137 ]]; then
-    echo "## $p: killed by SIGKILL from outside the suite after ${secs}s, well within the ${timeout_s}s limit (the kernel's out-of-memory killer? see dmesg, or the job's memory limit)" | tee -a "$out/$p.log"
-  fi
-  [[ $rc == 0 ]] || failed=1
-  printf '%s\t%s\t%s\n' "$p" "$rc" "$secs" >>"$status_file"
-  [[ -z "$interrupted" ]] || break
-done
+# One round: every program once, into DIR (its own manifest, rows, logs and status.tsv).
+run_round() { # run_round DIR RUN_ID
+  local dir="$1" p args p_np start rc secs logfd tee_pid
+  mkdir -p "$dir" || die "--out: cannot create '$dir'"
+  export SL_RESULTS="$dir" SL_RUN_ID="$2"
+  status_file="$dir/status.tsv"
+  printf 'program\texit\tseconds\n' >"$status_file"
+  for p in "${programs[@]}"; do
+    [[ -z "$interrupted" ]] || break
+    if [[ $mode == quick ]]; then args="${quick_args[$p]-}"; else args="${full_args[$p]-}"; fi
+    p_np="$np"
+    if [[ -z "$np_given" && -n "${ranks_per_node[$p]-}" ]]; then
+      p_np=$(( ${SLURM_NNODES:-1} * ${ranks_per_node[$p]} ))
+    fi
+    echo
+    echo "## $p  ($p_np ranks: $p $args)"
+    start=$(date +%s)
+    # The program in the background (so that a signal reaches this script at once) writing through
+    # tee, which ignores the signals and ends when the program's output does.
+    exec {logfd}> >(trap '' INT TERM; exec tee "$dir/$p.log")
+    tee_pid=$!
+    # shellcheck disable=SC2086
+    timeout --kill-after=10 "$timeout_s" "$launch" -np "$p_np" "$bindir/$p" $args >&"$logfd" 2>&1 &
+    child=$!
+    exec {logfd}>&-
+    wait "$child"
+    rc=$?
+    # a signal ends the wait early: wait until the program has really gone
+    if [[ -n "$interrupted" ]]; then
+      for _ in $(seq 100); do kill -0 "$child" 2>/dev/null || break; sleep 0.1; done
+      kill -KILL -- "-$child" 2>/dev/null
+      wait "$child" 2>/dev/null
+    fi
+    child=""
+    wait "$tee_pid" 2>/dev/null
+    secs=$(( $(date +%s) - start ))
+    ran=$((ran + 1))
+    if [[ -n "$interrupted" ]]; then
+      echo "## $p: stopped by $interrupted after ${secs}s" | tee -a "$dir/$p.log"
+      rc=130
+    elif [[ $rc == 124 ]] || [[ $rc == 137 && $secs -ge $timeout_s ]]; then
+      echo "## $p: killed after the ${timeout_s}s limit" | tee -a "$dir/$p.log"
+    elif [[ $rc == 137 ]]; then
+      echo "## $p: killed by SIGKILL from outside the suite after ${secs}s, well within the ${timeout_s}s limit (the kernel's out-of-memory killer? see dmesg, or the job's memory limit)" | tee -a "$dir/$p.log"
+    fi
+    [[ $rc == 0 ]] || failed=1
+    printf '%s\t%s\t%s\n' "$p" "$rc" "$secs" >>"$status_file"
+    [[ -z "$interrupted" ]] || break
+  done
+}
+
+if (( rounds == 1 )); then
+  run_round "$out" "$run_id"
+else
+  # Rounds one after another, not each program K times in a row: a slow minute of a shared
+  # machine then falls on one round of every program rather than on all rounds of one.
+  for (( r = 1; r <= rounds; r++ )); do
+    [[ -z "$interrupted" ]] || break
+    echo
+    echo "# round $r of $rounds"
+    run_round "$out/$(printf 'round-%02d' "$r")" "$run_id-r$r"
+  done
+fi
 
 echo
 if command -v python3 >/dev/null 2>&1; then
-  python3 "$top/scripts/report" "$out" || failed=1
+  if (( rounds == 1 )); then
+    python3 "$top/scripts/report" "$out" || failed=1
+  else
+    python3 "$top/scripts/report" "$(dirname "$status_file")" || failed=1
+    echo "# $rounds rounds in $out (the summary above is of the last): compare them with" \
+      "scripts/compare BASELINE $out"
+  fi
 else
   echo "# python3 not found: no summary table; exit codes are in $status_file"
   cat "$status_file"
 fi
 if [[ -n "$interrupted" ]]; then
-  echo "# run_all: INTERRUPTED by $interrupted after $ran of ${#programs[@]} program(s); the summary above is of those"
+  echo "# run_all: INTERRUPTED by $interrupted after $ran of $(( ${#programs[@]} * rounds )) program run(s); the summary above is of the last round run"
   exit 130
 fi
 exit $failed

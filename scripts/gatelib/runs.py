@@ -1,0 +1,225 @@
+"""runs — what scripts/compare reads: a run of one or more rounds, its rows and its machine.
+
+A side of a comparison is one of
+  - a results directory of one run (every <program>.jsonl in it, manifest.json, status.tsv),
+  - a directory of rounds (round-01/, round-02/, ... each a results directory), as written by
+    `run_all.sh --rounds K` and `--ci`: the same suite run K times, one round after another,
+  - a single .jsonl file (one round, no manifest).
+Rows are matched across rounds and sides on (benchmark, variant, dtype, collective, backend,
+ranks, params).
+"""
+import json
+import math
+import os
+import sys
+
+
+class CompareError(Exception):
+    """A comparison that cannot be made honestly: one line, exit 2."""
+
+
+def is_num(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def shape_error(r):
+    """Why a parsed line is not a results row, or None."""
+    if not isinstance(r, dict):
+        return f"a JSON {type(r).__name__}, not an object"
+    for k in ("benchmark", "variant"):
+        if not isinstance(r.get(k), str):
+            return f"'{k}' is not a string"
+    for k in ("dtype", "collective", "backend", "gate"):
+        if r.get(k) is not None and not isinstance(r[k], str):
+            return f"'{k}' is not a string"
+    if r.get("ranks") is not None and not (isinstance(r["ranks"], int) and not isinstance(r["ranks"], bool)):
+        return "'ranks' is not an integer"
+    for k in ("params", "metrics"):
+        if r.get(k) is not None and not isinstance(r[k], dict):
+            return f"'{k}' is not an object"
+    for name, m in (r.get("metrics") or {}).items():
+        if not isinstance(m, dict) or not (m.get("value") is None or is_num(m["value"])):
+            return f"metric '{name}' is not {{\"value\": number or null, ...}}"
+    if r.get("headline") is not None and not isinstance(r["headline"], str):
+        return "'headline' is not a string (the name of a metric)"
+    for k in ("time", "check"):
+        if r.get(k) is not None and not isinstance(r[k], dict):
+            return f"'{k}' is not an object"
+    if r.get("check") is not None and not isinstance(r["check"].get("status", ""), str):
+        return "'check.status' is not a string"
+    return None
+
+
+def key(r):
+    params = tuple(sorted((k, str(v)) for k, v in (r.get("params") or {}).items()))
+    return (r.get("benchmark"), r.get("variant"), r.get("dtype"), r.get("collective"),
+            r.get("backend"), r.get("ranks"), params)
+
+
+def label(k, varying=None):
+    """A row's name in the table: benchmark/variant, dtype, collective, ranks, and the
+    parameters in `varying` (those that tell the rows of one variant apart)."""
+    bench, variant, dtype, coll, _backend, ranks, params = k
+    shown = varying if varying is not None else ("threads", "bytes", "size", "batch", "stages", "mode")
+    p = " ".join(f"{a}={b}" for a, b in params if a in shown)
+    return f"{bench}/{variant}" + (f" {dtype}" if dtype else "") + (f" {coll}" if coll else "") + \
+        f" np={ranks}" + (f" {p}" if p else "")
+
+
+# parameters that follow from others (count from bytes, iterations from mode): not shown
+DERIVED = {"count", "iterations"}
+
+
+def labels(keys):
+    """label() for each key, showing the parameters that vary among the rows of its variant."""
+    values = {}
+    for k in keys:
+        for a, b in k[6]:
+            values.setdefault((k[0], k[1], a), set()).add(b)
+    return {k: label(k, {a for a, _ in k[6] if a not in DERIVED and len(values[(k[0], k[1], a)]) > 1})
+            for k in keys}
+
+
+def metric_value(r, name):
+    """The finite value of metric `name` in row r, or None."""
+    m = (r.get("metrics") or {}).get(name) if name else None
+    v = m.get("value") if isinstance(m, dict) else None
+    return v if is_num(v) and math.isfinite(v) else None
+
+
+def _read_rows(files):
+    rows = []
+    for f in files:
+        try:
+            with open(f, "rb") as fh:
+                lines = fh.read().split(b"\n")
+        except OSError as e:
+            raise CompareError(f"{f}: cannot read: {e.strerror}")
+        for n, raw in enumerate(lines, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise CompareError(f"{f}:{n}: not UTF-8 (byte 0x{raw[e.start]:02x} at column {e.start + 1})")
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except (json.JSONDecodeError, RecursionError) as e:
+                raise CompareError(f"{f}:{n}: not valid JSON ({e})")
+            why = shape_error(row)
+            if why:
+                raise CompareError(f"{f}:{n}: not a results row: {why}")
+            rows.append(row)
+    return rows
+
+
+def _read_status(path):
+    """Programs that failed according to a run's status.tsv: list of one-line notes."""
+    notes = []
+    if not os.path.exists(path):
+        return notes
+    with open(path, "rb") as f:
+        lines = f.read().split(b"\n")
+    for n, raw in enumerate(lines[1:], 2):
+        if not raw.strip():
+            continue
+        parts = raw.decode("utf-8", "replace").split("\t")
+        if len(parts) != 3 or not parts[1].isdigit():
+            notes.append(f"{path}:{n}: malformed (expected program<TAB>exit<TAB>seconds); "
+                         "counted as a failed program")
+        elif parts[1] != "0":
+            notes.append(f"{parts[0]}: exited {parts[1]} in the new run"
+                         + (f" ({os.path.basename(os.path.dirname(path))})" if "round-" in path else ""))
+    return notes
+
+
+class Round:
+    def __init__(self, path, rows, manifest, status_notes):
+        self.path, self.rows, self.manifest, self.status_notes = path, rows, manifest, status_notes
+
+
+class Side:
+    """One side of a comparison: its rounds, and each row key's rows across them."""
+
+    def __init__(self, path, rounds):
+        self.path = path
+        self.rounds = rounds
+        self.by_key = {}
+        for rd in rounds:
+            seen = {}
+            for r in rd.rows:
+                seen[key(r)] = r  # a key repeated within a round: the last row stands
+            for k, r in seen.items():
+                self.by_key.setdefault(k, []).append(r)
+
+    @property
+    def manifest(self):
+        return next((rd.manifest for rd in self.rounds if rd.manifest), None)
+
+
+def _load_round(path):
+    if os.path.isdir(path):
+        files = [os.path.join(path, f) for f in sorted(os.listdir(path)) if f.endswith(".jsonl")]
+    else:
+        files = [path]
+    rows = _read_rows(files)
+    if not rows:
+        what = "no .jsonl files" if not files else "no rows"
+        raise CompareError(f"{path}: {what}; nothing to compare (is the path a results directory of a run?)")
+    manifest = None
+    mpath = os.path.join(path, "manifest.json") if os.path.isdir(path) else None
+    if mpath and os.path.exists(mpath):
+        try:
+            with open(mpath, encoding="utf-8") as f:
+                manifest = json.load(f)
+        except (OSError, ValueError, UnicodeDecodeError) as e:
+            raise CompareError(f"{mpath}: not a readable JSON manifest ({e})")
+        if not isinstance(manifest, dict):
+            raise CompareError(f"{mpath}: not a JSON object")
+    notes = _read_status(os.path.join(path, "status.tsv")) if os.path.isdir(path) else []
+    return Round(path, rows, manifest, notes)
+
+
+def load_side(path):
+    if not os.path.exists(path):
+        raise CompareError(f"{path}: no such directory or file")
+    if os.path.isdir(path):
+        subs = sorted(d for d in os.listdir(path)
+                      if d.startswith("round-") and os.path.isdir(os.path.join(path, d)))
+        if subs:
+            return Side(path, [_load_round(os.path.join(path, d)) for d in subs])
+    return Side(path, [_load_round(path)])
+
+
+def machine(manifest):
+    """What makes two runs' absolute figures comparable: CPU model and counts, the binding of
+    ranks to CPUs, ranks per node, and the GPUs. Host names are left out (identical CI runners
+    differ in name). None when there is no manifest."""
+    if not manifest:
+        return None
+    cpu = manifest.get("cpu") or {}
+    cuda = manifest.get("cuda") or {}
+    binding = tuple((b.get("rank"), b.get("cpus")) for b in manifest.get("rank_binding") or []
+                    if isinstance(b, dict))
+    return (("cpu", cpu.get("model")), ("cores", cpu.get("cores")), ("pus", cpu.get("pus")),
+            ("hosts", len(manifest.get("hosts") or [])),
+            ("ranks_per_node", manifest.get("ranks_per_node")),
+            ("oversubscribed", manifest.get("oversubscribed")),
+            ("binding", binding), ("gpus", tuple(cuda.get("models") or [])))
+
+
+def describe(m):
+    if m is None:
+        return "unknown (no manifest)"
+    d = dict(m)
+    gpus = ", ".join(d["gpus"]) or "no GPU"
+    return f"{d['cpu']} x{d['cores']} cores, {d['hosts']} host(s), {gpus}"
+
+
+def differences(a, b):
+    """The fields in which two machine descriptions differ."""
+    return [k for (k, va), (_, vb) in zip(a, b) if va != vb]
+
+
+def warn(msg):
+    print(f"compare: {msg}", file=sys.stderr)
