@@ -187,7 +187,14 @@ static void emit(run *R, const char *kernel, sl_dtype dt, const char *shape, con
     snprintf(r.headline, sizeof r.headline, by_bandwidth ? "gbps" : "gflops");
     /* the gate: a kernel's place under the roof drawn by this run's probes; the probes are the
      * roof itself (no gate) */
-    if (strncmp(kernel, "peak_", 5) != 0) sl_result_gate(&r, "roof_fraction");
+    if (strncmp(kernel, "peak_", 5) != 0 && isnan(flops)) {
+        /* no FLOP count (rng_normal): no roofline position, but its bandwidth against the copy
+         * probe's is still a ratio to this run's ceiling */
+        sl_result_metric(&r, "copy_fraction", R->peak_bw > 0 ? bytes / t / R->peak_bw : NAN, "ratio");
+        sl_result_gate(&r, "copy_fraction");
+    } else if (strncmp(kernel, "peak_", 5) != 0) {
+        sl_result_gate(&r, "roof_fraction");
+    }
     sl_result_emit(R->ctx, &r);
 }
 
