@@ -158,6 +158,7 @@ typedef struct bench {
     int nops;           /* throughput mode: operations per timed repetition */
     double membw;       /* copy bandwidth per rank (reads + writes), for shm's bound */
     double scratch;     /* the collective's own scratch for one operation, largest over ranks */
+    int si;             /* index of the size in the sweep */
 } bench;
 
 /* The send and receive buffers of set k, as the collective's conventions want them. */
@@ -333,12 +334,6 @@ static double bus_factor(int op, int n)
     }
 }
 
-static void scale_stats(sl_stats *s, double f)
-{
-    s->min *= f; s->median *= f; s->mean *= f; s->max *= f; s->p95 *= f; s->stddev *= f;
-    s->rank_mean *= f;
-}
-
 /* The fewest iterations a configuration got when that was fewer than -n (0: none), for the
  * note that says so. */
 static int fewest_iters;
@@ -357,6 +352,31 @@ static int iterations_for(sl_ctx *ctx, bench *b)
     n = n < 3 ? 3 : n;
     if (n < ctx->opt.iters && (fewest_iters == 0 || n < fewest_iters)) fewest_iters = (int)n;
     return (int)n;
+}
+
+/* The regression gate's ceilings (results/schema.md, "gate"): the MPI library's median time per
+ * place, size and mode (latency, throughput), measured in this run before the suite's own
+ * algorithms (mpi comes first in the -C order); 0 where it was not run. */
+static double mpi_time[2][MAX_SIZES][2];
+_Static_assert(SL_COLL_MPI == 0, "the library is measured first: the own algorithms' vs_mpi needs it");
+
+/* The row's gate: an own algorithm against the library at the same bytes and mode (vs_mpi =
+ * own busbw / library busbw = library time / own time), the library against the copy probe
+ * (of_copy = busbw / copy bandwidth per rank). NCCL is a library with no ceiling here. */
+static void gate_metric(sl_ctx *ctx, const bench *b, const char *mode, const sl_stats *st,
+                        double busbw, sl_result *r)
+{
+    sl_coll impl = sl_comm_impl(b->c);
+    double *ref = &mpi_time[b->inplace][b->si][strcmp(mode, "latency") != 0];
+    if (impl == SL_COLL_MPI) {
+        *ref = st->median;
+        /* one rank moves nothing (busbw 0): no fraction of the probe */
+        sl_result_metric(r, "of_copy", ctx->nranks > 1 ? busbw / b->membw : NAN, "ratio");
+        sl_result_gate(r, "of_copy");
+    } else if (impl != SL_COLL_NCCL && *ref > 0) {
+        sl_result_metric(r, "vs_mpi", *ref / st->median, "ratio");
+        sl_result_gate(r, "vs_mpi");
+    }
 }
 
 static void emit_row(sl_ctx *ctx, bench *b, const char *mode, const sl_stats *st, int iters,
@@ -400,6 +420,7 @@ static void emit_row(sl_ctx *ctx, bench *b, const char *mode, const sl_stats *st
     int opaque = sl_comm_impl(b->c) == SL_COLL_MPI || sl_comm_impl(b->c) == SL_COLL_NCCL;
     sl_result_metric(&r, "scratch_bytes", opaque ? NAN : b->scratch, "B");
     snprintf(r.headline, sizeof r.headline, "busbw");
+    gate_metric(ctx, b, mode, st, algbw * bus_factor(b->op, ctx->nranks), &r);
     if (cs == SL_CHECK_SKIPPED) sl_result_check(&r, cs, 0, NULL);
     else sl_result_check(&r, cs, err, "%s", msg);
     sl_result_emit(ctx, &r);
@@ -419,7 +440,7 @@ static void sweep_impl(sl_ctx *ctx, sl_comm *c, sl_backend be, sl_dtype t, char 
         for (int si = 0; si < nsizes; si++) {
             bench b = {.ctx = ctx, .c = c, .be = be, .t = t, .op = opt_op,
                        .inplace = place == PLACE_IN, .root = (int)opt_root, .arena = arena,
-                       .membw = membw};
+                       .membw = membw, .si = si};
             b.count = sizes[si] / es / (per_rank ? nr : 1);
             b.bytes = b.count * es * (per_rank ? nr : 1);
             b.half = (b.bytes + 4095) & ~(size_t)4095;
@@ -466,7 +487,7 @@ static void sweep_impl(sl_ctx *ctx, sl_comm *c, sl_backend be, sl_dtype t, char 
             if (opt_modes & MODE_THROUGHPUT) {
                 b.nops = iters;
                 sl_time_loop_n(ctx, 0, (int)opt_reps, body_throughput, &b, &st);
-                scale_stats(&st, 1.0 / iters);
+                sl_stats_scale(&st, 1.0 / iters);
                 emit_row(ctx, &b, "throughput", &st, iters * (int)opt_reps, cs, err, msg);
             }
             if (place == PLACE_OUT || opt_op == OP_BROADCAST || !(opt_places & PLACE_OUT)) {
@@ -654,6 +675,9 @@ int main(int argc, char **argv)
         if (!(ctx.opt.dtypes & (1u << t))) continue;
         series ser[SL_NCOLLS];
         memset(ser, 0, sizeof ser);
+        memset(mpi_time, 0, sizeof mpi_time); /* this dtype's library times, from none */
+        /* SL_COLL_MPI is the first implementation: the library is measured before the suite's
+         * own algorithms, whose rows carry vs_mpi against it */
         for (int i = 0; i < SL_NCOLLS; i++) {
             if (!(ctx.opt.colls & (1u << i))) continue;
             if (!sl_coll_supports((sl_coll)i, op_coll[opt_op])) {
@@ -674,8 +698,12 @@ int main(int argc, char **argv)
             }
             if (rc) SL_FATAL("%s: %s", sl_coll_name(i), sl_coll_strerror(rc));
             if (opt_segment) sl_comm_set_segment(c, opt_segment);
+            /* the libraries are the gate's ceilings: SL_TEST_SLOWDOWN slows only the suite's own */
+            int library = i == SL_COLL_MPI || i == SL_COLL_NCCL;
+            if (library) sl_slowdown_ceiling(1);
             sweep_impl(&ctx, c, (sl_backend)be, (sl_dtype)t, arena, arena_bytes, sizes, nsizes,
                        membw, &ser[i]);
+            if (library) sl_slowdown_ceiling(0);
             sl_comm_destroy(c);
         }
         summary(&ctx, ser, membw);

@@ -185,6 +185,16 @@ static void emit(run *R, const char *kernel, sl_dtype dt, const char *shape, con
     /* a memory-bound kernel (or a copy) is summarised by its bandwidth, the rest by FLOP/s */
     int by_bandwidth = isnan(flops) || flops == 0 || strcmp(bound, "memory") == 0;
     snprintf(r.headline, sizeof r.headline, by_bandwidth ? "gbps" : "gflops");
+    /* the gate: a kernel's place under the roof drawn by this run's probes; the probes are the
+     * roof itself (no gate) */
+    if (strncmp(kernel, "peak_", 5) != 0 && isnan(flops)) {
+        /* no FLOP count (rng_normal): no roofline position, but its bandwidth against the copy
+         * probe's is still a ratio to this run's ceiling */
+        sl_result_metric(&r, "copy_fraction", R->peak_bw > 0 ? bytes / t / R->peak_bw : NAN, "ratio");
+        sl_result_gate(&r, "copy_fraction");
+    } else if (strncmp(kernel, "peak_", 5) != 0) {
+        sl_result_gate(&r, "roof_fraction");
+    }
     sl_result_emit(R->ctx, &r);
 }
 
@@ -623,7 +633,9 @@ int main(int argc, char **argv)
     sl_table_begin(&ctx, columns, (int)(sizeof columns / sizeof columns[0]));
     row copy_row, gemm_row;
     bench_copy(&R, &copy_row);
+    sl_slowdown_ceiling(1); /* the peaks are the gate's ceilings: SL_TEST_SLOWDOWN leaves them */
     R.peak_flops = bench_gemm(&R, SL_F32, &gemm_row);
+    sl_slowdown_ceiling(0);
     emit_row(&R, &copy_row);
     emit_row(&R, &gemm_row);
     for (int t = 0; t < SL_NDTYPES; t++) {

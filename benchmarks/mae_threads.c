@@ -466,6 +466,7 @@ static void sweep_dtype(sl_ctx *ctx, sl_dtype dtype, const int *threads, int nth
             sl_result_metric(&r, "mae", last / (double)n, "");
             sl_result_metric(&r, "diff_from_serial", last - (double)ref, "");
             snprintf(r.headline, sizeof r.headline, "eff_bw");
+            sl_result_gate(&r, "bw_fraction"); /* against this run's read probe */
 
             /* every timed iteration's value, not just the last, must equal the reference (the
              * warm-up's too, for the correct variants: a wrong warm-up is still wrong) */

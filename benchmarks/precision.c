@@ -248,6 +248,7 @@ static void run_row(sl_ctx *ctx, const sl_mlp *m, const sl_optim *optim, const r
     sl_result_metric(&row, "state_bytes_per_param", states / (double)m->nparams, "bytes");
     sl_result_metric(&row, "samples_per_s", B / r->time.median, "samples/s");
     sl_result_metric(&row, "speed_vs_fp32", ref32->time.median / r->time.median, "ratio");
+    if (r->cfg.dt != SL_F32) sl_result_gate(&row, "speed_vs_fp32"); /* fp32 is the ceiling */
     /* the curve: loss and scale at steps 0, K, 2K, ... and the last */
     for (int s = 0; s < r->steps; s += every) {
         char k[32];
@@ -427,7 +428,10 @@ int main(int argc, char **argv)
     run_result *runs = calloc((size_t)n, sizeof *runs);
     if (!runs) SL_FATAL("out of memory");
     for (int i = 0; i < n; i++) {
+        /* the fp32 runs are the gate's ceiling: SL_TEST_SLOWDOWN slows the 16-bit ones only */
+        if (cfgs[i].dt == SL_F32) sl_slowdown_ceiling(1);
         run_train(&m, &task, &cfgs[i], &su, &runs[i]);
+        if (cfgs[i].dt == SL_F32) sl_slowdown_ceiling(0);
         run_row(&ctx, &m, &optim, &runs[i], &runs[0], serial, B, every);
     }
     print_curves(&ctx, runs, n, every);

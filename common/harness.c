@@ -16,6 +16,7 @@
 #include "sl_coll.h"
 #include "sl_json.h"
 #include "sl_sim.h"
+#include "sl_slowdown.h"
 #include "sl_timer.h"
 #include "sl_trace.h"
 
@@ -357,6 +358,7 @@ void sl_init(sl_ctx *ctx, const sl_program *prog, int argc, char **argv)
         }
         exit(0);
     }
+    sl_slowdown_init(prog->name); /* a malformed SL_TEST_SLOWDOWN is a usage error */
 
     start_mpi(ctx);
     ctx->comm = MPI_COMM_WORLD;
@@ -381,6 +383,10 @@ void sl_init(sl_ctx *ctx, const sl_program *prog, int argc, char **argv)
     sl_trace_set_epoch(sl_now());
     print_header(ctx);
     sl_note_oversubscription(ctx, 1);
+    if (ctx->rank == 0 && sl_slowdown_fraction() > 0)
+        fprintf(stderr, "%s: SL_TEST_SLOWDOWN: every timed iteration of the technique is lengthened by "
+                "%g of its own time (busy wait; ceilings not slowed): a test of the regression gate, "
+                "not a measurement\n", prog->name, sl_slowdown_fraction());
 }
 
 void sl_time_loop_n(sl_ctx *ctx, int warmup, int iters, sl_body_fn body, void *arg, sl_stats *stats)
@@ -397,6 +403,7 @@ void sl_time_loop_n(sl_ctx *ctx, int warmup, int iters, sl_body_fn body, void *a
         MPI_Barrier(ctx->comm);
         double t0 = sl_now();
         body(arg);
+        sl_slowdown_pad(t0); /* SL_TEST_SLOWDOWN: inside the timed region */
         double t1 = sl_now();
         local[i] = t1 - t0;
         sl_trace_event("iteration", "timed", 0, t0, t1);

@@ -72,6 +72,14 @@ void sl_result_set_time(sl_result *r, const sl_stats *s)
     r->iters = s->n;
 }
 
+void sl_result_gate(sl_result *r, const char *metric)
+{
+    r->gate[0] = 0;
+    for (int i = 0; i < r->nmetrics; i++)
+        if (strcmp(r->metrics[i].name, metric) == 0 && !isnan(r->metrics[i].value))
+            copy_name(r->gate, sizeof r->gate, metric, "gate metric");
+}
+
 void sl_result_check(sl_result *r, sl_check_status status, double error, const char *fmt, ...)
 {
     r->check = status;
@@ -122,6 +130,10 @@ void sl_result_to_json(const sl_ctx *ctx, const sl_result *r, sl_json *j)
         sl_json_num(j, "p95", r->time.p95);
         sl_json_num(j, "cv", r->time.cv);
         sl_json_num(j, "rank_mean", r->time.rank_mean);
+        sl_json_arr_begin(j, "samples");
+        for (int i = 0; i < r->time.nsketch; i++) sl_json_num(j, NULL, r->time.sketch[i]);
+        sl_json_arr_end(j);
+        sl_json_str(j, "samples_kind", r->time.sketch_all ? "all" : "quantiles");
         sl_json_obj_end(j);
     } else {
         sl_json_null(j, "time");
@@ -136,6 +148,7 @@ void sl_result_to_json(const sl_ctx *ctx, const sl_result *r, sl_json *j)
     }
     sl_json_obj_end(j);
     sl_json_str(j, "headline", r->headline[0] ? r->headline : NULL);
+    sl_json_str(j, "gate", r->gate[0] ? r->gate : NULL);
 
     sl_json_obj_begin(j, "check");
     sl_json_str(j, "status", check_names[r->check]);

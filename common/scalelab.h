@@ -10,6 +10,7 @@
 #include "sl_options.h"
 #include "sl_papi.h"
 #include "sl_results.h"
+#include "sl_slowdown.h"
 #include "sl_stats.h"
 #include "sl_timer.h"
 #include "sl_trace.h"

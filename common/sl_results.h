@@ -10,7 +10,7 @@
 
 #include "sl_stats.h"
 
-#define SL_SCHEMA_VERSION 1
+#define SL_SCHEMA_VERSION 2
 #define SL_MAX_PARAMS 24
 #define SL_MAX_METRICS 64
 #define SL_MAX_COUNTERS 8
@@ -48,6 +48,7 @@ typedef struct sl_result {
     char counter_names[SL_MAX_COUNTERS][64];
     long long counter_values[SL_MAX_COUNTERS];
     char headline[32]; /* name of the metric that summarises this row */
+    char gate[32];     /* the metric a regression gate compares (sl_result_gate); "" -> null */
     sl_check_status check;
     double check_error;  /* largest difference from the reference (0 when exact) */
     char check_msg[160]; /* what disagreed, or a note */
@@ -64,6 +65,12 @@ void sl_result_metric(sl_result *r, const char *name, double value, const char *
 /* Looks a metric or parameter up by name; NaN when absent. */
 double sl_result_get(const sl_result *r, const char *name);
 void sl_result_set_time(sl_result *r, const sl_stats *s);
+/* Names the row's gate metric (results/schema.md, "gate"): a ratio, higher is better, of this
+ * row's performance to a ceiling measured in the same run of the same program, so that a
+ * machine slower overall does not move it. Set only when the row holds that metric with a
+ * value (not NaN): a row whose ceiling was not measured keeps a null gate. Call it after the
+ * metric. */
+void sl_result_gate(sl_result *r, const char *metric);
 void sl_result_check(sl_result *r, sl_check_status status, double error, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 

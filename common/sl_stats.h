@@ -10,6 +10,7 @@
 #include <mpi.h>
 
 #define SL_STATS_MAX_COUNTERS 8
+#define SL_STATS_SKETCH 32 /* samples kept in a row: enough for a rank test between two runs */
 
 typedef struct sl_stats {
     int n;                 /* samples */
@@ -27,10 +28,20 @@ typedef struct sl_stats {
      * row given these statistics carries them (sl_result_emit). */
     int ncounters;
     long long counters[SL_STATS_MAX_COUNTERS];
+    /* A compact sketch of the samples, for a rank test between runs (results/schema.md,
+     * time.samples): all of them in iteration order when n <= SL_STATS_SKETCH
+     * (sketch_all = 1), else SL_STATS_SKETCH order statistics at the quantiles
+     * (i + 0.5) / SL_STATS_SKETCH of the sorted samples (sketch_all = 0). nsketch =
+     * min(n, SL_STATS_SKETCH). */
+    int nsketch, sketch_all;
+    double sketch[SL_STATS_SKETCH];
 } sl_stats;
 
-/* Fills s from x[0..n) (x is not modified). n == 0 gives all zeros. */
+/* Fills s from x[0..n) (x is not modified), the sketch included. n == 0 gives all zeros. */
 void sl_stats_compute(const double *x, int n, sl_stats *s);
+
+/* Multiplies every time in s by f (the sketch too): per-operation times from a loop's. */
+void sl_stats_scale(sl_stats *s, double f);
 
 /* Percentile q in [0,1] of sorted[0..n), linear interpolation. */
 double sl_percentile_sorted(const double *sorted, int n, double q);

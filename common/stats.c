@@ -46,7 +46,21 @@ void sl_stats_compute(const double *x, int n, sl_stats *s)
     s->stddev = n > 1 ? sqrt(ss / (n - 1)) : 0.0;
     s->cv = s->mean != 0 ? s->stddev / s->mean : 0.0;
     s->rank_mean = NAN;
+    /* the sketch: the samples themselves while they fit, else evenly spaced order statistics
+     * (quantile (i + 0.5) / K, the sample of rank floor(q n): no interpolation, so every value
+     * is a measured one) */
+    s->sketch_all = n <= SL_STATS_SKETCH;
+    s->nsketch = s->sketch_all ? n : SL_STATS_SKETCH;
+    for (int i = 0; i < s->nsketch; i++)
+        s->sketch[i] = s->sketch_all ? x[i] : sorted[(int)((i + 0.5) / SL_STATS_SKETCH * n)];
     free(sorted);
+}
+
+void sl_stats_scale(sl_stats *s, double f)
+{
+    s->min *= f; s->median *= f; s->mean *= f; s->max *= f; s->p95 *= f; s->stddev *= f;
+    s->rank_mean *= f;
+    for (int i = 0; i < s->nsketch; i++) s->sketch[i] *= f;
 }
 
 void sl_stats_slowest_rank(const double *local, double *out, int n, MPI_Comm comm)

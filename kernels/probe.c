@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "probe.h"
+#include "sl_slowdown.h"
 
 void sl_probe_init(sl_probe *p, sl_probe_kind kind, sl_backend be, size_t bytes, int threads)
 {
@@ -81,7 +82,9 @@ static void probe_body(void *arg)
 
 double sl_probe_run(sl_ctx *ctx, sl_probe *p, int warmup, int iters, sl_stats *st)
 {
+    sl_slowdown_ceiling(1); /* a probe is a ceiling: never slowed by SL_TEST_SLOWDOWN */
     sl_time_loop_n(ctx, warmup, iters, probe_body, p, st);
+    sl_slowdown_ceiling(0);
     return p->kind == SL_PROBE_COPY ? 2.0 * (double)p->bytes : (double)p->bytes;
 }
 

@@ -14,6 +14,7 @@
 #include "run.h"
 #include "sl_error.h"
 #include "sl_mem.h"
+#include "sl_slowdown.h"
 #include "sl_timer.h"
 #include "train_ref.h"
 
@@ -63,6 +64,7 @@ void run_train(const sl_mlp *m, sl_task *task, const run_config *cfg, const run_
             lg->skipped = 1;
         }
         sl_k_sync(be);
+        sl_slowdown_pad(t0); /* SL_TEST_SLOWDOWN (precision.c leaves the fp32 runs alone) */
         times[s] = sl_now() - t0;
         lg->cnt = mx.cnt;
     }

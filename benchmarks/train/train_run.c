@@ -92,6 +92,8 @@ double train_one_rank_step(sl_ctx *ctx, const sl_technique *tech, int variant, c
         train_open(&t, ctx, tech, variant, self, m, task, o, batch, steps, 1);
         double *times = malloc((size_t)steps * sizeof *times);
         if (!times) SL_FATAL("out of memory for %d step times", steps);
+        /* not through sl_time_loop (rank 0 alone), and so never slowed by SL_TEST_SLOWDOWN:
+         * this is the ceiling the rows' scaling_eff gate divides by */
         for (int s = 0; s < steps; s++) {
             double t0 = sl_now();
             train_step_body(&t);
@@ -234,6 +236,10 @@ void train_run_variant(sl_ctx *ctx, const sl_technique *tech, int variant, sl_co
     sl_result_metric(&res, "weight_rel_err", c.diff.max_rel, "ratio");
     sl_result_metric(&res, "weight_l2_err", c.diff.l2_rel, "ratio");
     snprintf(res.headline, sizeof res.headline, "samples_per_s");
+    /* The gate: the step against the one-rank step timed in this run (train_one_rank_step, a
+     * ceiling that SL_TEST_SLOWDOWN leaves alone). With one rank the row is its own baseline
+     * (scaling_eff 1 by construction): no gate. */
+    if (P > 1) sl_result_gate(&res, "scaling_eff");
     if (ctx->opt.check)
         train_check_verdict(&t, &c, &res);
     else

@@ -77,6 +77,11 @@ int main(void)
     sl_result_metric(&r, "busbw", 12.5, "GB/s");
     sl_result_metric(&r, "busbw_one_rank", NAN, "GB/s");
     snprintf(r.headline, sizeof r.headline, "busbw");
+    sl_result_gate(&r, "busbw_one_rank");
+    ok(r.gate[0] == 0, "a gate metric without a value (NaN) leaves the gate null");
+    sl_result_gate(&r, "no_such_metric");
+    ok(r.gate[0] == 0, "an absent gate metric leaves the gate null");
+    sl_result_gate(&r, "busbw");
     sl_result_check(&r, SL_CHECK_PASS, 0, NULL);
     sl_result_emit(&ctx, &r);
     is_int(ctx.status, 0, "a passing row leaves the status at 0");
@@ -90,6 +95,10 @@ int main(void)
     ok(strstr(line, "\"busbw_one_rank\":{\"value\":null,\"unit\":\"GB/s\"}") != NULL,
        "a not-applicable metric is null, not 0");
     ok(strstr(line, "\"median\":0.0025") != NULL, "median time in seconds");
+    ok(strstr(line, "\"samples\":[0.0030000000000000001,0.001,0.002,0.0040000000000000001],"
+                    "\"samples_kind\":\"all\"") != NULL,
+       "time.samples: the four samples in iteration order, full precision, kind all");
+    ok(strstr(line, "\"gate\":\"busbw\"") != NULL, "the gate names its metric");
 
     sl_result_init(&ctx, &r, "probe");
     sl_result_metric(&r, "read_bw", 20, "GB/s");

@@ -47,6 +47,23 @@ int main(void)
     is_double(sl_percentile_sorted(sorted, 4, 1), 40, 0, "p100 is the maximum");
     is_double(sl_percentile_sorted(sorted, 4, 0.5), 25, 1e-12, "p50 of four");
 
+    /* the sketch: up to 32 samples all of them, in iteration order */
+    sl_stats_compute(x, 5, &s);
+    ok(s.nsketch == 5 && s.sketch_all && s.sketch[0] == 5 && s.sketch[1] == 1 && s.sketch[4] == 3,
+       "5 samples: all kept, in iteration order");
+    double many[40];
+    for (int i = 0; i < 40; i++) many[i] = 40 - i; /* descending: sorted, 1 .. 40 */
+    sl_stats_compute(many, 32, &s);
+    ok(s.nsketch == 32 && s.sketch_all && s.sketch[0] == 40 && s.sketch[31] == 9, "32 samples: still all");
+    sl_stats_compute(many, 40, &s);
+    ok(s.nsketch == 32 && !s.sketch_all, "40 samples: 32 quantiles");
+    /* quantile (i + 0.5) / 32 is the sample of rank floor(q n): i = 0 -> rank 0 (1), i = 1 ->
+     * floor(1.875) = 1 (2), i = 16 -> floor(20.625) = 20 (21), i = 31 -> floor(39.375) = 39 (40) */
+    ok(s.sketch[0] == 1 && s.sketch[1] == 2 && s.sketch[16] == 21 && s.sketch[31] == 40,
+       "quantiles are the order statistics of rank floor((i + 0.5) / 32 * n)");
+    sl_stats_scale(&s, 0.5);
+    ok(s.sketch[31] == 20 && s.max == 20 && s.min == 0.5, "sl_stats_scale scales the sketch with the statistics");
+
     /* the slowest rank: with one process, the elementwise max over ranks is the input */
     MPI_Init(NULL, NULL);
     double local[] = {1, 3, 2}, out[3] = {0};
