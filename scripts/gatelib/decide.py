@@ -27,6 +27,27 @@ def rel_spread(values):
     return 1.4826 * mad / abs(med)
 
 
+def between_runs_floor(pairs, k):
+    """The least limit for this comparison: k times the robust spread of the rows' changes.
+
+    The rounds of one run follow each other within minutes, so their spread says nothing of how
+    much a row moves between two runs: a neighbour's build that started between them moves
+    whole programs by tens of percent while each run's rounds agree. Most rows of a comparison
+    did not change, so the spread of all rows' changes (1.4826 * MAD of log(new/base) over the
+    rows with rounds on both sides) measures that movement; a row must drop by more than k of
+    it. pairs: (base values, new values) per figure. Returns (floor, spread); 0 with fewer than
+    10 figures."""
+    logs = []
+    for b, n in pairs:
+        if len(b) >= 2 and len(n) >= 2 and median(b) > 0 and median(n) > 0:
+            logs.append(math.log(median(n) / median(b)))
+    if len(logs) < 10:
+        return 0.0, 0.0
+    m = median(logs)
+    spread = math.expm1(1.4826 * median(abs(x - m) for x in logs))
+    return k * spread, spread
+
+
 class Decision:
     __slots__ = ("base", "new", "change", "limit", "p", "verdict")
 
@@ -34,9 +55,10 @@ class Decision:
         self.base, self.new, self.change, self.limit, self.p, self.verdict = base, new, change, limit, p, verdict
 
 
-def decide(bvals, nvals, bcv, ncv, opt, gated=True):
+def decide(bvals, nvals, bcv, ncv, opt, gated=True, floor=0.0):
     """bvals, nvals: the values per round (higher is better); bcv, ncv: the rows' iteration cv
-    (for single rounds). opt: min_effect, noise_k, max_limit, alpha. None when not comparable."""
+    (for single rounds). opt: min_effect, noise_k, max_limit, alpha. floor: the least limit
+    (between_runs_floor). None when not comparable."""
     if not bvals or not nvals:
         return None
     mb, mn = median(bvals), median(nvals)
@@ -46,7 +68,7 @@ def decide(bvals, nvals, bcv, ncv, opt, gated=True):
     if len(bvals) >= 2 and len(nvals) >= 2:
         # standard error of a median is about 1.2533 sd / sqrt(k) for normal data
         se = 1.2533 * math.sqrt(rel_spread(bvals) ** 2 / len(bvals) + rel_spread(nvals) ** 2 / len(nvals))
-        limit = min(max(opt.min_effect, opt.noise_k * se), opt.max_limit)
+        limit = min(max(opt.min_effect, opt.noise_k * se, floor), opt.max_limit)
         p, _ = mann_whitney(nvals, bvals)
         significant = p <= opt.alpha
     else:
