@@ -29,6 +29,7 @@
 #include <stddef.h>
 
 #include "kernels.h"
+#include "loss_scale.h"
 #include "mlp.h"
 #include "scalelab.h"
 #include "sl_coll.h"
@@ -86,6 +87,8 @@ typedef struct sl_train {
     int step, nsteps;       /* the step being run (0-based) and warm-up + timed steps */
     int baseline;           /* 1 in the one-rank baseline run */
     size_t nparams;         /* the flat weight vector: m->nparams, or the technique's own model's */
+    sl_dtype dtype;         /* f32, or f16/bf16: mixed-precision training (technique.dtypes) */
+    double loss;            /* this rank's loss of the step being run (sl_train_loss adds to it) */
     void *state;            /* the technique's */
     /* driver-private */
     double phase[SL_NPHASES];
@@ -107,6 +110,16 @@ typedef struct sl_technique {
     unsigned p2p_variants;
     /* Variants that have no one-rank baseline (the efficiency is then n/a). */
     unsigned no_baseline_variants;
+    /* Data-parallel techniques, where each sample's loss is computed on exactly one rank: the
+     * row then carries final_loss, the sum over ranks of the last step's t->loss, beside the
+     * serial references' (ref_final_loss in the row's dtype, f32_final_loss in f32). */
+    int sums_loss;
+    /* Training precisions beside f32 (program.dtypes lists what -d accepts): for each, the
+     * driver runs every collective x variant with t->dtype set, the check's reference is
+     * sl_train_serial_mixed in that dtype, with the technique's tolerances for that dtype
+     * (SGD: largest element difference; AdamW: L2; both required then). */
+    double tol_mixed_sgd_max[SL_NDTYPES], tol_mixed_adamw_l2[SL_NDTYPES];
+    unsigned mixed_variants; /* the variants that train in f16/bf16; the others in f32 only */
 
     /* Ranks of `nranks` that train on data (default: all). */
     int (*data_ranks)(int variant, int nranks);
@@ -246,6 +259,19 @@ float *sl_train_backward(sl_train *t, sl_mlp_acts *a, const float *params, float
  * Phase compute. */
 void sl_train_optimize(sl_train *t, float *params, const float *grads, float *state, size_t off,
                        size_t count);
+
+/* Mixed precision (train_mixed.c) ------------------------------------------------------------ */
+
+/* The loss scaler a run in dtype dt uses: f16 PyTorch GradScaler's dynamic scaling with its
+ * defaults (2^16, x2 after 2000 clean steps, x0.5 and skip on inf/NaN), since f16's range
+ * loses small gradients; bf16 (f32's range) and f32 none. */
+void sl_train_scaler(sl_dtype dt, sl_loss_scaler *s);
+/* The serial reference of mixed-precision training: one process, the whole global batch,
+ * sl_mixed in dt with an f32 master copy and sl_train_scaler(dt), for `steps` steps from
+ * sl_mlp_init_params(seed). params (backend memory, m->nparams) gets the master weights,
+ * losses[s] (host, may be NULL) step s's loss; returns the steps the scaler skipped. */
+long sl_train_serial_mixed(const sl_mlp *m, sl_task *task, const sl_optim *o, sl_dtype dt,
+                           int batch, int steps, uint64_t seed, float *params, double *losses);
 
 /* A full replica ------------------------------------------------------------------------- */
 
