@@ -358,12 +358,15 @@ static void validate(sl_ctx *ctx)
     }
 }
 
-/* The loss of the last step beside the serial f32 run's: what mixed precision costs. */
+/* The precision, and the loss of the last step beside the serial f32 run's: what mixed
+ * precision costs. */
 static const sl_column columns[] = {
     SL_TRAIN_COLUMNS_RUN, SL_COL("dtype", "dtype", 5), SL_TRAIN_COLUMNS_STEP, SL_TRAIN_COLUMNS_BYTES,
     {"activ", "MB", "mem_activ", 8, 2, 1e-6}, SL_COL("buckets", "buckets", 7),
     {"loss", "", "final_loss", 10, 6, 0}, {"vs f32", "%", "loss_vs_f32", 8, 3, 100},
-    SL_COL("skipped", "skipped_steps", 7), SL_TRAIN_COLUMNS_CHECK,
+    SL_COL("skipped", "skipped_steps", 7),
+    /* four decimals: 16-bit runs' errors (1e-4 to 1e-3) would read 0.00 at two */
+    {"error", "rel", "weight_rel_err", 10, 4, 0}, SL_COL_CHECK(7),
 };
 
 static const sl_technique ddp = {
