@@ -24,33 +24,14 @@
  * inf and NaN do travel through a sum, so a correct all-reduce already gives every rank the
  * same non-finite elements; but nothing in MPI promises that every rank of an all-reduce gets
  * the same bits, and a rank may see an overflow the sum does not (its own 16-bit cast). So the
- * decision is taken on the OR of every rank's flag: one int per step through the MPI library
- * on the world communicator, outside the gradient collective, so that bytes_sent stays the
+ * decision is taken on the OR of every rank's flag (sl_train_overflow_any): one int per step
+ * through the MPI library, outside the gradient collective, so that bytes_sent stays the
  * gradient's (the row says so: overflow_flag_bytes, 4 per rank per step).
  *
- * The check's bounds (DDP_MIXED_TOL_*, mixed.h), against one process training the whole batch
- * in the same precision with the same scaler (sl_train_serial_mixed). The two differ where the
- * batch's gradient is summed: the reference rounds the f32 GEMM sum over B samples once into
- * 16 bits; here each rank rounds its part and the all-reduce rounds at each hop. So a step's
- * gradient differs from the reference's by a few u of the partial gradients (u: the unit
- * roundoff, 2^-11 for f16, 2^-8 for bf16), and once a master weight differs its 16-bit copy can
- * round to the neighbouring value, which perturbs later gradients by O(u) too.
- *   SGD (largest element difference over the largest weight): a weight moves by lr times a
- *   momentum sum of gradients (at most 10|g|), so S steps differ by at most about
- *   S·lr·10·|g|·c·u; with lr 0.01, |g| <= 1, c a few and S up to ~50 that stays within about
- *   u of weights of order 0.1-1. Measured (4 ranks, 4 x 256, 12 and 42 steps, mpi/ring/rhd):
- *   f16 4e-5 to 9e-5, bf16 3e-4 to 8e-4. The tolerances are 4u: 2e-3 (f16), 1.5e-2 (bf16).
- *   One step taken by the reference and skipped here is lr·|g| on every weight: ~1e-2 at the
- *   test's size, and fails (t/integration/ddp.t does it).
- *   AdamW (L2): its update lr·m/sqrt(v) is of size lr whatever the gradient's, so a weight whose
- *   gradient is within 16-bit rounding of zero can step +lr in one run and -lr in the other;
- *   16-bit rounding leaves many more such weights than f32's. Measured, same runs: f16 8e-4 to
- *   1.1e-3, bf16 4.2e-3 to 4.5e-3. Tolerances 1e-2 (f16), 3e-2 (bf16); a missing or doubled
- *   step moves every weight by lr, an L2 error of lr/rms(w) ~ 0.1 and more. (A gradient never
- *   all-reduced leaves the replicas different, which the driver's bit-for-bit check catches.)
+ * The check: the replicas bit for bit, and the weights against one process training the whole
+ * batch in the same precision with the same scaler (sl_train_serial_mixed), within the bounds
+ * SL_TRAIN_TOL_MIXED_* that sl_train.h justifies.
  */
-#include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "mixed.h"
@@ -73,16 +54,6 @@ void ddp_mixed_free(sl_train *t, ddp_mixed *d)
     sl_k_free(t->be, d->y);
 }
 
-/* For the test of the overflow flag: SL_TEST_CORRUPT=1 makes the last rank alone find an inf
- * in its unscaled gradients at step 0, as if its own cast had overflowed. Every rank must then
- * skip the step (the replicas stay identical), and the weights, one step short of the
- * reference's, must fail the check. */
-static size_t injected_overflow(const sl_train *t)
-{
-    const char *c = getenv("SL_TEST_CORRUPT");
-    return c && !strcmp(c, "1") && t->step == 0 && t->size > 1 && t->rank == t->size - 1;
-}
-
 void ddp_mixed_step(sl_train *t, ddp_mixed *d)
 {
     sl_mixed *mx = &d->mx;
@@ -103,15 +74,7 @@ void ddp_mixed_step(sl_train *t, ddp_mixed *d)
     sl_train_record(t, SL_PHASE_EXPOSED, sl_now() - t0);
 
     t0 = sl_now();
-    size_t bad = sl_mixed_unscale(mx, scale) + injected_overflow(t);
-    int mine = bad > 0, found = mine;
-    d->overflow_steps += mine;
-    if (t->size > 1) { /* the one-rank baseline runs on rank 0 alone */
-        double f0 = sl_now();
-        SL_CHECK_MPI(MPI_Allreduce(&mine, &found, 1, MPI_INT, MPI_LOR, t->ctx->comm));
-        sl_train_span(t, SL_PHASE_COMM, "overflow flag", f0, sl_now());
-        sl_train_record(t, SL_PHASE_EXPOSED, sl_now() - f0);
-    }
+    const int found = sl_train_overflow_any(t, sl_mixed_unscale(mx, scale) > 0, &d->overflow_steps);
     if (sl_loss_scaler_update(&d->sc, found)) {
         sl_optim o = sl_optim_for_step(&t->optim, d->applied++);
         sl_mixed_apply(mx, &o);
@@ -128,12 +91,6 @@ sl_mlp_bytes ddp_mixed_memory(const sl_train *t, const ddp_mixed *d)
 void ddp_mixed_row(sl_train *t, ddp_mixed *d, sl_result *res)
 {
     sl_result_param_str(res, "precision", "mixed");
-    sl_result_param_str(res, "loss_scale", sl_scale_mode_name(d->sc.mode));
     sl_result_param_str(res, "grad_allreduce", "16-bit, summed pairwise in f32 and rounded at each hop");
-    sl_result_param_num(res, "overflow_flag_bytes", t->size > 1 ? (double)sizeof(int) : 0);
-    sl_result_metric(res, "skipped_steps", (double)d->sc.skipped, "steps");
-    sl_result_metric(res, "final_scale", d->sc.scale, "scale");
-    long seen = 0;
-    SL_CHECK_MPI(MPI_Allreduce(&d->overflow_steps, &seen, 1, MPI_LONG, MPI_SUM, t->ctx->comm));
-    sl_result_metric(res, "overflow_seen", (double)seen, "rank-steps");
+    sl_train_scaler_row(t, &d->sc, d->overflow_steps, res);
 }

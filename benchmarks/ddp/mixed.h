@@ -7,14 +7,6 @@
 #include "mlp_mixed.h"
 #include "sl_train.h"
 
-/* How far the replicas' f32 master weights may end from the serial mixed-precision reference
- * (SGD: largest element difference relative to the largest weight; AdamW: the L2 norm of the
- * difference relative to the weights'): see mixed.c for why. */
-#define DDP_MIXED_TOL_SGD_F16 2e-3
-#define DDP_MIXED_TOL_SGD_BF16 1.5e-2
-#define DDP_MIXED_TOL_ADAMW_F16 1e-2
-#define DDP_MIXED_TOL_ADAMW_BF16 3e-2
-
 typedef struct ddp_mixed {
     sl_mixed mx;          /* 16-bit weights, gradients and activations; f32 master, optimizer */
     sl_loss_scaler sc;    /* sl_train_scaler(dtype): dynamic for f16, none for bf16 */

@@ -212,6 +212,33 @@ typedef struct sl_technique {
 #define SL_TRAIN_TOL_SGD_MAX 1e-4
 #define SL_TRAIN_TOL_ADAMW_L2 1e-3
 
+/* The bounds of a data-parallel mixed-precision run against one process training the whole
+ * batch in the same precision with the same scaler (sl_train_serial_mixed). The two differ
+ * where the batch's gradient is summed: the reference rounds the f32 GEMM sum over B samples
+ * once into 16 bits; a distributed run rounds each rank's part, and its all-reduce or
+ * reduce-scatter rounds at each hop. So a step's gradient differs from the reference's by a
+ * few u of the partial gradients (u: the unit roundoff, 2^-11 for f16, 2^-8 for bf16), and once
+ * a master weight differs its 16-bit copy can round to the neighbouring value, which perturbs
+ * later gradients by O(u) too.
+ *   SGD (largest element difference over the largest weight): a weight moves by lr times a
+ *   momentum sum of gradients (at most 10|g|), so S steps differ by at most about
+ *   S·lr·10·|g|·c·u; with lr 0.01, |g| <= 1, c a few and S up to ~50 that stays within about
+ *   u of weights of order 0.1-1. Measured (ddp, 4 ranks, 4 x 256, 12 and 42 steps, mpi/ring/rhd):
+ *   f16 4e-5 to 9e-5, bf16 3e-4 to 8e-4. The tolerances are 4u: 2e-3 (f16), 1.5e-2 (bf16).
+ *   One step taken by the reference and skipped here is lr·|g| on every weight: ~1e-2 at the
+ *   test's size, and fails (t/integration/ddp.t does it).
+ *   AdamW (L2): its update lr·m/sqrt(v) is of size lr whatever the gradient's, so a weight whose
+ *   gradient is within 16-bit rounding of zero can step +lr in one run and -lr in the other;
+ *   16-bit rounding leaves many more such weights than f32's. Measured, same runs: f16 8e-4 to
+ *   1.1e-3, bf16 4.2e-3 to 4.5e-3. Tolerances 1e-2 (f16), 3e-2 (bf16); a missing or doubled
+ *   step moves every weight by lr, an L2 error of lr/rms(w) ~ 0.1 and more. (A gradient never
+ *   all-reduced leaves the replicas different, which the driver's bit-for-bit check catches.)
+ */
+#define SL_TRAIN_TOL_MIXED_SGD_F16 2e-3
+#define SL_TRAIN_TOL_MIXED_SGD_BF16 1.5e-2
+#define SL_TRAIN_TOL_MIXED_ADAMW_F16 1e-2
+#define SL_TRAIN_TOL_MIXED_ADAMW_BF16 3e-2
+
 /* Parses, runs every requested collective x variant, and finalises; returns main's status. */
 int sl_train_main(const sl_technique *tech, int argc, char **argv);
 
@@ -272,6 +299,15 @@ void sl_train_scaler(sl_dtype dt, sl_loss_scaler *s);
  * losses[s] (host, may be NULL) step s's loss; returns the steps the scaler skipped. */
 long sl_train_serial_mixed(const sl_mlp *m, sl_task *task, const sl_optim *o, sl_dtype dt,
                            int batch, int steps, uint64_t seed, float *params, double *losses);
+/* A loss-scaled step is applied or skipped on every rank alike: returns the OR over the ranks
+ * of `mine` (this rank saw inf/NaN in the gradient elements it holds), through one int's
+ * MPI_Allreduce on the world — outside the technique's communicator, so its bytes_sent stays
+ * the gradients' (the row's overflow_flag_bytes says so). Adds mine to *seen. Collective;
+ * phase comm. SL_TEST_CORRUPT=1 (tests) makes the last rank alone report an overflow at step 0. */
+int sl_train_overflow_any(sl_train *t, int mine, long *seen);
+/* The scaler's part of the row: loss_scale, skipped_steps, final_scale, overflow_flag_bytes, and
+ * overflow_seen (the sum over ranks of their *seen: rank-steps). Collective. */
+void sl_train_scaler_row(sl_train *t, const sl_loss_scaler *s, long seen, sl_result *res);
 
 /* A full replica ------------------------------------------------------------------------- */
 

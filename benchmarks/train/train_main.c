@@ -16,12 +16,12 @@ static void validate(sl_ctx *ctx)
     const sl_technique *tech = the_technique;
     const sl_train_options *o = &sl_train_opt;
     if (!(o->lr > 0) || o->lr > 1e6) sl_usage_error("--lr: expected a learning rate in (0, 1e6], got %g", o->lr);
-    for (int d = 0; d < SL_NDTYPES; d++)
+    if (tech->program.validate) tech->program.validate(ctx);
+    for (int d = 0; d < SL_NDTYPES; d++) /* a technique's validate may choose the precision */
         if (d != SL_F32 && (ctx->opt.dtypes & (1u << d)) &&
             !(tech->tol_mixed_sgd_max[d] > 0 && tech->tol_mixed_adamw_l2[d] > 0))
-            SL_FATAL("%s: -d %s is accepted but the technique states no tolerance for it",
+            SL_FATAL("%s: training in %s is asked for but the technique states no tolerance for it",
                      tech->program.name, sl_dtype_name((sl_dtype)d));
-    if (tech->program.validate) tech->program.validate(ctx);
     unsigned mask = *tech->variant_mask;
     if (!mask) sl_usage_error("--variants: none of the variants asked for can run on %d ranks", ctx->nranks);
     for (int v = 0; v < tech->nvariants; v++) {

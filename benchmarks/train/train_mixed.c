@@ -2,6 +2,7 @@
  * precision uses and the serial reference that a distributed mixed-precision run is checked
  * against (one process, the whole global batch, the same kernels and scaler). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "mlp_mixed.h"
 #include "sl_train.h"
@@ -42,4 +43,37 @@ long sl_train_serial_mixed(const sl_mlp *m, sl_task *task, const sl_optim *o, sl
     sl_k_free(be, y);
     sl_mixed_free(&mx);
     return sc.skipped;
+}
+
+/* For the tests of the flag: SL_TEST_CORRUPT=1 makes the last rank alone find an inf at step 0,
+ * as if its own cast had overflowed. Every rank must then skip the step (replicas stay
+ * identical), and the weights, one step short of the reference's, must fail the check. */
+static int injected_overflow(const sl_train *t)
+{
+    const char *c = getenv("SL_TEST_CORRUPT");
+    return c && !strcmp(c, "1") && t->step == 0 && t->size > 1 && t->rank == t->size - 1;
+}
+
+int sl_train_overflow_any(sl_train *t, int mine, long *seen)
+{
+    mine = mine || injected_overflow(t);
+    *seen += mine;
+    if (t->size == 1) return mine; /* the one-rank baseline runs on rank 0 alone */
+    int found = mine;
+    const double t0 = sl_now();
+    SL_CHECK_MPI(MPI_Allreduce(&mine, &found, 1, MPI_INT, MPI_LOR, t->ctx->comm));
+    sl_train_span(t, SL_PHASE_COMM, "overflow flag", t0, sl_now());
+    sl_train_record(t, SL_PHASE_EXPOSED, sl_now() - t0);
+    return found;
+}
+
+void sl_train_scaler_row(sl_train *t, const sl_loss_scaler *s, long seen, sl_result *res)
+{
+    sl_result_param_str(res, "loss_scale", sl_scale_mode_name(s->mode));
+    sl_result_param_num(res, "overflow_flag_bytes", t->size > 1 ? (double)sizeof(int) : 0);
+    sl_result_metric(res, "skipped_steps", (double)s->skipped, "steps");
+    sl_result_metric(res, "final_scale", s->scale, "scale");
+    long all = 0;
+    SL_CHECK_MPI(MPI_Allreduce(&seen, &all, 1, MPI_LONG, MPI_SUM, t->ctx->comm));
+    sl_result_metric(res, "overflow_seen", (double)all, "rank-steps");
 }
