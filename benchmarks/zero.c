@@ -529,13 +529,17 @@ static void memory_model(const sl_train *t, double bytes[SL_MEM_NCATS])
                               : (double)sl_mlp_acts_bytes(t->m, z->rep.rows);
 }
 
-/* The busiest rank's bytes per step (header): the ring sends (N-1)/N of each vector. */
+/* The busiest rank's bytes per step (header): the ring sends (N-1)/N of each vector. With
+ * --precision mixed, a step the loss scaler skips sends no all-gather of stepped parameters
+ * (stages 1-2): the model is the mean over the run's steps, as the measurement is. */
 static double bytes_model(const sl_train *t)
 {
     const zero *z = t->state;
     const double N = t->size, padded = N * (double)z->soff[t->m->nlayers], es = (double)sl_dtype_size(t->dtype);
     if (z->stage == 0) return 2.0 * (N - 1) / N * es * (double)t->m->nparams;
-    return (z->stage == 3 ? 3.0 : 2.0) * (N - 1) / N * es * padded;
+    if (z->stage == 3) return 3.0 * (N - 1) / N * es * padded;
+    const double applied = t->dtype != SL_F32 ? 1.0 - (double)z->mixed.sc.skipped / t->nsteps : 1.0;
+    return (1.0 + applied) * (N - 1) / N * es * padded;
 }
 
 static void row(sl_train *t, sl_result *res)

@@ -96,6 +96,9 @@ train_check train_check_run(sl_train *t)
         c.diff = sl_weights_compare(SL_BACKEND_CPU, n, full, r->params);
         c.ref_loss = r->loss;
         c.ref_skipped = r->skipped;
+        double sq = 0;
+        for (size_t i = 0; i < n; i++) sq += (double)r->params[i] * r->params[i];
+        c.ref_rms = sqrt(sq / (double)n);
         /* the loss a 16-bit run is read against (the f32 one is cached for the f32 rows) */
         c.f32_loss = t->tech->sums_loss ? reference_in(t, SL_F32)->loss : NAN;
     }
@@ -114,10 +117,11 @@ train_check train_check_run(sl_train *t)
     }
     SL_CHECK_MPI(MPI_Allreduce(&mismatched, &c.replica_mismatches, 1, MPI_LONG_LONG, MPI_SUM, world));
     SL_CHECK_MPI(MPI_Bcast(&c.diff, (int)sizeof c.diff, MPI_BYTE, 0, world));
-    double losses[2] = {c.ref_loss, c.f32_loss};
-    SL_CHECK_MPI(MPI_Bcast(losses, 2, MPI_DOUBLE, 0, world));
-    c.ref_loss = losses[0];
-    c.f32_loss = losses[1];
+    double figures[3] = {c.ref_loss, c.f32_loss, c.ref_rms};
+    SL_CHECK_MPI(MPI_Bcast(figures, 3, MPI_DOUBLE, 0, world));
+    c.ref_loss = figures[0];
+    c.f32_loss = figures[1];
+    c.ref_rms = figures[2];
     SL_CHECK_MPI(MPI_Bcast(&c.ref_skipped, 1, MPI_LONG, 0, world));
     sl_free(full);
 
@@ -144,8 +148,9 @@ void train_check_verdict(const sl_train *t, const train_check *c, sl_result *res
     double err = adamw ? d->l2_rel : d->max_rel;
     double tol = adamw ? (t->tech->tol_adamw_l2 > 0 ? t->tech->tol_adamw_l2 : SL_TRAIN_TOL_ADAMW_L2)
                        : (t->tech->tol_sgd_max > 0 ? t->tech->tol_sgd_max : SL_TRAIN_TOL_SGD_MAX);
-    if (t->dtype != SL_F32) /* the technique justifies them */
-        tol = adamw ? t->tech->tol_mixed_adamw_l2[t->dtype] : t->tech->tol_mixed_sgd_max[t->dtype];
+    if (t->dtype != SL_F32) /* the technique justifies them; AdamW's in units of lr / rms(w) */
+        tol = adamw ? t->tech->tol_mixed_adamw_l2[t->dtype] * t->optim.adamw.lr / c->ref_rms
+                    : t->tech->tol_mixed_sgd_max[t->dtype];
     if (d->ref_nonfinite)
         sl_result_check(res, SL_CHECK_FAIL, NAN,
                         "the serial reference itself diverged (non-finite weights): lower --lr");

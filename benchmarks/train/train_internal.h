@@ -14,6 +14,7 @@ typedef struct train_check {
     double ref_loss, f32_loss;     /* the last step's loss of the reference in the run's dtype
                                       and of the f32 serial reference */
     long ref_skipped;              /* steps the reference's loss scaler skipped */
+    double ref_rms;                /* the reference weights' root mean square */
 } train_check;
 /* Collective; the reference is computed on rank 0 at the first run of each global batch. */
 train_check train_check_run(sl_train *t);

@@ -248,6 +248,7 @@ void train_run_variant(sl_ctx *ctx, const sl_technique *tech, int variant, sl_dt
     if (tech->row) tech->row(&t, &res);
     sl_result_metric(&res, "weight_rel_err", c.diff.max_rel, "ratio");
     sl_result_metric(&res, "weight_l2_err", c.diff.l2_rel, "ratio");
+    sl_result_metric(&res, "ref_weight_rms", ctx->opt.check ? c.ref_rms : NAN, "weight");
     if (tech->sums_loss) train_loss_metrics(&t, &c, &res);
     snprintf(res.headline, sizeof res.headline, "samples_per_s");
     if (ctx->opt.check)
