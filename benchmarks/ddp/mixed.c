@@ -17,7 +17,7 @@
  * fp16_compress_hook makes the same choice). The price is one rounding per hop: after N ranks
  * a summed element carries at most about (N-1)·u of the partial sums' magnitude (u: 2^-11 for
  * f16, 2^-8 for bf16), the same order as the rounding each rank's gradient already had when it
- * was cast to 16 bits; the check below bounds what that does to the weights.
+ * was cast to 16 bits; the check (below) bounds what that does to the weights.
  *
  * Why the overflow flag is all-reduced. With loss scaling a step whose gradients hold inf or
  * NaN must be skipped, and every replica must make the same decision or they diverge for good.
