@@ -18,9 +18,15 @@
  * gradient is its share of the global gradient and a SUM all-reduce gives the global gradient
  * exactly, even when B does not divide evenly across ranks. The training layer checks the
  * weights against one process trained on the whole batch and the replicas against each other.
+ *
+ * -d f16|bf16: mixed-precision data parallelism (sync; ddp/mixed.c): each replica computes in
+ * the 16-bit type with f32 master weights, and the all-reduce moves 16-bit gradients — half
+ * the bytes of f32.
  */
+#include <math.h>
 #include <stdlib.h>
 
+#include "ddp/mixed.h"
 #include "sl_train.h"
 
 #define DDP_VARIANTS(X) X(V_SYNC, "sync") X(V_BUCKETED, "bucketed") X(V_ACCUM, "accum") X(V_PS, "ps")
@@ -52,7 +58,8 @@ typedef struct bucket {
 } bucket;
 
 typedef struct replica {
-    sl_replica rep;         /* params, grads, optimizer state, activations */
+    sl_replica rep;         /* params, grads, optimizer state, activations (f32) */
+    ddp_mixed mixed;        /* the 16-bit replica (-d f16|bf16) */
     float *ps_recv;         /* ps server: one worker's gradient shard */
     int micro;              /* micro-batches per step (accum), else 1 */
     int servers, workers;   /* ps */
@@ -106,6 +113,10 @@ static void setup(sl_train *t)
     r->workers = t->data_ranks;
     r->servers = t->size - t->data_ranks;
     int local = t->hi - t->lo;
+    if (t->dtype != SL_F32) { /* sync only (mixed_variants) */
+        ddp_mixed_setup(t, &r->mixed);
+        return;
+    }
     sl_replica_alloc(t, (local + r->micro - 1) / r->micro, &r->rep);
     if (is_server(t)) {
         size_t off, cnt;
@@ -118,6 +129,11 @@ static void setup(sl_train *t)
 static void release(sl_train *t)
 {
     replica *r = t->state;
+    if (t->dtype != SL_F32) {
+        ddp_mixed_free(t, &r->mixed);
+        free(r);
+        return;
+    }
     sl_replica_free(t, &r->rep);
     sl_k_free(t->be, r->ps_recv);
     free(r);
@@ -186,6 +202,10 @@ static void step(sl_train *t)
         return;
     }
     replica *r = t->state;
+    if (t->dtype != SL_F32) {
+        ddp_mixed_step(t, &r->mixed);
+        return;
+    }
     const size_t n = t->m->nparams;
     sl_k_memset0(t->be, r->rep.grads, n * sizeof(float));
     for (int k = 0; k < r->micro; k++) {
@@ -263,16 +283,18 @@ static const float *weights(sl_train *t, size_t *first, size_t *count)
     replica *r = t->state;
     *first = 0;
     *count = t->m->nparams;
+    if (t->dtype != SL_F32) return r->mixed.mx.master;
     if (is_server(t)) server_shard(t, t->rank - r->workers, first, count);
     return r->rep.params + *first;
 }
 
 /* Bytes the busiest rank sends per step by the textbook volume: ring all-reduce sends
- * 2(N-1)/N of the gradient; a parameter-server worker pushes the whole gradient, a server
- * sends its shard (the first is the largest) back to every worker. */
+ * 2(N-1)/N of the gradient (2-byte elements with -d f16|bf16); a parameter-server worker
+ * pushes the whole gradient, a server sends its shard (the first is the largest) back to
+ * every worker. */
 static double bytes_model(const sl_train *t)
 {
-    double psi = (double)t->m->nparams * sizeof(float);
+    double psi = (double)t->m->nparams * (double)sl_dtype_size(t->dtype);
     if (t->variant != V_PS) return t->size > 1 ? 2.0 * (t->size - 1) / t->size * psi : 0.0;
     size_t off, cnt;
     server_shard(t, 0, &off, &cnt);
@@ -285,7 +307,7 @@ static double bytes_model(const sl_train *t)
 static void memory_model(const sl_train *t, double bytes[SL_MEM_NCATS])
 {
     const replica *r = t->state;
-    sl_mlp_bytes b = sl_mlp_memory(t->m, r->rep.rows, &t->optim);
+    sl_mlp_bytes b = t->dtype != SL_F32 ? ddp_mixed_memory(t, &r->mixed) : sl_mlp_memory(t->m, r->rep.rows, &t->optim);
     bytes[SL_MEM_PARAMS] = (double)b.params;
     bytes[SL_MEM_GRADS] = (double)b.grads;
     bytes[SL_MEM_OPTIM] = (double)b.optim;
@@ -295,6 +317,7 @@ static void memory_model(const sl_train *t, double bytes[SL_MEM_NCATS])
 static void row(sl_train *t, sl_result *res)
 {
     replica *r = t->state;
+    if (t->dtype != SL_F32) ddp_mixed_row(t, &r->mixed, res);
     if (t->variant == V_BUCKETED) {
         sl_result_param_num(res, "bucket_mb", opt_bucket_mb);
         sl_result_param_num(res, "buckets", r->nbuckets);
@@ -310,6 +333,13 @@ static void validate(sl_ctx *ctx)
     const int P = ctx->nranks;
     const long long batch = sl_train_opt.batch;
     if (opt_bucket_mb <= 0) sl_usage_error("--bucket-mb: expected a size in MiB > 0, got %g", opt_bucket_mb);
+    if (ctx->opt.dtypes & ~(1u << SL_F32)) {
+        if (opt_variants != ~0u && (opt_variants & ~(1u << V_SYNC)) && !(ctx->opt.dtypes & (1u << SL_F32)))
+            sl_usage_error("-d: ddp trains in f16/bf16 with --variants sync only (bucketed, accum and ps "
+                           "train in f32); use --variants sync, or add f32 to -d");
+        if (opt_variants & ~(1u << V_SYNC))
+            sl_note(ctx, "-d f16/bf16: mixed precision runs the sync variant; bucketed, accum and ps run in f32 only");
+    }
     long long share = sl_train_opt.scaling == 1 ? batch / P : batch;
     if ((opt_variants & (1u << V_ACCUM)) && share < opt_accum) {
         if (opt_variants != ~0u) /* asked for by name: say what is wrong */
@@ -328,20 +358,28 @@ static void validate(sl_ctx *ctx)
     }
 }
 
+/* The precision, and the loss of the last step beside the serial f32 run's: what mixed
+ * precision costs. */
 static const sl_column columns[] = {
-    SL_TRAIN_COLUMNS_RUN, SL_TRAIN_COLUMNS_STEP, SL_TRAIN_COLUMNS_BYTES,
-    {"activ", "MB", "mem_activ", 8, 2, 1e-6}, SL_COL("buckets", "buckets", 7), SL_TRAIN_COLUMNS_CHECK,
+    SL_TRAIN_COLUMNS_RUN, SL_COL("dtype", "dtype", 5), SL_TRAIN_COLUMNS_STEP, SL_TRAIN_COLUMNS_BYTES,
+    {"activ", "MB", "mem_activ", 8, 2, 1e-6}, SL_COL("buckets", "buckets", 7),
+    {"loss", "", "final_loss", 10, 6, 0}, {"vs f32", "%", "loss_vs_f32", 8, 3, 100},
+    SL_COL("skipped", "skipped_steps", 7),
+    /* four decimals: 16-bit runs' errors (1e-4 to 1e-3) would read 0.00 at two */
+    {"error", "rel", "weight_rel_err", 10, 4, 0}, SL_COL_CHECK(7),
 };
 
 static const sl_technique ddp = {
     .program = {
         .name = "ddp",
         .summary = "data-parallel training: per-step, bucketed+overlapped, accumulated, parameter server",
-        .uses = SL_USES_BACKEND | SL_USES_COLL,
+        .uses = SL_USES_BACKEND | SL_USES_COLL | SL_USES_DTYPE,
         .colls = (1u << SL_NCOLLS) - 1,
         .default_coll = SL_COLL_MPI,
         .default_iters = 10,
         .default_warmup = 2,
+        .dtypes = (1u << SL_F32) | (1u << SL_F16) | (1u << SL_BF16),
+        .default_dtype = SL_F32,
         .extra = ddp_opts,
         .validate = validate,
     },
@@ -350,6 +388,10 @@ static const sl_technique ddp = {
     .variant_mask = &opt_variants,
     .p2p_variants = 1u << V_PS,
     .no_baseline_variants = 1u << V_PS,
+    .sums_loss = 1,
+    .mixed_variants = 1u << V_SYNC,
+    .tol_mixed_sgd_max = {[SL_F16] = SL_TRAIN_TOL_MIXED_SGD_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_SGD_BF16},
+    .tol_mixed_adamw_l2 = {[SL_F16] = SL_TRAIN_TOL_MIXED_ADAMW_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_ADAMW_BF16},
     .data_ranks = data_ranks,
     .setup = setup,
     .step = step,

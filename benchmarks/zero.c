@@ -47,6 +47,9 @@
  * driver) and stage 3 gathers its shards (dropping padding) for the check against serial
  * training on the whole batch, with the driver's tolerances.
  *
+ * --precision mixed trains the paper's way instead: fp16 parameters and gradients, fp32 master
+ * weights and Adam states (2 + 2 + 12 bytes per parameter), sharded as above (zero/mixed.c).
+ *
  * --analytic PARAMS --ranks N [--precision fp32|mixed] prints the per-device memory table of
  * the paper (mixed precision: 2 + 2 + 12 bytes per parameter) without running anything.
  */
@@ -57,6 +60,7 @@
 #include <string.h>
 
 #include "sl_train.h"
+#include "zero/mixed.h"
 
 enum { NSTAGES = 4 };
 static const char *const stage_names[NSTAGES] = {"stage0", "stage1", "stage2", "stage3"};
@@ -78,7 +82,7 @@ static const sl_opt zero_opts[] = {
     {"prefetch", 0, SL_OPT_INT, &opt_prefetch, 0, 1, NULL, 0,
      "stage 3: gather the next layer while this one computes (default 1; stages 0-2 ignore it)"},
     {"precision", 0, SL_OPT_CHOICE, &opt_precision, 0, 0, "fp32|mixed", 0,
-     "training precision (fp32; mixed only with --analytic)"},
+     "fp32, or mixed: fp16 parameters and gradients, fp32 master weights and optimizer states (default fp32)"},
     {"analytic", 0, SL_OPT_DOUBLE, &opt_analytic, 0, 0, NULL, 0,
      "PARAMS: print the per-stage memory table for PARAMS parameters on --ranks N (no run)"},
     {"ranks", 0, SL_OPT_INT, &opt_ranks, 1, 1LL << 40, NULL, 0, "data-parallel ranks for --analytic"},
@@ -119,6 +123,7 @@ typedef struct zero {
     double iv[MAX_IV][2];
     /* setup's allocations, measured */
     double held, mem_comm, mem_bucket, mem_staging, mem_gather;
+    zero_mixed mixed;                   /* --precision mixed: everything above but the partition */
 } zero;
 
 /* Closes o's interval if it has completed (wait: once it has). */
@@ -256,12 +261,19 @@ static void setup(sl_train *t)
         z->soff[l + 1] = z->soff[l] + z->c[l];
     }
     const size_t n = m->nparams, S = z->soff[L];
+    z->rep.rows = t->hi - t->lo > 0 ? t->hi - t->lo : 1;
+    if (t->dtype != SL_F32) {
+        zero_mixed_setup(t, &z->mixed, (zero_part){.stage = z->stage, .nd = z->nd, .r = z->r, .K = z->K,
+                                                   .c = z->c, .soff = z->soff});
+        z->held = z->mixed.held;
+        z->mem_comm = z->mixed.mem_comm;
+        return;
+    }
     const sl_mem_space space = t->be == SL_BACKEND_CUDA ? SL_MEM_DEVICE : SL_MEM_HOST;
     const double comm0 = (double)sl_mem_current(space, SL_MEM_COMM);
     double held = 0;
 
     sl_replica *rep = &z->rep;
-    rep->rows = t->hi - t->lo > 0 ? t->hi - t->lo : 1;
     if (z->stage < 3) rep->params = alloc_counted(t, SL_MEM_PARAMS, n, &held);
     else z->pshard = alloc_counted(t, SL_MEM_PARAMS, S, &held);
     if (z->stage < 2) rep->grads = alloc_counted(t, SL_MEM_GRADS, n, &held);
@@ -303,6 +315,11 @@ static void setup(sl_train *t)
 static void release(sl_train *t)
 {
     zero *z = t->state;
+    if (t->dtype != SL_F32) {
+        zero_mixed_free(t, &z->mixed);
+        free(z);
+        return;
+    }
     sl_mlp_acts_free(t->m, &z->rep.acts);
     float *bufs[] = {z->rep.params, z->rep.grads, z->rep.optim, z->rep.target, z->pshard, z->gshard,
                      z->staging, z->bucket[0], z->bucket[1], z->slot[0], z->slot[1]};
@@ -409,6 +426,10 @@ static void gather_into_replica(sl_train *t, int l, float *buf)
 static void step(sl_train *t)
 {
     zero *z = t->state;
+    if (t->dtype != SL_F32) {
+        zero_mixed_step(t, &z->mixed);
+        return;
+    }
     sl_replica *rep = &z->rep;
     const sl_mlp *m = t->m;
     const int L = m->nlayers, count = t->hi - t->lo;
@@ -456,6 +477,10 @@ static const float *weights(sl_train *t, size_t *first, size_t *count)
 {
     zero *z = t->state;
     *first = 0;
+    if (t->dtype != SL_F32) { /* the f32 master weights: whole in stage 0 only */
+        *count = z->stage == 0 ? t->m->nparams : 0;
+        return z->mixed.opt;
+    }
     *count = z->stage < 3 ? t->m->nparams : 0;
     return z->rep.params;
 }
@@ -465,6 +490,10 @@ static void gather_weights(sl_train *t, float *full)
 {
     zero *z = t->state;
     const sl_mlp *m = t->m;
+    if (t->dtype != SL_F32) {
+        zero_mixed_gather(t, &z->mixed, full);
+        return;
+    }
     for (int l = 0; l < m->nlayers; l++) {
         sl_train_coll_ok(sl_coll_allgather(t->comm, z->pshard + z->soff[l], z->slot[0], z->c[l], SL_F32),
                          "allgather (weights for the check)");
@@ -475,24 +504,42 @@ static void gather_weights(sl_train *t, float *full)
 
 /* Models ---------------------------------------------------------------------------------- */
 
+/* Bytes per parameter of parameters, gradients and optimizer states: f32 4, 4, 4K; mixed
+ * precision 2, 2 and 4 + 4K (the f32 master weights are an optimizer state: the paper's K = 12
+ * with Adam). */
+static void bytes_per_param(const sl_train *t, const zero *z, double pgo[3])
+{
+    const int mixed = t->dtype != SL_F32;
+    pgo[0] = pgo[1] = mixed ? (double)sl_dtype_size(t->dtype) : 4.0;
+    pgo[2] = 4.0 * z->K + (mixed ? 4.0 : 0.0);
+}
+
 /* The ZeRO formula for this run's stage (header), shards at their padded size S. */
 static void memory_model(const sl_train *t, double bytes[SL_MEM_NCATS])
 {
     const zero *z = t->state;
     const double psi = (double)t->m->nparams, S = (double)z->soff[t->m->nlayers];
-    bytes[SL_MEM_PARAMS] = 4.0 * (z->stage == 3 ? S : psi);
-    bytes[SL_MEM_GRADS] = 4.0 * (z->stage >= 2 ? S : psi);
-    bytes[SL_MEM_OPTIM] = 4.0 * z->K * (z->stage >= 1 ? S : psi);
-    bytes[SL_MEM_ACTIV] = (double)sl_mlp_acts_bytes(t->m, z->rep.rows);
+    double pgo[3];
+    bytes_per_param(t, z, pgo);
+    bytes[SL_MEM_PARAMS] = pgo[0] * (z->stage == 3 ? S : psi);
+    bytes[SL_MEM_GRADS] = pgo[1] * (z->stage >= 2 ? S : psi);
+    bytes[SL_MEM_OPTIM] = pgo[2] * (z->stage >= 1 ? S : psi);
+    bytes[SL_MEM_ACTIV] = t->dtype != SL_F32
+                              ? (double)sl_mixed_memory(t->m, t->dtype, 1, z->rep.rows, &t->optim).activ
+                              : (double)sl_mlp_acts_bytes(t->m, z->rep.rows);
 }
 
-/* The busiest rank's bytes per step (header): the ring sends (N-1)/N of each vector. */
+/* The busiest rank's bytes per step (header): the ring sends (N-1)/N of each vector. With
+ * --precision mixed, a step the loss scaler skips sends no all-gather of stepped parameters
+ * (stages 1-2): the model is the mean over the run's steps, as the measurement is. */
 static double bytes_model(const sl_train *t)
 {
     const zero *z = t->state;
-    const double N = t->size, padded = N * (double)z->soff[t->m->nlayers];
-    if (z->stage == 0) return 2.0 * (N - 1) / N * 4.0 * (double)t->m->nparams;
-    return (z->stage == 3 ? 3.0 : 2.0) * (N - 1) / N * 4.0 * padded;
+    const double N = t->size, padded = N * (double)z->soff[t->m->nlayers], es = (double)sl_dtype_size(t->dtype);
+    if (z->stage == 0) return 2.0 * (N - 1) / N * es * (double)t->m->nparams;
+    if (z->stage == 3) return 3.0 * (N - 1) / N * es * padded;
+    const double applied = t->dtype != SL_F32 ? 1.0 - (double)z->mixed.sc.skipped / t->nsteps : 1.0;
+    return (1.0 + applied) * (N - 1) / N * es * padded;
 }
 
 static void row(sl_train *t, sl_result *res)
@@ -500,14 +547,15 @@ static void row(sl_train *t, sl_result *res)
     zero *z = t->state;
     const sl_mlp *m = t->m;
     sl_result_param_num(res, "stage", z->stage);
-    sl_result_param_str(res, "precision", "fp32");
+    sl_result_param_str(res, "precision", t->dtype != SL_F32 ? "mixed" : "fp32");
+    if (t->dtype != SL_F32) sl_train_scaler_row(t, &z->mixed.sc, z->mixed.overflow_steps, res);
     sl_result_param_num(res, "shard_elems", (double)z->soff[m->nlayers]);
     sl_result_param_num(res, "padded_params", (double)z->nd * (double)z->soff[m->nlayers]);
-    if (z->stage >= 2) {
+    if (z->stage >= 2 && t->dtype == SL_F32) {
         sl_result_param_num(res, "bucket_mb", opt_bucket_mb);
         sl_result_param_num(res, "buckets", z->nbuckets);
     }
-    if (z->stage == 3) sl_result_param_num(res, "prefetch", (double)opt_prefetch);
+    if (z->stage == 3 && t->dtype == SL_F32) sl_result_param_num(res, "prefetch", (double)opt_prefetch);
     sl_result_param_num(res, "nonblocking_overlaps", sl_coll_iallreduce_overlaps(t->comm));
     double model[SL_MEM_NCATS] = {0};
     memory_model(t, model);
@@ -515,7 +563,9 @@ static void row(sl_train *t, sl_result *res)
     sl_result_metric(res, "mem_total", z->held, "bytes");
     /* What padding adds to the formula: its bytes beyond the paper's Ψ/Nd per shard, i.e.
      * (Ψ_pad - Ψ)/Nd elements per sharded category (a per-rank average: rank 0 holds none). */
-    const double per_elem = 4.0 * ((z->stage == 3) + (z->stage >= 2) + (z->stage >= 1) * z->K);
+    double pgo[3];
+    bytes_per_param(t, z, pgo);
+    const double per_elem = pgo[0] * (z->stage == 3) + pgo[1] * (z->stage >= 2) + pgo[2] * (z->stage >= 1);
     const double pad = ((double)z->nd * (double)z->soff[m->nlayers] - (double)m->nparams) / z->nd;
     sl_result_metric(res, "mem_padding", pad * per_elem, "bytes");
     sl_result_metric(res, "mem_comm", z->mem_comm, "bytes");
@@ -608,10 +658,11 @@ static int analytic(int argc, char **argv)
 static void validate(sl_ctx *ctx)
 {
     if (!(opt_bucket_mb > 0)) sl_usage_error("--bucket-mb: expected a size in MiB > 0, got %g", opt_bucket_mb);
-    if (opt_precision == 1)
-        sl_usage_error("--precision mixed: training in mixed precision awaits the mixed-precision MLP, "
-                       "which the kernels do not have yet; train with --precision fp32, or see the "
-                       "mixed-precision memory table with --analytic PARAMS --ranks N --precision mixed");
+    if (opt_precision == 1) { /* the paper's fp16 (the driver runs the rows in this dtype) */
+        ctx->opt.dtypes = 1u << SL_F16;
+        sl_note(ctx, "--precision mixed: fp16 parameters and gradients, fp32 master weights and optimizer "
+                     "states; collectives one layer at a time, blocking (--bucket-mb and --prefetch do not apply)");
+    }
     if (opt_ranks) sl_usage_error("--ranks: only with --analytic PARAMS (the run's ranks are the launcher's)");
     if (prefetch_given && (opt_stages & 7u))
         sl_note(ctx, "--prefetch applies to stage 3 only; stages 0-2 hold every parameter and ignore it "
@@ -621,7 +672,7 @@ static void validate(sl_ctx *ctx)
 /* The run, the step, this rank's model states (measured, and by the formula), the bytes, the
  * check (the L2 error too: AdamW, the default, is checked in L2). */
 static const sl_column columns[] = {
-    SL_TRAIN_COLUMNS_RUN, SL_TRAIN_COLUMNS_STEP,
+    SL_TRAIN_COLUMNS_RUN, SL_COL("dtype", "dtype", 5), SL_TRAIN_COLUMNS_STEP,
     {"p+g+o", "MB", "mem_total", 8, 2, 1e-6}, {"formula", "MB", "mem_model_total", 8, 2, 1e-6},
     SL_TRAIN_COLUMNS_BYTES, {"L2 err", "rel", "weight_l2_err", 9, 2, 0}, SL_TRAIN_COLUMNS_CHECK,
 };
@@ -634,6 +685,9 @@ static sl_technique zero_technique = {
     .variants = stage_names, .nvariants = NSTAGES, .variant_mask = &opt_stages,
     .setup = setup, .step = step, .weights = weights, .gather_weights = gather_weights, .free = release,
     .memory_model = memory_model, .bytes_model = bytes_model, .row = row,
+    .sums_loss = 1, .mixed_variants = (1u << NSTAGES) - 1,
+    .tol_mixed_sgd_max = {[SL_F16] = SL_TRAIN_TOL_MIXED_SGD_F16},
+    .tol_mixed_adamw_l2 = {[SL_F16] = SL_TRAIN_TOL_MIXED_ADAMW_F16},
     .columns = columns, .ncolumns = (int)(sizeof columns / sizeof columns[0]),
 };
 

@@ -19,8 +19,7 @@ static int max_width(const sl_mlp *m)
     return w;
 }
 
-void sl_mixed_init(sl_mixed *mx, const sl_mlp *m, sl_dtype dt, int master, int batch,
-                   uint64_t seed, const sl_optim *o)
+void sl_mixed_init_layers(sl_mixed *mx, const sl_mlp *m, sl_dtype dt, int batch)
 {
     if (dt != SL_F32 && dt != SL_F16 && dt != SL_BF16)
         SL_FATAL("sl_mixed_init: dtype %s (expected f32, f16 or bf16)", sl_dtype_name(dt));
@@ -30,7 +29,28 @@ void sl_mixed_init(sl_mixed *mx, const sl_mlp *m, sl_dtype dt, int master, int b
     mx->dt = dt;
     mx->batch = batch;
     const sl_backend be = m->be;
-    const size_t n = m->nparams, es = sl_dtype_size(dt), w = (size_t)max_width(m);
+    const size_t es = sl_dtype_size(dt), w = (size_t)max_width(m);
+    for (int l = 0; l <= m->nlayers; l++)
+        mx->x[l] = sl_k_malloc(be, SL_MEM_ACTIV, (size_t)batch * m->dims[l] * es);
+    for (int l = 0; l < m->nlayers; l++)
+        mx->z[l] = m->act[l] == SL_ACT_NONE
+                       ? mx->x[l + 1]
+                       : sl_k_malloc(be, SL_MEM_ACTIV, (size_t)batch * m->dims[l + 1] * es);
+    for (int i = 0; i < 2; i++) mx->dbuf[i] = sl_k_malloc(be, SL_MEM_ACTIV, (size_t)batch * w * es);
+    mx->t0 = sl_k_malloc(be, SL_MEM_OTHER, (size_t)batch * w * sizeof(float));
+    mx->t1 = sl_k_malloc(be, SL_MEM_OTHER, (size_t)batch * w * sizeof(float));
+    mx->bias32 = sl_k_malloc(be, SL_MEM_OTHER, w * sizeof(float));
+    const size_t nout = (size_t)batch * m->dims[m->nlayers] * sizeof(float);
+    mx->out32 = sl_k_malloc(be, SL_MEM_OTHER, nout);
+    mx->dout32 = sl_k_malloc(be, SL_MEM_OTHER, nout);
+}
+
+void sl_mixed_init(sl_mixed *mx, const sl_mlp *m, sl_dtype dt, int master, int batch,
+                   uint64_t seed, const sl_optim *o)
+{
+    sl_mixed_init_layers(mx, m, dt, batch);
+    const sl_backend be = m->be;
+    const size_t n = m->nparams, es = sl_dtype_size(dt);
     /* In f32 the layers' weights are the master copy and the gradients are not rounded:
      * one buffer each, as a plain f32 trainer holds (the casts between them are skipped). */
     const int f32 = dt == SL_F32;
@@ -45,19 +65,6 @@ void sl_mixed_init(sl_mixed *mx, const sl_mlp *m, sl_dtype dt, int master, int b
     if (mx->w16 != init) sl_k_cast(be, n, init, SL_F32, mx->w16, dt, NULL);
     if (master) mx->master = init;
     else mx->wide = init;
-    for (int l = 0; l <= m->nlayers; l++)
-        mx->x[l] = sl_k_malloc(be, SL_MEM_ACTIV, (size_t)batch * m->dims[l] * es);
-    for (int l = 0; l < m->nlayers; l++)
-        mx->z[l] = m->act[l] == SL_ACT_NONE
-                       ? mx->x[l + 1]
-                       : sl_k_malloc(be, SL_MEM_ACTIV, (size_t)batch * m->dims[l + 1] * es);
-    for (int i = 0; i < 2; i++) mx->dbuf[i] = sl_k_malloc(be, SL_MEM_ACTIV, (size_t)batch * w * es);
-    mx->t0 = sl_k_malloc(be, SL_MEM_OTHER, (size_t)batch * w * sizeof(float));
-    mx->t1 = sl_k_malloc(be, SL_MEM_OTHER, (size_t)batch * w * sizeof(float));
-    mx->bias32 = sl_k_malloc(be, SL_MEM_OTHER, w * sizeof(float));
-    const size_t nout = (size_t)batch * m->dims[m->nlayers] * sizeof(float);
-    mx->out32 = sl_k_malloc(be, SL_MEM_OTHER, nout);
-    mx->dout32 = sl_k_malloc(be, SL_MEM_OTHER, nout);
 }
 
 void sl_mixed_free(sl_mixed *mx)
@@ -89,12 +96,12 @@ static void widen(sl_mixed *mx, size_t n, const void *src, float *dst)
 
 /* Layer l: z = x W^T + b (f32 accumulate, rounded into dt), y = act(z) (in f32 from the
  * rounded z, rounded into dt). */
-static void layer_forward(sl_mixed *mx, int l)
+void sl_mixed_layer_forward(sl_mixed *mx, int l, const void *wl)
 {
     const sl_mlp *m = mx->m;
     const int B = mx->batch, in = m->dims[l], out = m->dims[l + 1];
     const size_t nz = (size_t)B * out;
-    const void *W = at(mx, mx->w16, m->w_off[l]), *b = at(mx, mx->w16, m->b_off[l]);
+    const void *W = wl, *b = at(mx, wl, m->b_off[l] - m->w_off[l]);
     /* t0[B, out] = x[B, in] . W^T[in, out] */
     sl_k_gemm(mx->be, 0, 1, B, out, in, 1.0f, mx->x[l], in, W, in, 0.0f, mx->t0, out, mx->dt, SL_F32);
     widen(mx, (size_t)out, b, mx->bias32);
@@ -107,8 +114,9 @@ static void layer_forward(sl_mixed *mx, int l)
 }
 
 /* Layer l backward from dy = dL/dy (dt, [B, out]), overwritten with dL/dz: dW and db into
- * g32 (f32) then rounded into g16; dx = dL/dx into dx (dt) unless NULL. */
-static void layer_backward(sl_mixed *mx, int l, void *dy, void *dx)
+ * gw32 (f32) then rounded into g16l; dx = dL/dx into dx (dt) unless NULL. */
+void sl_mixed_layer_backward(sl_mixed *mx, int l, void *dy, void *dx, const void *wl, float *gw32,
+                             void *g16l)
 {
     const sl_mlp *m = mx->m;
     const sl_backend be = mx->be;
@@ -121,40 +129,60 @@ static void layer_backward(sl_mixed *mx, int l, void *dy, void *dx)
         narrow(mx, nz, mx->t0, dy, &mx->cnt.agrad, &mx->cnt.agrad_n);
     }
     /* dW[out, in] = dz^T[out, B] . x[B, in], accumulated in f32 */
-    float *dW = mx->g32 + m->w_off[l], *db = mx->g32 + m->b_off[l];
+    float *dW = gw32, *db = gw32 + (m->b_off[l] - m->w_off[l]);
     sl_k_gemm(be, 1, 0, out, in, B, 1.0f, dy, out, mx->x[l], in, 0.0f, dW, in, mx->dt, SL_F32);
     /* db[out] = sum over rows of dz, from the dz the GEMMs see */
     widen(mx, nz, dy, mx->t0);
     sl_k_memset0(be, db, (size_t)out * sizeof(float));
     sl_k_bias_grad(be, B, out, mx->t0, db);
     const size_t nb = sl_mlp_layer_size(m, l);
-    narrow(mx, nb, dW, at(mx, mx->g16, m->w_off[l]), &mx->cnt.wgrad, &mx->cnt.wgrad_n);
+    narrow(mx, nb, dW, g16l, &mx->cnt.wgrad, &mx->cnt.wgrad_n);
     if (!dx) return;
     /* dx[B, in] = dz[B, out] . W[out, in] */
-    sl_k_gemm(be, 0, 0, B, in, out, 1.0f, dy, out, at(mx, mx->w16, m->w_off[l]), in, 0.0f, mx->t1,
-              in, mx->dt, SL_F32);
+    sl_k_gemm(be, 0, 0, B, in, out, 1.0f, dy, out, wl, in, 0.0f, mx->t1, in, mx->dt, SL_F32);
     narrow(mx, (size_t)B * in, mx->t1, dx, &mx->cnt.agrad, &mx->cnt.agrad_n);
 }
 
-double sl_mixed_forward_backward(sl_mixed *mx, const float *x, const float *y, float norm,
-                                 float scale)
+void sl_mixed_input(sl_mixed *mx, const float *x)
+{
+    memset(&mx->cnt, 0, sizeof mx->cnt);
+    narrow(mx, (size_t)mx->batch * mx->m->dims[0], x, mx->x[0], &mx->cnt.act, &mx->cnt.act_n);
+}
+
+double sl_mixed_loss(sl_mixed *mx, const float *y, float norm, float scale)
 {
     const sl_mlp *m = mx->m;
-    const int L = m->nlayers, B = mx->batch, out = m->dims[L];
-    const size_t nout = (size_t)B * out;
-    memset(&mx->cnt, 0, sizeof mx->cnt);
-    narrow(mx, (size_t)B * m->dims[0], x, mx->x[0], &mx->cnt.act, &mx->cnt.act_n);
-    for (int l = 0; l < L; l++) layer_forward(mx, l);
+    const int L = m->nlayers;
+    const size_t nout = (size_t)mx->batch * m->dims[L];
     /* the loss in f32, as autocast computes it; its gradient scaled, then rounded into dt: the
      * first place where small gradients underflow */
     widen(mx, nout, mx->x[L], mx->out32);
     double loss = sl_k_mse(mx->be, nout, mx->out32, y, mx->dout32, norm);
     if (scale != 1.0f) sl_k_scale(mx->be, SL_F32, nout, mx->dout32, scale);
-    void *dy = mx->dbuf[L & 1]; /* not the buffer the last layer's dx goes to (as mlp.c) */
-    narrow(mx, nout, mx->dout32, dy, &mx->cnt.agrad, &mx->cnt.agrad_n);
+    narrow(mx, nout, mx->dout32, sl_mixed_dout(mx), &mx->cnt.agrad, &mx->cnt.agrad_n);
+    return loss;
+}
+
+void *sl_mixed_dout(sl_mixed *mx)
+{
+    return mx->dbuf[mx->m->nlayers & 1]; /* not the buffer the last layer's dx goes to (as mlp.c) */
+}
+
+void *sl_mixed_dx(sl_mixed *mx, int l) { return l > 0 ? mx->dbuf[l & 1] : NULL; }
+
+double sl_mixed_forward_backward(sl_mixed *mx, const float *x, const float *y, float norm,
+                                 float scale)
+{
+    const sl_mlp *m = mx->m;
+    const int L = m->nlayers;
+    sl_mixed_input(mx, x);
+    for (int l = 0; l < L; l++) sl_mixed_layer_forward(mx, l, at(mx, mx->w16, m->w_off[l]));
+    double loss = sl_mixed_loss(mx, y, norm, scale);
+    void *dy = sl_mixed_dout(mx);
     for (int l = L - 1; l >= 0; l--) {
-        void *dx = l > 0 ? mx->dbuf[l & 1] : NULL;
-        layer_backward(mx, l, dy, dx);
+        void *dx = sl_mixed_dx(mx, l);
+        sl_mixed_layer_backward(mx, l, dy, dx, at(mx, mx->w16, m->w_off[l]), mx->g32 + m->w_off[l],
+                                at(mx, mx->g16, m->w_off[l]));
         dy = dx;
     }
     return loss;

@@ -71,6 +71,26 @@ void sl_mixed_free(sl_mixed *mx);
  * mx->cnt. Returns the (unscaled) loss. */
 double sl_mixed_forward_backward(sl_mixed *mx, const float *x, const float *y, float norm,
                                  float scale);
+/* The same step a piece at a time, for techniques that place the weights and gradients
+ * themselves (ZeRO: gathered layers, gradient buckets). sl_mixed_init_layers allocates only
+ * what the layers need (activations, workspaces; w16, g16, g32, master, state stay NULL).
+ * sl_mixed_forward_backward is: input(x); layer_forward(l, w16 + w_off[l]) for l = 0..L-1;
+ * loss; dy = dout; for l = L-1..0: layer_backward(l, dy, dx(l), w16 + w_off[l],
+ * g32 + w_off[l], g16 + w_off[l]), dy = dx(l).
+ *   wl    layer l's parameter block in dt (W[out, in] then b[out])
+ *   gw32  f32 workspace of the block's size: the GEMM's dW and db before rounding
+ *   g16l  the block's gradients in dt (what is communicated) */
+void sl_mixed_init_layers(sl_mixed *mx, const sl_mlp *m, sl_dtype dt, int batch);
+void sl_mixed_input(sl_mixed *mx, const float *x);  /* x[batch, in] f32 -> x[0]; resets mx->cnt */
+void sl_mixed_layer_forward(sl_mixed *mx, int l, const void *wl);
+/* The loss of the output against y (f32), returned unscaled; dL/d(output) * scale into
+ * sl_mixed_dout(mx) in dt. */
+double sl_mixed_loss(sl_mixed *mx, const float *y, float norm, float scale);
+void *sl_mixed_dout(sl_mixed *mx);
+void *sl_mixed_dx(sl_mixed *mx, int l); /* where layer l's dL/dx goes (NULL for l = 0) */
+void sl_mixed_layer_backward(sl_mixed *mx, int l, void *dy, void *dx, const void *wl, float *gw32,
+                             void *g16l);
+
 /* g32 = g16 / scale (in f32). Returns how many are inf or NaN (also in mx->cnt.nonfinite). */
 size_t sl_mixed_unscale(sl_mixed *mx, float scale);
 /* The optimizer step from g32: on the master copy then cast to w16, or (no master) on w16

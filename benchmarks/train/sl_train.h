@@ -29,6 +29,7 @@
 #include <stddef.h>
 
 #include "kernels.h"
+#include "loss_scale.h"
 #include "mlp.h"
 #include "scalelab.h"
 #include "sl_coll.h"
@@ -86,6 +87,8 @@ typedef struct sl_train {
     int step, nsteps;       /* the step being run (0-based) and warm-up + timed steps */
     int baseline;           /* 1 in the one-rank baseline run */
     size_t nparams;         /* the flat weight vector: m->nparams, or the technique's own model's */
+    sl_dtype dtype;         /* f32, or f16/bf16: mixed-precision training (technique.dtypes) */
+    double loss;            /* this rank's loss of the step being run (sl_train_loss adds to it) */
     void *state;            /* the technique's */
     /* driver-private */
     double phase[SL_NPHASES];
@@ -107,6 +110,17 @@ typedef struct sl_technique {
     unsigned p2p_variants;
     /* Variants that have no one-rank baseline (the efficiency is then n/a). */
     unsigned no_baseline_variants;
+    /* Data-parallel techniques, where each sample's loss is computed on exactly one rank: the
+     * row then carries final_loss, the sum over ranks of the last step's t->loss, beside the
+     * serial references' (ref_final_loss in the row's dtype, f32_final_loss in f32). */
+    int sums_loss;
+    /* Training precisions beside f32 (program.dtypes lists what -d accepts): for each, the
+     * driver runs every collective x variant with t->dtype set, the check's reference is
+     * sl_train_serial_mixed in that dtype, with the technique's tolerances for that dtype
+     * (SGD: largest element difference; AdamW: L2, in units of lr / rms(reference weights);
+     * both required then). */
+    double tol_mixed_sgd_max[SL_NDTYPES], tol_mixed_adamw_l2[SL_NDTYPES];
+    unsigned mixed_variants; /* the variants that train in f16/bf16; the others in f32 only */
 
     /* Ranks of `nranks` that train on data (default: all). */
     int (*data_ranks)(int variant, int nranks);
@@ -199,6 +213,38 @@ typedef struct sl_technique {
 #define SL_TRAIN_TOL_SGD_MAX 1e-4
 #define SL_TRAIN_TOL_ADAMW_L2 1e-3
 
+/* The bounds of a data-parallel mixed-precision run against one process training the whole
+ * batch in the same precision with the same scaler (sl_train_serial_mixed). The two differ
+ * where the batch's gradient is summed: the reference rounds the f32 GEMM sum over B samples
+ * once into 16 bits; a distributed run rounds each rank's part, and its all-reduce or
+ * reduce-scatter rounds at each hop. So a step's gradient differs from the reference's by a
+ * few u of the partial gradients (u: the unit roundoff, 2^-11 for f16, 2^-8 for bf16), and once
+ * a master weight differs its 16-bit copy can round to the neighbouring value, which perturbs
+ * later gradients by O(u) too.
+ *   SGD (largest element difference over the largest weight): a weight moves by lr times a
+ *   momentum sum of gradients (at most 10|g|), so S steps differ by at most about
+ *   S·lr·10·|g|·c·u; with lr 0.01, |g| <= 1, c a few and S up to ~50 that stays within about
+ *   u of weights of order 0.1-1. Measured (ddp, 4 ranks, 4 x 256, 12 and 42 steps, mpi/ring/rhd):
+ *   f16 4e-5 to 9e-5, bf16 3e-4 to 8e-4. The tolerances are 4u: 2e-3 (f16), 1.5e-2 (bf16).
+ *   One step taken by the reference and skipped here is lr·|g| on every weight: ~1e-2 at the
+ *   test's size, and fails (t/integration/ddp.t does it).
+ *   AdamW (L2 of the difference over the reference's L2), in units of lr / rms(w_ref): its update
+ *   lr·m/sqrt(v) is of size lr whatever the gradient's, so a weight whose gradient is within
+ *   16-bit rounding of zero can step +lr in one run and -lr in the other, and 16-bit rounding
+ *   leaves many more such weights than f32's. If a fraction f of the weights flip, the error is
+ *   2·sqrt(f)·lr/rms(w): it grows with lr/rms(w), i.e. with the width (rms(w) ~ 1/sqrt(width)),
+ *   so a fixed L2 bound would be loose for narrow models and fail wide ones. A step missed or
+ *   taken twice moves every weight by about lr: 1 and more in these units (1.8 measured, the
+ *   zero test's). Measured (ddp and zero, 2-4 ranks, widths 48-2048, 12-32 steps): f16 0.0015
+ *   to 0.038, bf16 0.035 to 0.13. Tolerances 0.1 (f16) and 0.5 (bf16) times lr / rms(w_ref).
+ *   (A gradient never all-reduced leaves the replicas different, which the driver's
+ *   bit-for-bit check catches; the row's ref_weight_rms gives rms(w_ref).)
+ */
+#define SL_TRAIN_TOL_MIXED_SGD_F16 2e-3
+#define SL_TRAIN_TOL_MIXED_SGD_BF16 1.5e-2
+#define SL_TRAIN_TOL_MIXED_ADAMW_F16 0.1  /* x lr / rms(w_ref) */
+#define SL_TRAIN_TOL_MIXED_ADAMW_BF16 0.5 /* x lr / rms(w_ref) */
+
 /* Parses, runs every requested collective x variant, and finalises; returns main's status. */
 int sl_train_main(const sl_technique *tech, int argc, char **argv);
 
@@ -246,6 +292,28 @@ float *sl_train_backward(sl_train *t, sl_mlp_acts *a, const float *params, float
  * Phase compute. */
 void sl_train_optimize(sl_train *t, float *params, const float *grads, float *state, size_t off,
                        size_t count);
+
+/* Mixed precision (train_mixed.c) ------------------------------------------------------------ */
+
+/* The loss scaler a run in dtype dt uses: f16 PyTorch GradScaler's dynamic scaling with its
+ * defaults (2^16, x2 after 2000 clean steps, x0.5 and skip on inf/NaN), since f16's range
+ * loses small gradients; bf16 (f32's range) and f32 none. */
+void sl_train_scaler(sl_dtype dt, sl_loss_scaler *s);
+/* The serial reference of mixed-precision training: one process, the whole global batch,
+ * sl_mixed in dt with an f32 master copy and sl_train_scaler(dt), for `steps` steps from
+ * sl_mlp_init_params(seed). params (backend memory, m->nparams) gets the master weights,
+ * losses[s] (host, may be NULL) step s's loss; returns the steps the scaler skipped. */
+long sl_train_serial_mixed(const sl_mlp *m, sl_task *task, const sl_optim *o, sl_dtype dt,
+                           int batch, int steps, uint64_t seed, float *params, double *losses);
+/* A loss-scaled step is applied or skipped on every rank alike: returns the OR over the ranks
+ * of `mine` (this rank saw inf/NaN in the gradient elements it holds), through one int's
+ * MPI_Allreduce on the world — outside the technique's communicator, so its bytes_sent stays
+ * the gradients' (the row's overflow_flag_bytes says so). Adds mine to *seen. Collective;
+ * phase comm. SL_TEST_CORRUPT=1 (tests) makes the last rank alone report an overflow at step 0. */
+int sl_train_overflow_any(sl_train *t, int mine, long *seen);
+/* The scaler's part of the row: loss_scale, skipped_steps, final_scale, overflow_flag_bytes, and
+ * overflow_seen (the sum over ranks of their *seen: rank-steps). Collective. */
+void sl_train_scaler_row(sl_train *t, const sl_loss_scaler *s, long seen, sl_result *res);
 
 /* A full replica ------------------------------------------------------------------------- */
 

@@ -9,29 +9,44 @@
 
 #define MAX_REFERENCES 8
 
-/* Reference weights (host memory, rank 0) by global batch, and by variant where the technique
- * has its own reference (it may differ between variants; -1 otherwise). */
-static struct {
+/* Reference weights (host memory, rank 0) by global batch and precision, and by variant where
+ * the technique has its own reference (it may differ between variants; -1 otherwise), with
+ * the last step's loss (NAN where the technique's own reference does not say) and the steps
+ * its loss scaler skipped. */
+typedef struct reference {
     int batch, variant;
+    sl_dtype dtype;
     float *params;
-} refs[MAX_REFERENCES];
+    double loss;
+    long skipped;
+} reference;
+static reference refs[MAX_REFERENCES];
 static int nrefs;
 
-static const float *reference_for(sl_train *t)
+static const reference *reference_in(sl_train *t, sl_dtype dtype)
 {
     const int variant = t->tech->reference ? t->variant : -1;
     for (int i = 0; i < nrefs; i++)
-        if (refs[i].batch == t->global_batch && refs[i].variant == variant) return refs[i].params;
+        if (refs[i].batch == t->global_batch && refs[i].variant == variant && refs[i].dtype == dtype)
+            return &refs[i];
     const sl_mlp *m = t->m;
     const size_t n = t->nparams;
     float *dev = sl_k_malloc(t->be, SL_MEM_OTHER, n * sizeof(float));
+    double *losses = sl_alloc(SL_MEM_OTHER, (size_t)t->nsteps * sizeof(double));
+    losses[t->nsteps - 1] = NAN;
+    long skipped = 0;
     if (t->tech->reference)
         t->tech->reference(t, dev);
     else if (t->tech->model_params)
         SL_FATAL("%s: a technique with its own model needs its own reference", t->tech->program.name);
+    else if (dtype != SL_F32)
+        skipped = sl_train_serial_mixed(m, t->task, &t->optim, dtype, t->global_batch, t->nsteps,
+                                        (uint64_t)sl_train_opt.seed, dev, losses);
     else
         sl_train_serial(m, t->task, &t->optim, t->global_batch, t->nsteps,
-                        (uint64_t)sl_train_opt.seed, dev, NULL);
+                        (uint64_t)sl_train_opt.seed, dev, losses);
+    const double loss = losses[t->nsteps - 1];
+    sl_free(losses);
     float *host = sl_alloc(SL_MEM_OTHER, n * sizeof(float) + 1);
     sl_k_memcpy(t->be, host, dev, n * sizeof(float), SL_K_D2H);
     sl_k_free(t->be, dev);
@@ -40,11 +55,9 @@ static const float *reference_for(sl_train *t)
         memmove(refs, refs + 1, (MAX_REFERENCES - 1) * sizeof refs[0]);
         nrefs--;
     }
-    refs[nrefs].batch = t->global_batch;
-    refs[nrefs].variant = variant;
-    refs[nrefs].params = host;
-    nrefs++;
-    return host;
+    refs[nrefs] = (reference){.batch = t->global_batch, .variant = variant, .dtype = dtype,
+                              .params = host, .loss = loss, .skipped = skipped};
+    return &refs[nrefs++];
 }
 
 void train_references_free(void)
@@ -78,7 +91,17 @@ train_check train_check_run(sl_train *t)
     MPI_Comm world = t->ctx->comm;
     float *full = sl_alloc(SL_MEM_OTHER, n * sizeof(float) + 1);
     full_weights(t, full);
-    if (t->rank == 0) c.diff = sl_weights_compare(SL_BACKEND_CPU, n, full, reference_for(t));
+    if (t->rank == 0) {
+        const reference *r = reference_in(t, t->dtype);
+        c.diff = sl_weights_compare(SL_BACKEND_CPU, n, full, r->params);
+        c.ref_loss = r->loss;
+        c.ref_skipped = r->skipped;
+        double sq = 0;
+        for (size_t i = 0; i < n; i++) sq += (double)r->params[i] * r->params[i];
+        c.ref_rms = sqrt(sq / (double)n);
+        /* the loss a 16-bit run is read against (the f32 one is cached for the f32 rows) */
+        c.f32_loss = t->tech->sums_loss ? reference_in(t, SL_F32)->loss : NAN;
+    }
 
     /* Replicas: every rank's elements against rank 0's full vector. */
     SL_CHECK_MPI(MPI_Bcast(full, (int)n, MPI_FLOAT, 0, world));
@@ -94,6 +117,12 @@ train_check train_check_run(sl_train *t)
     }
     SL_CHECK_MPI(MPI_Allreduce(&mismatched, &c.replica_mismatches, 1, MPI_LONG_LONG, MPI_SUM, world));
     SL_CHECK_MPI(MPI_Bcast(&c.diff, (int)sizeof c.diff, MPI_BYTE, 0, world));
+    double figures[3] = {c.ref_loss, c.f32_loss, c.ref_rms};
+    SL_CHECK_MPI(MPI_Bcast(figures, 3, MPI_DOUBLE, 0, world));
+    c.ref_loss = figures[0];
+    c.f32_loss = figures[1];
+    c.ref_rms = figures[2];
+    SL_CHECK_MPI(MPI_Bcast(&c.ref_skipped, 1, MPI_LONG, 0, world));
     sl_free(full);
 
     /* The technique's own check: the largest error, and the lowest failing rank's reason, on
@@ -119,6 +148,9 @@ void train_check_verdict(const sl_train *t, const train_check *c, sl_result *res
     double err = adamw ? d->l2_rel : d->max_rel;
     double tol = adamw ? (t->tech->tol_adamw_l2 > 0 ? t->tech->tol_adamw_l2 : SL_TRAIN_TOL_ADAMW_L2)
                        : (t->tech->tol_sgd_max > 0 ? t->tech->tol_sgd_max : SL_TRAIN_TOL_SGD_MAX);
+    if (t->dtype != SL_F32) /* the technique justifies them; AdamW's in units of lr / rms(w) */
+        tol = adamw ? t->tech->tol_mixed_adamw_l2[t->dtype] * t->optim.adamw.lr / c->ref_rms
+                    : t->tech->tol_mixed_sgd_max[t->dtype];
     if (d->ref_nonfinite)
         sl_result_check(res, SL_CHECK_FAIL, NAN,
                         "the serial reference itself diverged (non-finite weights): lower --lr");

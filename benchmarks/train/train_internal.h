@@ -11,6 +11,10 @@ typedef struct train_check {
     int tech_failed;               /* the technique's own check failed on some rank ... */
     double tech_error;             /* ... its largest error over the ranks ... */
     char tech_why[256];            /* ... and why (the lowest failing rank's reason) */
+    double ref_loss, f32_loss;     /* the last step's loss of the reference in the run's dtype
+                                      and of the f32 serial reference */
+    long ref_skipped;              /* steps the reference's loss scaler skipped */
+    double ref_rms;                /* the reference weights' root mean square */
 } train_check;
 /* Collective; the reference is computed on rank 0 at the first run of each global batch. */
 train_check train_check_run(sl_train *t);
@@ -19,9 +23,9 @@ void train_references_free(void);
 
 /* A run of one variant on comm (train_run.c): the sl_train is set up, ready for steps;
  * baseline 1 for the one-rank run. */
-void train_open(sl_train *t, sl_ctx *ctx, const sl_technique *tech, int variant, sl_comm *comm,
-                const sl_mlp *m, sl_task *task, const sl_optim *o, int global_batch, int nsteps,
-                int baseline);
+void train_open(sl_train *t, sl_ctx *ctx, const sl_technique *tech, int variant, sl_dtype dtype,
+                sl_comm *comm, const sl_mlp *m, sl_task *task, const sl_optim *o, int global_batch,
+                int nsteps, int baseline);
 void train_close(sl_train *t);
 /* The step as the timing loop's body: phases zeroed, the technique's step, phases logged. */
 void train_step_body(void *arg);
@@ -32,11 +36,12 @@ void train_phase_medians(const sl_train *t, int timed, MPI_Comm comm, double med
 
 /* The one-rank run of a variant (rank 0 alone, the others wait): its median step time, on
  * every rank. Weak scaling keeps the per-rank batch, strong the global batch. */
-double train_one_rank_step(sl_ctx *ctx, const sl_technique *tech, int variant, const sl_mlp *m,
-                           sl_task *task, const sl_optim *o, int batch);
+double train_one_rank_step(sl_ctx *ctx, const sl_technique *tech, int variant, sl_dtype dtype,
+                           const sl_mlp *m, sl_task *task, const sl_optim *o, int batch);
 
 /* Runs variant `variant` over collective impl on the world and emits its row. */
-void train_run_variant(sl_ctx *ctx, const sl_technique *tech, int variant, sl_coll impl,
-                       const sl_mlp *m, sl_task *task, const sl_optim *o, double *baselines);
+void train_run_variant(sl_ctx *ctx, const sl_technique *tech, int variant, sl_dtype dtype,
+                       sl_coll impl, const sl_mlp *m, sl_task *task, const sl_optim *o,
+                       double *baselines);
 
 #endif

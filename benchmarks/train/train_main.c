@@ -2,6 +2,7 @@
  * program with the training option group added, checks the shared options, builds the model,
  * the task and the optimizer, runs every requested collective x variant, and finishes. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "train_internal.h"
 
@@ -16,6 +17,11 @@ static void validate(sl_ctx *ctx)
     const sl_train_options *o = &sl_train_opt;
     if (!(o->lr > 0) || o->lr > 1e6) sl_usage_error("--lr: expected a learning rate in (0, 1e6], got %g", o->lr);
     if (tech->program.validate) tech->program.validate(ctx);
+    for (int d = 0; d < SL_NDTYPES; d++) /* a technique's validate may choose the precision */
+        if (d != SL_F32 && (ctx->opt.dtypes & (1u << d)) &&
+            !(tech->tol_mixed_sgd_max[d] > 0 && tech->tol_mixed_adamw_l2[d] > 0))
+            SL_FATAL("%s: training in %s is asked for but the technique states no tolerance for it",
+                     tech->program.name, sl_dtype_name((sl_dtype)d));
     unsigned mask = *tech->variant_mask;
     if (!mask) sl_usage_error("--variants: none of the variants asked for can run on %d ranks", ctx->nranks);
     for (int v = 0; v < tech->nvariants; v++) {
@@ -25,6 +31,12 @@ static void validate(sl_ctx *ctx)
             sl_usage_error("--batch %lld cannot be split over %d data ranks (strong scaling gives each "
                            "at least one sample): use --batch >= %d", o->batch, d, d);
     }
+}
+
+/* Variant v asked for, in a precision it trains in. */
+static int runs(const sl_technique *tech, unsigned mask, int v, sl_dtype dt)
+{
+    return (mask & (1u << v)) && (dt == SL_F32 || ((tech->mixed_variants >> v) & 1));
 }
 
 int sl_train_main(const sl_technique *tech, int argc, char **argv)
@@ -76,16 +88,21 @@ int sl_train_main(const sl_technique *tech, int argc, char **argv)
     double *baselines = calloc((size_t)tech->nvariants, sizeof *baselines);
     if (!baselines) SL_FATAL("out of memory");
     const unsigned mask = *tech->variant_mask;
-    for (int pass = 0; tech->sweep ? tech->sweep(&ctx, pass) : pass == 0; pass++) {
-        for (int c = 0; c < SL_NCOLLS; c++) {
-            if (!(ctx.opt.colls & (1u << c))) continue;
-            for (int v = 0; v < tech->nvariants; v++)
-                if ((mask & (1u << v)) && !((tech->p2p_variants >> v) & 1))
-                    train_run_variant(&ctx, tech, v, (sl_coll)c, &m, &task, &optim, baselines);
+    for (int d = 0; d < SL_NDTYPES; d++) { /* f32 first: the 16-bit rows then read against it */
+        if (!(ctx.opt.dtypes & (1u << d))) continue;
+        const sl_dtype dt = (sl_dtype)d;
+        memset(baselines, 0, (size_t)tech->nvariants * sizeof *baselines);
+        for (int pass = 0; tech->sweep ? tech->sweep(&ctx, pass) : pass == 0; pass++) {
+            for (int c = 0; c < SL_NCOLLS; c++) {
+                if (!(ctx.opt.colls & (1u << c))) continue;
+                for (int v = 0; v < tech->nvariants; v++)
+                    if (runs(tech, mask, v, dt) && !((tech->p2p_variants >> v) & 1))
+                        train_run_variant(&ctx, tech, v, dt, (sl_coll)c, &m, &task, &optim, baselines);
+            }
+            for (int v = 0; v < tech->nvariants; v++) /* point to point: once, whatever -C says */
+                if (runs(tech, mask, v, dt) && ((tech->p2p_variants >> v) & 1))
+                    train_run_variant(&ctx, tech, v, dt, SL_COLL_MPI, &m, &task, &optim, baselines);
         }
-        for (int v = 0; v < tech->nvariants; v++) /* point to point: once, whatever -C says */
-            if ((mask & (1u << v)) && ((tech->p2p_variants >> v) & 1))
-                train_run_variant(&ctx, tech, v, SL_COLL_MPI, &m, &task, &optim, baselines);
     }
 
     free(baselines);

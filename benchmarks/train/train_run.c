@@ -11,11 +11,12 @@ static int data_ranks_of(const sl_technique *tech, int variant, int nranks)
     return tech->data_ranks ? tech->data_ranks(variant, nranks) : nranks;
 }
 
-void train_open(sl_train *t, sl_ctx *ctx, const sl_technique *tech, int variant, sl_comm *comm,
-                const sl_mlp *m, sl_task *task, const sl_optim *o, int global_batch, int nsteps,
-                int baseline)
+void train_open(sl_train *t, sl_ctx *ctx, const sl_technique *tech, int variant, sl_dtype dtype,
+                sl_comm *comm, const sl_mlp *m, sl_task *task, const sl_optim *o, int global_batch,
+                int nsteps, int baseline)
 {
     memset(t, 0, sizeof *t);
+    t->dtype = dtype;
     t->baseline = baseline;
     t->ctx = ctx;
     t->tech = tech;
@@ -53,6 +54,7 @@ void train_step_body(void *arg)
 {
     sl_train *t = arg;
     memset(t->phase, 0, sizeof t->phase);
+    t->loss = 0;
     t->tech->step(t);
     if (t->step < t->nsteps) memcpy(t->phase_log + (size_t)t->step * SL_NPHASES, t->phase, sizeof t->phase);
     t->step++;
@@ -76,8 +78,8 @@ void train_phase_medians(const sl_train *t, int timed, MPI_Comm comm, double med
     SL_CHECK_MPI(MPI_Allreduce(&t->phases_used, used, 1, MPI_UNSIGNED, MPI_BOR, comm));
 }
 
-double train_one_rank_step(sl_ctx *ctx, const sl_technique *tech, int variant, const sl_mlp *m,
-                           sl_task *task, const sl_optim *o, int batch)
+double train_one_rank_step(sl_ctx *ctx, const sl_technique *tech, int variant, sl_dtype dtype,
+                           const sl_mlp *m, sl_task *task, const sl_optim *o, int batch)
 {
     double median = 0;
     int tracing = sl_trace_enabled();
@@ -89,7 +91,7 @@ double train_one_rank_step(sl_ctx *ctx, const sl_technique *tech, int variant, c
                          "sl_comm_create (one rank)");
         const int steps = (int)ctx->opt.warmup + (int)ctx->opt.iters;
         sl_train t;
-        train_open(&t, ctx, tech, variant, self, m, task, o, batch, steps, 1);
+        train_open(&t, ctx, tech, variant, dtype, self, m, task, o, batch, steps, 1);
         double *times = malloc((size_t)steps * sizeof *times);
         if (!times) SL_FATAL("out of memory for %d step times", steps);
         /* not through sl_time_loop (rank 0 alone), and so never slowed by SL_TEST_SLOWDOWN:
@@ -172,8 +174,21 @@ static void common_row(sl_train *t, sl_result *res, const sl_stats *st, const do
     sl_result_metric(res, "mem_peak", peak, "bytes");
 }
 
-void train_run_variant(sl_ctx *ctx, const sl_technique *tech, int variant, sl_coll impl,
-                       const sl_mlp *m, sl_task *task, const sl_optim *o, double *baselines)
+/* The last step's loss over all ranks beside the serial references' (rank 0's figures). */
+static void train_loss_metrics(sl_train *t, const train_check *c, sl_result *res)
+{
+    double loss = 0;
+    SL_CHECK_MPI(MPI_Allreduce(&t->loss, &loss, 1, MPI_DOUBLE, MPI_SUM, t->ctx->comm));
+    sl_result_metric(res, "final_loss", loss, "loss");
+    const int checked = t->ctx->opt.check;
+    sl_result_metric(res, "ref_final_loss", checked ? c->ref_loss : NAN, "loss");
+    sl_result_metric(res, "f32_final_loss", checked ? c->f32_loss : NAN, "loss");
+    sl_result_metric(res, "loss_vs_f32", checked ? (loss - c->f32_loss) / c->f32_loss : NAN, "ratio");
+}
+
+void train_run_variant(sl_ctx *ctx, const sl_technique *tech, int variant, sl_dtype dtype,
+                       sl_coll impl, const sl_mlp *m, sl_task *task, const sl_optim *o,
+                       double *baselines)
 {
     const int P = ctx->nranks;
     const int p2p = (tech->p2p_variants >> variant) & 1;
@@ -188,7 +203,7 @@ void train_run_variant(sl_ctx *ctx, const sl_technique *tech, int variant, sl_co
     for (int k = 0; k < NHELD; k++) held[k] = -(double)sl_mem_current(space, held_cats[k]);
     size_t before = space_total(space);
     sl_train t;
-    train_open(&t, ctx, tech, variant, comm, m, task, o, B, steps, 0);
+    train_open(&t, ctx, tech, variant, dtype, comm, m, task, o, B, steps, 0);
     for (int k = 0; k < NHELD; k++) held[k] += (double)sl_mem_current(space, held_cats[k]);
 
     sl_stats st;
@@ -220,7 +235,7 @@ void train_run_variant(sl_ctx *ctx, const sl_technique *tech, int variant, sl_co
         one_rank = st.median; /* this run is the one-rank run */
     } else if (sl_train_opt.baseline && !((tech->no_baseline_variants >> variant) & 1)) {
         if (baselines[variant] == 0) /* once per variant: on one rank the collective is moot */
-            baselines[variant] = train_one_rank_step(ctx, tech, variant, m, task, o,
+            baselines[variant] = train_one_rank_step(ctx, tech, variant, dtype, m, task, o,
                                                      sl_train_opt.scaling == 0 ? (int)sl_train_opt.batch : B);
         one_rank = baselines[variant];
     }
@@ -229,12 +244,14 @@ void train_run_variant(sl_ctx *ctx, const sl_technique *tech, int variant, sl_co
     sl_result_init(ctx, &res, tech->variants[variant]);
     res.backend = sl_backend_name(m->be);
     res.collective = p2p ? "p2p" : sl_coll_name(impl);
-    res.dtype = "f32";
+    res.dtype = sl_dtype_name(dtype);
     common_row(&t, &res, &st, med, used, one_rank, opaque ? NAN : sent_max, held, peak);
     sl_result_metric(&res, "mem_device_used", dev_used >= 0 ? (double)dev_used : NAN, "bytes");
     if (tech->row) tech->row(&t, &res);
     sl_result_metric(&res, "weight_rel_err", c.diff.max_rel, "ratio");
     sl_result_metric(&res, "weight_l2_err", c.diff.l2_rel, "ratio");
+    sl_result_metric(&res, "ref_weight_rms", ctx->opt.check ? c.ref_rms : NAN, "weight");
+    if (tech->sums_loss) train_loss_metrics(&t, &c, &res);
     snprintf(res.headline, sizeof res.headline, "samples_per_s");
     /* The gate: the step against the one-rank step timed in this run (train_one_rank_step, a
      * ceiling that SL_TEST_SLOWDOWN leaves alone). With one rank the row is its own baseline

@@ -75,6 +75,7 @@ double sl_train_loss(sl_train *t, sl_mlp_acts *a, const float *y)
     double loss = sl_k_mse(t->be, (size_t)a->batch * out, a->x[m->nlayers], y, sl_train_dout(t, a),
                            sl_task_loss_norm(t->task, t->global_batch));
     sl_train_span(t, SL_PHASE_COMPUTE, "loss", t0, sl_now());
+    t->loss += loss;
     return loss;
 }
 

@@ -82,6 +82,63 @@ launch 2 ddp --layers 2 --width 16 --inputs 4 --outputs 3 --batch 2 -n 1 -w 0 --
 python3 -c "import json,sys; sys.exit(0 if all(json.loads(l)['check']['status']=='skipped' for l in open(sys.argv[1])) else 1)" "$out/nocheck/ddp.jsonl"
 ok $? "--check 0: rows marked skipped"
 
+# -d f16|bf16: mixed-precision sync DDP on 3 ranks (uneven split 2+2+1) beside f32. Every row
+# passes (replicas bit-identical, weights within the stated bound of serial mixed-precision
+# training); the 16-bit all-reduce sends exactly half of f32's bytes, and its model says so; the
+# replica holds exactly sl_mixed_memory (2+4 bytes of params and of grads per parameter).
+mixed="--layers 3 --width 48 --inputs 12 --outputs 5 -n 3 -w 1 --baseline 0 --variants sync --batch 5"
+# shellcheck disable=SC2086
+launch 3 ddp $mixed -d f32,f16,bf16 -C ring,rhd,mpi -o "$out/mixed" >"$out/mixed.txt" 2>&1
+ok $? "ddp -d f32,f16,bf16 on 3 ranks: every row passes its check"
+python3 - "$out/mixed/ddp.jsonl" <<'PY'
+import json, sys
+rows = {(r["dtype"], r["collective"]): r for r in map(json.loads, open(sys.argv[1]))}
+bad = []
+if set(rows) != {(d, c) for d in ("f32", "f16", "bf16") for c in ("ring", "rhd", "mpi")}: bad.append(f"rows {sorted(rows)}")
+val = lambda r, k: r["metrics"][k]["value"]
+for (d, c), r in rows.items():
+    if r["check"]["status"] != "pass": bad.append(f"{d}/{c}: {r['check']}")
+    if d == "f32": continue
+    f = rows[("f32", c)]
+    if val(r, "bytes_model") * 2 != val(f, "bytes_model"): bad.append(f"{d}/{c}: model {val(r, 'bytes_model')} vs f32 {val(f, 'bytes_model')}")
+    if c != "mpi" and (val(r, "bytes_sent") is None or val(r, "bytes_sent") * 2 != val(f, "bytes_sent")):
+        bad.append(f"{d}/{c}: sent {val(r, 'bytes_sent')} vs f32 {val(f, 'bytes_sent')}")
+    n = r["params"]["params"]
+    for k in ("params", "grads"):
+        if val(r, "mem_" + k) != val(r, "model_" + k) or val(r, "mem_" + k) != 6 * n: bad.append(f"{d}/{c}: mem_{k} {val(r, 'mem_' + k)} != 6 x {n}")
+    if r["params"]["precision"] != "mixed" or r["params"]["loss_scale"] != ("dynamic" if d == "f16" else "none"): bad.append(f"{d}: {r['params']}")
+    loss, f32 = val(r, "final_loss"), val(r, "f32_final_loss")
+    if not (loss > 0 and f32 > 0 and abs(loss - f32) < 0.05 * f32): bad.append(f"{d}/{c}: loss {loss} vs f32 {f32}")
+print("\n".join(bad), file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+ok $? "-d f16/bf16: bytes per step exactly half of f32's (sent and model), memory equals sl_mixed_memory, loss beside f32's"
+grep -q ' f16 ' "$out/mixed.txt" && grep -q ' bf16 ' "$out/mixed.txt"
+ok $? "the table's rows carry their dtype"
+
+# An overflow that only the last rank sees (SL_TEST_CORRUPT=1: an inf in its unscaled gradients
+# at step 0) must skip the step on every rank: the replicas stay bit-identical, but the weights,
+# one step short of the serial run's, fail the check (exit 1).
+# shellcheck disable=SC2086
+SL_TEST_CORRUPT=1 launch 3 ddp $mixed -d f16 -C ring -o "$out/overflow" >"$out/overflow.txt" 2>&1
+rc=$?
+python3 - "$out/overflow/ddp.jsonl" <<'PY'
+import json, sys
+r = json.loads(open(sys.argv[1]).readline())
+m, c = r["metrics"], r["check"]
+ok = (c["status"] == "fail" and "0 elements differ between replicas" in c["message"]
+      and m["skipped_steps"]["value"] == 1 and m["overflow_seen"]["value"] == 1)
+print(r["check"], m["skipped_steps"], m["overflow_seen"], file=sys.stderr)
+sys.exit(0 if ok else 1)
+PY
+ok $? "one rank's overflow skips the step on all (rank 0 skipped too, replicas identical), and the check fails"
+[ $rc = 1 ]
+ok $? "the run whose step was skipped against the reference exits 1 (rc=$rc)"
+
+# shellcheck disable=SC2086
+launch 2 ddp ${mixed/--batch 5/--batch 4} -d f16,bf16 --optim adamw -C ring -o "$out/mixed_adamw" >"$out/mixed_adamw.txt" 2>&1
+ok $? "-d f16,bf16 with AdamW passes its check"
+
 expect_usage() { # expect_usage NP NAME ARGS...
   local np="$1" want="$2"; shift 2
   launch "$np" ddp "$@" -o "$out/bad" >"$out/stdout" 2>"$out/stderr"
@@ -98,6 +155,10 @@ expect_usage 1 --coll -C nccl -B cpu
 expect_usage 1 --accum --variants accum --batch 2 --accum 3
 expect_usage 1 --lr --lr nan
 expect_usage 1 --lr --lr 1e300
+expect_usage 1 "accepts f32|f16|bf16|all" -d f8
+expect_usage 1 "accepts f32|f16|bf16|all" -d f64
+expect_usage 2 "with --variants sync only" -d f16 --variants bucketed
+expect_usage 2 "with --variants sync only" -d bf16 --variants sync,ps
 
 # shellcheck disable=SC2086
 launch 2 ddp $small --variants bucketed --batch 4 --trace -o "$out/trace" >/dev/null 2>&1

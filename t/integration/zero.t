@@ -3,7 +3,9 @@
 # bit-identical, stage 3's gathered weights against serial training); a parameter count that no
 # rank count divides (padding); per-rank memory == the ZeRO formula (padded shards) exactly, and
 # the communication buffers == the ones the row lists; the ring's bytes per step == the model;
-# the analytic table on the paper's example; usage errors exit 2.
+# the analytic table on the paper's example; --precision mixed: every stage passes, memory ==
+# the paper's mixed-precision formula (2 + 2 + 12 bytes per parameter) exactly, bytes == half of
+# f32's, one rank's overflow skips the step on all; usage errors exit 2.
 . "$(dirname "$0")/../lib/common.sh"
 out=$(tmpdir)
 trap 'rm -rf "$out"' EXIT
@@ -86,6 +88,75 @@ sys.exit(0 if all(n("allgather", p) == 2 * L * steps and n("reduce_scatter", p) 
 PY
 ok $? "--trace: stage 3's 2L all-gathers and L reduce-scatters per step on the comm row of both ranks"
 
+# --precision mixed on 3 ranks, the np3 run's sizes: fp16 params and grads, K = 12 bytes of
+# fp32 master + Adam states (8 with SGD's momentum), sharded per stage; the f16 collectives send
+# exactly half of what the f32 run above sent, stage by stage (no step skipped there; where one
+# is, stages 1-2 have no all-gather for it, and the model counts that).
+mixed_exact() { # mixed_exact FILE F32FILE N K
+  python3 - "$@" <<'PY'
+import json, sys
+path, f32path, N, K = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+sizes = [48 * 13, 48 * 49, 5 * 49]
+psi, S = sum(sizes), sum(-(-s // N) for s in sizes)
+widest = N * max(-(-x // N) for x in sizes)
+f32 = {(r["variant"], r["collective"]): r for r in map(json.loads, open(f32path))} if f32path != "-" else {}
+bad, rows = [], [json.loads(l) for l in open(path)]
+if not rows: bad.append("no rows")
+for r in rows:
+    m = {k: v["value"] for k, v in r["metrics"].items()}
+    v, s = r["variant"], int(r["variant"][-1])
+    if r["check"]["status"] != "pass": bad.append(f"{v}/{r['collective']}: {r['check']}")
+    if r["dtype"] != "f16" or r["params"]["precision"] != "mixed" or r["params"]["loss_scale"] != "dynamic":
+        bad.append(f"{v}: dtype {r['dtype']} params {r['params']}")
+    want = {"mem_params": 2 * (S if s == 3 else psi), "mem_grads": 2 * (S if s >= 2 else psi),
+            "mem_optim": K * (S if s >= 1 else psi)}
+    for k, w in want.items():
+        if m[k] != w or m["model_" + k[4:]] != w: bad.append(f"{v}: {k} {m[k]} model {m['model_' + k[4:]]} formula {w}")
+    if not (m["mem_total"] == m["mem_model_total"] == sum(want.values())): bad.append(f"{v}: mem_total {m['mem_total']}")
+    if m["mem_comm"] != 2 * widest * (0, 1, 1, 2)[s]: bad.append(f"{v}: mem_comm {m['mem_comm']}")
+    # stages 1-2: a step the loss scaler skipped all-gathers nothing (3 steps: -w 1 -n 2)
+    passes = 3 if s == 3 else 2 if s == 0 else 1 + (3 - m["skipped_steps"]) / 3
+    model = passes * (N - 1) / N * 2 * (psi if s == 0 else N * S)
+    if abs(m["bytes_model"] - model) > 1e-6 * model: bad.append(f"{v}: bytes_model {m['bytes_model']} != {model}")
+    if r["collective"] == "ring" and abs(m["bytes_sent"] - model) > 0.01 * model: bad.append(f"{v}: sent {m['bytes_sent']} vs {model}")
+    ref = f32.get((v, r["collective"]))
+    if ref and r["collective"] == "ring":
+        if m["bytes_sent"] * 2 != ref["metrics"]["bytes_sent"]["value"] or m["bytes_model"] * 2 != ref["metrics"]["bytes_model"]["value"]:
+            bad.append(f"{v}: sent {m['bytes_sent']} model {m['bytes_model']}, f32 {ref['metrics']['bytes_sent']['value']}")
+    if not m["final_loss"] > 0 or not m["f32_final_loss"] > 0: bad.append(f"{v}: losses {m['final_loss']} {m['f32_final_loss']}")
+print("\n".join(bad), file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+}
+# shellcheck disable=SC2086
+launch 3 zero $small --batch 3 -C mpi,ring --precision mixed -o "$out/mixed" >"$out/mixed.txt" 2>&1
+ok $? "--precision mixed on 3 ranks: every stage x mpi/ring passes its check"
+mixed_exact "$out/mixed/zero.jsonl" "$out/np3/zero.jsonl" 3 12
+ok $? "--precision mixed: memory == 2Ψ + 2Ψ + 12Ψ sharded per stage, exactly; f16 bytes == half of f32's"
+grep -q ' f16 ' "$out/mixed.txt"
+ok $? "the table's rows say f16"
+# shellcheck disable=SC2086
+launch 2 zero $small --batch 3 --stage 1,2,3 --optim sgd -C ring --precision mixed -o "$out/mixed_sgd" >/dev/null 2>&1
+ok $? "--precision mixed --optim sgd (stricter check) passes stages 1-3"
+mixed_exact "$out/mixed_sgd/zero.jsonl" - 2 8
+ok $? "--precision mixed --optim sgd: optimizer states 8 bytes per parameter (master + momentum), sharded"
+
+# One rank's overflow (SL_TEST_CORRUPT=1, last rank, step 0): with sharded gradients no rank
+# sees the whole gradient, so the flag is OR-ed: every rank skips, and the check then fails.
+# shellcheck disable=SC2086
+SL_TEST_CORRUPT=1 launch 3 zero $small --batch 3 --stage 2 -C ring --precision mixed -o "$out/overflow" \
+  >"$out/overflow.txt" 2>&1
+rc=$?
+python3 - "$out/overflow/zero.jsonl" <<'PY'
+import json, sys
+r = json.loads(open(sys.argv[1]).readline())
+m = r["metrics"]
+sys.exit(0 if r["check"]["status"] == "fail" and m["skipped_steps"]["value"] == 1 and m["overflow_seen"]["value"] == 1 else 1)
+PY
+ok $? "one rank's overflow skips the step on every rank (rank 0's row: skipped 1) and the check fails"
+[ $rc = 1 ]
+ok $? "... exit 1 (rc=$rc)"
+
 # The paper's example (Rajbhandari et al., Figure 1): 7.5B parameters on 64 devices.
 got=$(zero --analytic 7.5e9 --ranks 64 --precision mixed | awk '/^stage/ {print $NF}' | tr '\n' ' ')
 [ "$got" = "120.0 31.4 16.6 1.9 " ]
@@ -105,7 +176,8 @@ expect_usage() { # expect_usage NP NAME ARGS...
 expect_usage 1 --stage --stage 4
 expect_usage 1 --bucket-mb --bucket-mb 0
 expect_usage 1 --bucket-mb --bucket-mb -1
-expect_usage 1 "mixed-precision MLP" --precision mixed
+expect_usage 1 --precision --precision half
+expect_usage 1 "does not apply" -d f16
 expect_usage 1 --coll -C tree
 expect_usage 1 --ranks --ranks 4
 expect_usage 0 --ranks --analytic 7.5e9
