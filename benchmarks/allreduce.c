@@ -435,7 +435,7 @@ static void sweep_impl(sl_ctx *ctx, sl_comm *c, sl_backend be, sl_dtype t, char 
              * fits under $SL_SIM_FOLD, and is skipped (said once) where none does. */
             static int said_folded;
             char *real_set = NULL;
-            if (!sl_sim_real(arena, b.stride) && b.stride <= sl_sim_fold_bytes())
+            if (!sl_sim_real(arena, b.stride) && !sl_sim_folds(b.stride))
                 b.arena = real_set = sl_k_malloc(be, SL_MEM_COMM, b.stride);
             if (ctx->opt.check && !sl_sim_real(b.arena, b.stride)) {
                 if (!said_folded++)

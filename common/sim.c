@@ -46,20 +46,25 @@ size_t sl_sim_fold_bytes(void)
     return (size_t)v;
 }
 
-void *sl_sim_alloc(size_t bytes, size_t note)
+int sl_sim_folds(size_t bytes)
 {
     size_t keep = sl_sim_fold_bytes();
-    if (!keep || bytes <= keep) return NULL; /* small enough to be real */
+    return keep && bytes > keep;
+}
+
+void *sl_sim_alloc(size_t bytes, size_t total, size_t note)
+{
+    if (!sl_sim_folds(bytes)) return NULL; /* small enough to be real */
     int slot = 0;
     while (slot < MAX_FOLDED && folded[slot].base) slot++;
     if (slot == MAX_FOLDED) return NULL;
     /* The whole block is shared: SMPI 3.32 does not copy messages out of the private part of
      * a partially shared block (SMPI_PARTIAL_SHARED_MALLOC), so a private prefix would not
      * carry real data either. */
-    char *p = SMPI_SHARED_MALLOC(bytes);
-    if (!p) SL_FATAL("out of memory: folded allocation of %zu bytes", bytes);
+    char *p = SMPI_SHARED_MALLOC(total);
+    if (!p) SL_FATAL("out of memory: folded allocation of %zu bytes", total);
     folded[slot].base = p;
-    folded[slot].end = p + bytes;
+    folded[slot].end = p + total;
     folded[slot].note = note;
     return p;
 }
@@ -90,7 +95,12 @@ int sl_sim_active(void) { return 0; }
 const char *sl_sim_platform(void) { return NULL; }
 void sl_sim_json(sl_json *j) { (void)j; }
 size_t sl_sim_fold_bytes(void) { return 0; }
-void *sl_sim_alloc(size_t bytes, size_t note) { (void)bytes; (void)note; return NULL; }
+int sl_sim_folds(size_t bytes) { (void)bytes; return 0; }
+void *sl_sim_alloc(size_t bytes, size_t total, size_t note)
+{
+    (void)bytes, (void)total, (void)note;
+    return NULL;
+}
 int sl_sim_free(void *p, size_t *note) { (void)p; (void)note; return 0; }
 int sl_sim_real(const void *p, size_t len) { (void)p; (void)len; return 1; }
 

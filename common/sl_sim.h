@@ -25,10 +25,15 @@ void sl_sim_json(struct sl_json *j);
 /* The largest allocation kept real ($SL_SIM_FOLD), 0 when nothing is folded. */
 size_t sl_sim_fold_bytes(void);
 
-/* Allocates `bytes` folded (page aligned) when folding is on and bytes is over the limit; NULL
- * when folding does not apply (the caller allocates normally). `note` is kept for sl_sim_free:
- * what the caller would write into the block itself, which every rank's folded blocks share. */
-void *sl_sim_alloc(size_t bytes, size_t note);
+/* 1 when an allocation of `bytes` (what the program asked for) is folded: folding is on and
+ * bytes is over the limit. A buffer of exactly $SL_SIM_FOLD bytes is real. */
+int sl_sim_folds(size_t bytes);
+/* Allocates `total` bytes folded (page aligned) when sl_sim_folds(bytes); NULL when folding
+ * does not apply (the caller allocates normally). The decision is on `bytes`, not on `total`
+ * (bytes plus the allocator's header), so that a buffer at the limit stays real as the programs
+ * that compare their sizes with the limit expect. `note` is kept for sl_sim_free: what the
+ * caller would write into the block itself, which every rank's folded blocks share. */
+void *sl_sim_alloc(size_t bytes, size_t total, size_t note);
 /* Frees p if sl_sim_alloc made it (returns 1, with its note), else returns 0. */
 int sl_sim_free(void *p, size_t *note);
 /* 1 when [p, p + len) holds real data (it touches no folded allocation). */

@@ -63,6 +63,21 @@ sys.exit(1 if bad else 0)
 PY
 ok $? "rows and manifest marked simulated; checks pass on real buffers, skipped on folded; models as the formulas say, within 15% + 1 us"
 
+# At the fold limit: a 2 MiB all-reduce's send and receive buffers are 4 MiB, exactly --fold 4M,
+# so they are real and checked; 4 KiB more (one page each) is folded and reported skipped.
+for n in 2M 2052K; do
+  scripts/simulate --ranks 4 --fold 4M allreduce -C ring,dbtree -b $n -e $n -o "$out/lim" >>"$out/lim.log" 2>&1
+done
+python3 - "$out/lim/allreduce.jsonl" <<'PY'
+import json, sys
+rows = [r for r in map(json.loads, open(sys.argv[1])) if r["variant"] in ("ring", "dbtree")]
+got = sorted((r["variant"], r["params"]["bytes"], r["check"]["status"]) for r in rows)
+want = sorted((c, n, s) for c in ("ring", "dbtree") for n, s in ((2 << 20, "pass"), ((2 << 20) + 4096, "skipped")))
+if got != want: print(f"# got {got}, expected {want}")
+sys.exit(got != want)
+PY
+ok $? "a buffer of exactly --fold bytes is real and checked (pass); one page more is folded (skipped)"
+
 scripts/platforms/fat-tree --nodes 1024 | grep -q 'topo_parameters="2;32,32;1,32;1,1"'
 ok $? "fat-tree of 1024 nodes: 32 leaves of 32, 32 spines"
 scripts/platforms/torus --nodes 1024 --bw 400Gbps >"$out/torus.xml"
