@@ -105,9 +105,9 @@ void sl_sim_json(sl_json *j)
         long runs = 0, skipped = 0;
         sl_json_obj_begin(j, "sampling");
         sl_json_int(j, "samples", sl_sim_samples());
-        sl_json_str(j, "rule", "each block runs timed its first samples times per (site, element "
-                               "count) on each rank, then, where no check reads it, is skipped "
-                               "and the mean charged instead");
+        sl_json_str(j, "rule", "each block runs timed its first `samples` times per (site, key: "
+                               "element count, type, op) on each rank, then, where no check reads "
+                               "it, is skipped and the mean charged instead");
         sl_json_str(j, "charged", getenv("SL_SIM_CHARGE") && !strcmp(getenv("SL_SIM_CHARGE"), "1")
                                       ? "yes" : "no: this program's computation costs no simulated time");
         sl_json_arr_begin(j, "sites");
