@@ -190,7 +190,7 @@ void *sl_alloc(sl_mem_cat cat, size_t bytes)
     /* Under the simulator a large block may be folded (sl_sim.h): it is no memory of this
      * rank, so it is neither checked against the limits nor zeroed, and its size and category
      * are kept by the simulator's table (the header is shared with other ranks' blocks). */
-    void *raw = sl_sim_alloc(total, bytes * SL_MEM_NCATS + (size_t)cat);
+    void *raw = sl_sim_alloc(bytes, total, bytes * SL_MEM_NCATS + (size_t)cat);
     if (raw) goto folded;
     /* Linux overcommits: a request far beyond the free memory would "succeed" and the zero-fill
      * below would then be killed by the OOM killer without a word. Requests are checked first,

@@ -25,13 +25,49 @@ void sl_sim_json(struct sl_json *j);
 /* The largest allocation kept real ($SL_SIM_FOLD), 0 when nothing is folded. */
 size_t sl_sim_fold_bytes(void);
 
-/* Allocates `bytes` folded (page aligned) when folding is on and bytes is over the limit; NULL
- * when folding does not apply (the caller allocates normally). `note` is kept for sl_sim_free:
- * what the caller would write into the block itself, which every rank's folded blocks share. */
-void *sl_sim_alloc(size_t bytes, size_t note);
+/* 1 when an allocation of `bytes` (what the program asked for) is folded: folding is on and
+ * bytes is over the limit. A buffer of exactly $SL_SIM_FOLD bytes is real. */
+int sl_sim_folds(size_t bytes);
+/* Allocates `total` bytes folded (page aligned) when sl_sim_folds(bytes); NULL when folding
+ * does not apply (the caller allocates normally). The decision is on `bytes`, not on `total`
+ * (bytes plus the allocator's header), so that a buffer at the limit stays real as the programs
+ * that compare their sizes with the limit expect. `note` is kept for sl_sim_free: what the
+ * caller would write into the block itself, which every rank's folded blocks share. */
+void *sl_sim_alloc(size_t bytes, size_t total, size_t note);
 /* Frees p if sl_sim_alloc made it (returns 1, with its note), else returns 0. */
 int sl_sim_free(void *p, size_t *note);
 /* 1 when [p, p + len) holds real data (it touches no folded allocation). */
 int sl_sim_real(const void *p, size_t len);
+
+/* Compute sampling ($SL_SIM_SAMPLE=N, scripts/simulate --sample N). A block of computation
+ * written
+ *
+ *     SL_SIM_SAMPLED("site", key) { ...the computation... }
+ *
+ * runs for real, timed, its first N times per (site, key) on each rank; after that, while the
+ * program has sampling on (sl_sim_sampling(1)), it is skipped and the mean of those N runs is
+ * charged to the simulated clock in its place, where the program's computation is charged at
+ * all ($SL_SIM_CHARGE=1: scripts/simulate sets it for the programs other than allreduce). Its
+ * outputs are then not computed, so a program turns sampling on only around work whose results
+ * no check reads: allreduce, for its timed calls, never for the call it checks. Key: what the
+ * block's time depends on (its element count). In the normal build the block just runs. */
+#if SL_SMPI
+typedef struct sl_sim_sample {
+    int slot;  /* the (site, key) entry, -1 when not sampling */
+    int state; /* 0: run the block and time it, 1: done */
+    double t0;
+} sl_sim_sample;
+sl_sim_sample sl_sim_sample_begin(const char *site, size_t key);
+void sl_sim_sample_end(sl_sim_sample *s);
+#define SL_SIM_SAMPLED(site, key)                                                                 \
+    for (sl_sim_sample sl_sample_ = sl_sim_sample_begin(site, key); !sl_sample_.state;           \
+         sl_sim_sample_end(&sl_sample_))
+#else
+#define SL_SIM_SAMPLED(site, key)
+#endif
+/* Turns sampling on (1) or off (0) on this rank; off at the start. No-op in the normal build. */
+void sl_sim_sampling(int on);
+/* Samples per (site, key) ($SL_SIM_SAMPLE), 0 when compute is not sampled. */
+int sl_sim_samples(void);
 
 #endif

@@ -5,7 +5,9 @@
 # alpha-beta models are what the formulas say (ring at 8 B on one leaf: 2(p-1) x 2 links x
 # 0.5 us = 30 us, plus 2(p-1)/p x 8 B / 25 GB/s) and ring, rhd and tree come within 15% + one
 # route latency (1 us) of them at 8 B and 8 MiB (the tolerance scripts/simulate asserts and
-# justifies in its header). Platform generators and usage errors.
+# justifies in its header). A buffer of exactly --fold bytes is real and checked. Compute
+# sampling marks rows and manifest, keeps every check passing and changes no simulated time.
+# Platform generators and usage errors.
 # Skips when smpicc is not installed (apt: libsimgrid-dev).
 . "$(dirname "$0")/../lib/common.sh"
 if ! command -v smpicc >/dev/null 2>&1 || ! command -v smpirun >/dev/null 2>&1; then
@@ -63,6 +65,54 @@ sys.exit(1 if bad else 0)
 PY
 ok $? "rows and manifest marked simulated; checks pass on real buffers, skipped on folded; models as the formulas say, within 15% + 1 us"
 
+# At the fold limit: a 2 MiB all-reduce's send and receive buffers are 4 MiB, exactly --fold 4M,
+# so they are real and checked; 4 KiB more (one page each) is folded and reported skipped.
+for n in 2M 2052K; do
+  scripts/simulate --ranks 4 --fold 4M allreduce -C ring,dbtree -b $n -e $n -o "$out/lim" >>"$out/lim.log" 2>&1
+done
+python3 - "$out/lim/allreduce.jsonl" <<'PY'
+import json, sys
+rows = [r for r in map(json.loads, open(sys.argv[1])) if r["variant"] in ("ring", "dbtree")]
+got = sorted((r["variant"], r["params"]["bytes"], r["check"]["status"]) for r in rows)
+want = sorted((c, n, s) for c in ("ring", "dbtree") for n, s in ((2 << 20, "pass"), ((2 << 20) + 4096, "skipped")))
+if got != want: print(f"# got {got}, expected {want}")
+sys.exit(got != want)
+PY
+ok $? "a buffer of exactly --fold bytes is real and checked (pass); one page more is folded (skipped)"
+
+# Compute sampling: the same 8-rank sweep (8 KiB to 8 MiB, every buffer real under --fold 16M)
+# with --sample 2 and --sample 0. Sampled rows say so (2 samples, the collectives' local
+# reduction, runs skipped), every check passes (the checked call computes every sum), and the
+# simulated times are those of the unsampled run to 1 ns (allreduce charges no computation).
+for n in 0 2; do
+  scripts/simulate --ranks 8 --fold 16M --sample $n allreduce -C ring,rhd,tree,dbtree -b 8K -e 8M \
+    -o "$out/smp$n" >"$out/smp$n.log" 2>&1
+  ok $? "8 ranks with --sample $n: exit 0"
+done
+python3 - "$out/smp0" "$out/smp2" <<'PY'
+import json, sys, os
+def rows(d):
+    return {(r["variant"], r["params"]["bytes"]): r for r in map(json.loads, open(os.path.join(d, "allreduce.jsonl")))
+            if r["variant"] in ("ring", "rhd", "tree", "dbtree")}
+plain, smp = rows(sys.argv[1]), rows(sys.argv[2])
+bad = []
+if len(smp) != 12 or plain.keys() != smp.keys(): bad.append(f"rows {sorted(smp)} vs {sorted(plain)}")
+for k, r in smp.items():
+    s = r["simulated"].get("sampling") or {}
+    if s.get("samples") != 2 or s.get("sites") != ["the collectives' local reduction (sl_reduce_host)"] or not s.get("skipped_runs"):
+        bad.append(f"{k}: sampling {s}")
+    if "sampling" in plain[k]["simulated"]: bad.append(f"{k}: unsampled row says sampling")
+    if r["check"]["status"] != "pass" or plain[k]["check"]["status"] != "pass": bad.append(f"{k}: check {r['check']}")
+    if abs(r["time"]["median"] - plain[k]["time"]["median"]) > 1e-9: bad.append(f"{k}: {r['time']['median']} vs {plain[k]['time']['median']}")
+man = json.load(open(os.path.join(sys.argv[2], "manifest.json")))
+if (man["simulated"].get("sampling") or {}).get("samples") != 2: bad.append(f"manifest: {man['simulated']}")
+for b in bad: print("# " + b)
+sys.exit(1 if bad else 0)
+PY
+ok $? "sampled rows and manifest say so; checks pass; simulated times as without sampling (1 ns)"
+grep -q "compute sampled: each rank adds up its first 2 segments" "$out/smp2.log"
+ok $? "the header says compute was sampled and how"
+
 scripts/platforms/fat-tree --nodes 1024 | grep -q 'topo_parameters="2;32,32;1,32;1,1"'
 ok $? "fat-tree of 1024 nodes: 32 leaves of 32, 32 spines"
 scripts/platforms/torus --nodes 1024 --bw 400Gbps >"$out/torus.xml"
@@ -71,7 +121,7 @@ ok $? "torus of 1024 nodes: 8x8x16, 400 Gb/s = 50 GB/s links"
 scripts/platforms/fat-tree --bw fast >/dev/null 2>&1
 ok $([ $? = 2 ]; echo $?) "a bad --bw is exit 2"
 for args in "--platform mesh allreduce" "--ranks 0 allreduce" "--ranks 16 nosuch" "--fold 1K allreduce" \
-            "--ranks 128 ddp -C mpi"; do
+            "--ranks 128 ddp -C mpi" "--sample many allreduce"; do
   scripts/simulate $args >"$out/err" 2>&1
   rc=$?
   ok $([ $rc = 2 ] && [ "$(wc -l <"$out/err")" = 1 ]; echo $?) "simulate $args: one line, exit 2 (got $rc)"
