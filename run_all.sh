@@ -6,7 +6,8 @@
 # --quick      small sizes and few iterations: the whole suite in a few minutes on 2 cores (CI)
 # --rounds K   run the suite K times, one round after another (every program once per round),
 #              into DIR/round-01 ... DIR/round-K: the samples scripts/compare's rank test needs
-# --ci         the regression gate's mode: --quick with --rounds 5 (scripts/compare BASE DIR)
+# --ci         the regression gate's mode: the quick sizes, more iterations where a round's
+#              median needs them, --rounds 5 (then scripts/compare BASELINE DIR)
 # --np N       ranks per program (default: SLURM_NTASKS under Slurm, else the GPUs, else the cores;
 #              threaded programs such as mae_threads default to one rank per node)
 # --only a,b   run just these programs (names of built programs, each once)
@@ -31,12 +32,12 @@ command_line="$0 $*"
 # Rounds of --ci: with 5 rounds a side the rank test can reach p = 0.008 (complete separation);
 # fewer can never reach compare's default alpha of 0.01.
 ci_rounds=5
-usage() { sed -n '3,19p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '3,20p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "run_all.sh: $*" >&2; exit 2; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --quick) mode=quick ;;
-    --ci) mode=quick; rounds="$ci_rounds" ;;
+    --ci) mode=ci; rounds="$ci_rounds" ;;
     --rounds) [[ "${2:-}" =~ ^[1-9][0-9]*$ && "${2:-}" -le 100 ]] || die "--rounds: expected a count from 1 to 100, got '${2:-}'"; rounds="$2"; shift ;;
     --np) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || die "--np: expected a positive integer, got '${2:-}'"; np="$2"; shift ;;
     --only) [[ -n "${2:-}" ]] || die "--only: expected a comma-separated list of programs"; only="$2"; shift ;;
@@ -63,6 +64,11 @@ declare -A quick_args=(
   [checkpoint]="--layers 16 --width 128 --inputs 128 --outputs 128 --batch 32 --segments sweep -n 3 -w 1"
   [megatron_mlp]="--blocks 2 --hidden 256 --batch 8 -n 3 -w 1"
 )
+# --ci: the quick sizes; the training programs time 10 steps rather than 3, so that one
+# descheduled step does not move a round's median (their rounds' spread was 2-5x the others').
+declare -A ci_args=()
+for p in "${!quick_args[@]}"; do ci_args[$p]="${quick_args[$p]/-n 3 -w 1/-n 10 -w 2}"; done
+ci_args[vdnn]="${quick_args[vdnn]}" # steady at 3 (round spread 3-6%), and 10 would double the round
 declare -A full_args=(
   [mae_threads]="--samples 8388608 --threads max"
   [allreduce]="-C all -b 8 -e 256M -f 2"
@@ -113,7 +119,7 @@ if [[ -z "$np" ]]; then
   elif command -v nvidia-smi >/dev/null 2>&1 && gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU') && (( gpus > 0 )); then np="$gpus"
   else np="$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)"; fi
 fi
-[[ -n "$timeout_s" ]] || { [[ $mode == quick ]] && timeout_s=300 || timeout_s=3600; }
+[[ -n "$timeout_s" ]] || { [[ $mode == full ]] && timeout_s=3600 || timeout_s=300; }
 
 run_id="$(date +%Y%m%d-%H%M%S)-$(hostname -s 2>/dev/null || echo host)"
 out="${out:-results/$run_id}"
@@ -148,7 +154,11 @@ run_round() { # run_round DIR RUN_ID
   printf 'program\texit\tseconds\n' >"$status_file"
   for p in "${programs[@]}"; do
     [[ -z "$interrupted" ]] || break
-    if [[ $mode == quick ]]; then args="${quick_args[$p]-}"; else args="${full_args[$p]-}"; fi
+    case $mode in
+      quick) args="${quick_args[$p]-}" ;;
+      ci) args="${ci_args[$p]-}" ;;
+      *) args="${full_args[$p]-}" ;;
+    esac
     p_np="$np"
     if [[ -z "$np_given" && -n "${ranks_per_node[$p]-}" ]]; then
       p_np=$(( ${SLURM_NNODES:-1} * ${ranks_per_node[$p]} ))
