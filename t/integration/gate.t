@@ -61,8 +61,22 @@ cmp_ "$out/base" "$out/other_slow"
 ok $? "on another machine a drop of the ratio is still a REGRESSION"
 mk "$out/abs" --seed 6 steady:8:0.8 noisy:10:0.8:0.4 probe:20:-
 cmp_ "$out/base" "$out/abs"
+rc=$?
+[ $rc = 0 ] && grep -Eq 'b/steady .* abs +busbw .* shown$' "$out/log"
+ok $? "a row with a ratio is gated by it: its absolute figure 20% down is shown, not gated (rc=$rc)"
+cmp_ "$out/base" "$out/abs" --abs-all
 [ $? = 1 ] && grep -Eq 'b/steady .* abs +busbw .* REGRESSION' "$out/log"
-ok $? "on the same machine an absolute drop of 20% with the probes steady is a REGRESSION"
+ok $? "... and gated with --abs-all"
+mk "$out/pbase" --seed 1 steady:10:0.8 probe:20:- probe2:20:- probe3:20:-
+mk "$out/pslow" --seed 6 steady:10:0.8 probe:20:- probe2:20:- probe3:16:-
+cmp_ "$out/pbase" "$out/pslow"
+[ $? = 1 ] && grep -Eq 'b/probe3 .* abs +busbw .* -(19|20|21)\.[0-9]% .* REGRESSION' "$out/log"
+ok $? "on the same machine a row without a ratio 20% down, the other probes steady, is a REGRESSION"
+mk "$out/ceiling" --seed 10 steady:10:0.64 noisy:10:0.8:0.4 probe:20:-
+cmp_ "$out/base" "$out/ceiling"
+rc=$?
+[ $rc = 0 ] && grep -Eq 'b/steady .* ratio .* -(19|20|21)\.[0-9]% .* ok: its ceiling rose$' "$out/log"
+ok $? "same machine, the ratio 20% down but the row's own figure steady: its ceiling rose, not a regression (rc=$rc)"
 mk "$out/drift" --seed 7 steady:5:0.8 noisy:5:0.8:0.4 probe:10:-
 cmp_ "$out/base" "$out/drift"
 rc=$?
