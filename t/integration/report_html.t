@@ -9,7 +9,7 @@ out=$(tmpdir)
 trap 'rm -rf "$out"' EXIT
 cd "$top" || exit 1
 run=t/data/report-run
-base=results/baselines/epyc-2core-quick
+base=results/baselines/xeon-2core-ci
 
 has_mpl=0
 for py in python3 /usr/bin/python3; do
