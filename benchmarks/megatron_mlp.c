@@ -43,6 +43,13 @@
  * reported). Rows carry the errors, bytes sent per block against the model, the step split
  * into compute / comm / exposed comm, and the memory a rank holds against 1/t of the serial
  * model's.
+ *
+ * -d f16|bf16 (megatron_mlp/mixed.c, the plain variant): Megatron-LM's mixed precision. Each
+ * rank's slices in the 16-bit type with an f32 master copy that the optimizer updates and casts
+ * back, 16-bit GEMMs accumulating in f32, and the f and g all-reduces (and the replicas') moving
+ * 16-bit activations and gradients: half of f32's bytes per block. f16 scales the loss
+ * dynamically, the overflow flag OR-ed over every rank so that all skip a step together. The
+ * check is against the same blocks trained serially in the same precision.
  */
 #include <math.h>
 #include <stdio.h>
@@ -50,6 +57,7 @@
 #include <string.h>
 
 #include "sl_train.h"
+#include "megatron_mlp/mixed.h"
 #include "megatron_mlp/serial.h"
 #include "megatron_mlp/slices.h"
 #include "megatron_mlp/tp.h"
@@ -82,14 +90,14 @@ static int tps[SL_MAX_LIST], ntps, cur_t = 1, cur_d = 1;
 
 /* Phases ---------------------------------------------------------------------------- */
 
-static void compute_span(sl_train *t, const char *name, double t0)
+void mm_compute_span(sl_train *t, const char *name, double t0)
 {
     sl_k_sync(t->be);
     sl_train_span(t, SL_PHASE_COMPUTE, name, t0, sl_now());
 }
 
 /* A blocking collective: communication that nothing overlaps. */
-static void comm_span(sl_train *t, int rc, const char *name, double t0)
+void mm_comm_span(sl_train *t, int rc, const char *name, double t0)
 {
     sl_train_coll_ok(rc, name);
     const double t1 = sl_now();
@@ -104,7 +112,7 @@ static void g_forward(sl_train *t, mm *s, float *z)
 {
     sl_k_sync(t->be);
     const double t0 = sl_now();
-    comm_span(t, sl_coll_allreduce(s->tp, z, z, (size_t)s->n * s->h, SL_F32, SL_OP_SUM), "g: allreduce Z", t0);
+    mm_comm_span(t, sl_coll_allreduce(s->tp, z, z, (size_t)s->n * s->h, SL_F32, SL_OP_SUM), "g: allreduce Z", t0);
 }
 
 /* f backward: the partial input gradients of the column-parallel layer summed over the group. */
@@ -112,7 +120,7 @@ static void f_backward(sl_train *t, mm *s, float *dx)
 {
     sl_k_sync(t->be);
     const double t0 = sl_now();
-    comm_span(t, sl_coll_allreduce(s->tp, dx, dx, (size_t)s->n * s->h, SL_F32, SL_OP_SUM), "f: allreduce dX", t0);
+    mm_comm_span(t, sl_coll_allreduce(s->tp, dx, dx, (size_t)s->n * s->h, SL_F32, SL_OP_SUM), "f: allreduce dX", t0);
 }
 
 /* Sequence parallel: the token shards [nloc, h] of every rank gathered into [n, h], in order. */
@@ -120,7 +128,7 @@ static void gather_tokens(sl_train *t, mm *s, const float *shard, float *full, c
 {
     sl_k_sync(t->be);
     const double t0 = sl_now();
-    comm_span(t, sl_coll_allgather(s->tp, shard, full, (size_t)s->nloc * s->h, SL_F32), name, t0);
+    mm_comm_span(t, sl_coll_allgather(s->tp, shard, full, (size_t)s->nloc * s->h, SL_F32), name, t0);
 }
 
 /* Sequence parallel: [n, h] partial sums, each rank keeping the sum of its own tokens. */
@@ -128,7 +136,7 @@ static void scatter_tokens(sl_train *t, mm *s, const float *full, float *shard, 
 {
     sl_k_sync(t->be);
     const double t0 = sl_now();
-    comm_span(t, sl_coll_reduce_scatter(s->tp, full, shard, (size_t)s->nloc * s->h, SL_F32, SL_OP_SUM), name, t0);
+    mm_comm_span(t, sl_coll_reduce_scatter(s->tp, full, shard, (size_t)s->nloc * s->h, SL_F32, SL_OP_SUM), name, t0);
 }
 
 /* One block --------------------------------------------------------------------------- */
@@ -154,7 +162,7 @@ static void block_forward(sl_train *t, mm *s, int i)
     /* row-parallel: a partial sum of all of Z, without the bias */
     float *z = seqpar ? s->dxpart : s->zfull;
     sl_linear_forward(t->be, n, c, h, B_of(s, s->params, i), NULL, s->y[i], z);
-    compute_span(t, "forward", t0);
+    mm_compute_span(t, "forward", t0);
     if (seqpar) {
         scatter_tokens(t, s, z, s->x[i + 1], "reduce-scatter Z");
         z = s->x[i + 1];
@@ -170,7 +178,7 @@ static void block_forward(sl_train *t, mm *s, int i)
         sl_k_memcpy(t->be, s->x[i + 1], s->x[i], nh * sizeof(float), SL_K_D2D);
         sl_k_add(t->be, SL_F32, nh, z, s->x[i + 1]);
     }
-    compute_span(t, "residual", t0);
+    mm_compute_span(t, "residual", t0);
 }
 
 /* dA_r += dU_r^T·X in pieces of A_r's rows, testing the all-reduce in flight between them so
@@ -186,7 +194,7 @@ static void weight_grad_overlapped(sl_train *t, mm *s, int i, const float *du, c
         const int r0 = (int)((long long)c * p / PIECES), r1 = (int)((long long)c * (p + 1) / PIECES);
         double t0 = sl_now();
         if (r1 > r0) sl_k_sgemm(t->be, 1, 0, r1 - r0, h, n, 1.0f, du + r0, c, X, h, 1.0f, dA + (size_t)r0 * h, h);
-        compute_span(t, "backward dA", t0);
+        mm_compute_span(t, "backward dA", t0);
         if (!*done) {
             t0 = sl_now();
             sl_train_coll_ok(sl_coll_test(req, done), "sl_coll_test");
@@ -197,7 +205,7 @@ static void weight_grad_overlapped(sl_train *t, mm *s, int i, const float *du, c
     }
     const double t0 = sl_now();
     sl_k_bias_grad(t->be, n, c, du, a_of(s, s->grads, i));
-    compute_span(t, "backward da", t0);
+    mm_compute_span(t, "backward da", t0);
 }
 
 /* dL/dx[i+1] in d[cur] -> dL/dx[i] in d[!cur]. */
@@ -217,7 +225,7 @@ static void block_backward(sl_train *t, mm *s, int i, int cur)
     sl_linear_backward(t->be, n, c, h, B_of(s, s->params, i), s->y[i], dZ, B_of(s, s->grads, i),
                        b_of(s, s->grads, i), s->dy);
     sl_k_act_backward(t->be, SL_ACT_GELU, (size_t)n * c, s->u[i], s->dy, s->dy);
-    compute_span(t, "backward", t0);
+    mm_compute_span(t, "backward", t0);
     const float *X = s->x[i];
     if (seqpar) { /* only the shard of X was kept: gather it again */
         gather_tokens(t, s, s->x[i], s->zfull, "all-gather X");
@@ -227,7 +235,7 @@ static void block_backward(sl_train *t, mm *s, int i, int cur)
     if (t->variant == V_OVERLAP) {
         t0 = sl_now();
         sl_k_sgemm(t->be, 0, 0, n, h, c, 1.0f, s->dy, c, A_of(s, s->params, i), h, 0.0f, dx, h);
-        compute_span(t, "backward dX", t0);
+        mm_compute_span(t, "backward dX", t0);
         t0 = sl_now();
         sl_coll_req *req;
         int done = 0;
@@ -245,7 +253,7 @@ static void block_backward(sl_train *t, mm *s, int i, int cur)
         t0 = sl_now();
         sl_linear_backward(t->be, n, h, c, A_of(s, s->params, i), X, s->dy, A_of(s, s->grads, i),
                            a_of(s, s->grads, i), dx);
-        compute_span(t, "backward", t0);
+        mm_compute_span(t, "backward", t0);
         if (seqpar)
             scatter_tokens(t, s, dx, dprev, "reduce-scatter dX");
         else
@@ -253,7 +261,7 @@ static void block_backward(sl_train *t, mm *s, int i, int cur)
     }
     t0 = sl_now();
     sl_k_add(t->be, SL_F32, nh, dout, dprev); /* the residual's own path */
-    compute_span(t, "residual", t0);
+    mm_compute_span(t, "residual", t0);
 }
 
 float *mm_forward_backward(sl_train *t, mm *s)
@@ -264,16 +272,17 @@ float *mm_forward_backward(sl_train *t, mm *s)
     for (int i = 0; i < s->L; i++) block_forward(t, s, i);
     double t0 = sl_now();
     /* every rank of a group holds (plain) or shares (seqpar) the output: the loss of its tokens,
-     * normalised over the global batch */
-    sl_k_mse(t->be, (size_t)s->nloc * h, s->x[s->L], s->target, s->dg[0],
-             1.0f / ((float)t->global_batch * (float)h));
-    compute_span(t, "loss", t0);
+     * normalised over the global batch (counted once per token: plain's group shares one) */
+    const double loss = sl_k_mse(t->be, (size_t)s->nloc * h, s->x[s->L], s->target, s->dg[0],
+                                 1.0f / ((float)t->global_batch * (float)h));
+    if (s->tr == 0 || t->variant == V_SEQPAR) t->loss += loss;
+    mm_compute_span(t, "loss", t0);
     int cur = 0;
     for (int i = s->L - 1; i >= 0; i--, cur = !cur) block_backward(t, s, i, cur);
     if (s->d > 1) {
         sl_k_sync(t->be);
         t0 = sl_now();
-        comm_span(t, sl_coll_allreduce(s->dp, s->grads, s->grads, s->np, SL_F32, SL_OP_SUM), "allreduce (replicas)",
+        mm_comm_span(t, sl_coll_allreduce(s->dp, s->grads, s->grads, s->np, SL_F32, SL_OP_SUM), "allreduce (replicas)",
                   t0);
     }
     return s->dg[cur];
@@ -283,8 +292,12 @@ static void step(sl_train *t)
 {
     mm *s = t->state;
     const unsigned long long tp0 = sl_comm_bytes_sent(s->tp), dp0 = sl_comm_bytes_sent(s->dp);
-    mm_forward_backward(t, s);
-    sl_train_optimize(t, s->params, s->grads, s->optim, 0, s->np);
+    if (s->mixed) {
+        mm_mixed_step(t, s);
+    } else {
+        mm_forward_backward(t, s);
+        sl_train_optimize(t, s->params, s->grads, s->optim, 0, s->np);
+    }
     s->sent_tp += (double)(sl_comm_bytes_sent(s->tp) - tp0);
     s->sent_dp += (double)(sl_comm_bytes_sent(s->dp) - dp0);
 }
@@ -329,6 +342,10 @@ static void setup(sl_train *t)
     s->nloc = t->variant == V_SEQPAR ? s->n / s->t : s->n;
     s->first = t->lo + (t->variant == V_SEQPAR ? s->tr * s->nloc : 0);
 
+    if (t->dtype != SL_F32) { /* 16-bit blocks with an f32 master copy (mixed.c) */
+        mm_mixed_setup(t, s);
+        return;
+    }
     const int L = s->L, h = s->h, n = s->n, c = s->c;
     s->params = alloc(t, SL_MEM_PARAMS, s->np);
     s->grads = alloc(t, SL_MEM_GRADS, s->np);
@@ -355,8 +372,9 @@ static void setup(sl_train *t)
 static void release(sl_train *t)
 {
     mm *s = t->state;
-    for (int i = 0; i <= s->L; i++) sl_k_free(t->be, s->x[i]);
-    for (int i = 0; i < s->L; i++) {
+    if (s->mixed) mm_mixed_free(t, s);
+    for (int i = 0; s->x && i <= s->L; i++) sl_k_free(t->be, s->x[i]);
+    for (int i = 0; s->u && i < s->L; i++) {
         sl_k_free(t->be, s->u[i]);
         sl_k_free(t->be, s->y[i]);
     }
@@ -407,12 +425,14 @@ static void gather_weights(sl_train *t, float *full)
  * recursive halving/doubling with t a power of two): an all-reduce of N elements sends
  * 2(t-1)/t·N, a reduce-scatter or all-gather (t-1)/t·N. plain and overlap: two all-reduces of
  * n·h (g forward, f backward). seqpar: all-gather X and reduce-scatter Z forward; all-gather dZ,
- * all-gather X again and reduce-scatter dX backward: five halves, 5(t-1)/t·n·h. */
+ * all-gather X again and reduce-scatter dX backward: five halves, 5(t-1)/t·n·h. Elements of the
+ * run's dtype: 4 bytes in f32, 2 in f16/bf16 (the 16-bit activations and gradients). */
 static double tp_block_model(const sl_train *t)
 {
     const mm *s = t->state;
     /* in whole elements: h, and so n·h, is divisible by t */
-    const double part = (double)(s->t - 1) * (double)((size_t)s->n * s->h / (size_t)s->t) * sizeof(float);
+    const double part = (double)(s->t - 1) * (double)((size_t)s->n * s->h / (size_t)s->t) *
+                        (double)sl_dtype_size(t->dtype);
     return t->variant == V_SEQPAR ? 5 * part : 2 * 2 * part;
 }
 
@@ -421,7 +441,7 @@ static double tp_block_model(const sl_train *t)
 static double bytes_model(const sl_train *t)
 {
     const mm *s = t->state;
-    return s->L * tp_block_model(t) + 2.0 * (s->d - 1) / s->d * (double)s->np * sizeof(float);
+    return s->L * tp_block_model(t) + 2.0 * (s->d - 1) / s->d * (double)s->np * (double)sl_dtype_size(t->dtype);
 }
 
 /* What setup allocates per category: the slices, their gradients and optimizer state; kept
@@ -429,6 +449,10 @@ static double bytes_model(const sl_train *t)
 static void memory_model(const sl_train *t, double bytes[SL_MEM_NCATS])
 {
     const mm *s = t->state;
+    if (s->mixed) {
+        mm_mixed_memory(t, s, bytes);
+        return;
+    }
     const double np = (double)s->np * sizeof(float);
     bytes[SL_MEM_PARAMS] = np;
     bytes[SL_MEM_GRADS] = np;
@@ -487,6 +511,15 @@ static void row(sl_train *t, sl_result *res)
     sl_result_metric(res, "vs_plain", checked ? s->vs_plain : NAN, "ratio");
     if (t->variant == V_OVERLAP)
         sl_result_param_num(res, "nonblocking_overlaps", sl_coll_iallreduce_overlaps(s->tp));
+    if (s->mixed) mm_mixed_row(t, s, res);
+    /* the last step's loss over the global batch beside the serial runs' in this dtype and in f32 */
+    double loss = 0, ref[2] = {mm_reference_loss(t, t->dtype), mm_reference_loss(t, SL_F32)};
+    SL_CHECK_MPI(MPI_Allreduce(&t->loss, &loss, 1, MPI_DOUBLE, MPI_SUM, t->ctx->comm));
+    SL_CHECK_MPI(MPI_Bcast(ref, 2, MPI_DOUBLE, 0, t->ctx->comm));
+    sl_result_metric(res, "final_loss", loss, "loss");
+    sl_result_metric(res, "ref_final_loss", ref[0], "loss");
+    sl_result_metric(res, "f32_final_loss", ref[1], "loss");
+    sl_result_metric(res, "loss_vs_f32", (loss - ref[1]) / ref[1], "ratio");
 }
 
 /* Options and the sweep ------------------------------------------------------------------ */
@@ -496,8 +529,16 @@ static int divides_model(long long t) { return opt_hidden % t == 0 && (opt_hidde
 static void validate(sl_ctx *ctx)
 {
     const int P = ctx->nranks;
-    if (ctx->opt.dtypes & ~(1u << SL_F32))
-        sl_usage_error("-d: megatron_mlp trains in f32 only (f16 and bf16 training is not implemented here); use -d f32");
+    if (ctx->opt.dtypes & ~(1u << SL_F32)) {
+        const unsigned asked = opt_overlap || opt_seqpar
+                                   ? (opt_overlap ? 1u << V_OVERLAP : 0) | (opt_seqpar ? 1u << V_SEQPAR : 0)
+                                   : opt_variants;
+        if (!(asked & (1u << V_PLAIN)) && !(ctx->opt.dtypes & (1u << SL_F32)))
+            sl_usage_error("-d: megatron_mlp trains in f16/bf16 with the plain variant only (overlap and seqpar "
+                           "train in f32); use --variants plain, or add f32 to -d");
+        if (asked & ~(1u << V_PLAIN))
+            sl_note(ctx, "-d f16/bf16: mixed precision runs the plain variant; overlap and seqpar run in f32 only");
+    }
     if (opt_overlap || opt_seqpar) {
         if (opt_variants != ~0u)
             sl_usage_error("--overlap/--sequence-parallel: give the variants either by these flags or by --variants");
@@ -569,6 +610,7 @@ static const sl_column columns[] = {
     {"t", "", "tp", 3, 0, 0},
     {"d", "", "dp", 3, 0, 0},
     SL_TRAIN_COLUMNS_RUN,
+    SL_COL("dtype", "dtype", 5),
     {"step", "ms", "time.median", 9, 2, 1e3},
     {"compute", "ms", "compute", 9, 2, 1e3},
     {"comm", "ms", "comm", 8, 2, 1e3},
@@ -583,7 +625,11 @@ static const sl_column columns[] = {
     {"param", "/serial", "params_frac", 8, 3, 0},
     {"activ", "/serial", "activ_frac", 8, 3, 0},
     {"1/t", "", "inv_tp", 5, 3, 0},
-    {"grad-err", "rel", "grad_rel_err", 9, 1, 0},
+    /* four decimals: the 16-bit rows' errors (1e-4 to 1e-2) would read 0.0 at one */
+    {"grad-err", "rel", "grad_rel_err", 9, 4, 0},
+    {"loss", "", "final_loss", 10, 6, 0},
+    {"vs f32", "%", "loss_vs_f32", 8, 3, 100},
+    SL_COL("skipped", "skipped_steps", 7),
     SL_TRAIN_COLUMNS_CHECK,
 };
 
@@ -599,6 +645,15 @@ static const sl_technique megatron = {
     .weights = weights, .gather_weights = gather_weights, .reference = mm_reference,
     .memory_model = memory_model, .bytes_model = bytes_model, .row = row,
     .model = model, .sweep = sweep, .check = mm_check_step,
+    /* -d f16|bf16 (megatron_mlp/mixed.c): the plain variant, against the serial mixed-precision
+     * blocks. The weights' bounds are the data-parallel ones (sl_train.h), for the same reason:
+     * the distributed run and the serial one differ by where 16-bit sums are rounded (here the
+     * f and g all-reduces' partial sums over t ranks and the replicas' gradient sum, one rounding
+     * per hop, at most t - 1 + d - 1 <= 3 hops in the tests), a few u of the partial sums per
+     * step, and the bounds are 4u of the weights over the steps of a test or a lab run. */
+    .mixed_variants = 1u << V_PLAIN,
+    .tol_mixed_sgd_max = {[SL_F16] = SL_TRAIN_TOL_MIXED_SGD_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_SGD_BF16},
+    .tol_mixed_adamw_l2 = {[SL_F16] = SL_TRAIN_TOL_MIXED_ADAMW_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_ADAMW_BF16},
     .columns = columns, .ncolumns = (int)(sizeof columns / sizeof columns[0]),
 };
 

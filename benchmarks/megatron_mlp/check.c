@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mixed.h"
 #include "serial.h"
 #include "slices.h"
 #include "tp.h"
@@ -30,6 +31,25 @@
  * by shape. So it is checked against the same tolerance as the rest, and its difference is
  * reported. */
 #define OUT_TOL 1e-5
+
+/* -d f16|bf16: the step against the serial mixed-precision blocks at the same weights (both
+ * 16-bit, f32 accumulation, the same loss scale). They differ where the row-parallel and the
+ * input-gradient sums are rounded: serially each element of Z and dX is an f32 sum rounded once
+ * into the 16-bit type; here each of t partial sums is rounded (u of a partial, u = 2^-11 for
+ * f16, 2^-8 for bf16) and so is each hop's running sum of the all-reduce (t - 1 more): at most
+ * (2t - 1)·u of the partials' magnitude, which cancellation can make larger than the sum's. A
+ * rounding that differs by one unit in the stream X then shifts every later block's 16-bit
+ * products by a unit too, and the weight gradients, sums over tokens of products of two such
+ * tensors, carry both. With t <= 4 that is up to 7u per operator and a few more through the
+ * blocks: the bound is 16u relative to the tensor's largest element (f16 7.8e-3, bf16 6.3e-2).
+ * The defects the f32 check catches (a sum never made, b added t times, a slice off by one)
+ * are of order 1 and fail it as they fail OUT_TOL. */
+#define MIXED_OUT_UNITS 16
+
+static double step_tol(sl_dtype dt)
+{
+    return dt == SL_F16 ? MIXED_OUT_UNITS * 0x1p-11 : dt == SL_BF16 ? MIXED_OUT_UNITS * 0x1p-8 : OUT_TOL;
+}
 
 /* Every rank's tokens of an [tokens, h] tensor (its nloc rows, from its first token; in plain
  * only tensor-parallel rank 0 of each replica sends, the others hold the same) into full
@@ -102,7 +122,7 @@ static long long slices_mismatched(sl_train *t, float *full)
 static double vs_plain(const sl_train *t, const float *params)
 {
     static float *plain;
-    static int plain_t, plain_d, plain_B, plain_steps;
+    static int plain_t, plain_d, plain_B, plain_steps, plain_dt;
     const mm *s = t->state;
     const size_t n = t->m->nparams;
     if (t->variant == V_PLAIN) {
@@ -114,9 +134,11 @@ static double vs_plain(const sl_train *t, const float *params)
         plain_d = s->d;
         plain_B = t->global_batch;
         plain_steps = t->nsteps;
+        plain_dt = t->dtype;
         return 0;
     }
-    if (!plain || plain_t != s->t || plain_d != s->d || plain_B != t->global_batch || plain_steps != t->nsteps)
+    if (!plain || plain_t != s->t || plain_d != s->d || plain_B != t->global_batch || plain_steps != t->nsteps ||
+        plain_dt != (int)t->dtype)
         return NAN;
     return rel_err(params, plain, n);
 }
@@ -130,11 +152,21 @@ int mm_check_step(sl_train *t, double *error, char *why, size_t len)
     const sl_mlp *m = t->m;
     const int B = t->global_batch, h = s->h, f = s->f;
     const size_t nparams = m->nparams, Bh = (size_t)B * h;
+    const double tol = step_tol(t->dtype);
     sl_train quiet = *t; /* its phases and step are nobody's, nor on the timeline */
     quiet.step = 0;
     const int tracing = sl_trace_enabled();
     sl_trace_enable(0);
-    const float *dx = mm_forward_backward(&quiet, s);
+    const float *my_out, *dx;
+    float *mixed_out = NULL, *mixed_dx = NULL; /* 16-bit: widened (and dx unscaled) into f32 */
+    if (s->mixed) {
+        mm_mixed_check_pass(&quiet, s, &mixed_out, &mixed_dx);
+        my_out = mixed_out;
+        dx = mixed_dx;
+    } else {
+        dx = mm_forward_backward(&quiet, s);
+        my_out = s->x[s->L];
+    }
     sl_trace_enable(tracing);
 
     float *out = NULL, *dxin = NULL, *grads = NULL;
@@ -144,34 +176,43 @@ int mm_check_step(sl_train *t, double *error, char *why, size_t len)
         dxin = sl_alloc(SL_MEM_OTHER, Bh * sizeof(float));
         grads = sl_alloc(SL_MEM_OTHER, nparams * sizeof(float));
     }
-    gather_tokens_host(t, s->x[s->L], out);
+    gather_tokens_host(t, my_out, out);
     gather_tokens_host(t, dx, dxin);
+    sl_k_free(t->be, mixed_out);
+    sl_k_free(t->be, mixed_dx);
     mm_gather_slices(t, s->grads, grads);
     mm_gather_slices(t, s->params, params);
     const long long mismatched = slices_mismatched(t, params);
     int failed = 0;
     if (t->rank == 0) {
         const sl_backend be = t->be;
-        mm_serial_acts a;
-        mm_serial_acts_alloc(m, B, &a);
-        float *target = sl_k_malloc(be, SL_MEM_OTHER, Bh * sizeof(float));
-        float *dout = sl_k_malloc(be, SL_MEM_OTHER, Bh * sizeof(float));
         float *p = sl_k_upload(be, SL_MEM_OTHER, params, nparams * sizeof(float));
-        float *g = sl_k_malloc(be, SL_MEM_OTHER, nparams * sizeof(float));
-        sl_task_batch(t->task, 0, B, a.x[0], target);
-        mm_serial_forward(m, &a, p);
-        sl_k_mse(be, Bh, a.x[s->L], target, dout, 1.0f / ((float)B * (float)h));
-        const float *want_dx = mm_serial_backward(m, &a, p, g, dout);
-        float *hout = sl_k_download(be, a.x[s->L], Bh * sizeof(float));
-        float *hdx = sl_k_download(be, want_dx, Bh * sizeof(float));
-        float *hg = sl_k_download(be, g, nparams * sizeof(float));
-        /* the column-parallel half alone: the serial layer A on rank 0's own tokens (the same
-         * rows, so only the number of output columns differs from U_r's GEMM) */
-        float *u_full = sl_k_malloc(be, SL_MEM_OTHER, (size_t)s->n * f * sizeof(float));
-        sl_linear_forward(be, s->n, h, f, p + m->w_off[0], p + m->b_off[0], a.x[0], u_full);
-        float *hu = sl_k_download(be, u_full, (size_t)s->n * f * sizeof(float));
-        float *mu = sl_k_download(be, s->u[0], (size_t)s->n * s->c * sizeof(float));
-        sl_k_free(be, u_full);
+        float *hout, *hdx, *hg, *hu = NULL, *mu = NULL;
+        if (s->mixed) {
+            mm_mixed_serial_pass(m, t->task, t->dtype, B, p, (float)s->mixed->sc.scale, &hout, &hdx, &hg);
+        } else {
+            mm_serial_acts a;
+            mm_serial_acts_alloc(m, B, &a);
+            float *target = sl_k_malloc(be, SL_MEM_OTHER, Bh * sizeof(float));
+            float *dout = sl_k_malloc(be, SL_MEM_OTHER, Bh * sizeof(float));
+            float *g = sl_k_malloc(be, SL_MEM_OTHER, nparams * sizeof(float));
+            sl_task_batch(t->task, 0, B, a.x[0], target);
+            mm_serial_forward(m, &a, p);
+            sl_k_mse(be, Bh, a.x[s->L], target, dout, 1.0f / ((float)B * (float)h));
+            const float *want_dx = mm_serial_backward(m, &a, p, g, dout);
+            hout = sl_k_download(be, a.x[s->L], Bh * sizeof(float));
+            hdx = sl_k_download(be, want_dx, Bh * sizeof(float));
+            hg = sl_k_download(be, g, nparams * sizeof(float));
+            /* the column-parallel half alone: the serial layer A on rank 0's own tokens (the same
+             * rows, so only the number of output columns differs from U_r's GEMM) */
+            float *u_full = sl_k_malloc(be, SL_MEM_OTHER, (size_t)s->n * f * sizeof(float));
+            sl_linear_forward(be, s->n, h, f, p + m->w_off[0], p + m->b_off[0], a.x[0], u_full);
+            hu = sl_k_download(be, u_full, (size_t)s->n * f * sizeof(float));
+            mu = sl_k_download(be, s->u[0], (size_t)s->n * s->c * sizeof(float));
+            float *dev[] = {u_full, target, dout, g};
+            for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) sl_k_free(be, dev[i]);
+            mm_serial_acts_free(m, &a);
+        }
         s->out_err = rel_err(out, hout, Bh);
         s->dx_err = rel_err(dxin, hdx, Bh);
         s->grad_err = 0;
@@ -188,30 +229,28 @@ int mm_check_step(sl_train *t, double *error, char *why, size_t len)
                 }
             }
         }
-        /* rank 0's U_r against the first c columns */
-        s->colpar_diff = 0;
-        for (int j = 0; j < s->n; j++)
+        /* rank 0's U_r against the first c columns (f32; the 16-bit check has no U in f32: NaN) */
+        s->colpar_diff = mu ? 0 : NAN;
+        for (int j = 0; mu && j < s->n; j++)
             for (int k = 0; k < s->c; k++) {
                 const double e = fabs((double)mu[(size_t)j * s->c + k] - (double)hu[(size_t)j * f + k]);
                 s->colpar_diff = e > s->colpar_diff || isnan(e) ? e : s->colpar_diff;
             }
-        if (!(s->out_err <= OUT_TOL))
-            snprintf(why, len, "forward output differs from the serial blocks' by %.3g (tolerance %g)", s->out_err, OUT_TOL);
-        else if (!(s->dx_err <= OUT_TOL))
-            snprintf(why, len, "input gradient differs from the serial blocks' by %.3g (tolerance %g)", s->dx_err, OUT_TOL);
-        else if (!(s->grad_err <= OUT_TOL))
+        if (!(s->out_err <= tol))
+            snprintf(why, len, "forward output differs from the serial blocks' by %.3g (tolerance %g)", s->out_err, tol);
+        else if (!(s->dx_err <= tol))
+            snprintf(why, len, "input gradient differs from the serial blocks' by %.3g (tolerance %g)", s->dx_err, tol);
+        else if (!(s->grad_err <= tol))
             snprintf(why, len, "weight gradient %s differs from the serial blocks' by %.3g (tolerance %g)",
-                     s->grad_worst, s->grad_err, OUT_TOL);
+                     s->grad_worst, s->grad_err, tol);
         else if (mismatched)
             snprintf(why, len, "%lld parameters differ between ranks holding the same slice (replicas, or b in a "
                      "group)", mismatched);
-        failed = !(s->out_err <= OUT_TOL && s->dx_err <= OUT_TOL && s->grad_err <= OUT_TOL) || mismatched;
+        failed = !(s->out_err <= tol && s->dx_err <= tol && s->grad_err <= tol) || mismatched;
         s->vs_plain = vs_plain(t, params);
         void *host[] = {hout, hdx, hg, hu, mu};
         for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) free(host[i]);
-        float *dev[] = {target, dout, p, g};
-        for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) sl_k_free(be, dev[i]);
-        mm_serial_acts_free(m, &a);
+        sl_k_free(be, p);
         sl_free(out);
         sl_free(dxin);
         sl_free(grads);
@@ -230,20 +269,46 @@ int mm_check_step(sl_train *t, double *error, char *why, size_t len)
     return failed;
 }
 
-/* Serial training of the whole model on the global batch; the same for every variant and
- * degree, so it is kept (host) for the next run with the same batch and steps. */
-void mm_reference(sl_train *t, float *params)
+/* Serial training of the whole model on the global batch in each precision; the same for every
+ * variant and degree, so it is kept (host) for the next run with the same batch and steps. */
+typedef struct kept_run {
+    float *w;
+    int B, steps;
+    double loss;
+} kept_run;
+static kept_run kept[SL_NDTYPES];
+
+/* dt's serial run for t's batch and steps, its weights into params (backend memory; NULL: not
+ * wanted). */
+static void serial_run(const sl_train *t, sl_dtype dt, float *params)
 {
-    static float *kept;
-    static int kept_B, kept_steps;
+    kept_run *k = &kept[dt];
     const size_t bytes = t->m->nparams * sizeof(float);
-    if (!kept || kept_B != t->global_batch || kept_steps != t->nsteps) {
-        mm_serial_train(t->m, t->task, &t->optim, t->global_batch, t->nsteps, (uint64_t)sl_train_opt.seed, params);
-        free(kept);
-        kept = sl_k_download(t->be, params, bytes);
-        kept_B = t->global_batch;
-        kept_steps = t->nsteps;
+    if (k->w && k->B == t->global_batch && k->steps == t->nsteps) {
+        if (params) sl_k_memcpy(t->be, params, k->w, bytes, SL_K_H2D);
         return;
     }
-    sl_k_memcpy(t->be, params, kept, bytes, SL_K_H2D);
+    float *dev = params ? params : sl_k_malloc(t->be, SL_MEM_OTHER, bytes);
+    const uint64_t seed = (uint64_t)sl_train_opt.seed;
+    long skipped = 0;
+    k->loss = dt == SL_F32 ? mm_serial_train(t->m, t->task, &t->optim, t->global_batch, t->nsteps, seed, dev)
+                           : mm_mixed_serial_train(t->m, t->task, &t->optim, dt, t->global_batch, t->nsteps, seed,
+                                                   dev, &skipped);
+    free(k->w);
+    k->w = sl_k_download(t->be, dev, bytes);
+    k->B = t->global_batch;
+    k->steps = t->nsteps;
+    if (!params) sl_k_free(t->be, dev);
+}
+
+void mm_reference(sl_train *t, float *params)
+{
+    serial_run(t, t->dtype, params);
+    if (t->dtype != SL_F32) serial_run(t, SL_F32, NULL); /* the loss a 16-bit row is read against */
+}
+
+double mm_reference_loss(const sl_train *t, sl_dtype dt)
+{
+    const kept_run *k = &kept[dt];
+    return k->w && k->B == t->global_batch && k->steps == t->nsteps ? k->loss : NAN;
 }

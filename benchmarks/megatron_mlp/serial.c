@@ -105,8 +105,8 @@ float *mm_serial_backward(const sl_mlp *m, mm_serial_acts *a, const float *param
     return d;
 }
 
-void mm_serial_train(const sl_mlp *m, sl_task *task, const sl_optim *o, int B, int steps,
-                     uint64_t seed, float *params)
+double mm_serial_train(const sl_mlp *m, sl_task *task, const sl_optim *o, int B, int steps,
+                       uint64_t seed, float *params)
 {
     const sl_backend be = m->be;
     const int h = m->dims[0];
@@ -117,11 +117,12 @@ void mm_serial_train(const sl_mlp *m, sl_task *task, const sl_optim *o, int B, i
     mm_serial_acts a;
     mm_serial_acts_alloc(m, B, &a);
     sl_mlp_init_params(m, seed, 0, m->nparams, params);
+    double loss = 0;
     for (int s = 0; s < steps; s++) {
         sl_task_batch(task, (uint64_t)s * (uint64_t)B, B, a.x[0], target);
         sl_k_memset0(be, grads, m->nparams * sizeof(float));
         mm_serial_forward(m, &a, params);
-        sl_k_mse(be, (size_t)B * h, a.x[a.blocks], target, dout, 1.0f / ((float)B * (float)h));
+        loss = sl_k_mse(be, (size_t)B * h, a.x[a.blocks], target, dout, 1.0f / ((float)B * (float)h));
         mm_serial_backward(m, &a, params, grads, dout);
         sl_optim so = sl_optim_for_step(o, s);
         sl_optim_step(be, &so, m->nparams, params, grads, state);
@@ -130,4 +131,5 @@ void mm_serial_train(const sl_mlp *m, sl_task *task, const sl_optim *o, int B, i
     mm_serial_acts_free(m, &a);
     float *w[] = {grads, state, target, dout};
     for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) sl_k_free(be, w[i]);
+    return loss;
 }

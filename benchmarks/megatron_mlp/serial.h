@@ -34,8 +34,8 @@ float *mm_serial_backward(const sl_mlp *m, mm_serial_acts *a, const float *param
                           const float *dout);
 
 /* Serial training: `steps` steps at global batch B of the task from sl_mlp_init_params(seed),
- * loss MSE normalised over B·h; params receives the final weights. */
-void mm_serial_train(const sl_mlp *m, sl_task *task, const sl_optim *o, int B, int steps,
-                     uint64_t seed, float *params);
+ * loss MSE normalised over B·h; params receives the final weights. Returns the last step's loss. */
+double mm_serial_train(const sl_mlp *m, sl_task *task, const sl_optim *o, int B, int steps,
+                       uint64_t seed, float *params);
 
 #endif

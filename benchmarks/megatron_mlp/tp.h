@@ -21,6 +21,8 @@ typedef struct mm {
     float *zfull, *dxpart;   /* [n, h]: partial Z / gathered X or dZ; partial dX (seqpar) */
     float *dg[2], *dy;       /* [nloc, h] gradient between blocks; [n, c] */
     double sent_tp, sent_dp; /* bytes sent in the steps */
+    struct mm_mixed *mixed;  /* -d f16|bf16 (mixed.h): the 16-bit blocks; params, grads, optim its f32 master,
+                                unscaled gradients and state; x, u, y and the f32 buffers unused */
     int check_step;          /* the step check ran: its findings below are set */
     /* the check's findings */
     double out_err, dx_err, grad_err, colpar_diff, vs_plain;
@@ -34,9 +36,17 @@ float *mm_forward_backward(sl_train *t, mm *s);
  * Collective. */
 void mm_gather_slices(sl_train *t, const float *local, float *full);
 
+/* Spans of a step (megatron_mlp.c): compute, synced; a blocking collective, all of it exposed. */
+void mm_compute_span(sl_train *t, const char *name, double t0);
+void mm_comm_span(sl_train *t, int rc, const char *name, double t0);
+
 /* sl_technique.check: one step at the trained weights against the serial blocks (check.c). */
 int mm_check_step(sl_train *t, double *error, char *why, size_t len);
-/* sl_technique.reference: serial training of the whole model on the global batch. */
+/* sl_technique.reference: serial training of the whole model on the global batch, in t->dtype
+ * (f16/bf16: the serial mixed-precision blocks of mixed.h). */
 void mm_reference(sl_train *t, float *params);
+/* The last step's loss of the serial training mm_reference ran for t's batch and steps in dt
+ * (rank 0; NAN where it has not run). */
+double mm_reference_loss(const sl_train *t, sl_dtype dt);
 
 #endif

@@ -3,7 +3,9 @@
 # (plain, overlap, seqpar) equal to the serial blocks (forward output, input gradient, every
 # weight gradient, weights after training), overlap and seqpar equal to plain, bytes sent per
 # block equal to the model on the ring and rhd collectives, memory per rank equal to its model
-# (seqpar's activations exactly 1/t of the serial blocks'), and bad inputs exit 2.
+# (seqpar's activations exactly 1/t of the serial blocks'); -d f16|bf16 (plain) against the
+# serial mixed-precision blocks with half the bytes and an overflow skipped by all; and bad
+# inputs exit 2.
 . "$(dirname "$0")/../lib/common.sh"
 out=$(tmpdir)
 trap 'rm -rf "$out"' EXIT
@@ -92,6 +94,80 @@ launch 2 megatron_mlp $tiny --batch 4 --overlap -o "$out/flag" >"$out/flag.txt" 
   ! grep -q '"variant":"plain"' "$out/flag/megatron_mlp.jsonl"
 ok $? "--overlap runs the overlap variant alone (t = 1, 2)"
 
+# -d f32,f16,bf16 on t = 2 x d = 2 (plain; ring and the MPI library's 16-bit sum): every row passes
+# (weights within the stated bound of the serial blocks trained in the same precision, one
+# step's output and gradients within 16u of theirs, slices identical across replicas); the f, g
+# and replicas' all-reduces move exactly half of f32's bytes (sent and model); memory equals the
+# model with 2-byte copies beside the f32 master and unscaled gradients (6 bytes a slice
+# element each); the loss beside the f32 run's.
+mixed="--blocks 2 --hidden 48 --ffn-mult 2 -n 3 -w 1 --baseline 0 --batch 4 --variants plain --tp 2 --dp 2"
+# shellcheck disable=SC2086
+launch 4 megatron_mlp $mixed -d f32,f16,bf16 -C ring,mpi -o "$out/mixed" >"$out/mixed.txt" 2>&1 </dev/null
+rc=$?
+ok $rc "-d f32,f16,bf16 on t = 2 x d = 2: every row passes its check"
+[ $rc = 0 ] || tail -5 "$out/mixed.txt" | sed 's/^/#   /' >&2
+python3 - "$out/mixed/megatron_mlp.jsonl" <<'PY'
+import json, sys
+rows = {(r["dtype"], r["collective"]): r for r in map(json.loads, open(sys.argv[1]))}
+bad = []
+if set(rows) != {(d, c) for d in ("f32", "f16", "bf16") for c in ("ring", "mpi")}: bad.append(f"rows {sorted(rows)}")
+val = lambda r, k: r["metrics"][k]["value"]
+for (d, c), r in rows.items():
+    p = r["params"]
+    if r["check"]["status"] != "pass": bad.append(f"{d}/{c}: {r['check']}")
+    if d == "f32":
+        if not abs(val(r, "final_loss") - val(r, "f32_final_loss")) <= 1e-5 * val(r, "f32_final_loss"):
+            bad.append(f"f32/{c}: loss {val(r, 'final_loss')} vs serial {val(r, 'f32_final_loss')}")
+        continue
+    f = rows[("f32", c)]
+    for k in ("tp_bytes_block_model", "bytes_model"):
+        if val(r, k) * 2 != val(f, k): bad.append(f"{d}/{c}: {k} {val(r, k)} vs f32 {val(f, k)}")
+    if c == "ring":
+        for k in ("tp_bytes_block", "dp_bytes", "bytes_sent"):
+            if not (val(r, k) > 0 and val(r, k) * 2 == val(f, k)): bad.append(f"{d}/{c}: {k} {val(r, k)} vs f32 {val(f, k)}")
+        if val(r, "tp_bytes_block") != val(r, "tp_bytes_block_model") or val(r, "bytes_sent") != val(r, "bytes_model"):
+            bad.append(f"{d}/{c}: sent differs from the model")
+    h, fw, t, L = p["hidden"], p["ffn"], p["tp"], p["blocks"]
+    slice_elems = L * (2 * (fw // t) * h + fw // t + h)
+    for k in ("params", "grads", "optim", "activ"):
+        if val(r, "mem_" + k) != val(r, "model_" + k): bad.append(f"{d}/{c}: mem_{k} {val(r, 'mem_' + k)} != model {val(r, 'model_' + k)}")
+    for k in ("params", "grads"):
+        if val(r, "mem_" + k) != 6 * slice_elems: bad.append(f"{d}/{c}: mem_{k} {val(r, 'mem_' + k)} != 6 x {slice_elems}")
+    if p["precision"] != "mixed" or p["loss_scale"] != ("dynamic" if d == "f16" else "none"): bad.append(f"{d}: {p}")
+    if val(r, "skipped_steps") != 0 or val(r, "overflow_seen") != 0: bad.append(f"{d}/{c}: steps skipped")
+    loss, f32 = val(r, "final_loss"), val(r, "f32_final_loss")
+    if not (loss > 0 and f32 > 0 and abs(loss - f32) < 0.05 * f32): bad.append(f"{d}/{c}: loss {loss} vs f32 {f32}")
+    if not val(r, "grad_rel_err") > 0: bad.append(f"{d}/{c}: grad_rel_err {val(r, 'grad_rel_err')}")
+print("\n".join(bad), file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+ok $? "-d f16/bf16: bytes per block and per step exactly half of f32's and equal to the model, memory equals the model, loss beside f32's"
+grep -q ' f16 ' "$out/mixed.txt" && grep -q ' bf16 ' "$out/mixed.txt"
+ok $? "the table's rows carry their dtype"
+
+# An overflow only the last rank sees (SL_TEST_CORRUPT=1: an inf in its unscaled gradient slices
+# at step 0) must skip the step on every rank of both groups: the slices stay identical across
+# replicas and group, but the weights, one step short of the serial run's, fail the check.
+# shellcheck disable=SC2086
+SL_TEST_CORRUPT=1 launch 4 megatron_mlp $mixed -d f16 -C ring -o "$out/overflow" >"$out/overflow.txt" 2>&1 </dev/null
+rc=$?
+python3 - "$out/overflow/megatron_mlp.jsonl" <<'PY'
+import json, sys
+r = json.loads(open(sys.argv[1]).readline())
+m, c = r["metrics"], r["check"]
+ok = (c["status"] == "fail" and "0 elements differ between replicas" in c["message"]
+      and m["skipped_steps"]["value"] == 1 and m["overflow_seen"]["value"] == 1)
+print(c, m["skipped_steps"], m["overflow_seen"], file=sys.stderr)
+sys.exit(0 if ok else 1)
+PY
+ok $? "one rank's overflow skips the step on all four (slices identical), and the check fails"
+[ $rc = 1 ]
+ok $? "the run whose step was skipped against the reference exits 1 (rc=$rc)"
+
+# shellcheck disable=SC2086
+launch 2 megatron_mlp ${mixed/--dp 2/--dp 1} -d f16,bf16 --optim adamw -C ring -o "$out/mixed_adamw" >"$out/mixed_adamw.txt" 2>&1 </dev/null
+ok $? "-d f16,bf16 with AdamW on t = 2 passes its check"
+
 gpus=0
 command -v nvidia-smi >/dev/null 2>&1 && gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 if [ "$gpus" -gt 0 ]; then
@@ -122,8 +198,9 @@ done <<'CASES'
 3|must be t x d|--tp 2
 1|must be t x d|--tp 2 --dp 3
 3|not divisible by d|--dp 2
-1|f32 only|-d f16
-1|f32 only|-d bf16
+1|plain variant only|-d f16 --variants overlap
+2|plain variant only|-d bf16 --sequence-parallel --batch 4
+1|accepts f32|-d f64
 1|--layers|--layers 3
 1|--width|--width 8
 1|--overlap|--overlap --variants plain
