@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 
+from .ranktest import min_p
 from .runs import CompareError
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # scripts/
@@ -73,6 +74,10 @@ def main(argv, gate_options, check_options, run):
     why = check_options(a)
     if not why and not 1 <= a.rounds <= 100:
         why = "--rounds: expected a count from 1 to 100"
+    if not why and a.rounds >= 2 and min_p(a.rounds, a.rounds) > a.alpha:
+        # said before building and running, not after: the comparison would refuse them
+        why = (f"--rounds: {a.rounds} a side cannot reach p <= {a.alpha:g} in the rank test; "
+               "give 1 (no rank test) or 5 and more")
     for e in a.b_env:
         if "=" not in e or not e.split("=", 1)[0]:
             why = f"--b-env: expected NAME=VALUE, got '{e}'"

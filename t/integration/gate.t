@@ -103,6 +103,7 @@ mk "$out/probes" --seed 9 probe:20:-
 mk "$out/probes2" --seed 9 --cpu "Other CPU" probe:10:-
 expect2 "nothing could be gated" "no ratio and different machines: nothing gated" "$out/probes" "$out/probes2"
 expect2 "alpha" "--alpha outside (0, 1)" "$out/base" "$out/base" --alpha 1.5
+expect2 "cannot reach p" "--ab --rounds 3: refused before anything is built or run" --ab HEAD HEAD --rounds 3 --out "$out/ab3"
 expect2 "neither a directory nor a git revision" "--ab with a revision that does not exist" --ab no-such-rev-xyz HEAD --out "$out/abx"
 
 # --- run_all.sh --rounds and compare --ab (structure and verdict only: no timing asserted)
