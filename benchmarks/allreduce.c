@@ -15,6 +15,8 @@
  * OSU and nccl-tests do, so that figures compare with theirs. --cold rotates through a pool
  * several times the last-level cache instead, so that small messages are not flattered by
  * data the previous iteration left in cache. Every row says which (params.buffers).
+ * The sweep runs size by size, every implementation in turn at each size (the library first),
+ * so that a size's rows were all timed within seconds of each other.
  * Each row carries two statistics of the same samples: the median of each iteration's slowest
  * rank (the headline: a collective is done when its last rank is) and OSU's mean of the
  * per-rank means (time.rank_mean; the avg column), which leaves out barrier-exit skew.
@@ -355,8 +357,8 @@ static int iterations_for(sl_ctx *ctx, bench *b)
 }
 
 /* The regression gate's ceilings (results/schema.md, "gate"): the MPI library's median time per
- * place, size and mode (latency, throughput), measured in this run before the suite's own
- * algorithms (mpi comes first in the -C order); 0 where it was not run. */
+ * place, size and mode (latency, throughput), measured in this run at each size just before the
+ * suite's own algorithms (mpi comes first in the -C order); 0 where it was not run. */
 static double mpi_time[2][MAX_SIZES][2];
 _Static_assert(SL_COLL_MPI == 0, "the library is measured first: the own algorithms' vs_mpi needs it");
 
@@ -426,84 +428,81 @@ static void emit_row(sl_ctx *ctx, bench *b, const char *mode, const sl_stats *st
     sl_result_emit(ctx, &r);
 }
 
-/* Runs one implementation over the sweep, in every placement and mode asked for. */
-static void sweep_impl(sl_ctx *ctx, sl_comm *c, sl_backend be, sl_dtype t, char *arena,
-                       size_t arena_bytes, const size_t *sizes, int nsizes, double membw,
+/* Runs one implementation at one placement and size, in every mode asked for: its check, then
+ * its timed rows; the point goes into the implementation's series. */
+static void run_config(sl_ctx *ctx, sl_comm *c, sl_backend be, sl_dtype t, char *arena,
+                       size_t arena_bytes, int place, size_t size, int si, double membw,
                        series *ser)
 {
     size_t es = sl_dtype_size(t), nr = (size_t)ctx->nranks;
     int per_rank = opt_op == OP_REDUCE_SCATTER || opt_op == OP_ALLGATHER;
     static unsigned check_round;
-    for (int place = PLACE_OUT; place <= PLACE_IN; place <<= 1) {
-        if (!(opt_places & (unsigned)place)) continue;
-        if (opt_op == OP_BROADCAST && place == PLACE_OUT) continue; /* one buffer: in place */
-        for (int si = 0; si < nsizes; si++) {
-            bench b = {.ctx = ctx, .c = c, .be = be, .t = t, .op = opt_op,
-                       .inplace = place == PLACE_IN, .root = (int)opt_root, .arena = arena,
-                       .membw = membw, .si = si};
-            b.count = sizes[si] / es / (per_rank ? nr : 1);
-            b.bytes = b.count * es * (per_rank ? nr : 1);
-            b.half = (b.bytes + 4095) & ~(size_t)4095;
-            b.stride = 2 * b.half;
-            b.nsets = opt_cold ? (int)(arena_bytes / b.stride) : 1;
-            if (b.nsets > 64) b.nsets = 64;
+    bench b = {.ctx = ctx, .c = c, .be = be, .t = t, .op = opt_op,
+               .inplace = place == PLACE_IN, .root = (int)opt_root, .arena = arena,
+               .membw = membw, .si = si};
+    b.count = size / es / (per_rank ? nr : 1);
+    b.bytes = b.count * es * (per_rank ? nr : 1);
+    b.half = (b.bytes + 4095) & ~(size_t)4095;
+    b.stride = 2 * b.half;
+    b.nsets = opt_cold ? (int)(arena_bytes / b.stride) : 1;
+    if (b.nsets > 64) b.nsets = 64;
 
-            sl_check_status cs = SL_CHECK_SKIPPED;
-            double err = 0;
-            char msg[200] = "";
-            /* Under the simulator, large buffers are folded (sl_sim.h): their contents are not
-             * real, so the check runs the same call on a real set of the same size where one
-             * fits under $SL_SIM_FOLD, and is skipped (said once) where none does. */
-            static int said_folded;
-            char *real_set = NULL;
-            sl_sim_sampling(0); /* the checked call computes every sum (sl_sim.h) */
-            if (!sl_sim_real(arena, b.stride) && !sl_sim_folds(b.stride))
-                b.arena = real_set = sl_k_malloc(be, SL_MEM_COMM, b.stride);
-            if (ctx->opt.check && !sl_sim_real(b.arena, b.stride)) {
-                if (!said_folded++)
-                    sl_note(ctx, "%zu B and up: buffers folded by the simulator (SL_SIM_FOLD=%zu): "
-                                 "timed, not checked", b.bytes, sl_sim_fold_bytes());
-            } else if (ctx->opt.check) {
-                long wrong = check(&b, ++check_round, &err, msg, sizeof msg);
-                cs = wrong ? SL_CHECK_FAIL : SL_CHECK_PASS;
-            }
-            b.arena = arena;
-            sl_k_free(be, real_set);
-            /* Under the simulator with sampling the timed calls' sums may be sampled: no check
-             * reads them. */
-            sl_sim_sampling(1);
-            /* the scratch of one operation, from none: the algorithms keep theirs between calls */
-            sl_comm_scratch_free(b.c);
-            one_op(&b);
-            double scratch = (double)sl_comm_scratch_bytes(b.c);
-            SL_CHECK_MPI(MPI_Allreduce(&scratch, &b.scratch, 1, MPI_DOUBLE, MPI_MAX, ctx->comm));
-            for (int k = 0; k < (int)ctx->opt.warmup; k++) one_op(&b);
-            int iters = iterations_for(ctx, &b);
-            sl_stats st;
-            if (opt_modes & MODE_LATENCY) {
-                sl_time_loop_n(ctx, 0, iters, body_latency, &b, &st);
-                emit_row(ctx, &b, "latency", &st, iters, cs, err, msg);
-                if (place == PLACE_OUT || opt_op == OP_BROADCAST || !(opt_places & PLACE_OUT)) {
-                    ser->S[ser->n] = (double)b.bytes;
-                    ser->t_lat[ser->n] = st.median;
-                }
-            }
-            if (opt_modes & MODE_THROUGHPUT) {
-                b.nops = iters;
-                sl_time_loop_n(ctx, 0, (int)opt_reps, body_throughput, &b, &st);
-                sl_stats_scale(&st, 1.0 / iters);
-                emit_row(ctx, &b, "throughput", &st, iters * (int)opt_reps, cs, err, msg);
-            }
-            if (place == PLACE_OUT || opt_op == OP_BROADCAST || !(opt_places & PLACE_OUT)) {
-                if (!(opt_modes & MODE_LATENCY)) {
-                    ser->S[ser->n] = (double)b.bytes;
-                    ser->t_lat[ser->n] = st.median;
-                }
-                ser->busbw[ser->n] = (double)b.bytes / st.median / 1e9 * bus_factor(opt_op, ctx->nranks);
-                ser->n++;
-            }
+    sl_check_status cs = SL_CHECK_SKIPPED;
+    double err = 0;
+    char msg[200] = "";
+    /* Under the simulator, large buffers are folded (sl_sim.h): their contents are not
+     * real, so the check runs the same call on a real set of the same size where one
+     * fits under $SL_SIM_FOLD, and is skipped (said once) where none does. */
+    static int said_folded;
+    char *real_set = NULL;
+    sl_sim_sampling(0); /* the checked call computes every sum (sl_sim.h) */
+    if (!sl_sim_real(arena, b.stride) && !sl_sim_folds(b.stride))
+        b.arena = real_set = sl_k_malloc(be, SL_MEM_COMM, b.stride);
+    if (ctx->opt.check && !sl_sim_real(b.arena, b.stride)) {
+        if (!said_folded++)
+            sl_note(ctx, "%zu B and up: buffers folded by the simulator (SL_SIM_FOLD=%zu): "
+                         "timed, not checked", b.bytes, sl_sim_fold_bytes());
+    } else if (ctx->opt.check) {
+        long wrong = check(&b, ++check_round, &err, msg, sizeof msg);
+        cs = wrong ? SL_CHECK_FAIL : SL_CHECK_PASS;
+    }
+    b.arena = arena;
+    sl_k_free(be, real_set);
+    /* Under the simulator with sampling the timed calls' sums may be sampled: no check
+     * reads them. */
+    sl_sim_sampling(1);
+    /* the scratch of one operation, from none: the algorithms keep theirs between calls */
+    sl_comm_scratch_free(b.c);
+    one_op(&b);
+    double scratch = (double)sl_comm_scratch_bytes(b.c);
+    SL_CHECK_MPI(MPI_Allreduce(&scratch, &b.scratch, 1, MPI_DOUBLE, MPI_MAX, ctx->comm));
+    for (int k = 0; k < (int)ctx->opt.warmup; k++) one_op(&b);
+    int iters = iterations_for(ctx, &b);
+    sl_stats st;
+    if (opt_modes & MODE_LATENCY) {
+        sl_time_loop_n(ctx, 0, iters, body_latency, &b, &st);
+        emit_row(ctx, &b, "latency", &st, iters, cs, err, msg);
+        if (place == PLACE_OUT || opt_op == OP_BROADCAST || !(opt_places & PLACE_OUT)) {
+            ser->S[ser->n] = (double)b.bytes;
+            ser->t_lat[ser->n] = st.median;
         }
     }
+    if (opt_modes & MODE_THROUGHPUT) {
+        b.nops = iters;
+        sl_time_loop_n(ctx, 0, (int)opt_reps, body_throughput, &b, &st);
+        sl_stats_scale(&st, 1.0 / iters);
+        emit_row(ctx, &b, "throughput", &st, iters * (int)opt_reps, cs, err, msg);
+    }
+    if (place == PLACE_OUT || opt_op == OP_BROADCAST || !(opt_places & PLACE_OUT)) {
+        if (!(opt_modes & MODE_LATENCY)) {
+            ser->S[ser->n] = (double)b.bytes;
+            ser->t_lat[ser->n] = st.median;
+        }
+        ser->busbw[ser->n] = (double)b.bytes / st.median / 1e9 * bus_factor(opt_op, ctx->nranks);
+        ser->n++;
+    }
+    /* the next implementation runs before this one's next size: its scratch goes */
+    sl_comm_scratch_free(b.c);
     sl_sim_sampling(0);
     ser->ran = 1;
 }
@@ -685,8 +684,8 @@ int main(int argc, char **argv)
         series ser[SL_NCOLLS];
         memset(ser, 0, sizeof ser);
         memset(mpi_time, 0, sizeof mpi_time); /* this dtype's library times, from none */
-        /* SL_COLL_MPI is the first implementation: the library is measured before the suite's
-         * own algorithms, whose rows carry vs_mpi against it */
+        /* Every implementation asked for and available, the library first (SL_COLL_MPI is 0) */
+        sl_comm *comms[SL_NCOLLS] = {0};
         for (int i = 0; i < SL_NCOLLS; i++) {
             if (!(ctx.opt.colls & (1u << i))) continue;
             if (!sl_coll_supports((sl_coll)i, op_coll[opt_op])) {
@@ -699,22 +698,36 @@ int main(int argc, char **argv)
                 sl_note(&ctx, "%s: %s; skipped", sl_coll_name(i), why);
                 continue;
             }
-            sl_comm *c;
-            int rc = sl_comm_create(&c, ctx.comm, (sl_coll)i, space);
+            int rc = sl_comm_create(&comms[i], ctx.comm, (sl_coll)i, space);
             if (rc == SL_COLL_ENOTSUP) { /* shm over several nodes */
+                comms[i] = NULL;
                 sl_note(&ctx, "%s: needs every rank on one node; skipped", sl_coll_name(i));
                 continue;
             }
             if (rc) SL_FATAL("%s: %s", sl_coll_name(i), sl_coll_strerror(rc));
-            if (opt_segment) sl_comm_set_segment(c, opt_segment);
-            /* the libraries are the gate's ceilings: SL_TEST_SLOWDOWN slows only the suite's own */
-            int library = i == SL_COLL_MPI || i == SL_COLL_NCCL;
-            if (library) sl_slowdown_ceiling(1);
-            sweep_impl(&ctx, c, (sl_backend)be, (sl_dtype)t, arena, arena_bytes, sizes, nsizes,
-                       membw, &ser[i]);
-            if (library) sl_slowdown_ceiling(0);
-            sl_comm_destroy(c);
+            if (opt_segment) sl_comm_set_segment(comms[i], opt_segment);
         }
+        /* Size by size, every implementation in turn: the library's time at a size, which the
+         * own algorithms' vs_mpi divides by, is taken seconds before theirs rather than a whole
+         * sweep earlier, so that what the machine did in between (a neighbour's job, a change
+         * of clock) falls on both and cancels in the ratio. */
+        for (int place = PLACE_OUT; place <= PLACE_IN; place <<= 1) {
+            if (!(opt_places & (unsigned)place)) continue;
+            if (opt_op == OP_BROADCAST && place == PLACE_OUT) continue; /* one buffer: in place */
+            for (int si = 0; si < nsizes; si++)
+                for (int i = 0; i < SL_NCOLLS; i++) {
+                    if (!comms[i]) continue;
+                    /* the libraries are the gate's ceilings: SL_TEST_SLOWDOWN slows only the
+                     * suite's own algorithms */
+                    int library = i == SL_COLL_MPI || i == SL_COLL_NCCL;
+                    if (library) sl_slowdown_ceiling(1);
+                    run_config(&ctx, comms[i], (sl_backend)be, (sl_dtype)t, arena, arena_bytes, place,
+                               sizes[si], si, membw, &ser[i]);
+                    if (library) sl_slowdown_ceiling(0);
+                }
+        }
+        for (int i = 0; i < SL_NCOLLS; i++)
+            if (comms[i]) sl_comm_destroy(comms[i]);
         summary(&ctx, ser, membw);
     }
     sl_k_free((sl_backend)be, arena);
