@@ -445,7 +445,8 @@ static void seqpar_init(mm_mixed_net *b, int nloc)
         if (i > 0) mx->z[2 * i - 1] = mx->dbuf[0]; /* z of a layer without activation is x[l + 1] */
         b->xs[i] = sl_k_malloc(b->m.be, SL_MEM_ACTIV, shard);
     }
-    for (int k = 0; k < 2; k++) b->dgs[k] = sl_k_malloc(b->m.be, SL_MEM_ACTIV, shard);
+    /* work buffers, not kept for backward: counted as f32 seqpar's dg (comm) */
+    for (int k = 0; k < 2; k++) b->dgs[k] = sl_k_malloc(b->m.be, SL_MEM_COMM, shard);
 }
 
 static void seqpar_release(mm_mixed_net *b)
@@ -467,13 +468,13 @@ static const void *net_output(const mm_mixed_net *b)
     return b->xs[0] ? b->xs[b->m.nlayers / 2] : b->mx.x[b->m.nlayers];
 }
 
-/* Activation bytes seqpar holds beyond (or short of) sl_mixed_memory's at n tokens: the L + 1
- * block inputs of n tokens become shards of nloc, plus the two gradient shards. */
+/* Activation bytes seqpar holds short of sl_mixed_memory's at n tokens: the L + 1 block inputs
+ * of n tokens become shards of nloc (negative). */
 static double seqpar_activ_delta(const mm_mixed_net *b, int n)
 {
     if (!b->xs[0]) return 0;
     const double row = (double)b->m.dims[0] * (double)sl_dtype_size(b->mx.dt);
-    return (b->m.nlayers / 2 + 1.0) * ((double)b->nloc - n) * row + 2.0 * b->nloc * row;
+    return (b->m.nlayers / 2 + 1.0) * ((double)b->nloc - n) * row;
 }
 
 /* The group's shards [nloc, h] gathered into [n, h] in token order, 16-bit. */
