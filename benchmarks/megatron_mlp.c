@@ -639,8 +639,8 @@ static const sl_technique megatron = {
     /* -d f16|bf16 (megatron_mlp/mixed.c): every variant, against the serial mixed-precision
      * blocks. The weights' bounds are the data-parallel ones (sl_train.h), for the same reason:
      * the distributed run and the serial one differ by where 16-bit sums are rounded (here the
-     * f and g all-reduces' partial sums over t ranks and the replicas' gradient sum, one rounding
-     * per hop, at most t - 1 + d - 1 <= 3 hops in the tests), a few u of the partial sums per
+     * f and g sums' partial sums over t ranks, all-reduced or seqpar's reduce-scattered, and the
+     * replicas' gradient sum, one rounding per hop, at most t - 1 + d - 1 <= 3 hops in the tests), a few u of the partial sums per
      * step, and the bounds are 4u of the weights over the steps of a test or a lab run. */
     .mixed_variants = (1u << NVARIANTS) - 1,
     .tol_mixed_sgd_max = {[SL_F16] = SL_TRAIN_TOL_MIXED_SGD_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_SGD_BF16},
