@@ -44,10 +44,11 @@
  * into compute / comm / exposed comm, and the memory a rank holds against 1/t of the serial
  * model's.
  *
- * -d f16|bf16 (megatron_mlp/mixed.c, the plain variant): Megatron-LM's mixed precision. Each
+ * -d f16|bf16 (megatron_mlp/mixed.c, every variant): Megatron-LM's mixed precision. Each
  * rank's slices in the 16-bit type with an f32 master copy that the optimizer updates and casts
- * back, 16-bit GEMMs accumulating in f32, and the f and g all-reduces (and the replicas') moving
- * 16-bit activations and gradients: half of f32's bytes per block. f16 scales the loss
+ * back, 16-bit GEMMs accumulating in f32, and the f and g all-reduces (overlap's non-blocking
+ * one, seqpar's all-gathers and reduce-scatters, the replicas' all-reduce) moving 16-bit
+ * activations and gradients: half of f32's bytes per block. f16 scales the loss
  * dynamically, the overflow flag OR-ed over every rank so that all skip a step together. The
  * check is against the same blocks trained serially in the same precision.
  */
@@ -529,16 +530,6 @@ static int divides_model(long long t) { return opt_hidden % t == 0 && (opt_hidde
 static void validate(sl_ctx *ctx)
 {
     const int P = ctx->nranks;
-    if (ctx->opt.dtypes & ~(1u << SL_F32)) {
-        const unsigned asked = opt_overlap || opt_seqpar
-                                   ? (opt_overlap ? 1u << V_OVERLAP : 0) | (opt_seqpar ? 1u << V_SEQPAR : 0)
-                                   : opt_variants;
-        if (!(asked & (1u << V_PLAIN)) && !(ctx->opt.dtypes & (1u << SL_F32)))
-            sl_usage_error("-d: megatron_mlp trains in f16/bf16 with the plain variant only (overlap and seqpar "
-                           "train in f32); use --variants plain, or add f32 to -d");
-        if (asked & ~(1u << V_PLAIN))
-            sl_note(ctx, "-d f16/bf16: mixed precision runs the plain variant; overlap and seqpar run in f32 only");
-    }
     if (opt_overlap || opt_seqpar) {
         if (opt_variants != ~0u)
             sl_usage_error("--overlap/--sequence-parallel: give the variants either by these flags or by --variants");
@@ -645,13 +636,13 @@ static const sl_technique megatron = {
     .weights = weights, .gather_weights = gather_weights, .reference = mm_reference,
     .memory_model = memory_model, .bytes_model = bytes_model, .row = row,
     .model = model, .sweep = sweep, .check = mm_check_step,
-    /* -d f16|bf16 (megatron_mlp/mixed.c): the plain variant, against the serial mixed-precision
+    /* -d f16|bf16 (megatron_mlp/mixed.c): every variant, against the serial mixed-precision
      * blocks. The weights' bounds are the data-parallel ones (sl_train.h), for the same reason:
      * the distributed run and the serial one differ by where 16-bit sums are rounded (here the
-     * f and g all-reduces' partial sums over t ranks and the replicas' gradient sum, one rounding
-     * per hop, at most t - 1 + d - 1 <= 3 hops in the tests), a few u of the partial sums per
+     * f and g sums' partial sums over t ranks, all-reduced or seqpar's reduce-scattered, and the
+     * replicas' gradient sum, one rounding per hop, at most t - 1 + d - 1 <= 3 hops in the tests), a few u of the partial sums per
      * step, and the bounds are 4u of the weights over the steps of a test or a lab run. */
-    .mixed_variants = 1u << V_PLAIN,
+    .mixed_variants = (1u << NVARIANTS) - 1,
     .tol_mixed_sgd_max = {[SL_F16] = SL_TRAIN_TOL_MIXED_SGD_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_SGD_BF16},
     .tol_mixed_adamw_l2 = {[SL_F16] = SL_TRAIN_TOL_MIXED_ADAMW_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_ADAMW_BF16},
     .columns = columns, .ncolumns = (int)(sizeof columns / sizeof columns[0]),

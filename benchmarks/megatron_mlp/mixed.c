@@ -1,5 +1,6 @@
 /* mixed.c — megatron_mlp -d f16|bf16: the tensor-parallel MLP blocks in Megatron-LM's mixed
- * precision (the plain variant; megatron_mlp.c has the f32 technique and its f / g operators).
+ * precision (plain; overlap and seqpar at the end of the file; megatron_mlp.c has the f32
+ * technique and its f / g operators).
  *
  * What each rank holds, as Megatron's fp16/bf16 mode (and kernels/mlp_mixed.h) does:
  *   its slices A_r, a_r, B_r, b in the 16-bit type, cast from an f32 master copy of the same
@@ -50,6 +51,13 @@ static void span(sl_train *t, const char *name, double t0)
 {
     if (t) mm_compute_span(t, name, t0); /* serially (t NULL) nothing is recorded */
 }
+
+/* The overlap and seqpar variants' blocks (at the end of the file). */
+static double variant_forward_backward(mm_mixed_net *b, sl_train *t, float norm, float scale, void **dx0);
+static void seqpar_init(mm_mixed_net *b, int nloc);
+static void seqpar_release(mm_mixed_net *b);
+static const void *net_output(const mm_mixed_net *b);
+static double seqpar_activ_delta(const mm_mixed_net *b, int n);
 
 static void net_init(mm_mixed_net *b, const sl_mlp *m, sl_dtype dt, int n, uint64_t seed, const sl_optim *o)
 {
@@ -167,6 +175,7 @@ void mm_mixed_setup(sl_train *t, mm *s)
     if (b->m.nparams != s->np) SL_FATAL("megatron_mlp: slice model %zu elements, slices %zu", b->m.nparams, s->np);
     net_init(b, &b->m, t->dtype, s->n, (uint64_t)sl_train_opt.seed, &t->optim);
     b->tp = s->tp;
+    if (t->variant == V_SEQPAR) seqpar_init(b, s->nloc);
     /* the master copy: this rank's slices of the whole model's initial weights, and their cast */
     mm_slice_init(t->m, s->t, s->tr, (uint64_t)sl_train_opt.seed, b->mx.master);
     sl_k_cast(t->be, s->np, b->mx.master, SL_F32, b->mx.w16, t->dtype, NULL);
@@ -179,6 +188,7 @@ void mm_mixed_setup(sl_train *t, mm *s)
 void mm_mixed_free(sl_train *t, mm *s)
 {
     (void)t;
+    seqpar_release(&s->mixed->net);
     net_free(&s->mixed->net);
     free(s->mixed);
     s->mixed = NULL;
@@ -192,7 +202,7 @@ static void *forward_backward(sl_train *t, mm *s, float scale, double *loss)
     mm_mixed_net *b = &s->mixed->net;
     sl_train_load(t, s->first, s->nloc, b->x, b->y);
     void *dx0;
-    *loss = net_forward_backward(b, t, 1.0f / ((float)t->global_batch * (float)s->h), scale, &dx0);
+    *loss = variant_forward_backward(b, t, 1.0f / ((float)t->global_batch * (float)s->h), scale, &dx0);
     if (s->d > 1) {
         sl_k_sync(t->be);
         const double t0 = sl_now();
@@ -209,7 +219,7 @@ void mm_mixed_step(sl_train *t, mm *s)
     const float scale = (float)d->sc.scale;
     double loss;
     forward_backward(t, s, scale, &loss);
-    if (s->tr == 0) t->loss += loss; /* the group's ranks share one loss: counted once */
+    if (s->tr == 0 || t->variant == V_SEQPAR) t->loss += loss; /* plain's group shares one loss: counted once */
     double t0 = sl_now();
     const int found = sl_train_overflow_any(t, sl_mixed_unscale(mx, scale) > 0, &d->overflow_steps);
     if (sl_loss_scaler_update(&d->sc, found)) {
@@ -230,7 +240,7 @@ void mm_mixed_check_pass(sl_train *t, mm *s, float **out, float **dx)
     sl_mixed_unscale(mx, scale);
     *out = sl_k_malloc(t->be, SL_MEM_OTHER, nh * sizeof(float));
     *dx = sl_k_malloc(t->be, SL_MEM_OTHER, nh * sizeof(float));
-    sl_k_cast(t->be, nh, mx->x[mx->m->nlayers], t->dtype, *out, SL_F32, NULL);
+    sl_k_cast(t->be, nh, net_output(&d->net), t->dtype, *out, SL_F32, NULL);
     sl_k_cast(t->be, nh, dx0, t->dtype, *dx, SL_F32, NULL);
     sl_k_scale(t->be, SL_F32, nh, *dx, 1.0 / scale);
     sl_k_sync(t->be);
@@ -308,6 +318,7 @@ void mm_mixed_memory(const sl_train *t, const mm *s, double bytes[SL_MEM_NCATS])
     bytes[SL_MEM_GRADS] = (double)mb.grads;   /* 2 (16-bit) + 4 (unscaled f32) */
     bytes[SL_MEM_OPTIM] = (double)mb.optim;
     bytes[SL_MEM_ACTIV] = (double)mb.activ + (double)s->n * s->h * (double)sl_dtype_size(t->dtype); /* + dres */
+    bytes[SL_MEM_ACTIV] += seqpar_activ_delta(b, s->n);
 }
 
 void mm_mixed_row(sl_train *t, mm *s, sl_result *res)
@@ -315,4 +326,264 @@ void mm_mixed_row(sl_train *t, mm *s, sl_result *res)
     sl_result_param_str(res, "precision", "mixed");
     sl_result_param_str(res, "tp_allreduce", "16-bit, summed pairwise in f32 and rounded at each hop");
     sl_train_scaler_row(t, &s->mixed->sc, s->mixed->overflow_steps, res);
+}
+
+/* The overlap variant ---------------------------------------------------------------------- */
+
+/* Block i backward as block_backward, but f's all-reduce of the partial dX_r (16-bit) started
+ * non-blocking as soon as dX_r = dU_r·A_r is rounded, and dA_r = dU_r^T·X computed in pieces of
+ * A_r's rows meanwhile, testing the all-reduce between them (megatron_mlp.c's overlap, on the
+ * 16-bit operands). The operations and their roundings are sl_mixed_layer_backward's, in
+ * another order: dX first, then dW, db and their rounding into g16. */
+static void block_backward_overlap(mm_mixed_net *b, sl_train *t, int i, void *d, void *dprev)
+{
+    enum { PIECES = 8 };
+    sl_mixed *mx = &b->mx;
+    const sl_mlp *m = &b->m;
+    const sl_backend be = m->be;
+    const sl_dtype dt = mx->dt;
+    const int la = 2 * i, lb = la + 1, n = mx->batch, h = m->dims[0], c = m->dims[1];
+    const size_t nh = (size_t)n * h, nc = (size_t)n * c;
+    void *du = mx->dbuf[1]; /* dY_r, then dU_r [n, c] */
+    const void *A = at(mx, mx->w16, m->w_off[la]);
+    float *dA = mx->g32 + m->w_off[la], *da = mx->g32 + m->b_off[la];
+    double t0 = sl_now();
+    sl_mixed_layer_backward(mx, lb, d, du, at(mx, mx->w16, m->w_off[lb]), mx->g32 + m->w_off[lb],
+                            at(mx, mx->g16, m->w_off[lb]));
+    /* dU_r = dY_r·GeLU'(U_r) in f32 from the 16-bit operands, rounded once */
+    sl_k_cast(be, nc, du, dt, mx->t0, SL_F32, NULL);
+    sl_k_cast(be, nc, mx->z[la], dt, mx->t1, SL_F32, NULL);
+    sl_k_act_backward(be, m->act[la], nc, mx->t1, mx->t0, mx->t0);
+    sl_k_cast(be, nc, mx->t0, SL_F32, du, dt, &mx->cnt.agrad);
+    /* this rank's partial dX_r = dU_r·A_r [n, h] first: it is what the group waits for */
+    sl_k_gemm(be, 0, 0, n, h, c, 1.0f, du, c, A, h, 0.0f, mx->t1, h, dt, SL_F32);
+    sl_k_cast(be, nh, mx->t1, SL_F32, dprev, dt, &mx->cnt.agrad);
+    mx->cnt.agrad_n += nc + nh;
+    span(t, "backward dX (16-bit)", t0);
+    t0 = sl_now();
+    sl_coll_req *req;
+    int done = 0;
+    double t_done = 0;
+    sl_train_coll_ok(sl_coll_iallreduce(b->tp, dprev, dprev, nh, dt, SL_OP_SUM, &req), "f: iallreduce dX (16-bit)");
+    sl_train_record(t, SL_PHASE_EXPOSED, sl_now() - t0);
+    /* dA_r [c, h] = dU_r^T·X, f32 accumulation, a piece of rows at a time */
+    for (int p = 0; p < PIECES; p++) {
+        const int r0 = (int)((long long)c * p / PIECES), r1 = (int)((long long)c * (p + 1) / PIECES);
+        double g0 = sl_now();
+        if (r1 > r0)
+            sl_k_gemm(be, 1, 0, r1 - r0, h, n, 1.0f, at(mx, du, (size_t)r0), c, mx->x[la], h, 0.0f,
+                      dA + (size_t)r0 * h, h, dt, SL_F32);
+        span(t, "backward dA (16-bit)", g0);
+        if (!done) {
+            g0 = sl_now();
+            sl_train_coll_ok(sl_coll_test(req, &done), "sl_coll_test");
+            const double g1 = sl_now();
+            sl_train_record(t, SL_PHASE_EXPOSED, g1 - g0);
+            if (done) t_done = g1;
+        }
+    }
+    /* da_r = sum over tokens of dU_r, then the layer's dA_r, da_r rounded into g16 */
+    double g0 = sl_now();
+    sl_k_cast(be, nc, du, dt, mx->t0, SL_F32, NULL);
+    sl_k_memset0(be, da, (size_t)c * sizeof(float));
+    sl_k_bias_grad(be, n, c, mx->t0, da);
+    const size_t nb = sl_mlp_layer_size(m, la);
+    sl_k_cast(be, nb, dA, SL_F32, at(mx, mx->g16, m->w_off[la]), dt, &mx->cnt.wgrad);
+    mx->cnt.wgrad_n += nb;
+    span(t, "backward da (16-bit)", g0);
+    const double w0 = sl_now();
+    sl_train_coll_ok(sl_coll_wait(req), "sl_coll_wait");
+    const double w1 = sl_now();
+    sl_train_record(t, SL_PHASE_EXPOSED, w1 - w0);
+    sl_train_span(t, SL_PHASE_COMM, "f: allreduce dX (16-bit, overlapped)", t0, done ? t_done : w1);
+    t0 = sl_now();
+    sl_k_add(be, dt, nh, d, dprev); /* the residual's own path */
+    span(t, "residual (16-bit)", t0);
+}
+
+static double overlap_forward_backward(mm_mixed_net *b, sl_train *t, float norm, float scale, void **dx0)
+{
+    sl_mixed *mx = &b->mx;
+    const int L = b->m.nlayers / 2;
+    sl_mixed_input(mx, b->x);
+    for (int i = 0; i < L; i++) block_forward(b, t, i); /* forward is plain's */
+    double t0 = sl_now();
+    const double loss = sl_mixed_loss(mx, b->y, norm, scale);
+    span(t, "loss", t0);
+    void *d = sl_mixed_dout(mx), *dprev = b->dres;
+    for (int i = L - 1; i >= 0; i--) {
+        block_backward_overlap(b, t, i, d, dprev);
+        void *swap = d;
+        d = dprev;
+        dprev = swap;
+    }
+    *dx0 = d;
+    return loss;
+}
+
+/* The seqpar variant ----------------------------------------------------------------------- */
+
+/* Sequence parallelism in 16 bits: between blocks a rank keeps only its nloc = n/t tokens of the
+ * residual stream (xs, dgs: 2-byte elements). Before each block the shards are all-gathered
+ * into one [n, h] buffer, which every block's input x[2i] is (dbuf[0]: the widest gradient
+ * buffer, free at those moments), so the n-token inputs the plain blocks keep are not kept:
+ *   forward   all-gather X -> column-parallel U_r, Y_r -> partial Z [n, h] (rounded into dt)
+ *             -> reduce-scatter Z -> + b, + the residual shard (f32, rounded once)
+ *   backward  all-gather dZ -> dB_r, db, dY_r -> all-gather X again -> dA_r, da_r, partial dX_r
+ *             -> reduce-scatter dX -> + the residual's gradient shard
+ * five collectives of (t-1)/t·n·h 2-byte elements per block, as megatron_mlp.c's f32 seqpar's
+ * five of 4-byte ones. The sums of the reduce-scatters round at each hop like the all-reduces'. */
+static void seqpar_init(mm_mixed_net *b, int nloc)
+{
+    sl_mixed *mx = &b->mx;
+    const int L = b->m.nlayers / 2;
+    const size_t shard = (size_t)nloc * b->m.dims[0] * sl_dtype_size(mx->dt);
+    b->nloc = nloc;
+    for (int i = 0; i <= L; i++) {
+        sl_k_free(b->m.be, mx->x[2 * i]); /* the n-token inputs: replaced by the gathered one */
+        mx->x[2 * i] = mx->dbuf[0];
+        if (i > 0) mx->z[2 * i - 1] = mx->dbuf[0]; /* z of a layer without activation is x[l + 1] */
+        b->xs[i] = sl_k_malloc(b->m.be, SL_MEM_ACTIV, shard);
+    }
+    /* work buffers, not kept for backward: counted as f32 seqpar's dg (comm) */
+    for (int k = 0; k < 2; k++) b->dgs[k] = sl_k_malloc(b->m.be, SL_MEM_COMM, shard);
+}
+
+static void seqpar_release(mm_mixed_net *b)
+{
+    if (!b->xs[0]) return;
+    sl_mixed *mx = &b->mx;
+    const int L = b->m.nlayers / 2;
+    for (int i = 0; i <= L; i++) { /* dbuf[0] is sl_mixed_free's to free, once */
+        mx->x[2 * i] = NULL;
+        if (i > 0) mx->z[2 * i - 1] = NULL;
+        sl_k_free(b->m.be, b->xs[i]);
+        b->xs[i] = NULL;
+    }
+    for (int k = 0; k < 2; k++) sl_k_free(b->m.be, b->dgs[k]);
+}
+
+static const void *net_output(const mm_mixed_net *b)
+{
+    return b->xs[0] ? b->xs[b->m.nlayers / 2] : b->mx.x[b->m.nlayers];
+}
+
+/* Activation bytes seqpar holds short of sl_mixed_memory's at n tokens: the L + 1 block inputs
+ * of n tokens become shards of nloc (negative). */
+static double seqpar_activ_delta(const mm_mixed_net *b, int n)
+{
+    if (!b->xs[0]) return 0;
+    const double row = (double)b->m.dims[0] * (double)sl_dtype_size(b->mx.dt);
+    return (b->m.nlayers / 2 + 1.0) * ((double)b->nloc - n) * row;
+}
+
+/* The group's shards [nloc, h] gathered into [n, h] in token order, 16-bit. */
+static void seqpar_gather(mm_mixed_net *b, sl_train *t, const void *shard, void *full, const char *name)
+{
+    sl_k_sync(b->m.be);
+    const double t0 = sl_now();
+    mm_comm_span(t, sl_coll_allgather(b->tp, shard, full, (size_t)b->nloc * b->m.dims[0], b->mx.dt), name, t0);
+}
+
+/* Partial sums [n, h] reduced, each rank keeping its own tokens' [nloc, h], 16-bit. */
+static void seqpar_scatter(mm_mixed_net *b, sl_train *t, const void *full, void *shard, const char *name)
+{
+    sl_k_sync(b->m.be);
+    const double t0 = sl_now();
+    mm_comm_span(t, sl_coll_reduce_scatter(b->tp, full, shard, (size_t)b->nloc * b->m.dims[0], b->mx.dt, SL_OP_SUM),
+                 name, t0);
+}
+
+/* Block i forward: xs[i] -> xs[i + 1]. */
+static void seqpar_block_forward(mm_mixed_net *b, sl_train *t, int i)
+{
+    sl_mixed *mx = &b->mx;
+    const sl_mlp *m = &b->m;
+    const int la = 2 * i, lb = la + 1, n = mx->batch, h = m->dims[0], c = m->dims[1];
+    const size_t nh = (size_t)n * h, nlh = (size_t)b->nloc * h;
+    const sl_dtype dt = mx->dt;
+    seqpar_gather(b, t, b->xs[i], mx->x[la], "all-gather X (16-bit)");
+    double t0 = sl_now();
+    sl_mixed_layer_forward(mx, la, at(mx, mx->w16, m->w_off[la]));
+    /* the partial Z = Y_r·B_r^T [n, h] in f32, rounded into dt to be summed */
+    sl_k_gemm(m->be, 0, 1, n, h, c, 1.0f, mx->x[lb], c, at(mx, mx->w16, m->w_off[lb]), c, 0.0f, mx->t0, h, dt,
+              SL_F32);
+    sl_k_cast(m->be, nh, mx->t0, SL_F32, b->dres, dt, &mx->cnt.act);
+    mx->cnt.act_n += nh;
+    span(t, "forward (16-bit)", t0);
+    seqpar_scatter(b, t, b->dres, b->xs[i + 1], "reduce-scatter Z (16-bit)");
+    /* b once, after the sum, and the residual on this rank's tokens, in f32, rounded once */
+    t0 = sl_now();
+    sl_k_cast(m->be, nlh, b->xs[i + 1], dt, mx->t0, SL_F32, NULL);
+    sl_k_cast(m->be, (size_t)h, at(mx, mx->w16, m->b_off[lb]), dt, mx->bias32, SL_F32, NULL);
+    sl_k_bias_add(m->be, b->nloc, h, mx->t0, mx->bias32);
+    sl_k_cast(m->be, nlh, b->xs[i], dt, mx->t1, SL_F32, NULL);
+    sl_k_add(m->be, SL_F32, nlh, mx->t1, mx->t0);
+    sl_k_cast(m->be, nlh, mx->t0, SL_F32, b->xs[i + 1], dt, &mx->cnt.act);
+    mx->cnt.act_n += nlh;
+    span(t, "residual (16-bit)", t0);
+}
+
+/* Block i backward from the shard d = dL/dxs[i + 1] (kept): dL/dxs[i] into the shard dprev. */
+static void seqpar_block_backward(mm_mixed_net *b, sl_train *t, int i, void *d, void *dprev)
+{
+    sl_mixed *mx = &b->mx;
+    const sl_mlp *m = &b->m;
+    const int la = 2 * i, lb = la + 1;
+    void *full = mx->dbuf[0], *dy = mx->dbuf[1];
+    seqpar_gather(b, t, d, full, "all-gather dZ (16-bit)");
+    double t0 = sl_now();
+    sl_mixed_layer_backward(mx, lb, full, dy, at(mx, mx->w16, m->w_off[lb]), mx->g32 + m->w_off[lb],
+                            at(mx, mx->g16, m->w_off[lb]));
+    span(t, "backward (16-bit)", t0);
+    /* dZ is spent: the same buffer takes X again (x[la] is it), for dA_r = dU_r^T·X */
+    seqpar_gather(b, t, b->xs[i], full, "all-gather X (16-bit)");
+    t0 = sl_now();
+    sl_mixed_layer_backward(mx, la, dy, b->dres, at(mx, mx->w16, m->w_off[la]), mx->g32 + m->w_off[la],
+                            at(mx, mx->g16, m->w_off[la]));
+    span(t, "backward (16-bit)", t0);
+    seqpar_scatter(b, t, b->dres, dprev, "reduce-scatter dX (16-bit)");
+    t0 = sl_now();
+    sl_k_add(m->be, mx->dt, (size_t)b->nloc * m->dims[0], d, dprev); /* the residual's own path */
+    span(t, "residual (16-bit)", t0);
+}
+
+/* Forward on this rank's nloc tokens (b->x, b->y), their loss, backward from its gradient
+ * times scale. */
+static double seqpar_forward_backward(mm_mixed_net *b, sl_train *t, float norm, float scale, void **dx0)
+{
+    sl_mixed *mx = &b->mx;
+    const int L = b->m.nlayers / 2;
+    const size_t nlh = (size_t)b->nloc * b->m.dims[0];
+    memset(&mx->cnt, 0, sizeof mx->cnt);
+    sl_k_cast(b->m.be, nlh, b->x, SL_F32, b->xs[0], mx->dt, &mx->cnt.act);
+    mx->cnt.act_n += nlh;
+    for (int i = 0; i < L; i++) seqpar_block_forward(b, t, i);
+    double t0 = sl_now();
+    /* the loss in f32 from the rounded output, its gradient scaled then rounded (sl_mixed_loss
+     * on the shard) */
+    sl_k_cast(b->m.be, nlh, b->xs[L], mx->dt, mx->out32, SL_F32, NULL);
+    const double loss = sl_k_mse(b->m.be, nlh, mx->out32, b->y, mx->dout32, norm);
+    if (scale != 1.0f) sl_k_scale(b->m.be, SL_F32, nlh, mx->dout32, scale);
+    sl_k_cast(b->m.be, nlh, mx->dout32, SL_F32, b->dgs[0], mx->dt, &mx->cnt.agrad);
+    mx->cnt.agrad_n += nlh;
+    span(t, "loss", t0);
+    void *d = b->dgs[0], *dprev = b->dgs[1];
+    for (int i = L - 1; i >= 0; i--) {
+        seqpar_block_backward(b, t, i, d, dprev);
+        void *swap = d;
+        d = dprev;
+        dprev = swap;
+    }
+    *dx0 = d;
+    return loss;
+}
+
+/* The distributed step's forward and backward in t->variant's collectives (plain: the blocks
+ * above). */
+static double variant_forward_backward(mm_mixed_net *b, sl_train *t, float norm, float scale, void **dx0)
+{
+    if (t->variant == V_SEQPAR) return seqpar_forward_backward(b, t, norm, scale, dx0);
+    if (t->variant == V_OVERLAP && b->tp) return overlap_forward_backward(b, t, norm, scale, dx0);
+    return net_forward_backward(b, t, norm, scale, dx0);
 }

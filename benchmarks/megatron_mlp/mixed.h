@@ -15,6 +15,11 @@ typedef struct mm_mixed_net {
     void *dres;        /* [n, h] in dt: the third gradient buffer the residual needs */
     float *x, *y;      /* [n, h] f32: the tokens and their targets */
     sl_comm *tp;       /* the tensor-parallel group; NULL: the serial blocks */
+    /* seqpar (mixed.c's sequence-parallel blocks): the residual stream between blocks as this
+     * rank's nloc tokens only; NULL otherwise */
+    int nloc;
+    void *xs[SL_MLP_MAX_LAYERS / 2 + 1]; /* [nloc, h] in dt: block i's input shard, xs[L] the output */
+    void *dgs[2];                        /* [nloc, h] in dt: the gradient shards between blocks */
 } mm_mixed_net;
 
 typedef struct mm_mixed {
@@ -28,8 +33,9 @@ typedef struct mm_mixed {
  * unscaled gradients and optimizer state (this rank's slices). */
 void mm_mixed_setup(sl_train *t, mm *s);
 void mm_mixed_free(sl_train *t, mm *s);
-/* One training step (16-bit forward/backward, the replicas' 16-bit all-reduce, unscale, the
- * overflow flag OR-ed over every rank, the optimizer or a skip). */
+/* One training step (16-bit forward/backward in t->variant's tensor-parallel collectives, the
+ * replicas' 16-bit all-reduce, unscale, the overflow flag OR-ed over every rank, the optimizer
+ * or a skip). */
 void mm_mixed_step(sl_train *t, mm *s);
 /* The check's step at the trained weights, on step 0's tokens, at the scaler's scale: out
  * ([nloc, h]), the input gradient dL/dx[0] unscaled ([nloc, h]) into f32 buffers it allocates

@@ -3,9 +3,9 @@
 # (plain, overlap, seqpar) equal to the serial blocks (forward output, input gradient, every
 # weight gradient, weights after training), overlap and seqpar equal to plain, bytes sent per
 # block equal to the model on the ring and rhd collectives, memory per rank equal to its model
-# (seqpar's activations exactly 1/t of the serial blocks'); -d f16|bf16 (plain) against the
-# serial mixed-precision blocks with half the bytes and an overflow skipped by all; and bad
-# inputs exit 2.
+# (seqpar's activations exactly 1/t of the serial blocks'); -d f16|bf16 (plain; the other
+# variants in megatron_mlp_mixed.t) against the serial mixed-precision blocks with half the
+# bytes and an overflow skipped by all; and bad inputs exit 2.
 . "$(dirname "$0")/../lib/common.sh"
 out=$(tmpdir)
 trap 'rm -rf "$out"' EXIT
@@ -198,8 +198,6 @@ done <<'CASES'
 3|must be t x d|--tp 2
 1|must be t x d|--tp 2 --dp 3
 3|not divisible by d|--dp 2
-1|plain variant only|-d f16 --variants overlap
-2|plain variant only|-d bf16 --sequence-parallel --batch 4
 1|accepts f32|-d f64
 1|--layers|--layers 3
 1|--width|--width 8
