@@ -343,6 +343,8 @@ static void row(sl_train *t, sl_result *res)
         sl_result_param_num(res, "nonblocking_overlaps", sl_coll_iallreduce_overlaps(t->comm));
     }
     if (t->variant == V_ACCUM) sl_result_param_num(res, "accum", (double)opt_accum);
+    if (t->variant == V_ACCUM && t->dtype != SL_F32) /* ddp/mixed_layers.c says why f32 */
+        sl_result_param_str(res, "accum_sum", "f32, rounded once into 16 bits for the all-reduce");
     if (t->variant == V_PS) sl_result_param_num(res, "servers", (double)opt_servers);
 }
 

@@ -85,8 +85,8 @@ ok $? "--check 0: rows marked skipped"
 # mixed_rows_ok FILE "COLLS" VARIANTS...: one row per variant x f32/f16/bf16 x collective, each
 # passing; a 16-bit row sends exactly half of its f32 row's bytes (the model, and what the suite's
 # own collectives measured), in as many buckets; holds 2 + 4 bytes of params and of grads per
-# parameter and the activations of its model (accum: a micro-batch's, fewer than sync's); its
-# scaler is f16's dynamic or none; its loss is beside f32's.
+# parameter and the activations of its model (accum: a micro-batch's, fewer than sync's, summed
+# in f32); its scaler is f16's dynamic or none; its loss is beside f32's.
 mixed_rows_ok() {
   python3 - "$@" <<'PY'
 import json, sys
@@ -107,6 +107,7 @@ for (v, d, c), r in rows.items():
         if val(r, "mem_" + k) != val(r, "model_" + k) or val(r, "mem_" + k) != 6 * n: bad.append(f"{at}: mem_{k} {val(r, 'mem_' + k)} != 6 x {n}")
     if val(r, "mem_activ") != val(r, "model_activ"): bad.append(f"{at}: activ {val(r, 'mem_activ')} vs model {val(r, 'model_activ')}")
     if v == "accum" and "sync" in V and not val(r, "mem_activ") < val(rows[("sync", d, c)], "mem_activ"): bad.append(f"{at}: a whole batch's activations")
+    if v == "accum" and not r["params"].get("accum_sum", "").startswith("f32"): bad.append(f"{at}: accum_sum {r['params'].get('accum_sum')}")
     if r["params"]["precision"] != "mixed" or r["params"]["loss_scale"] != ("dynamic" if d == "f16" else "none"): bad.append(f"{at}: {r['params']}")
     loss, f32 = val(r, "final_loss"), val(r, "f32_final_loss")
     if not (loss > 0 and f32 > 0 and abs(loss - f32) < 0.05 * f32): bad.append(f"{at}: loss {loss} vs f32 {f32}")
