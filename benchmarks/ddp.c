@@ -19,14 +19,14 @@
  * exactly, even when B does not divide evenly across ranks. The training layer checks the
  * weights against one process trained on the whole batch and the replicas against each other.
  *
- * -d f16|bf16: mixed-precision data parallelism (sync; ddp/mixed.c): each replica computes in
- * the 16-bit type with f32 master weights, and the all-reduce moves 16-bit gradients — half
- * the bytes of f32.
+ * -d f16|bf16: mixed-precision data parallelism (sync: ddp/mixed.c; bucketed and accum:
+ * ddp/mixed_layers.c): each replica computes in the 16-bit type with f32 master weights, and
+ * the all-reduces move 16-bit gradients — half the bytes of f32. ps trains in f32 only.
  */
 #include <math.h>
 #include <stdlib.h>
 
-#include "ddp/mixed.h"
+#include "ddp/mixed_layers.h"
 #include "sl_train.h"
 
 #define DDP_VARIANTS(X) X(V_SYNC, "sync") X(V_BUCKETED, "bucketed") X(V_ACCUM, "accum") X(V_PS, "ps")
@@ -60,6 +60,7 @@ typedef struct bucket {
 typedef struct replica {
     sl_replica rep;         /* params, grads, optimizer state, activations (f32) */
     ddp_mixed mixed;        /* the 16-bit replica (-d f16|bf16) */
+    float *micro_gw32;      /* accum -d f16|bf16: a micro-batch's layer gradient, f32 */
     float *ps_recv;         /* ps server: one worker's gradient shard */
     int micro;              /* micro-batches per step (accum), else 1 */
     int servers, workers;   /* ps */
@@ -80,12 +81,12 @@ static void server_shard(const sl_train *t, int s, size_t *off, size_t *count)
 /* Buckets in reverse layer order: walk from the last layer down, closing a bucket once it
  * holds at least bucket_bytes. A layer is never split, so one larger than a bucket is a bucket
  * of its own (as in PyTorch DDP). */
-static int make_buckets(const sl_mlp *m, double bucket_bytes, bucket *b)
+static int make_buckets(const sl_mlp *m, double bucket_bytes, size_t elem_bytes, bucket *b)
 {
     int n = 0, l1 = m->nlayers;
     size_t bytes = 0;
     for (int l = m->nlayers - 1; l >= 0; l--) {
-        bytes += sl_mlp_layer_size(m, l) * sizeof(float);
+        bytes += sl_mlp_layer_size(m, l) * elem_bytes;
         if ((double)bytes >= bucket_bytes || l == 0) {
             b[n] = (bucket){.l0 = l, .l1 = l1, .off = m->w_off[l], .count = sl_mlp_range_size(m, l, l1)};
             n++;
@@ -113,8 +114,12 @@ static void setup(sl_train *t)
     r->workers = t->data_ranks;
     r->servers = t->size - t->data_ranks;
     int local = t->hi - t->lo;
-    if (t->dtype != SL_F32) { /* sync only (mixed_variants) */
-        ddp_mixed_setup(t, &r->mixed);
+    /* bucket sizes in bytes of the gradient's type, as PyTorch DDP's bucket_cap_mb */
+    if (t->variant == V_BUCKETED)
+        r->nbuckets = make_buckets(t->m, opt_bucket_mb * 1048576.0, sl_dtype_size(t->dtype), r->buckets);
+    if (t->dtype != SL_F32) { /* sync, bucketed, accum (mixed_variants) */
+        ddp_mixed_setup(t, &r->mixed, r->micro);
+        if (r->micro > 1) r->micro_gw32 = ddp_mixed_layer_workspace(t);
         return;
     }
     sl_replica_alloc(t, (local + r->micro - 1) / r->micro, &r->rep);
@@ -123,7 +128,6 @@ static void setup(sl_train *t)
         server_shard(t, t->rank - r->workers, &off, &cnt);
         r->ps_recv = sl_k_malloc(t->be, SL_MEM_COMM, cnt * sizeof(float) + 1);
     }
-    if (t->variant == V_BUCKETED) r->nbuckets = make_buckets(t->m, opt_bucket_mb * 1048576.0, r->buckets);
 }
 
 static void release(sl_train *t)
@@ -131,6 +135,7 @@ static void release(sl_train *t)
     replica *r = t->state;
     if (t->dtype != SL_F32) {
         ddp_mixed_free(t, &r->mixed);
+        sl_k_free(t->be, r->micro_gw32);
         free(r);
         return;
     }
@@ -140,6 +145,12 @@ static void release(sl_train *t)
 }
 
 /* The steps --------------------------------------------------------------------------- */
+
+/* The gradient the collectives move: the f32 replica's, or the 16-bit one's (-d f16|bf16). */
+static void *grads_of(const sl_train *t, replica *r)
+{
+    return t->dtype == SL_F32 ? (void *)r->rep.grads : r->mixed.mx.g16;
+}
 
 /* Progresses bucket bk's all-reduce; records when it is seen complete. */
 static void bucket_poll(bucket *bk, int wait)
@@ -168,8 +179,8 @@ static void bucket_hook(sl_train *t, int layer, int backward)
         if (bk->l0 == layer) {
             bk->t_start = sl_now();
             bk->t_done = 0;
-            float *g = r->rep.grads + bk->off;
-            sl_train_coll_ok(sl_coll_iallreduce(t->comm, g, g, bk->count, SL_F32, SL_OP_SUM, &bk->req),
+            void *g = (char *)grads_of(t, r) + bk->off * sl_dtype_size(t->dtype);
+            sl_train_coll_ok(sl_coll_iallreduce(t->comm, g, g, bk->count, t->dtype, SL_OP_SUM, &bk->req),
                              "sl_coll_iallreduce");
             /* An implementation that cannot overlap finishes inside the start: record its end
              * now, not at the next layer, so no overlap is credited to it. */
@@ -202,19 +213,23 @@ static void step(sl_train *t)
         return;
     }
     replica *r = t->state;
-    if (t->dtype != SL_F32) {
+    if (t->dtype != SL_F32 && t->variant == V_SYNC) {
         ddp_mixed_step(t, &r->mixed);
         return;
     }
     const size_t n = t->m->nparams;
-    sl_k_memset0(t->be, r->rep.grads, n * sizeof(float));
-    for (int k = 0; k < r->micro; k++) {
-        size_t a, b;
-        sl_share((size_t)(t->hi - t->lo), r->micro, k, &a, &b);
-        if (b == a) continue;
-        int last = k == r->micro - 1;
-        sl_replica_forward_backward(t, &r->rep, t->lo + (int)a, (int)(b - a),
-                                    t->variant == V_BUCKETED && last ? &bucket_hooks : NULL);
+    if (t->dtype != SL_F32) { /* 16-bit gradients, summed in f32 over micro-batches (ddp/mixed_layers.c) */
+        ddp_mixed_backward(t, &r->mixed, r->micro, r->micro_gw32, t->variant == V_BUCKETED ? &bucket_hooks : NULL);
+    } else {
+        sl_k_memset0(t->be, r->rep.grads, n * sizeof(float));
+        for (int k = 0; k < r->micro; k++) {
+            size_t a, b;
+            sl_share((size_t)(t->hi - t->lo), r->micro, k, &a, &b);
+            if (b == a) continue;
+            int last = k == r->micro - 1;
+            sl_replica_forward_backward(t, &r->rep, t->lo + (int)a, (int)(b - a),
+                                        t->variant == V_BUCKETED && last ? &bucket_hooks : NULL);
+        }
     }
     double t0 = sl_now();
     if (t->variant == V_BUCKETED) {
@@ -223,12 +238,16 @@ static void step(sl_train *t)
         sl_train_span(t, SL_PHASE_EXPOSED, "wait for buckets", t0, sl_now());
         sl_train_record(t, SL_PHASE_COMM, buckets_span(r));
     } else {
-        sl_train_coll_ok(sl_coll_allreduce(t->comm, r->rep.grads, r->rep.grads, n, SL_F32, SL_OP_SUM),
-                         "sl_coll_allreduce");
+        void *g = grads_of(t, r);
+        sl_train_coll_ok(sl_coll_allreduce(t->comm, g, g, n, t->dtype, SL_OP_SUM), "sl_coll_allreduce");
         sl_train_span(t, SL_PHASE_COMM, "all-reduce (blocking)", t0, sl_now());
         sl_train_record(t, SL_PHASE_EXPOSED, sl_now() - t0);
     }
-    sl_train_optimize(t, r->rep.params, r->rep.grads, r->rep.optim, 0, n);
+    /* after every bucket: the one unscale, overflow flag and loss-scale decision of the step */
+    if (t->dtype != SL_F32)
+        ddp_mixed_update(t, &r->mixed);
+    else
+        sl_train_optimize(t, r->rep.params, r->rep.grads, r->rep.optim, 0, n);
 }
 
 /* ps: workers compute and push gradient shards; each server sums its shard over the workers
@@ -324,6 +343,8 @@ static void row(sl_train *t, sl_result *res)
         sl_result_param_num(res, "nonblocking_overlaps", sl_coll_iallreduce_overlaps(t->comm));
     }
     if (t->variant == V_ACCUM) sl_result_param_num(res, "accum", (double)opt_accum);
+    if (t->variant == V_ACCUM && t->dtype != SL_F32) /* ddp/mixed_layers.c says why f32 */
+        sl_result_param_str(res, "accum_sum", "f32, rounded once into 16 bits for the all-reduce");
     if (t->variant == V_PS) sl_result_param_num(res, "servers", (double)opt_servers);
 }
 
@@ -333,12 +354,17 @@ static void validate(sl_ctx *ctx)
     const int P = ctx->nranks;
     const long long batch = sl_train_opt.batch;
     if (opt_bucket_mb <= 0) sl_usage_error("--bucket-mb: expected a size in MiB > 0, got %g", opt_bucket_mb);
-    if (ctx->opt.dtypes & ~(1u << SL_F32)) {
-        if (opt_variants != ~0u && (opt_variants & ~(1u << V_SYNC)) && !(ctx->opt.dtypes & (1u << SL_F32)))
-            sl_usage_error("-d: ddp trains in f16/bf16 with --variants sync only (bucketed, accum and ps "
-                           "train in f32); use --variants sync, or add f32 to -d");
-        if (opt_variants & ~(1u << V_SYNC))
-            sl_note(ctx, "-d f16/bf16: mixed precision runs the sync variant; bucketed, accum and ps run in f32 only");
+    /* ps stays f32: its servers own the weights, which in 16 bits would be an f32 master shard
+     * per server and 16-bit copies on the workers, not the replica the other variants share */
+    if ((ctx->opt.dtypes & ~(1u << SL_F32)) && (opt_variants & (1u << V_PS))) {
+        const int f32 = (ctx->opt.dtypes >> SL_F32) & 1;
+        if (opt_variants != ~0u && !f32)
+            sl_usage_error("-d: ddp's ps variant trains in f32 only (sync, bucketed and accum train in "
+                           "f16/bf16); drop ps from --variants, or add f32 to -d");
+        sl_note(ctx, f32 ? "-d f16/bf16: sync, bucketed and accum train in 16 bits; ps runs in f32 only"
+                         : "-d f16/bf16: sync, bucketed and accum train in 16 bits; ps trains in f32 only "
+                           "and is not run (add f32 to -d)");
+        if (!f32) opt_variants &= ~(1u << V_PS);
     }
     long long share = sl_train_opt.scaling == 1 ? batch / P : batch;
     if ((opt_variants & (1u << V_ACCUM)) && share < opt_accum) {
@@ -389,7 +415,7 @@ static const sl_technique ddp = {
     .p2p_variants = 1u << V_PS,
     .no_baseline_variants = 1u << V_PS,
     .sums_loss = 1,
-    .mixed_variants = 1u << V_SYNC,
+    .mixed_variants = (1u << V_SYNC) | (1u << V_BUCKETED) | (1u << V_ACCUM),
     .tol_mixed_sgd_max = {[SL_F16] = SL_TRAIN_TOL_MIXED_SGD_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_SGD_BF16},
     .tol_mixed_adamw_l2 = {[SL_F16] = SL_TRAIN_TOL_MIXED_ADAMW_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_ADAMW_BF16},
     .data_ranks = data_ranks,

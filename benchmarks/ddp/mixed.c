@@ -36,10 +36,10 @@
 
 #include "mixed.h"
 
-void ddp_mixed_setup(sl_train *t, ddp_mixed *d)
+void ddp_mixed_setup(sl_train *t, ddp_mixed *d, int micro)
 {
     const sl_mlp *m = t->m;
-    const int rows = t->hi - t->lo > 0 ? t->hi - t->lo : 1;
+    const int rows = t->hi - t->lo > micro ? (t->hi - t->lo + micro - 1) / micro : 1;
     memset(d, 0, sizeof *d);
     sl_mixed_init(&d->mx, m, t->dtype, 1, rows, (uint64_t)sl_train_opt.seed, &t->optim);
     sl_train_scaler(t->dtype, &d->sc);

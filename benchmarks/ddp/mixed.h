@@ -15,7 +15,8 @@ typedef struct ddp_mixed {
     long overflow_steps;  /* steps on which THIS rank saw inf/NaN itself (before the OR) */
 } ddp_mixed;
 
-void ddp_mixed_setup(sl_train *t, ddp_mixed *d);
+/* Activations for the largest of `micro` micro-batches of the rank's samples (sync: 1). */
+void ddp_mixed_setup(sl_train *t, ddp_mixed *d, int micro);
 void ddp_mixed_free(sl_train *t, ddp_mixed *d);
 /* One step: forward/backward in 16 bits on the rank's slice, all-reduce of the 16-bit
  * gradients, unscale, the overflow flag OR-ed over the ranks, the optimizer step (or skip). */

@@ -82,6 +82,40 @@ launch 2 ddp --layers 2 --width 16 --inputs 4 --outputs 3 --batch 2 -n 1 -w 0 --
 python3 -c "import json,sys; sys.exit(0 if all(json.loads(l)['check']['status']=='skipped' for l in open(sys.argv[1])) else 1)" "$out/nocheck/ddp.jsonl"
 ok $? "--check 0: rows marked skipped"
 
+# mixed_rows_ok FILE "COLLS" VARIANTS...: one row per variant x f32/f16/bf16 x collective, each
+# passing; a 16-bit row sends exactly half of its f32 row's bytes (the model, and what the suite's
+# own collectives measured), in as many buckets; holds 2 + 4 bytes of params and of grads per
+# parameter and the activations of its model (accum: a micro-batch's, fewer than sync's, summed
+# in f32); its scaler is f16's dynamic or none; its loss is beside f32's.
+mixed_rows_ok() {
+  python3 - "$@" <<'PY'
+import json, sys
+path, C, V, D = sys.argv[1], sys.argv[2].split(), sys.argv[3:], ("f32", "f16", "bf16")
+rows = {(r["variant"], r["dtype"], r["collective"]): r for r in map(json.loads, open(path))}
+bad = [] if set(rows) == {(v, d, c) for v in V for d in D for c in C} else [f"rows {sorted(rows)}"]
+val = lambda r, k: r["metrics"][k]["value"]
+for (v, d, c), r in rows.items():
+    if r["check"]["status"] != "pass": bad.append(f"{v}/{d}/{c}: {r['check']}")
+    if d == "f32": continue
+    f, at = rows[(v, "f32", c)], f"{v}/{d}/{c}"
+    if val(r, "bytes_model") * 2 != val(f, "bytes_model"): bad.append(f"{at}: model {val(r, 'bytes_model')} vs f32 {val(f, 'bytes_model')}")
+    if c != "mpi" and (val(r, "bytes_sent") is None or val(r, "bytes_sent") * 2 != val(f, "bytes_sent")):
+        bad.append(f"{at}: sent {val(r, 'bytes_sent')} vs f32 {val(f, 'bytes_sent')}")
+    if r["params"].get("buckets") != f["params"].get("buckets"): bad.append(f"{at}: buckets {r['params'].get('buckets')}")
+    n = r["params"]["params"]
+    for k in ("params", "grads"):
+        if val(r, "mem_" + k) != val(r, "model_" + k) or val(r, "mem_" + k) != 6 * n: bad.append(f"{at}: mem_{k} {val(r, 'mem_' + k)} != 6 x {n}")
+    if val(r, "mem_activ") != val(r, "model_activ"): bad.append(f"{at}: activ {val(r, 'mem_activ')} vs model {val(r, 'model_activ')}")
+    if v == "accum" and "sync" in V and not val(r, "mem_activ") < val(rows[("sync", d, c)], "mem_activ"): bad.append(f"{at}: a whole batch's activations")
+    if v == "accum" and not r["params"].get("accum_sum", "").startswith("f32"): bad.append(f"{at}: accum_sum {r['params'].get('accum_sum')}")
+    if r["params"]["precision"] != "mixed" or r["params"]["loss_scale"] != ("dynamic" if d == "f16" else "none"): bad.append(f"{at}: {r['params']}")
+    loss, f32 = val(r, "final_loss"), val(r, "f32_final_loss")
+    if not (loss > 0 and f32 > 0 and abs(loss - f32) < 0.05 * f32): bad.append(f"{at}: loss {loss} vs f32 {f32}")
+print("\n".join(bad), file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+}
+
 # -d f16|bf16: mixed-precision sync DDP on 3 ranks (uneven split 2+2+1) beside f32. Every row
 # passes (replicas bit-identical, weights within the stated bound of serial mixed-precision
 # training); the 16-bit all-reduce sends exactly half of f32's bytes, and its model says so; the
@@ -90,28 +124,7 @@ mixed="--layers 3 --width 48 --inputs 12 --outputs 5 -n 3 -w 1 --baseline 0 --va
 # shellcheck disable=SC2086
 launch 3 ddp $mixed -d f32,f16,bf16 -C ring,rhd,mpi -o "$out/mixed" >"$out/mixed.txt" 2>&1
 ok $? "ddp -d f32,f16,bf16 on 3 ranks: every row passes its check"
-python3 - "$out/mixed/ddp.jsonl" <<'PY'
-import json, sys
-rows = {(r["dtype"], r["collective"]): r for r in map(json.loads, open(sys.argv[1]))}
-bad = []
-if set(rows) != {(d, c) for d in ("f32", "f16", "bf16") for c in ("ring", "rhd", "mpi")}: bad.append(f"rows {sorted(rows)}")
-val = lambda r, k: r["metrics"][k]["value"]
-for (d, c), r in rows.items():
-    if r["check"]["status"] != "pass": bad.append(f"{d}/{c}: {r['check']}")
-    if d == "f32": continue
-    f = rows[("f32", c)]
-    if val(r, "bytes_model") * 2 != val(f, "bytes_model"): bad.append(f"{d}/{c}: model {val(r, 'bytes_model')} vs f32 {val(f, 'bytes_model')}")
-    if c != "mpi" and (val(r, "bytes_sent") is None or val(r, "bytes_sent") * 2 != val(f, "bytes_sent")):
-        bad.append(f"{d}/{c}: sent {val(r, 'bytes_sent')} vs f32 {val(f, 'bytes_sent')}")
-    n = r["params"]["params"]
-    for k in ("params", "grads"):
-        if val(r, "mem_" + k) != val(r, "model_" + k) or val(r, "mem_" + k) != 6 * n: bad.append(f"{d}/{c}: mem_{k} {val(r, 'mem_' + k)} != 6 x {n}")
-    if r["params"]["precision"] != "mixed" or r["params"]["loss_scale"] != ("dynamic" if d == "f16" else "none"): bad.append(f"{d}: {r['params']}")
-    loss, f32 = val(r, "final_loss"), val(r, "f32_final_loss")
-    if not (loss > 0 and f32 > 0 and abs(loss - f32) < 0.05 * f32): bad.append(f"{d}/{c}: loss {loss} vs f32 {f32}")
-print("\n".join(bad), file=sys.stderr)
-sys.exit(1 if bad else 0)
-PY
+mixed_rows_ok "$out/mixed/ddp.jsonl" "ring rhd mpi" sync
 ok $? "-d f16/bf16: bytes per step exactly half of f32's (sent and model), memory equals sl_mixed_memory, loss beside f32's"
 grep -q ' f16 ' "$out/mixed.txt" && grep -q ' bf16 ' "$out/mixed.txt"
 ok $? "the table's rows carry their dtype"
@@ -139,6 +152,61 @@ ok $? "the run whose step was skipped against the reference exits 1 (rc=$rc)"
 launch 2 ddp ${mixed/--batch 5/--batch 4} -d f16,bf16 --optim adamw -C ring -o "$out/mixed_adamw" >"$out/mixed_adamw.txt" 2>&1
 ok $? "-d f16,bf16 with AdamW passes its check"
 
+# -d f16|bf16 for bucketed and accum too (ddp/mixed_layers.c), on 2 and 3 ranks (--accum 3 cuts
+# each rank's 5 samples into micro-batches of 2+2+1), beside f32 and sync: mixed_rows_ok. Here
+# f16 and f32 cut the gradient into as many buckets (2: layers 2-3 fill the 4 KiB bucket in
+# either, layer 1 is the other), so the ring's bytes are exactly half bucket by bucket.
+mixv="--layers 3 --width 48 --inputs 12 --outputs 5 -n 3 -w 1 --baseline 0 --bucket-mb 0.004 --accum 3 --batch 5"
+for np in 2 3; do
+  # shellcheck disable=SC2086
+  launch $np ddp $mixv --variants sync,bucketed,accum -d f32,f16,bf16 -C ring,mpi -o "$out/mixv$np" >"$out/mixv$np.txt" 2>&1
+  rc=$?
+  ok $rc "ddp --variants sync,bucketed,accum -d f32,f16,bf16 on $np ranks: every row passes its check"
+  [ $rc = 0 ] || tail -15 "$out/mixv$np.txt" | sed 's/^/#   /' >&2
+  mixed_rows_ok "$out/mixv$np/ddp.jsonl" "ring mpi" sync bucketed accum
+  ok $? "np=$np: 16-bit bucketed and accum send exactly half of f32's bytes (sent and model), hold 6 bytes of params and grads a parameter, accum a micro-batch's activations"
+done
+
+# A model whose f16 gradients overflow at the initial scale 2^16: bucketed and accum skip the
+# step the serial run skips (one decision per step, after every bucket / micro-batch), so they
+# pass; the f32 rows have no scaler.
+launch 2 ddp --variants bucketed,accum -C ring -d f16 --layers 2 --width 8 --inputs 4 --outputs 2 --batch 4 \
+  --accum 2 --bucket-mb 0.0001 -n 3 -w 1 --baseline 0 -o "$out/mixv_skip" >"$out/mixv_skip.txt" 2>&1
+rc=$?
+python3 -c "
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+sys.exit(0 if len(rows) == 2 and all(r['check']['status'] == 'pass' and r['metrics']['skipped_steps']['value'] == 1 for r in rows) else 1)" "$out/mixv_skip/ddp.jsonl"
+ok $? "f16 bucketed and accum skip the overflowing step as the serial run does, and pass (rc=$rc)"
+
+# One rank's overflow (SL_TEST_CORRUPT=1) skips the step on every rank in bucketed and accum too:
+# replicas identical, one step short of the reference: the check fails, exit 1.
+# shellcheck disable=SC2086
+SL_TEST_CORRUPT=1 launch 3 ddp $mixv --variants bucketed,accum -d f16 -C ring -o "$out/mixv_over" >"$out/mixv_over.txt" 2>&1
+rc=$?
+python3 - "$out/mixv_over/ddp.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+ok = len(rows) == 2 and all(r["check"]["status"] == "fail" and "0 elements differ between replicas" in r["check"]["message"]
+                            and r["metrics"]["skipped_steps"]["value"] == 1 for r in rows)
+sys.exit(0 if ok else 1)
+PY
+ok $? "bucketed and accum -d f16: one rank's overflow skips the step on all ranks, and the check fails"
+[ $rc = 1 ]
+ok $? "that run exits 1 (rc=$rc)"
+
+# shellcheck disable=SC2086
+launch 2 ddp ${mixv/--batch 5/--batch 4} --variants bucketed,accum -d f16,bf16 --optim adamw -C ring -o "$out/mixv_adamw" >"$out/mixv_adamw.txt" 2>&1
+ok $? "bucketed and accum -d f16,bf16 with AdamW pass their check"
+
+# -d f16 without f32 and every variant: ps (f32 only) is left out with a note; the others run in 16 bits.
+launch 2 ddp --layers 2 --width 16 --inputs 4 --outputs 3 --batch 4 --accum 2 -n 1 -w 0 --baseline 0 -d f16 \
+  -o "$out/mixv_all" >"$out/mixv_all.txt" 2>&1
+rc=$?
+[ $rc = 0 ] && grep -q 'ps trains in f32 only and is not run' "$out/mixv_all.txt" &&
+  [ "$(python3 -c "import json,sys; print(' '.join(json.loads(l)['variant'] for l in open(sys.argv[1])))" "$out/mixv_all/ddp.jsonl")" = "sync bucketed accum" ]
+ok $? "-d f16 alone: sync, bucketed and accum train in 16 bits, ps is left out with a note (rc=$rc)"
+
 expect_usage() { # expect_usage NP NAME ARGS...
   local np="$1" want="$2"; shift 2
   launch "$np" ddp "$@" -o "$out/bad" >"$out/stdout" 2>"$out/stderr"
@@ -157,8 +225,8 @@ expect_usage 1 --lr --lr nan
 expect_usage 1 --lr --lr 1e300
 expect_usage 1 "accepts f32|f16|bf16|all" -d f8
 expect_usage 1 "accepts f32|f16|bf16|all" -d f64
-expect_usage 2 "with --variants sync only" -d f16 --variants bucketed
-expect_usage 2 "with --variants sync only" -d bf16 --variants sync,ps
+expect_usage 2 "ps variant trains in f32 only" -d f16 --variants ps
+expect_usage 2 "ps variant trains in f32 only" -d bf16 --variants sync,accum,ps
 
 # shellcheck disable=SC2086
 launch 2 ddp $small --variants bucketed --batch 4 --trace -o "$out/trace" >/dev/null 2>&1
@@ -176,6 +244,18 @@ print(sorted(names), file=sys.stderr)
 sys.exit(0 if ok else 1)
 PY
 ok $? "--trace: bucket all-reduces on their own row beside backward, for both ranks; spans named by layer, bucket, wait and variant"
+# shellcheck disable=SC2086
+launch 2 ddp $small --variants bucketed --batch 4 -d bf16 --trace -o "$out/trace16" >/dev/null 2>&1
+python3 - "$out/trace16/ddp.trace.json" <<'PY'
+import json, sys
+ev = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("ph") == "X"]
+names = {e["name"] for e in ev}
+comm = [e for e in ev if e["cat"] == "comm" and e["tid"] == 1 and e["name"].startswith("all-reduce bucket, layers ")]
+ok = comm and {e["pid"] for e in comm} == {0, 1} and {"backward L1 (16-bit)", "wait for buckets", "overflow flag"} <= names
+print(sorted(names), file=sys.stderr)
+sys.exit(0 if ok else 1)
+PY
+ok $? "--trace -d bf16: 16-bit bucket all-reduces beside the 16-bit backward, then the wait and the overflow flag"
 
 # A long run (1.1M steps) must not crash: nothing on the stack is sized by the step count. It is
 # not waited for: it either finishes or is still running when the short timeout ends it.
