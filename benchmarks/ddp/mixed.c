@@ -42,7 +42,7 @@ void ddp_mixed_setup(sl_train *t, ddp_mixed *d, int micro)
     const int rows = t->hi - t->lo > micro ? (t->hi - t->lo + micro - 1) / micro : 1;
     memset(d, 0, sizeof *d);
     sl_mixed_init(&d->mx, m, t->dtype, 1, rows, (uint64_t)sl_train_opt.seed, &t->optim);
-    sl_train_scaler(t->dtype, &d->sc);
+    sl_train_mixed_init(&d->ms, t->dtype);
     d->x = sl_k_malloc(t->be, SL_MEM_DATA, (size_t)rows * m->dims[0] * sizeof(float));
     d->y = sl_k_malloc(t->be, SL_MEM_DATA, (size_t)rows * m->dims[m->nlayers] * sizeof(float));
 }
@@ -58,7 +58,7 @@ void ddp_mixed_step(sl_train *t, ddp_mixed *d)
 {
     sl_mixed *mx = &d->mx;
     const int count = t->hi - t->lo;
-    const float scale = (float)d->sc.scale;
+    const float scale = (float)d->ms.sc.scale;
     sl_train_load(t, t->lo, count, d->x, d->y);
 
     double t0 = sl_now();
@@ -73,12 +73,15 @@ void ddp_mixed_step(sl_train *t, ddp_mixed *d)
     sl_train_span(t, SL_PHASE_COMM, "all-reduce 16-bit gradients", t0, sl_now());
     sl_train_record(t, SL_PHASE_EXPOSED, sl_now() - t0);
 
-    t0 = sl_now();
-    const int found = sl_train_overflow_any(t, sl_mixed_unscale(mx, scale) > 0, &d->overflow_steps);
-    if (sl_loss_scaler_update(&d->sc, found)) {
-        sl_optim o = sl_optim_for_step(&t->optim, d->applied++);
-        sl_mixed_apply(mx, &o);
-    }
+    ddp_mixed_update(t, d);
+}
+
+void ddp_mixed_update(sl_train *t, ddp_mixed *d)
+{
+    double t0 = sl_now();
+    sl_optim o;
+    if (sl_train_mixed_decide(t, &d->ms, sl_mixed_unscale(&d->mx, (float)d->ms.sc.scale) > 0, &o))
+        sl_mixed_apply(&d->mx, &o);
     sl_k_sync(t->be);
     sl_train_span(t, SL_PHASE_COMPUTE, "unscale + optimizer (f32 master)", t0, sl_now());
 }
@@ -92,5 +95,5 @@ void ddp_mixed_row(sl_train *t, ddp_mixed *d, sl_result *res)
 {
     sl_result_param_str(res, "precision", "mixed");
     sl_result_param_str(res, "grad_allreduce", "16-bit, summed pairwise in f32 and rounded at each hop");
-    sl_train_scaler_row(t, &d->sc, d->overflow_steps, res);
+    sl_train_mixed_row(t, &d->ms, res);
 }

@@ -9,10 +9,8 @@
 
 typedef struct ddp_mixed {
     sl_mixed mx;          /* 16-bit weights, gradients and activations; f32 master, optimizer */
-    sl_loss_scaler sc;    /* sl_train_scaler(dtype): dynamic for f16, none for bf16 */
+    sl_train_mixed_state ms; /* the loss scaler (dynamic for f16, none for bf16), steps applied */
     float *x, *y;         /* this rank's samples of the step (f32, as the task makes them) */
-    int applied;          /* optimizer steps taken (AdamW's count: a skipped step is not one) */
-    long overflow_steps;  /* steps on which THIS rank saw inf/NaN itself (before the OR) */
 } ddp_mixed;
 
 /* Activations for the largest of `micro` micro-batches of the rank's samples (sync: 1). */
@@ -21,6 +19,9 @@ void ddp_mixed_free(sl_train *t, ddp_mixed *d);
 /* One step: forward/backward in 16 bits on the rank's slice, all-reduce of the 16-bit
  * gradients, unscale, the overflow flag OR-ed over the ranks, the optimizer step (or skip). */
 void ddp_mixed_step(sl_train *t, ddp_mixed *d);
+/* After the 16-bit gradient's all-reduce: unscale into f32, OR the overflow flag over the ranks,
+ * and the one loss-scale decision of the step: the optimizer on the f32 master, or a skip. */
+void ddp_mixed_update(sl_train *t, ddp_mixed *d);
 /* What the replica holds by category (sl_mixed_memory). */
 sl_mlp_bytes ddp_mixed_memory(const sl_train *t, const ddp_mixed *d);
 /* The scaler's record: mode, skipped steps, final scale. */

@@ -71,7 +71,7 @@ void ddp_mixed_backward(sl_train *t, ddp_mixed *d, int micro, float *gw32, const
     const sl_mlp *m = t->m;
     sl_mixed *mx = &d->mx;
     const int rows = mx->batch; /* what the activations were allocated for */
-    const float scale = (float)d->sc.scale;
+    const float scale = (float)d->ms.sc.scale;
     if (micro > 1 && !gw32) SL_FATAL("ddp_mixed_backward: %d micro-batches need a workspace", micro);
     int done = 0;
     for (int k = 0; k < micro; k++) {
@@ -101,16 +101,4 @@ void ddp_mixed_backward(sl_train *t, ddp_mixed *d, int micro, float *gw32, const
     }
     mx->batch = rows;
     if (!done) sl_k_memset0(t->be, mx->g16, m->nparams * sl_dtype_size(t->dtype)); /* no samples here */
-}
-
-void ddp_mixed_update(sl_train *t, ddp_mixed *d)
-{
-    double t0 = sl_now();
-    const size_t bad = sl_mixed_unscale(&d->mx, (float)d->sc.scale);
-    if (sl_loss_scaler_update(&d->sc, sl_train_overflow_any(t, bad > 0, &d->overflow_steps))) {
-        const sl_optim o = sl_optim_for_step(&t->optim, d->applied++);
-        sl_mixed_apply(&d->mx, &o);
-    }
-    sl_k_sync(t->be);
-    sl_train_span(t, SL_PHASE_COMPUTE, "unscale + optimizer (f32 master)", t0, sl_now());
 }

@@ -15,8 +15,5 @@ float *ddp_mixed_layer_workspace(sl_train *t);
  * rounded once into the 16-bit mx.g16 after the last. On the last micro-batch h->after(t, l, b)
  * runs after layer l's forward (b = 0) and backward (b = 1), when its 16-bit gradient is final. */
 void ddp_mixed_backward(sl_train *t, ddp_mixed *d, int micro, float *gw32, const sl_layer_hooks *h);
-/* After the 16-bit gradient's all-reduce: unscale into f32, OR the overflow flag over the ranks,
- * and the one loss-scale decision of the step: the optimizer on the f32 master, or a skip. */
-void ddp_mixed_update(sl_train *t, ddp_mixed *d);
 
 #endif

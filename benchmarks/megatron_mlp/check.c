@@ -189,7 +189,7 @@ int mm_check_step(sl_train *t, double *error, char *why, size_t len)
         float *p = sl_k_upload(be, SL_MEM_OTHER, params, nparams * sizeof(float));
         float *hout, *hdx, *hg, *hu = NULL, *mu = NULL;
         if (s->mixed) {
-            mm_mixed_serial_pass(m, t->task, t->dtype, B, p, (float)s->mixed->sc.scale, &hout, &hdx, &hg);
+            mm_mixed_serial_pass(m, t->task, t->dtype, B, p, (float)s->mixed->ms.sc.scale, &hout, &hdx, &hg);
         } else {
             mm_serial_acts a;
             mm_serial_acts_alloc(m, B, &a);

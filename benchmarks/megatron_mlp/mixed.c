@@ -182,7 +182,7 @@ void mm_mixed_setup(sl_train *t, mm *s)
     s->params = b->mx.master;
     s->grads = b->mx.g32;
     s->optim = b->mx.state;
-    sl_train_scaler(t->dtype, &d->sc);
+    sl_train_mixed_init(&d->ms, t->dtype);
 }
 
 void mm_mixed_free(sl_train *t, mm *s)
@@ -216,16 +216,13 @@ void mm_mixed_step(sl_train *t, mm *s)
 {
     mm_mixed *d = s->mixed;
     sl_mixed *mx = &d->net.mx;
-    const float scale = (float)d->sc.scale;
+    const float scale = (float)d->ms.sc.scale;
     double loss;
     forward_backward(t, s, scale, &loss);
     if (s->tr == 0 || t->variant == V_SEQPAR) t->loss += loss; /* plain's group shares one loss: counted once */
     double t0 = sl_now();
-    const int found = sl_train_overflow_any(t, sl_mixed_unscale(mx, scale) > 0, &d->overflow_steps);
-    if (sl_loss_scaler_update(&d->sc, found)) {
-        const sl_optim o = sl_optim_for_step(&t->optim, d->applied++);
-        sl_mixed_apply(mx, &o);
-    }
+    sl_optim o;
+    if (sl_train_mixed_decide(t, &d->ms, sl_mixed_unscale(mx, scale) > 0, &o)) sl_mixed_apply(mx, &o);
     mm_compute_span(t, "unscale + optimizer (f32 master)", t0);
 }
 
@@ -233,7 +230,7 @@ void mm_mixed_check_pass(sl_train *t, mm *s, float **out, float **dx)
 {
     mm_mixed *d = s->mixed;
     sl_mixed *mx = &d->net.mx;
-    const float scale = (float)d->sc.scale;
+    const float scale = (float)d->ms.sc.scale;
     const size_t nh = (size_t)s->nloc * s->h;
     double loss;
     void *dx0 = forward_backward(t, s, scale, &loss);
@@ -324,8 +321,11 @@ void mm_mixed_memory(const sl_train *t, const mm *s, double bytes[SL_MEM_NCATS])
 void mm_mixed_row(sl_train *t, mm *s, sl_result *res)
 {
     sl_result_param_str(res, "precision", "mixed");
-    sl_result_param_str(res, "tp_allreduce", "16-bit, summed pairwise in f32 and rounded at each hop");
-    sl_train_scaler_row(t, &s->mixed->sc, s->mixed->overflow_steps, res);
+    sl_result_param_str(res, "tp_allreduce",
+                        t->variant == V_SEQPAR
+                            ? "16-bit reduce-scatters and all-gathers, summed pairwise in f32 and rounded at each hop"
+                            : "16-bit, summed pairwise in f32 and rounded at each hop");
+    sl_train_mixed_row(t, &s->mixed->ms, res);
 }
 
 /* The overlap variant ---------------------------------------------------------------------- */

@@ -24,9 +24,7 @@ typedef struct mm_mixed_net {
 
 typedef struct mm_mixed {
     mm_mixed_net net;
-    sl_loss_scaler sc;    /* sl_train_scaler(dtype): dynamic for f16, none for bf16 */
-    int applied;          /* optimizer steps taken (AdamW's count: a skipped step is not one) */
-    long overflow_steps;  /* steps on which THIS rank saw inf/NaN itself (before the OR) */
+    sl_train_mixed_state ms; /* the loss scaler (dynamic for f16, none for bf16), steps applied */
 } mm_mixed;
 
 /* Replaces setup's f32 state: s->params, s->grads, s->optim become the net's master weights,
