@@ -315,6 +315,25 @@ int sl_train_overflow_any(sl_train *t, int mine, long *seen);
  * overflow_seen (the sum over ranks of their *seen: rank-steps). Collective. */
 void sl_train_scaler_row(sl_train *t, const sl_loss_scaler *s, long seen, sl_result *res);
 
+/* The scaler state a mixed-precision technique keeps beside its 16-bit model, and the
+ * decision each step ends with, shared so that every technique takes it the same way:
+ *   sl_train_mixed_init(&ms, t->dtype);
+ *   each step: backward at ms.sc.scale -> unscale (counting inf/NaN here: mine) ->
+ *              if (sl_train_mixed_decide(t, &ms, mine, &o)) optimizer step with o;  (else skipped)
+ *   row: sl_train_mixed_row(t, &ms, res). */
+typedef struct sl_train_mixed_state {
+    sl_loss_scaler sc;    /* sl_train_scaler(dtype): dynamic for f16, none for bf16 */
+    int applied;          /* optimizer steps taken (AdamW's count: a skipped step is not one) */
+    long overflow_steps;  /* steps on which THIS rank saw inf/NaN itself (before the OR) */
+} sl_train_mixed_state;
+void sl_train_mixed_init(sl_train_mixed_state *ms, sl_dtype dt);
+/* The step's verdict: the OR over every rank of `mine` (sl_train_overflow_any), fed to the
+ * scaler. Returns 1 when the step is applied, with *o the optimizer for it (the step count
+ * of the steps applied so far), 0 when every rank skips it. Collective. */
+int sl_train_mixed_decide(sl_train *t, sl_train_mixed_state *ms, int mine, sl_optim *o);
+/* sl_train_scaler_row of the state. Collective. */
+void sl_train_mixed_row(sl_train *t, const sl_train_mixed_state *ms, sl_result *res);
+
 /* A full replica ------------------------------------------------------------------------- */
 
 /* What data parallelism holds on a rank: the parameters (initialised from the seed), their

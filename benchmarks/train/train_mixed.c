@@ -77,3 +77,22 @@ void sl_train_scaler_row(sl_train *t, const sl_loss_scaler *s, long seen, sl_res
     SL_CHECK_MPI(MPI_Allreduce(&seen, &all, 1, MPI_LONG, MPI_SUM, t->ctx->comm));
     sl_result_metric(res, "overflow_seen", (double)all, "rank-steps");
 }
+
+void sl_train_mixed_init(sl_train_mixed_state *ms, sl_dtype dt)
+{
+    memset(ms, 0, sizeof *ms);
+    sl_train_scaler(dt, &ms->sc);
+}
+
+int sl_train_mixed_decide(sl_train *t, sl_train_mixed_state *ms, int mine, sl_optim *o)
+{
+    const int found = sl_train_overflow_any(t, mine, &ms->overflow_steps);
+    if (!sl_loss_scaler_update(&ms->sc, found)) return 0;
+    *o = sl_optim_for_step(&t->optim, ms->applied++);
+    return 1;
+}
+
+void sl_train_mixed_row(sl_train *t, const sl_train_mixed_state *ms, sl_result *res)
+{
+    sl_train_scaler_row(t, &ms->sc, ms->overflow_steps, res);
+}
