@@ -31,6 +31,12 @@
  * schedule with the same weight versions; its distance from the serial run is reported
  * (drift), not checked.
  *
+ * -d f16|bf16 (pipeline/mixed.c): gpipe, 1f1b and interleaved in mixed precision: each stage's
+ * layers in 16 bits from an f32 master copy, the boundary activations and gradients sent in
+ * 16 bits (half of f32's bytes), the micro-batches' gradients accumulated in f32, the
+ * replicas' all-reduce in 16 bits, f16's loss-scaling overflow OR-ed over every rank before
+ * the step; checked against sl_train_serial_mixed. pipedream and --compute sleep stay f32.
+ *
  * --compute sleep: in the timed steps each operation's forward or backward (its layers, and the
  * loss) and the optimizer step are replaced by one sleep of the durations measured for them:
  * the shortest of the warm-up steps and of a measurement with each rank computing alone
