@@ -17,12 +17,12 @@
  *
  * Gradient accumulation over micro-batches in f32. Each micro-batch's dW comes out of an f32
  * GEMM; it is added into the stage's f32 accumulator and rounded into 16 bits once per step,
- * before the replicas' all-reduce. Megatron-LM does the same (its main_grad buffers, with
- * gradient-accumulation fusion into f32): summing m micro-batches in 16 bits would round m
- * times, and the serial reference (sl_train_serial_mixed: one GEMM over the whole batch,
- * rounded once) is then matched up to the order of the f32 additions and the replicas'
- * all-reduce, which rounds at each hop as ddp's does (ddp/mixed.c says why the wire stays
- * 16-bit).
+ * before the replicas' all-reduce. Megatron-LM accumulates in f32 likewise (its main_grad
+ * buffers): summing m micro-batches in 16 bits would round m times, and the serial reference
+ * (sl_train_serial_mixed: one GEMM over the whole batch, rounded once) is then matched up to
+ * the order of the f32 additions and the replicas' all-reduce. That all-reduce stays 16-bit,
+ * as ddp's (ddp/mixed.c says why: f32 would double the bytes; Megatron reduces its f32
+ * main_grad instead unless told otherwise), and rounds at each hop.
  *
  * Loss scaling (f16). The last stage multiplies dL/d(output) by the scale before rounding it
  * into f16, so every activation gradient flowing back through the pipeline, and every weight
