@@ -31,6 +31,12 @@
  * schedule with the same weight versions; its distance from the serial run is reported
  * (drift), not checked.
  *
+ * -d f16|bf16 (pipeline/mixed.c): gpipe, 1f1b and interleaved in mixed precision: each stage's
+ * layers in 16 bits from an f32 master copy, the boundary activations and gradients sent in
+ * 16 bits (half of f32's bytes), the micro-batches' gradients accumulated in f32, the
+ * replicas' all-reduce in 16 bits, f16's loss-scaling overflow OR-ed over every rank before
+ * the step; checked against sl_train_serial_mixed. pipedream and --compute sleep stay f32.
+ *
  * --compute sleep: in the timed steps each operation's forward or backward (its layers, and the
  * loss) and the optimizer step are replaced by one sleep of the durations measured for them:
  * the shortest of the warm-up steps and of a measurement with each rank computing alone
@@ -50,6 +56,7 @@
 #include <time.h>
 
 #include "sl_train.h"
+#include "pipeline/mixed.h"
 #include "pipeline/schedule.h"
 
 static long long opt_stages = 0, opt_dp = 1, opt_micro = 8, opt_virtual = 0;
@@ -118,6 +125,8 @@ typedef struct stage {
     double busy;             /* seconds of forward/backward work (slept or real) so far */
     double *win, *work;      /* per step: first operation's start to last one's end; busy in it */
     int recording;           /* in the driver's steps (not the sleep mode's replay) */
+    size_t es;               /* bytes of an activation element: the run's dtype */
+    pipe_mixed *mixed;       /* -d f16|bf16 (pipeline/mixed.c); NULL in f32 */
 } stage;
 
 typedef struct pline {
@@ -178,13 +187,13 @@ static size_t keep_elems(const sl_mlp *m, const chunk *c, int rows, int full)
 
 static float *activ_alloc(sl_train *t, stage *st, size_t elems)
 {
-    st->activ += (double)elems * sizeof(float);
+    st->activ += (double)elems * st->es;
     if (st->activ > st->activ_peak) st->activ_peak = st->activ;
-    return sl_k_malloc(t->be, SL_MEM_ACTIV, elems * sizeof(float) + 1);
+    return sl_k_malloc(t->be, SL_MEM_ACTIV, elems * st->es + 1);
 }
 static void activ_free(sl_train *t, stage *st, float *p, size_t elems)
 {
-    st->activ -= (double)elems * sizeof(float);
+    st->activ -= (double)elems * st->es;
     sl_k_free(t->be, p);
 }
 
@@ -216,6 +225,7 @@ static void setup_stage(sl_train *t, stage *st, const geometry *g, int sched, in
     st->first_rep = first_rep;
     st->nrep = nrep;
     st->d = d;
+    st->es = sl_dtype_size(t->dtype);
     st->nchunks = g->v;
     for (int c = 0; c < g->v; c++) {
         chunk *ch = &st->ch[c];
@@ -242,10 +252,13 @@ static void setup_stage(sl_train *t, stage *st, const geometry *g, int sched, in
     for (int i = 0; i < 2; i++)
         st->dbuf[i] = sl_k_malloc(t->be, SL_MEM_ACTIV, (size_t)st->rows_max * st->width_max * sizeof(float) + 1);
     const int scratch = m->dims[0] > m->dims[m->nlayers] ? m->dims[0] : m->dims[m->nlayers];
-    st->xscratch = sl_k_malloc(t->be, SL_MEM_DATA, (size_t)st->rows_max * scratch * sizeof(float) + 1);
+    /* mixed: a second half, where the first chunk's f32 input is loaded before its cast */
+    const int halves = t->dtype != SL_F32 ? 2 : 1;
+    st->xscratch = sl_k_malloc(t->be, SL_MEM_DATA, (size_t)halves * st->rows_max * scratch * sizeof(float) + 1);
     /* pipedream's stream keeps at most p micro-batches in flight beside a step's m */
     st->nslots = (g->m + (sched == S_PIPEDREAM ? g->m + g->p : 0)) * g->v;
     st->slots = calloc((size_t)st->nslots, sizeof *st->slots);
+    /* the boundary buffers hold the run's dtype: 16-bit tensors are sent as they are */
     st->act_in = calloc(4 * (size_t)st->nslots, sizeof *st->act_in);
     if (!st->slots || !st->act_in) SL_FATAL("out of memory");
     st->act_out = st->act_in + st->nslots;
@@ -254,10 +267,10 @@ static void setup_stage(sl_train *t, stage *st, const geometry *g, int sched, in
     for (int k = 0; k < st->nslots; k++) {
         const chunk *ch = &st->ch[k % g->v];
         size_t in = (size_t)st->rows_max * m->dims[ch->l0], out = (size_t)st->rows_max * m->dims[ch->l1];
-        st->act_in[k] = sl_k_malloc(t->be, SL_MEM_COMM, in * sizeof(float) + 1);
-        st->grad_out[k] = sl_k_malloc(t->be, SL_MEM_COMM, in * sizeof(float) + 1);
-        st->act_out[k] = sl_k_malloc(t->be, SL_MEM_COMM, out * sizeof(float) + 1);
-        st->grad_in[k] = sl_k_malloc(t->be, SL_MEM_COMM, out * sizeof(float) + 1);
+        st->act_in[k] = sl_k_malloc(t->be, SL_MEM_COMM, in * st->es + 1);
+        st->grad_out[k] = sl_k_malloc(t->be, SL_MEM_COMM, in * st->es + 1);
+        st->act_out[k] = sl_k_malloc(t->be, SL_MEM_COMM, out * st->es + 1);
+        st->grad_in[k] = sl_k_malloc(t->be, SL_MEM_COMM, out * st->es + 1);
     }
     if (st->last) {
         st->target = calloc((size_t)st->nslots, sizeof *st->target);
@@ -271,6 +284,14 @@ static void setup_stage(sl_train *t, stage *st, const geometry *g, int sched, in
     for (int c = 0; c < g->v; c++)
         sl_mlp_init_params(m, (uint64_t)sl_train_opt.seed, m->w_off[st->ch[c].l0], st->ch[c].count,
                            st->params + st->ch[c].off);
+    if (t->dtype != SL_F32) { /* params become the master copy, grads the f32 accumulator */
+        size_t block = 0;
+        for (int l = 0; l < m->nlayers; l++) block = sl_mlp_layer_size(m, l) > block ? sl_mlp_layer_size(m, l) : block;
+        st->mixed = malloc(sizeof *st->mixed);
+        if (!st->mixed) SL_FATAL("out of memory");
+        pipe_mixed_setup(t, st->mixed, st->params, st->nparams, st->rows_max, st->width_max, block);
+        sl_k_memset0(t->be, st->grads, st->nparams * sizeof(float));
+    }
 }
 
 static void reset_stage(sl_train *t, stage *st)
@@ -286,6 +307,8 @@ static void reset_stage(sl_train *t, stage *st)
 
 static void free_stage(sl_train *t, stage *st)
 {
+    if (st->mixed) pipe_mixed_free(t, st->mixed);
+    free(st->mixed);
     for (int k = 0; k < st->nslots; k++) {
         sl_k_free(t->be, st->act_in[k]);
         sl_k_free(t->be, st->act_out[k]);
@@ -468,6 +491,14 @@ static void prefetch(sl_train *t, stage *st, const op *o)
     const chunk *c = &st->ch[o->chunk];
     const int k = slot_of(st, o), first = c->global == 0, last = c->global == st->g.p * st->g.v - 1;
     if (o->kind != 'F' || (!first && !last)) return;
+    if (st->mixed && first) { /* the input in f32 as the task makes it, rounded into 16 bits */
+        const int scratch = t->m->dims[0] > t->m->dims[t->m->nlayers] ? t->m->dims[0] : t->m->dims[t->m->nlayers];
+        float *x32 = st->xscratch + (size_t)st->rows_max * scratch;
+        load_mb(t, st, o, x32, last ? st->target[k] : st->xscratch);
+        const size_t n = (size_t)mb_rows(t, st, step_mb(st, o)) * t->m->dims[0];
+        sl_k_cast(t->be, n, x32, SL_F32, st->act_in[k], t->dtype, &st->mixed->mx.cnt.act);
+        return;
+    }
     load_mb(t, st, o, first ? st->act_in[k] : st->xscratch, last ? st->target[k] : st->xscratch);
 }
 
@@ -480,6 +511,74 @@ static void note_inflight(stage *st, int delta)
     if (st->inflight > st->inflight_peak) st->inflight_peak = st->inflight;
 }
 
+/* After a forward: its activations block (the input first, full elements) kept for the
+ * backward, or only the input (in elements) with --recompute. */
+static void keep_for_backward(sl_train *t, stage *st, int k, float *work, size_t full, size_t in)
+{
+    if (opt_recompute) {
+        st->slots[k].keep = activ_alloc(t, st, in);
+        sl_k_memcpy(t->be, st->slots[k].keep, work, in * st->es, SL_K_D2D);
+        activ_free(t, st, work, full);
+    } else {
+        st->slots[k].keep = work;
+    }
+    note_inflight(st, 1);
+}
+
+/* Mixed precision's F and B (pipeline/mixed.c): the same buffers and bookkeeping in 16 bits.
+ * The layers of an operation run as one timed piece (no sleep mode here). */
+static void mixed_compute(sl_train *t, stage *st, sl_phase phase, const char *name, double t0)
+{
+    sl_k_sync(t->be);
+    const double t1 = sl_now();
+    st->busy += t1 - t0;
+    sl_train_span(t, phase, name, t0, t1);
+    progress(st);
+}
+
+static void mixed_forward(sl_train *t, stage *st, const op *o)
+{
+    const sl_mlp *m = t->m;
+    const chunk *c = &st->ch[o->chunk];
+    const int k = slot_of(st, o), rows = mb_rows(t, st, step_mb(st, o));
+    const size_t full = keep_elems(m, c, rows, 1), in = keep_elems(m, c, rows, 0);
+    float *work = activ_alloc(t, st, full);
+    sl_k_memcpy(t->be, work, st->act_in[k], in * st->es, SL_K_D2D); /* x[l0] heads the block */
+    double t0 = sl_now();
+    pipe_mixed_forward(st->mixed, c->l0, c->l1, c->off, rows, work, st->act_out[k]);
+    mixed_compute(t, st, SL_PHASE_COMPUTE, "forward (16-bit)", t0);
+    if (c->global == st->g.p * st->g.v - 1) {
+        t0 = sl_now();
+        pipe_mixed_loss(t, st->mixed, rows, st->act_out[k], st->target[k], st->grad_in[k]);
+        mixed_compute(t, st, SL_PHASE_COMPUTE, "loss (scaled)", t0);
+    }
+    keep_for_backward(t, st, k, work, full, in);
+}
+
+static void mixed_backward(sl_train *t, stage *st, const op *o)
+{
+    const sl_mlp *m = t->m;
+    const chunk *c = &st->ch[o->chunk];
+    const int k = slot_of(st, o), rows = mb_rows(t, st, step_mb(st, o));
+    const size_t full = keep_elems(m, c, rows, 1), in = keep_elems(m, c, rows, 0);
+    float *block = st->slots[k].keep;
+    if (opt_recompute) {
+        block = activ_alloc(t, st, full);
+        sl_k_memcpy(t->be, block, st->slots[k].keep, in * st->es, SL_K_D2D);
+        activ_free(t, st, st->slots[k].keep, in);
+        const double t0 = sl_now();
+        pipe_mixed_forward(st->mixed, c->l0, c->l1, c->off, rows, block, st->act_out[k]);
+        mixed_compute(t, st, SL_PHASE_RECOMPUTE, "recompute (16-bit)", t0);
+    }
+    const double t0 = sl_now();
+    pipe_mixed_backward(st->mixed, c->l0, c->l1, c->off, rows, block, st->act_out[k], st->grads, st->grad_in[k],
+                        c->global > 0 ? st->grad_out[k] : NULL);
+    mixed_compute(t, st, SL_PHASE_COMPUTE, "backward (16-bit)", t0);
+    activ_free(t, st, block, full);
+    st->slots[k].keep = NULL;
+    note_inflight(st, -1);
+}
+
 /* F: input in act_in[k] (received, or loaded on the first chunk); output in act_out[k] (to be
  * sent), or, on the model's last chunk, the loss gradient in grad_in[k]. */
 static void do_forward(sl_train *t, stage *st, const op *o)
@@ -489,6 +588,10 @@ static void do_forward(sl_train *t, stage *st, const op *o)
     const int k = slot_of(st, o), rows = mb_rows(t, st, step_mb(st, o));
     const int last = c->global == st->g.p * st->g.v - 1;
     float *x[SL_MLP_MAX_LAYERS + 1], *z[SL_MLP_MAX_LAYERS];
+    if (st->mixed) {
+        mixed_forward(t, st, o);
+        return;
+    }
     if (st->stash && o->chunk == 0) /* the version this micro-batch's backward will use */
         sl_k_memcpy(t->be, st->stash[o->mb % st->nstash], st->params, st->nparams * sizeof(float), SL_K_D2D);
     size_t full = keep_elems(m, c, rows, 1), in = keep_elems(m, c, rows, 0);
@@ -502,14 +605,7 @@ static void do_forward(sl_train *t, stage *st, const op *o)
         a.dbuf[m->nlayers & 1] = st->grad_in[k];
         TIMED(t, st, T_LOSS, SL_PHASE_COMPUTE, "loss", sl_train_loss(t, &a, st->target[k]));
     }
-    if (opt_recompute) { /* keep the input only */
-        st->slots[k].keep = activ_alloc(t, st, in);
-        sl_k_memcpy(t->be, st->slots[k].keep, x[c->l0], in * sizeof(float), SL_K_D2D);
-        activ_free(t, st, work, full);
-    } else {
-        st->slots[k].keep = work;
-    }
-    note_inflight(st, 1);
+    keep_for_backward(t, st, k, work, full, in);
 }
 
 /* B: dL/d(output) in grad_in[k]; dL/d(input) into grad_out[k] (to be sent). */
@@ -519,6 +615,10 @@ static void do_backward(sl_train *t, stage *st, const op *o)
     const chunk *c = &st->ch[o->chunk];
     const int k = slot_of(st, o), rows = mb_rows(t, st, step_mb(st, o));
     float *x[SL_MLP_MAX_LAYERS + 1], *z[SL_MLP_MAX_LAYERS];
+    if (st->mixed) {
+        mixed_backward(t, st, o);
+        return;
+    }
     const float *w = st->stash ? st->stash[o->mb % st->nstash] : st->params;
     size_t full = keep_elems(m, c, rows, 1), in = keep_elems(m, c, rows, 0);
     float *block = st->slots[k].keep;
@@ -562,11 +662,11 @@ static void post_recv(sl_train *t, pline *pp, const op *o)
     const chunk *c = &st->ch[o->chunk];
     const int k = slot_of(st, o), rows = mb_rows(t, st, step_mb(st, o)), G = st->g.p * st->g.v;
     if (o->kind == 'F' && c->global > 0)
-        sl_train_coll_ok(sl_coll_irecv(pp->pipe_comm, st->act_in[k], (size_t)rows * m->dims[c->l0], SL_F32,
+        sl_train_coll_ok(sl_coll_irecv(pp->pipe_comm, st->act_in[k], (size_t)rows * m->dims[c->l0], t->dtype,
                                        (c->global - 1) % pp->p, tag_of(st, o->mb, c->global, 0), &st->slots[k].rq_act),
                          "irecv activation");
     if (o->kind == 'B' && c->global < G - 1)
-        sl_train_coll_ok(sl_coll_irecv(pp->pipe_comm, st->grad_in[k], (size_t)rows * m->dims[c->l1], SL_F32,
+        sl_train_coll_ok(sl_coll_irecv(pp->pipe_comm, st->grad_in[k], (size_t)rows * m->dims[c->l1], t->dtype,
                                        (c->global + 1) % pp->p, tag_of(st, o->mb, c->global, 1), &st->slots[k].rq_grad),
                          "irecv gradient");
 }
@@ -594,7 +694,7 @@ static void start_send(sl_train *t, pline *pp, float *buf, size_t count, int pee
 {
     double t0 = sl_now();
     if (*rq) sl_train_coll_ok(sl_coll_wait(*rq), "wait for an earlier send");
-    sl_train_coll_ok(sl_coll_isend(pp->pipe_comm, buf, count, SL_F32, peer, tag, rq), "isend");
+    sl_train_coll_ok(sl_coll_isend(pp->pipe_comm, buf, count, t->dtype, peer, tag, rq), "isend");
     sl_train_span(t, SL_PHASE_COMM, "send", t0, sl_now());
 }
 
@@ -664,6 +764,10 @@ static void pipe_step(sl_train *t, pline *pp)
     /* pipedream: a send may be received only in the next step */
     if (st->sched != S_PIPEDREAM || t->step == t->nsteps - 1) wait_sends(t, st);
     if (st->sched == S_PIPEDREAM) return;
+    if (st->mixed) {
+        pipe_mixed_update(t, st->mixed, pp->dp_comm, pp->d, st->params, st->grads, st->optim);
+        return;
+    }
     if (pp->d > 1) {
         double t0 = sl_now();
         sl_train_coll_ok(sl_coll_allreduce(pp->dp_comm, st->grads, st->grads, st->nparams, SL_F32, SL_OP_SUM),
@@ -869,6 +973,11 @@ static void gather_weights(sl_train *t, float *full)
  * schedules: serial full-batch training. */
 static void reference(sl_train *t, float *params)
 {
+    if (t->dtype != SL_F32) { /* gpipe, 1f1b, interleaved: serial mixed-precision training */
+        sl_train_serial_mixed(t->m, t->task, &t->optim, t->dtype, t->global_batch, t->nsteps,
+                              (uint64_t)sl_train_opt.seed, params, NULL);
+        return;
+    }
     if (t->variant != S_PIPEDREAM) {
         sl_train_serial(t->m, t->task, &t->optim, t->global_batch, t->nsteps, (uint64_t)sl_train_opt.seed, params, NULL);
         return;
@@ -930,11 +1039,13 @@ static void release(sl_train *t)
 }
 
 /* The busiest stage's bytes per step: a middle stage sends each micro-batch's activation
- * forward and its gradient back, 2 x rows x boundary width x 4 bytes (interleaved: per chunk),
- * plus its share of the replicas' all-reduce (ring volume 2(d-1)/d of its parameters). */
+ * forward and its gradient back, 2 x rows x boundary width x element size (4 bytes, 2 in
+ * f16/bf16; interleaved: per chunk), plus its share of the replicas' all-reduce (ring volume
+ * 2(d-1)/d of its parameters, in the same type). */
 static double bytes_model(const sl_train *t)
 {
     const pline *pp = t->state;
+    const double es = (double)sl_dtype_size(t->dtype); /* 16-bit runs send 16-bit tensors */
     double most = 0;
     for (int s = 0; s < pp->p; s++) {
         geometry g = pp->st.g;
@@ -945,12 +1056,12 @@ static double bytes_model(const sl_train *t)
             np += (double)sl_mlp_range_size(t->m, l0, l1);
             for (int j = 0; j < g.m; j++) {
                 int rows = mb_rows(t, &pp->st, j);
-                if (gl < g.p * g.v - 1) b += (double)rows * t->m->dims[l1] * 4;
-                if (gl > 0) b += (double)rows * t->m->dims[l0] * 4;
+                if (gl < g.p * g.v - 1) b += (double)rows * t->m->dims[l1] * es;
+                if (gl > 0) b += (double)rows * t->m->dims[l0] * es;
             }
         }
         int updates = pp->st.sched == S_PIPEDREAM ? g.m : 1;
-        if (pp->d > 1) b += updates * 2.0 * (pp->d - 1) / pp->d * np * 4;
+        if (pp->d > 1) b += updates * 2.0 * (pp->d - 1) / pp->d * np * es;
         most = b > most ? b : most;
     }
     return most;
@@ -1118,6 +1229,11 @@ static void row(sl_train *t, sl_result *res)
     if (pp->d > 1 && (impl == SL_COLL_MPI || impl == SL_COLL_NCCL)) sent = NAN;
     for (int i = 0; i < res->nmetrics; i++)
         if (strcmp(res->metrics[i].name, "bytes_sent") == 0) res->metrics[i].value = sent / t->nsteps;
+    /* the last step's loss over the global batch (the last stages' parts): f32 beside f16/bf16 */
+    double loss = 0;
+    SL_CHECK_MPI(MPI_Allreduce(&t->loss, &loss, 1, MPI_DOUBLE, MPI_SUM, t->ctx->comm));
+    sl_result_metric(res, "final_loss", loss, "loss");
+    if (st->mixed) pipe_mixed_row(t, st->mixed, res);
     free(mine);
     free(all);
     free(model);
@@ -1127,6 +1243,18 @@ static void validate(sl_ctx *ctx)
 {
     const int P = ctx->nranks;
     if (opt_micro < 1) sl_usage_error("--micro-batches %lld: expected at least 1", opt_micro);
+    if (ctx->opt.dtypes & ~(1u << SL_F32)) {
+        /* pipedream's 16-bit form would stash 16-bit weight versions and decide each
+         * micro-batch's overflow across the stages mid-stream: not built; it runs in f32 */
+        if (opt_schedules != ~0u && (opt_schedules & (1u << S_PIPEDREAM)) && !(ctx->opt.dtypes & (1u << SL_F32)))
+            sl_usage_error("-d: pipeline trains in f16/bf16 with --schedule gpipe, 1f1b or interleaved only "
+                           "(pipedream trains in f32); drop pipedream, or add f32 to -d");
+        if (opt_schedules & (1u << S_PIPEDREAM))
+            sl_note(ctx, "-d f16/bf16: gpipe, 1f1b and interleaved run in mixed precision; pipedream in f32 only");
+        if (opt_compute == 1)
+            sl_usage_error("--compute sleep: with -d f16|bf16 not available (it sleeps the f32 layers' "
+                           "measured times); use --compute real");
+    }
     if (opt_virtual < 0) sl_usage_error("--virtual %lld: expected at least 1", opt_virtual);
     if (opt_stages == 0) opt_stages = P / opt_dp > 0 ? P / opt_dp : 1;
     if (opt_stages * opt_dp != P)
@@ -1175,6 +1303,7 @@ static void validate(sl_ctx *ctx)
 
 static const sl_column columns[] = {
     SL_TRAIN_COLUMNS_RUN,
+    SL_COL("dtype", "dtype", 5),
     {"m", "", "micro_batches", 4, 0, 0},
     SL_TRAIN_COLUMNS_STEP,
     {"bubble", "ms", "bubble", 9, 2, 1e3},
@@ -1184,14 +1313,22 @@ static const sl_column columns[] = {
     {"inflight", "mb", "inflight_peak", 9, 0, 0},
     {"activ", "MB", "activ_peak", 8, 3, 1e-6},
     SL_TRAIN_COLUMNS_BYTES,
-    SL_TRAIN_COLUMNS_CHECK,
+    {"loss", "", "final_loss", 10, 6, 0},
+    SL_COL("skipped", "skipped_steps", 7),
+    /* four decimals: 16-bit runs' errors (1e-4 to 1e-3) would read 0.00 at two */
+    {"error", "rel", "weight_rel_err", 10, 4, 0}, SL_COL_CHECK(7),
 };
 
 static const sl_technique pipeline = {
     .program = {.name = "pipeline", .extra = pipe_opts, .validate = validate,
                 .summary = "pipeline parallelism: GPipe, 1F1B, interleaved 1F1B, PipeDream (weight stashing)",
-                .uses = SL_USES_BACKEND | SL_USES_COLL, .colls = (1u << SL_NCOLLS) - 1,
-                .default_coll = SL_COLL_MPI, .default_iters = 10, .default_warmup = 2},
+                .uses = SL_USES_BACKEND | SL_USES_COLL | SL_USES_DTYPE, .colls = (1u << SL_NCOLLS) - 1,
+                .default_coll = SL_COLL_MPI, .default_iters = 10, .default_warmup = 2,
+                .dtypes = (1u << SL_F32) | (1u << SL_F16) | (1u << SL_BF16), .default_dtype = SL_F32},
+    /* -d f16|bf16 (pipeline/mixed.c): the schedules with one optimizer step per batch */
+    .mixed_variants = (1u << S_GPIPE) | (1u << S_1F1B) | (1u << S_INTERLEAVED),
+    .tol_mixed_sgd_max = {[SL_F16] = SL_TRAIN_TOL_MIXED_SGD_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_SGD_BF16},
+    .tol_mixed_adamw_l2 = {[SL_F16] = SL_TRAIN_TOL_MIXED_ADAMW_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_ADAMW_BF16},
     .variants = schedule_names, .nvariants = NSCHEDULES, .variant_mask = &opt_schedules,
     .data_ranks = data_ranks, .setup = setup, .step = step, .free = release,
     .weights = weights, .gather_weights = gather_weights, .reference = reference,

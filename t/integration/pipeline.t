@@ -75,7 +75,7 @@ ok $? "--compute sleep: the row says so and the weights from the real-compute re
 # NP|NAME|ARGS: each must exit 2 with a message naming NAME
 while IFS='|' read -r np want args; do
   # shellcheck disable=SC2086
-  launch "$np" pipeline $tiny $args -o "$out/bad" >/dev/null 2>"$out/stderr"
+  launch "$np" pipeline $tiny $args -o "$out/bad" </dev/null >/dev/null 2>"$out/stderr"
   rc=$?
   [ $rc = 2 ] && grep -q -- "$want" "$out/stderr"
   ok $? "$args on $np ranks -> exit 2 naming $want (rc=$rc)"
