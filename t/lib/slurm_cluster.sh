@@ -10,7 +10,14 @@ cluster_start() {
   cluster_dir="$1"
   local d="$1" node port
   node=$(hostname -s)
-  port=$(( 20000 + RANDOM % 20000 ))
+  # A port from /dev/urandom, not $RANDOM: slurm.t runs in a PID namespace of its own, where two
+  # runs started in the same second have the same pid and so the same $RANDOM sequence (two
+  # checkouts tested at once then collided on one port). Skipped while something listens there.
+  local tries
+  for tries in $(seq 20); do
+    port=$(( 20000 + $(od -An -N2 -tu2 /dev/urandom) % 20000 ))
+    ss -Htln "sport = :$port or sport = :$((port + 1))" 2>/dev/null | grep -q . || break
+  done
   mkdir -p "$d/state" "$d/spool" && chmod 700 "$d" || return 1
   mungekey -c -k "$d/munge.key" || return 1
   munged -f --key-file="$d/munge.key" --socket="$d/munge.sock" --pid-file="$d/munged.pid" \
@@ -49,9 +56,15 @@ CONF
   export SLURM_CONF="$d/slurm.conf"
   slurmctld -c || return 1
   slurmd || return 1
-  local i
-  for i in $(seq 300); do         # the node registers within seconds; 30 s bounds a broken start
-    sinfo -h -n "$node" -o %t 2>/dev/null | grep -qx idle && return 0
+  # The node registers within seconds. A broken start ends in 30 s at most, and at once when a
+  # daemon has exited (a port taken, a bad configuration): sinfo against a controller that is
+  # gone waits seconds per call, so a count of tries alone would not bound it.
+  local t0=$SECONDS p
+  while (( SECONDS - t0 < 30 )); do
+    for p in slurmctld slurmd; do
+      [ -s "$d/$p.pid" ] && ! kill -0 "$(cat "$d/$p.pid")" 2>/dev/null && { echo "cluster_start: $p exited (see $d/$p.log)" >&2; return 1; }
+    done
+    timeout 5 sinfo -h -n "$node" -o %t 2>/dev/null | grep -qx idle && return 0
     sleep 0.1
   done
   return 1
