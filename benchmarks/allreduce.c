@@ -587,6 +587,17 @@ static void summary(sl_ctx *ctx, series *ser, double membw)
         sl_result_metric(&r, "plateau_bytes", s->S[s->n - 1], "B");
         sl_result_metric(&r, "membw_per_rank", membw, "GB/s");
         sl_result_metric(&r, "plateau_of_membw", plateau / membw, "ratio");
+        /* The gate: the plateau against the library's at the same (largest) size, measured
+         * seconds apart in the size-by-size sweep, as each row's vs_mpi; the library's own
+         * against the copy probe, as its rows' of_copy. Not the absolute plateau: it moved by
+         * 12% between identical runs here when the machine's memory did, which this cancels. */
+        const series *lib = &ser[SL_COLL_MPI];
+        if (i != SL_COLL_MPI && i != SL_COLL_NCCL && lib->ran && lib->n == s->n && lib->busbw[s->n - 1] > 0) {
+            sl_result_metric(&r, "plateau_vs_mpi", plateau / lib->busbw[s->n - 1], "ratio");
+            sl_result_gate(&r, "plateau_vs_mpi");
+        } else if (i == SL_COLL_MPI && isfinite(plateau / membw) && ctx->nranks > 1) {
+            sl_result_gate(&r, "plateau_of_membw");
+        }
         snprintf(r.headline, sizeof r.headline, "plateau_busbw");
         sl_result_check(&r, SL_CHECK_NONE, 0, "fitted model: nothing to check");
         int ncols = ctx->ncols; /* the jsonl row only: the notes above are its table */

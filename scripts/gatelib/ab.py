@@ -74,7 +74,7 @@ def main(argv, gate_options, check_options, run):
     why = check_options(a)
     if not why and not 1 <= a.rounds <= 100:
         why = "--rounds: expected a count from 1 to 100"
-    if not why and a.rounds >= 2 and min_p(a.rounds, a.rounds) > a.alpha:
+    if not why and a.rounds >= 2 and min_p(a.rounds, a.rounds, "less") > a.alpha:
         # said before building and running, not after: the comparison would refuse them
         why = (f"--rounds: {a.rounds} a side cannot reach p <= {a.alpha:g} in the rank test; "
                "give 1 (no rank test) or 5 and more")

@@ -18,13 +18,22 @@ p, u = mann_whitney([1, 2, 3, 4, 5], [6, 7, 8, 9, 10])
 assert abs(p - 2 / 252) < 1e-12 and u == 0, (p, u)          # complete separation, exact
 p, u = mann_whitney([1, 2, 3, 4, 5], [1.5, 2.5, 3.5, 4.5, 5.5])
 assert abs(p - 2 * 87 / 252) < 1e-12 and u == 10, (p, u)    # P(U <= 10) = 87/252
-p, u = mann_whitney([1, 2, 3, 4, 5, 6], [3, 4, 5, 6, 7, 8])  # ties: normal approximation
-assert u == 8 and 0.1250 < p < 0.1260, (p, u)              # z = 9.5 / sqrt(38.4545)
+p, u = mann_whitney([1, 2, 3, 4, 5], [6, 7, 8, 9, 10], "less")
+assert abs(p - 1 / 252) < 1e-12 and u == 0, (p, u)          # one-sided: half of it
+p, _ = mann_whitney([1, 2, 3, 4, 5], [6, 7, 8, 9, 10], "greater")
+assert p == 1.0, p                                          # every split has U >= 0
+p, u = mann_whitney([1, 2, 3, 4, 5, 6], [3, 4, 5, 6, 7, 8])  # ties, 924 splits: exact over them
+assert u == 8 and abs(p - 120 / 924) < 1e-12, (p, u)         # |U - 18| >= 10 in 120 of 924
+p, u = mann_whitney([1, 2, 3, 4, 5, 6], [3, 4, 5, 6, 7, 8], "less")
+assert abs(p - 60 / 924) < 1e-12, p
+x, y = list(range(1, 16)), list(range(5, 20))                # ties, 1.5e8 splits: normal approximation
+p, u = mann_whitney(x, y)                                    # U = 60.5; 11 values tied: sum t^3 - t = 66
+assert u == 60.5 and abs(p - 0.032457) < 5e-6, (p, u)        # var 579.83, z = (112.5 - 60.5 - 0.5) / sqrt(var)
 p, _ = mann_whitney([3, 3, 3], [3, 3, 3])
 assert p == 1.0
-assert abs(min_p(5, 5) - 2 / 252) < 1e-15 and min_p(3, 3) == 0.1
+assert abs(min_p(5, 5) - 2 / 252) < 1e-15 and min_p(3, 3) == 0.1 and abs(min_p(4, 5, "less") - 1 / 126) < 1e-15
 PY
-ok $? "rank test: exact p for 5 vs 5 (2/252 separated, 174/252 interleaved), tie-corrected normal p 0.1255, equal samples p 1"
+ok $? "rank test: exact p for 5 vs 5 (2/252 separated two-sided, 1/252 one-sided, 174/252 interleaved); with ties exact over the 924 splits of 6 vs 6 (120/924), the tie-corrected normal beyond; equal samples p 1"
 
 # --- identical code, identical machine
 mk "$out/base" --seed 1 steady:10:0.8 noisy:10:0.8:0.4 probe:20:-
@@ -40,14 +49,38 @@ ok $? "two runs of the same figures (rounds jittered +-1%, one row +-40%) pass, 
 mk "$out/slow" --seed 3 steady:8:0.64 noisy:8:0.64:0.4 probe:20:-
 cmp_ "$out/base" "$out/slow"
 rc=$?
-[ $rc = 1 ] && grep -Eq 'b/steady .* ratio +vs_ref .* -20\.[0-9]% .* 0\.00794 +REGRESSION' "$out/log" \
+[ $rc = 1 ] && grep -Eq 'b/steady .* ratio +vs_ref .* -20\.[0-9]% .* 0\.00397 +REGRESSION' "$out/log" \
   && grep -Eq 'b/noisy .* ratio .* ok$' "$out/log"
-ok $? "a 20% drop of the ratio in every round is a REGRESSION with p 0.00794; at +-40% noise it is not (rc=$rc)"
+ok $? "a 20% drop of the ratio in every round is a REGRESSION with one-sided p 0.00397; at +-40% noise it is not (rc=$rc)"
 mk "$out/small" --seed 4 steady:9.5:0.76 noisy:10:0.8:0.4 probe:20:-
 cmp_ "$out/base" "$out/small"
 rc=$?
-[ $rc = 0 ] && grep -Eq 'b/steady .* ratio .* -[45]\.[0-9]% .* 0\.00794 +ok$' "$out/log"
-ok $? "a 5% drop is significant (p 0.00794) but below the minimum effect: not a regression (rc=$rc)"
+[ $rc = 0 ] && grep -Eq 'b/steady .* ratio .* -[45]\.[0-9]% .* 0\.00397 +ok$' "$out/log"
+ok $? "a 5% drop is significant (p 0.00397) but below the minimum effect: not a regression (rc=$rc)"
+# one round of the baseline stalled (ratio 30% low in round 4): below every new round, it alone
+# would keep the rank test from p <= 0.01 (U = 5 of 25, p 0.075); set aside, 4 vs 5 rounds
+# separate completely (p 1/126 = 0.00794) and the line marks it
+mk "$out/stall" --seed 1 steady:10:0.8:0.01:4=0.7 noisy:10:0.8:0.4 probe:20:-
+cmp_ "$out/stall" "$out/slow"
+rc=$?
+[ $rc = 1 ] && grep -Eq 'b/steady .* ratio +vs_ref .* -20\.[0-9]% .* 0\.00794\* +REGRESSION' "$out/log" \
+  && grep -q '^# \*: .* without one outlying round' "$out/log"
+ok $? "a baseline round that stalled is set aside (marked *): the 20% drop is still a REGRESSION (rc=$rc)"
+# ... but only a round that is far off: rounds within the minimum effect of their median stay,
+# and with them the noise of a noisy row (its +-40% rounds are not trimmed into significance)
+mk "$out/near" --seed 1 steady:10:0.8:0.01:4=0.95 noisy:10:0.8:0.4 probe:20:-
+cmp_ "$out/near" "$out/base"
+rc=$?
+[ $rc = 0 ] && ! grep -Eq 'b/steady .*\*' "$out/log"
+ok $? "a round 5% off its run's median is not set aside; identical figures pass (rc=$rc)"
+# ... nor one of two low rounds (a row with two modes): 0.8 0.8 0.56 0.8 0.52 against 0.6 x 5
+# is not a shift the rounds agree on (one-sided p 0.35, all five kept)
+mk "$out/modes" --seed 1 steady:10:0.8:0.01:3=0.7,5=0.65 noisy:10:0.8:0.4 probe:20:-
+mk "$out/low" --seed 3 steady:10:0.6 noisy:10:0.8:0.4 probe:20:-
+cmp_ "$out/modes" "$out/low"
+rc=$?
+[ $rc = 0 ] && grep -Eq 'b/steady .* ratio .* -2[0-9]\.[0-9]% .* 0\.3[0-9]+ +ok$' "$out/log"
+ok $? "a row with two low rounds keeps them: a drop its rounds do not agree on is not a regression (rc=$rc)"
 
 # --- the normalised ratio first; absolute figures on the same machine only
 mk "$out/other" --seed 5 --cpu "Other CPU" steady:5:0.8 noisy:5:0.8:0.4 probe:10:-

@@ -57,17 +57,21 @@ for r in map(json.loads, open(sys.argv[1])):
     elif v == "mpi":
         if r["gate"] != "of_copy" or not m["of_copy"]["value"] > 0:
             bad.append(f"mpi: gate {r['gate']}")
+    elif v == "model":
+        want = "plateau_of_membw" if r["collective"] == "mpi" else "plateau_vs_mpi"
+        if r["gate"] != want or not m[want]["value"] > 0:
+            bad.append(f"model {r['collective']}: gate {r['gate']}, expected {want}")
     elif r["gate"] is not None:
-        bad.append(f"{v}: gate {r['gate']}, expected none (probe or model)")
+        bad.append(f"{v}: gate {r['gate']}, expected none (the probe)")
 for r in map(json.loads, open(sys.argv[2])):
-    if r["gate"] is not None or "vs_mpi" in r["metrics"]:
+    if r["gate"] is not None or "vs_mpi" in r["metrics"] or "plateau_vs_mpi" in r["metrics"]:
         bad.append(f"-C ring alone: {r['variant']} has gate {r['gate']}")
 if own != 2 * 3 * 2 * 2:  # two algorithms x three sizes x two modes x out and in place
     bad.append(f"{own} own rows, expected 24")
 print("\n".join("# " + b for b in bad))
 sys.exit(1 if bad else 0)
 PY
-ok $? "allreduce: own rows gate vs_mpi, mpi rows of_copy, probe/model none; without mpi no vs_mpi"
+ok $? "allreduce: own rows gate vs_mpi, mpi rows of_copy, own models plateau_vs_mpi, mpi's plateau_of_membw, the probe none; without mpi no vs_mpi"
 
 launch 1 kernels -n 2 -w 0 --kernels gemm,relu,rng_normal --gemm-n 64 --elems 4096 --copy-bytes 8M \
   -o "$out/k" >"$out/k.txt" 2>&1

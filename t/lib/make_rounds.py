@@ -3,10 +3,11 @@
 
     make_rounds.py DIR --rounds K [--cpu MODEL] [--seed S] ROW...
 
-ROW is VARIANT:ABS:RATIO[:SPREAD]: a row of benchmark "b" whose headline "busbw" is ABS and
-whose normalised ratio "vs_ref" (named by the row's "gate") is RATIO, each round's values
-jittered by a deterministic +-SPREAD (a fraction, default 0.01) so that rounds differ. A RATIO
-of "-" gives a row without a ratio (a probe). Writes DIR/round-NN/{b.jsonl,manifest.json,
+ROW is VARIANT:ABS:RATIO[:SPREAD[:ROUND=FACTOR,...]]: a row of benchmark "b" whose headline "busbw"
+is ABS and whose normalised ratio "vs_ref" (named by the row's "gate") is RATIO, each round's
+values jittered by a deterministic +-SPREAD (a fraction, default 0.01) so that rounds differ,
+and round ROUND's (an outlier: a round in which the machine stalled) multiplied by FACTOR. A
+RATIO of "-" gives a row without a ratio (a probe). Writes DIR/round-NN/{b.jsonl,manifest.json,
 status.tsv} (DIR itself when K is 1 and --flat).
 """
 import argparse
@@ -39,7 +40,9 @@ for r in range(1, a.rounds + 1):
             parts = spec.split(":")
             variant, absval, ratio = parts[0], float(parts[1]), parts[2]
             spread = float(parts[3]) if len(parts) > 3 else 0.01
-            j = lambda v: v * (1 + rng.uniform(-spread, spread))  # noqa: E731
+            factors = dict(map(float, f.split("=")) for f in parts[4].split(",")) if len(parts) > 4 else {}
+            scale = factors.get(r, 1.0)
+            j = lambda v: v * scale * (1 + rng.uniform(-spread, spread))  # noqa: E731
             metrics = {"busbw": {"value": j(absval), "unit": "GB/s"}}
             if ratio != "-":
                 metrics["vs_ref"] = {"value": j(float(ratio)), "unit": "ratio"}
