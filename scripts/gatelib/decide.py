@@ -18,7 +18,7 @@ defeat; compare says so).
 import math
 from statistics import median
 
-from .ranktest import mann_whitney
+from .ranktest import mann_whitney, min_p
 
 
 def rel_spread(values):
@@ -60,7 +60,7 @@ def set_aside(values, min_dev):
     rounds and that round stands alone: it is min_dev (the minimum effect) or more away from the
     side's median (alone, a change the gate would call) while every other round is within
     min_dev of it, and its modified z-score (distance from the median in units of the MAD) is
-    beyond OUTLIER_Z. Returns (kept, number set aside: 0 or 1).
+    beyond OUTLIER_Z. Returns (kept, number set aside: 0 or 1, that round's modified z-score).
 
     Why: with five rounds a side, the rank test reaches p <= 0.01 only when (almost) every new
     round lies below every baseline round. One round in which the machine stalled (here: ddp's
@@ -70,16 +70,16 @@ def set_aside(values, min_dev):
     of them, and with them its noise limit; trimming one of its low rounds would turn the
     modes into a shift."""
     if len(values) < SET_ASIDE_MIN:
-        return list(values), 0
+        return list(values), 0, 0.0
     med = median(values)
     mad = median(abs(v - med) for v in values)
     if mad == 0 or med == 0:
-        return list(values), 0
+        return list(values), 0, 0.0
     far = [i for i, v in enumerate(values) if abs(v - med) >= min_dev * abs(med)]
-    if len(far) != 1 or 0.6745 * abs(values[far[0]] - med) / mad <= OUTLIER_Z:
-        return list(values), 0
-    worst = far[0]
-    return [v for i, v in enumerate(values) if i != worst], 1
+    z = 0.6745 * abs(values[far[0]] - med) / mad if len(far) == 1 else 0.0
+    if z <= OUTLIER_Z:
+        return list(values), 0, 0.0
+    return [v for i, v in enumerate(values) if i != far[0]], 1, z
 
 
 class Decision:
@@ -98,8 +98,15 @@ def decide(bvals, nvals, bcv, ncv, opt, gated=True, floor=0.0):
         return None
     aside = (0, 0)
     if len(bvals) >= 2 and len(nvals) >= 2:
-        (bvals, ob), (nvals, on) = set_aside(bvals, opt.min_effect), set_aside(nvals, opt.min_effect)
-        aside = (ob, on)
+        (bk, ob, bz), (nk, on, nz) = set_aside(bvals, opt.min_effect), set_aside(nvals, opt.min_effect)
+        if ob and on and min_p(len(bk), len(nk), "less") > opt.alpha:
+            # both sides lost a round and the test could no longer reach alpha (4 vs 4): only
+            # the farther outlier goes
+            if bz >= nz:
+                nk, on = list(nvals), 0
+            else:
+                bk, ob = list(bvals), 0
+        bvals, nvals, aside = bk, nk, (ob, on)
     mb, mn = median(bvals), median(nvals)
     if mb == 0:
         return None
