@@ -69,7 +69,8 @@ static const sl_opt pipe_opts[] = {
     {"dp", 0, SL_OPT_INT, &opt_dp, 1, 1 << 16, NULL, 0, "data-parallel replicas d of the pipeline (default 1)"},
     {"micro-batches", 'm', SL_OPT_INT, &opt_micro, -(1LL << 30), 1 << 30, NULL, 0,
      "micro-batches m per replica and step (default 8)"},
-    {"virtual", 0, SL_OPT_INT, &opt_virtual, -(1LL << 30), 1 << 16, NULL, 0,
+    /* 0 stays "not given" (interleaved's default 2): the parser refuses 0 itself */
+    {"virtual", 0, SL_OPT_INT, &opt_virtual, 1, 1 << 16, NULL, 0,
      "model chunks per stage for interleaved (default 2)"},
     {"balance", 0, SL_OPT_STRING, &opt_balance, 0, 0, NULL, 0,
      "layers per stage, a,b,c (interleaved: per chunk; default even, remainder first)"},
@@ -1290,7 +1291,6 @@ static void validate(sl_ctx *ctx)
             sl_usage_error("--compute sleep: with -d f16|bf16 not available (it sleeps the f32 layers' "
                            "measured times); use --compute real");
     }
-    if (opt_virtual < 0) sl_usage_error("--virtual %lld: expected at least 1", opt_virtual);
     if (opt_stages == 0) opt_stages = P / opt_dp > 0 ? P / opt_dp : 1;
     if (opt_stages * opt_dp != P)
         sl_usage_error("--stages %lld x --dp %lld = %lld ranks, but %d are running", opt_stages, opt_dp,

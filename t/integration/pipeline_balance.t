@@ -3,7 +3,7 @@
 # per chunk; three runs each; bf16 once) passes its check, with the one-rank baseline on:
 # that run trains the whole model on one stage (one_rank_layers = --layers) and scaling_eff is
 # measured. A balance that is not a comma-separated list of counts >= 1, one per stage (or
-# chunk) summing to --layers, exits 2 with one line naming --balance.
+# chunk) summing to --layers, exits 2 with one line naming --balance; so does --virtual 0.
 . "$(dirname "$0")/../lib/common.sh"
 out=$(tmpdir)
 trap 'rm -rf "$out"' EXIT
@@ -69,6 +69,7 @@ done <<'CASES'
 2|--balance|--schedule gpipe --balance 3,1
 2|--balance|--schedule gpipe --balance 1,1,3
 2|--balance|--schedule interleaved --balance 3,2
+1|--virtual|--schedule interleaved --virtual 0
 CASES
 
 done_testing
