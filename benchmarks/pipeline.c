@@ -1265,10 +1265,11 @@ static void row(sl_train *t, sl_result *res)
     if (pp->d > 1 && (impl == SL_COLL_MPI || impl == SL_COLL_NCCL)) sent = NAN;
     for (int i = 0; i < res->nmetrics; i++)
         if (strcmp(res->metrics[i].name, "bytes_sent") == 0) res->metrics[i].value = sent / t->nsteps;
-    /* the last step's loss over the global batch (the last stages' parts): f32 beside f16/bf16 */
+    /* the last step's loss over the global batch (the last stages' parts): f32 beside f16/bf16;
+     * none in sleep mode, whose timed steps compute no loss (n/a) */
     double loss = 0;
     SL_CHECK_MPI(MPI_Allreduce(&t->loss, &loss, 1, MPI_DOUBLE, MPI_SUM, t->ctx->comm));
-    sl_result_metric(res, "final_loss", loss, "loss");
+    sl_result_metric(res, "final_loss", opt_compute == 1 ? NAN : loss, "loss");
     if (st->mixed) pipe_mixed_row(t, st->mixed, res);
     free(mine);
     free(all);
