@@ -69,7 +69,8 @@ static const sl_opt pipe_opts[] = {
     {"dp", 0, SL_OPT_INT, &opt_dp, 1, 1 << 16, NULL, 0, "data-parallel replicas d of the pipeline (default 1)"},
     {"micro-batches", 'm', SL_OPT_INT, &opt_micro, -(1LL << 30), 1 << 30, NULL, 0,
      "micro-batches m per replica and step (default 8)"},
-    {"virtual", 0, SL_OPT_INT, &opt_virtual, -(1LL << 30), 1 << 16, NULL, 0,
+    /* 0 stays "not given" (interleaved's default 2): the parser refuses 0 itself */
+    {"virtual", 0, SL_OPT_INT, &opt_virtual, 1, 1 << 16, NULL, 0,
      "model chunks per stage for interleaved (default 2)"},
     {"balance", 0, SL_OPT_STRING, &opt_balance, 0, 0, NULL, 0,
      "layers per stage, a,b,c (interleaved: per chunk; default even, remainder first)"},
@@ -138,19 +139,38 @@ typedef struct pline {
     stage *ref;              /* reference simulation, rank 0 */
 } pline;
 
-/* Layers of global chunk c of G: --balance, or even with the remainder to the first. */
+/* --balance, parsed and checked by validate: layers per chunk of the run's nbalance chunks. */
+static int balance[SL_MLP_MAX_LAYERS], nbalance;
+
+/* Parses --balance: counts of at least 1 separated by single commas, nothing else (no empty
+ * entry, sign or space). Returns how many, or -1. */
+static int parse_balance(const char *s)
+{
+    int n = 0;
+    for (const char *q = s;; q++) {
+        const char *digits = q;
+        long long v = 0;
+        for (; *q >= '0' && *q <= '9'; q++)
+            if ((v = v * 10 + (*q - '0')) > SL_MLP_MAX_LAYERS) return -1; /* more than --layers' bound */
+        if (q == digits || v < 1 || n == SL_MLP_MAX_LAYERS) return -1;
+        balance[n++] = (int)v;
+        if (!*q) return n;
+        if (*q != ',') return -1;
+    }
+}
+
+/* Layers of global chunk c of G: --balance, or even with the remainder to the first. The
+ * balance describes the run's p stages (x v chunks), and only a geometry of that many chunks:
+ * the one-rank baseline runs the schedule on one stage (G = v), which trains the whole model,
+ * split evenly. */
 static void chunk_layers(int c, int G, int *l0, int *l1)
 {
-    if (opt_balance) {
-        const char *q = opt_balance;
+    if (G == nbalance) {
         int acc = 0;
-        for (int i = 0; i <= c; i++) {
-            char *end;
-            long v = strtol(q, &end, 10);
-            if (i == c) { *l0 = acc; *l1 = acc + (int)v; return; }
-            acc += (int)v;
-            q = *end ? end + 1 : end;
-        }
+        for (int i = 0; i < c; i++) acc += balance[i];
+        *l0 = acc;
+        *l1 = acc + balance[c];
+        return;
     }
     size_t a, b;
     sl_share((size_t)sl_train_opt.layers, G, c, &a, &b);
@@ -231,6 +251,11 @@ static void setup_stage(sl_train *t, stage *st, const geometry *g, int sched, in
         chunk *ch = &st->ch[c];
         ch->global = c * g->p + s;
         chunk_layers(ch->global, g->p * g->v, &ch->l0, &ch->l1);
+        /* the loss reads x[nlayers], which only the model's last chunk fills */
+        if (ch->l0 < 0 || ch->l1 <= ch->l0 || ch->l1 > m->nlayers ||
+            (ch->global == g->p * g->v - 1) != (ch->l1 == m->nlayers))
+            SL_FATAL("stage %d: chunk %d of %d holds layers [%d, %d) of %d", s, ch->global, g->p * g->v,
+                     ch->l0, ch->l1, m->nlayers);
         ch->off = st->nparams;
         ch->count = sl_mlp_range_size(m, ch->l0, ch->l1);
         st->nparams += ch->count;
@@ -798,6 +823,10 @@ static void make_geometry(const sl_train *t, int p, geometry *g)
     g->nsteps = t->nsteps;
 }
 
+/* Layers the one-rank baseline's stage held, per schedule (rank 0 runs it): the row's
+ * one_rank_layers, which says that scaling_eff compares with the whole model. */
+static int one_rank_layers[NSCHEDULES];
+
 static void setup(sl_train *t)
 {
     pline *pp = calloc(1, sizeof *pp);
@@ -819,6 +848,10 @@ static void setup(sl_train *t)
     sl_train_coll_ok(sl_comm_create(&pp->dp_comm, split, sl_comm_impl(t->comm), space), "sl_comm_create (replicas)");
     SL_CHECK_MPI(MPI_Comm_free(&split));
     setup_stage(t, &pp->st, &g, t->variant, pp->s, pp->r, 1, pp->d);
+    if (t->baseline) {
+        one_rank_layers[t->variant] = 0;
+        for (int c = 0; c < g.v; c++) one_rank_layers[t->variant] += pp->st.ch[c].l1 - pp->st.ch[c].l0;
+    }
     pp->st.win = calloc(2 * (size_t)t->nsteps, sizeof *pp->st.win);
     if (!pp->st.win) SL_FATAL("out of memory");
     pp->st.work = pp->st.win + t->nsteps;
@@ -1191,6 +1224,9 @@ static void row(sl_train *t, sl_result *res)
     sl_result_param_num(res, "virtual", g->v);
     sl_result_param_num(res, "recompute", opt_recompute);
     sl_result_param_str(res, "compute_mode", opt_compute ? "sleep" : "real");
+    int base = one_rank_layers[st->sched]; /* rank 0's; 0 where no baseline ran */
+    SL_CHECK_MPI(MPI_Bcast(&base, 1, MPI_INT, 0, t->ctx->comm));
+    if (base) sl_result_param_num(res, "one_rank_layers", base);
     list_str(buf, sizeof buf, all, p);
     sl_result_param_str(res, "inflight_stages", buf);
     list_str(buf, sizeof buf, model, p);
@@ -1229,10 +1265,11 @@ static void row(sl_train *t, sl_result *res)
     if (pp->d > 1 && (impl == SL_COLL_MPI || impl == SL_COLL_NCCL)) sent = NAN;
     for (int i = 0; i < res->nmetrics; i++)
         if (strcmp(res->metrics[i].name, "bytes_sent") == 0) res->metrics[i].value = sent / t->nsteps;
-    /* the last step's loss over the global batch (the last stages' parts): f32 beside f16/bf16 */
+    /* the last step's loss over the global batch (the last stages' parts): f32 beside f16/bf16;
+     * none in sleep mode, whose timed steps compute no loss (n/a) */
     double loss = 0;
     SL_CHECK_MPI(MPI_Allreduce(&t->loss, &loss, 1, MPI_DOUBLE, MPI_SUM, t->ctx->comm));
-    sl_result_metric(res, "final_loss", loss, "loss");
+    sl_result_metric(res, "final_loss", opt_compute == 1 ? NAN : loss, "loss");
     if (st->mixed) pipe_mixed_row(t, st->mixed, res);
     free(mine);
     free(all);
@@ -1255,7 +1292,6 @@ static void validate(sl_ctx *ctx)
             sl_usage_error("--compute sleep: with -d f16|bf16 not available (it sleeps the f32 layers' "
                            "measured times); use --compute real");
     }
-    if (opt_virtual < 0) sl_usage_error("--virtual %lld: expected at least 1", opt_virtual);
     if (opt_stages == 0) opt_stages = P / opt_dp > 0 ? P / opt_dp : 1;
     if (opt_stages * opt_dp != P)
         sl_usage_error("--stages %lld x --dp %lld = %lld ranks, but %d are running", opt_stages, opt_dp,
@@ -1273,17 +1309,12 @@ static void validate(sl_ctx *ctx)
                 virtual_of(S_INTERLEAVED), L);
     }
     if (opt_balance) {
-        long long sum = 0, n = 0;
-        const char *q = opt_balance;
-        while (*q) {
-            char *end;
-            long v = strtol(q, &end, 10);
-            if (end == q || v < 1 || (*end && *end != ','))
-                sl_usage_error("--balance %s: expected layer counts >= 1, a,b,c", opt_balance);
-            sum += v;
-            n++;
-            q = *end ? end + 1 : end;
-        }
+        long long sum = 0, n = parse_balance(opt_balance);
+        if (n < 0)
+            sl_usage_error("--balance %s: expected a comma-separated list of layer counts, each at least 1 "
+                           "(a,b,c; no empty entry)", opt_balance);
+        for (int i = 0; i < n; i++) sum += balance[i];
+        nbalance = (int)n;
         long long want = opt_stages * ((opt_schedules & (1u << S_INTERLEAVED)) ? virtual_of(S_INTERLEAVED) : 1);
         if (n != want || sum != L)
             sl_usage_error("--balance %s: expected %lld counts (stages%s) summing to --layers %lld", opt_balance,

@@ -2,7 +2,8 @@
 # pipeline: every schedule on 1-4 stages (and 2 stages x 2 replicas), with m = 1, p and a value
 # not divisible by p, passes its check (gpipe, 1f1b, interleaved: serial full-batch training;
 # pipedream: the one-process simulation of its own schedule); layers not divisible by the stages;
-# micro-batches in flight equal the formula; the text timeline of a small case; bad inputs exit 2.
+# micro-batches in flight equal the formula; the text timeline of a small case; sleep mode's row
+# has no loss; bad inputs exit 2.
 . "$(dirname "$0")/../lib/common.sh"
 out=$(tmpdir)
 trap 'rm -rf "$out"' EXIT
@@ -71,6 +72,13 @@ ok $? "the text timeline of gpipe and 1f1b on p=2, m=3 is the expected schedule"
 launch 2 pipeline $tiny --micro-batches 3 --schedule gpipe --compute sleep -o "$out/sleep" >"$out/sleep.txt" 2>&1
 [ $? = 0 ] && grep -q '"compute_mode":"sleep"' "$out/sleep/pipeline.jsonl" && grep -q '"status":"pass"' "$out/sleep/pipeline.jsonl"
 ok $? "--compute sleep: the row says so and the weights from the real-compute replay pass"
+python3 - "$out/sleep/pipeline.jsonl" "$out/p2m3/pipeline.jsonl" <<'PY'
+import json, sys
+loss = lambda f: [r["metrics"]["final_loss"]["value"] for r in map(json.loads, open(f))]
+slept, real = loss(sys.argv[1]), loss(sys.argv[2])
+sys.exit(0 if slept == [None] and real and all(x is not None and x > 0 for x in real) else 1)
+PY
+ok $? "--compute sleep: no loss in the row (its timed steps compute none; n/a), real compute's rows have one"
 
 # NP|NAME|ARGS: each must exit 2 with a message naming NAME
 while IFS='|' read -r np want args; do
