@@ -69,6 +69,25 @@ int sl_env_cpu_model(char *buf, size_t len)
     return found;
 }
 
+int sl_env_cpu_has_flag(const char *flag)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return -1;
+    char *line = NULL;
+    size_t cap = 0;
+    int found = -1;
+    const size_t n = strlen(flag);
+    while (found < 0 && getline(&line, &cap, f) > 0) {
+        if (strncmp(line, "flags", 5) != 0 || !strchr(line, ':')) continue;
+        found = 0; /* the first CPU's line: a word of it, between blanks */
+        for (const char *p = strchr(line, ':') + 1; (p = strstr(p, flag)) != NULL; p += n)
+            if ((p[-1] == ' ' || p[-1] == '\t' || p[-1] == ':') && (p[n] == ' ' || p[n] == '\n' || p[n] == 0)) found = 1;
+    }
+    free(line);
+    fclose(f);
+    return found;
+}
+
 int sl_env_topology_summary(char *buf, size_t len, int *cores, int *pus)
 {
     hwloc_topology_t topo;

@@ -223,18 +223,21 @@ static void open_results(sl_ctx *ctx)
         }
         sl_json_free(&j);
     }
-    if (ctx->rank == 0) {
-        char *path = ctx->jsonl_path;
-        snprintf(path, sizeof ctx->jsonl_path, "%s/%s.jsonl", ctx->out_dir, ctx->prog->name);
-        /* Appended to by every program of the run; never through a planted symbolic link. */
-        int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0664);
-        if (fd < 0 && errno == ELOOP)
-            SL_FATAL("cannot open %s: it is a symbolic link (refused: results are never written "
-                     "through one)", path);
-        if (fd < 0) SL_FATAL("cannot open %s: %s", path, strerror(errno));
-        ctx->jsonl = fdopen(fd, "a");
-        if (!ctx->jsonl) SL_FATAL("cannot open %s: %s", path, strerror(errno));
-    }
+    if (ctx->rank == 0) ctx->jsonl = sl_results_file_open(ctx, "jsonl", ctx->jsonl_path, sizeof ctx->jsonl_path);
+}
+
+FILE *sl_results_file_open(const sl_ctx *ctx, const char *suffix, char *path, size_t pathlen)
+{
+    snprintf(path, pathlen, "%s/%s.%s", ctx->out_dir, ctx->prog->name, suffix);
+    /* Appended to by every program of the run; never through a planted symbolic link. */
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0664);
+    if (fd < 0 && errno == ELOOP)
+        SL_FATAL("cannot open %s: it is a symbolic link (refused: results are never written "
+                 "through one)", path);
+    if (fd < 0) SL_FATAL("cannot open %s: %s", path, strerror(errno));
+    FILE *f = fdopen(fd, "a");
+    if (!f) SL_FATAL("cannot open %s: %s", path, strerror(errno));
+    return f;
 }
 
 /* -B and -C choices that depend on what was built and what devices are visible. */

@@ -237,14 +237,12 @@ static void attach_counters(const sl_ctx *ctx, sl_result *r)
     }
 }
 
-/* Appends one row and its newline and flushes it (a later crash or hang must not lose it).
- * A row that cannot be written whole (a full disk, a quota, an I/O error) is cut back off the
- * file, so that every line in it is a whole row, and the program stops: exit 3 naming the file
- * and the reason. It never goes on measuring into rows that are lost. */
-static void write_row(sl_ctx *ctx, const char *row)
+/* Appends one row (a jsonl row, or a line of a side file) and its newline and flushes it. A row
+ * that cannot be written whole (a full disk, a quota, an I/O error) is cut back off the file,
+ * so that every line in it is a whole row, and the program stops: exit 3 naming the file and
+ * the reason. It never goes on measuring into rows that are lost. */
+void sl_results_append_line(FILE *f, const char *path, const char *row)
 {
-    FILE *f = ctx->jsonl;
-    const char *path = ctx->jsonl_path[0] ? ctx->jsonl_path : "the results file (jsonl)";
     struct stat st;
     int fd = fileno(f);
     /* Straight to the file descriptor, not through stdio: a buffer that failed to flush would be
@@ -291,7 +289,8 @@ void sl_result_emit(sl_ctx *ctx, const sl_result *row)
     sl_json j;
     sl_json_init(&j);
     sl_result_to_json(ctx, r, &j);
-    if (ctx->jsonl) write_row(ctx, j.buf);
+    if (ctx->jsonl)
+        sl_results_append_line(ctx->jsonl, ctx->jsonl_path[0] ? ctx->jsonl_path : "the results file (jsonl)", j.buf);
     sl_json_free(&j);
 
     if (ctx->ncols && !ctx->opt.quiet) {

@@ -19,6 +19,9 @@ void sl_env_local_capture(sl_env_local *e);
 
 /* Fields from /proc/cpuinfo and hwloc (rank-independent). Return 0 on success. */
 int sl_env_cpu_model(char *buf, size_t len);
+/* Whether the first CPU's "flags" line in /proc/cpuinfo (x86: the names lscpu shows) lists
+ * `flag`: 1 yes, 0 no, -1 when there is no such line (another architecture, no /proc). */
+int sl_env_cpu_has_flag(const char *flag);
 /* "1 package, 1 NUMA node, 2 cores, 2 PUs, L3 32 MiB" */
 int sl_env_topology_summary(char *buf, size_t len, int *cores, int *pus);
 void sl_env_mpi_version(char *buf, size_t len);

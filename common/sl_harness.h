@@ -48,6 +48,12 @@ typedef struct sl_ctx {
  * yet, opens <benchmark>.jsonl and prints the run header. */
 void sl_init(sl_ctx *ctx, const sl_program *prog, int argc, char **argv);
 
+/* Rank 0: opens <out_dir>/<benchmark>.<suffix> of the results directory for appending (the
+ * jsonl, or a program's side file such as precision.curve.tsv), its path into `path`; never
+ * through a symbolic link. Exit 3 naming the file when it cannot be opened. Write to it with
+ * sl_results_append_line. */
+FILE *sl_results_file_open(const sl_ctx *ctx, const char *suffix, char *path, size_t pathlen);
+
 /* Prints the verdict line, writes the trace if --trace, finalises MPI and returns the exit
  * status for main: 0, or 1 if any check failed on any rank. */
 int sl_finalize(sl_ctx *ctx);

@@ -8,6 +8,8 @@
 #ifndef SL_RESULTS_H
 #define SL_RESULTS_H
 
+#include <stdio.h>
+
 #include "sl_stats.h"
 
 #define SL_SCHEMA_VERSION 2
@@ -78,6 +80,11 @@ void sl_result_check(sl_result *r, sl_check_status status, double error, const c
  * program's exit status to 1. Must be called on every rank (only rank 0 writes). A row with a
  * time from sl_time_loop and no counters of its own carries that loop's --papi counters. */
 void sl_result_emit(struct sl_ctx *ctx, const sl_result *r);
+
+/* Appends `line` and a newline to f (a results file: the jsonl, or a program's side file) and
+ * flushes it, so that a later crash or hang loses nothing written; a line that cannot be
+ * written whole is cut back off and the program stops, exit 3 naming `path` and the reason. */
+void sl_results_append_line(FILE *f, const char *path, const char *line);
 
 /* Serialises r as one JSON object (no newline) into j; used by emit and by the tests. */
 struct sl_json;

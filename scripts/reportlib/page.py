@@ -82,7 +82,8 @@ def figures_for(run, prog):
     if prog == "pipeline":
         plotters.append(("bubble vs micro-batches", lambda: pipeline_plots.bubble_vs_microbatches(rows)))
     plotters.append(("memory vs k", lambda: training_plots.checkpoint_memory(rows)))
-    plotters.append(("loss curves", lambda: training_plots.precision_curves(rows)))
+    plotters.append(("loss curves", lambda: training_plots.precision_curves(
+        rows, os.path.join(run.path, prog + ".curve.tsv"))))
     for what, fn in plotters:
         try:
             figs += fn()

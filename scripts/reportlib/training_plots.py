@@ -3,6 +3,8 @@ program whose rows carry the phases), ZeRO's memory per stage against its formul
 checkpointing's memory against k, and mixed precision's loss curves and loss scale.
 
 Every reader is defensive: rows from a program that lacks a field give no plot, not an error."""
+import os
+
 from . import figures as F
 from .rows import labels, metric, param, median_time, num
 
@@ -116,15 +118,43 @@ def checkpoint_memory(rows):
     return [F.finish(fig, "checkpoint: memory vs k", cap)]
 
 
-def precision_curves(rows):
-    """Loss against step for each precision / loss-scaling run (metrics loss_at_<step>), and the
-    loss scale against step where it changes (dynamic scaling)."""
+def curves_from_tsv(path):
+    """precision.curve.tsv as [(variant, [(step, loss, scale), ...])], in the file's order. A
+    line that is not variant, step, loss, scale raises ValueError naming file:line."""
+    runs = {}
+    with open(path, encoding="utf-8") as f:
+        head = f.readline().rstrip("\n").split("\t")
+        if head[:4] != ["variant", "step", "loss", "scale"]:
+            raise ValueError(f"{path}:1: expected the header variant, step, loss, scale")
+        for no, line in enumerate(f, 2):
+            parts = line.rstrip("\n").split("\t")
+            try:
+                runs.setdefault(parts[0], []).append((int(parts[1]), num(float(parts[2])), num(float(parts[3]))))
+            except (IndexError, ValueError):
+                raise ValueError(f"{path}:{no}: expected variant, step, loss, scale separated by tabs") from None
+    return list(runs.items())
+
+
+def curves_from_rows(rows):
+    """The same from the rows' metrics loss_at_<step> and scale_at_<step>: results written
+    before the curve had its own file."""
     runs = []
     for r, name in zip(rows, labels(rows)):
         pts = []
         for key, m in (r.get("metrics") or {}).items():
             if key.startswith("loss_at_") and key[8:].isdigit() and isinstance(m, dict):
                 pts.append((int(key[8:]), num(m.get("value")), metric(r, "scale_at_" + key[8:])))
+        runs.append((name, pts))
+    return runs
+
+
+def precision_curves(rows, curve_path=None):
+    """Loss against step for each precision / loss-scaling run, and the loss scale against step
+    where it changes (dynamic scaling): from precision.curve.tsv (curve_path) where the run
+    has one, else from the rows."""
+    found = curves_from_tsv(curve_path) if curve_path and os.path.exists(curve_path) else curves_from_rows(rows)
+    runs = []
+    for name, pts in found:
         pts = sorted(p for p in pts if p[1] is not None)
         if pts:
             runs.append((name, pts))
@@ -148,7 +178,7 @@ def precision_curves(rows):
                          label=name)
         ax2.set_yscale("log", base=2)
         F.label_axes(ax2, "step", "loss scale", "precision: dynamic loss scale", 6)
-    cap = ("The loss every K steps of each run (metrics loss_at_<step>)"
-           + ("; right: the loss scale where it changed (scale_at_<step>): halved on an overflow, "
+    cap = ("The loss every K steps of each run (precision.curve.tsv; in older results the rows' loss_at_<step>)"
+           + ("; right: the loss scale at those steps: halved on an overflow, "
               "grown after a run of good steps." if scaled else "."))
     return [F.finish(fig, "precision: loss curves", cap)]

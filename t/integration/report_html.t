@@ -80,11 +80,13 @@ with open(f"{d}/checkpoint.jsonl", "w") as f:
         print(row("checkpoint", "every_k", {"k": k, "layers": 16},
                   {"activ_peak": (peak, "bytes"), "activ_model": (model, "bytes"),
                    "activ_store_all": (16e6, "bytes"), "samples_per_s": (100, "samples/s")}, "samples_per_s"), file=f)
-with open(f"{d}/precision.jsonl", "w") as f:
+with open(f"{d}/precision.jsonl", "w") as f, open(f"{d}/precision.curve.tsv", "w") as c:
+    print("variant\tstep\tloss\tscale", file=c)
     for dt, mode in (("fp32", "none"), ("fp16", "dynamic"), ("bf16", "none")):
-        m = {f"loss_at_{s}": (1.0 / (s + 1), "") for s in range(0, 50, 10)}
-        m.update({f"scale_at_{s}": ((65536 >> (s // 10)) if mode == "dynamic" else 1, "") for s in range(0, 50, 10)})
-        print(row("precision", dt, {"loss_scale": mode, "master": 1}, m, "loss_at_40"), file=f)
+        print(row("precision", f"{dt}/{mode}", {"loss_scale": mode, "master": "fp32"},
+                  {"final_loss": (1.0 / 41, ""), "loss_last": (1.0 / 41, "")}, "final_loss"), file=f)
+        for s in list(range(0, 40, 10)) + [39]:
+            print(f"{dt}/{mode}\t{s}\t{1.0 / (s + 1)!r}\t{(65536 >> (s // 10)) if mode == 'dynamic' else 1}", file=c)
 PY
 printf 'program\texit\tseconds\nhalo_conv\t0\t1\nvdnn\t3\t2\n' >>"$out/more/status.tsv"
 scripts/report "$out/more" --html "$out/more.html" >"$out/log" 2>&1
@@ -101,7 +103,7 @@ grep -q '<h2 id="vdnn">' "$out/more.html" && grep -q 'no vdnn.jsonl (exit 3)' "$
 ok $? "a program that left no rows (exit 3) is listed with its exit status"
 if [ $has_mpl = 1 ]; then
   has_img "$out/more.html" "checkpoint: memory vs k" && has_img "$out/more.html" "precision: loss curves"
-  ok $? "checkpoint memory vs k and precision loss curves drawn from their rows"
+  ok $? "checkpoint memory vs k drawn from its rows, precision loss curves from precision.curve.tsv"
 else
   skip 1 "matplotlib not installed (python3-matplotlib)"
 fi
