@@ -7,7 +7,8 @@
 # --rounds K   run the suite K times, one round after another (every program once per round),
 #              into DIR/round-01 ... DIR/round-K: the samples scripts/compare's rank test needs
 # --ci         the regression gate's mode: the quick sizes, more iterations where a round's
-#              median needs them, --rounds 5 (then scripts/compare BASELINE DIR)
+#              median needs them, 5 rounds unless --rounds says otherwise (then scripts/compare
+#              BASELINE DIR)
 # --np N       ranks per program (default: SLURM_NTASKS under Slurm, else the GPUs, else the cores;
 #              threaded programs such as mae_threads default to one rank per node)
 # --only a,b   run just these programs (names of built programs, each once)
@@ -16,8 +17,9 @@
 #              the suite; a program past it is killed and counted as failed
 # Programs run one after another; a failing one does not stop the rest. The run ends with a
 # summary table (program, variant, headline metric, check) and exits 1 if any program failed.
-# Ctrl-C (or TERM) stops the running program and its ranks, prints the summary so far marked
-# INTERRUPTED and exits 130.
+# Ctrl-C, TERM (scancel) or HUP (a closed terminal or ssh session) stops the running program and
+# its ranks, records it in status.tsv with exit 130, prints the summary so far marked INTERRUPTED
+# and exits 130, whichever the signal (the summary names it).
 set -uo pipefail
 
 top="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -27,17 +29,17 @@ bindir="${SL_BIN:-$top/bin}"
 [[ -d "$bindir" || -n "${SL_BIN:-}" ]] || bindir="$(cd "$top/../.." && pwd)/bin"
 launch="$top/scripts/sl-launch"
 
-mode=full np="" only="" out="" timeout_s="" list=0 rounds=1
+mode=full np="" only="" out="" timeout_s="" list=0 rounds=
 command_line="$0 $*"
 # Rounds of --ci: with 5 rounds a side the rank test can reach p = 0.008 (complete separation);
 # fewer can never reach compare's default alpha of 0.01.
 ci_rounds=5
-usage() { sed -n '3,20p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '3,22p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "run_all.sh: $*" >&2; exit 2; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --quick) mode=quick ;;
-    --ci) mode=ci; rounds="$ci_rounds" ;;
+    --ci) mode=ci ;;
     --rounds) [[ "${2:-}" =~ ^[1-9][0-9]*$ && "${2:-}" -le 100 ]] || die "--rounds: expected a count from 1 to 100, got '${2:-}'"; rounds="$2"; shift ;;
     --np) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || die "--np: expected a positive integer, got '${2:-}'"; np="$2"; shift ;;
     --only) [[ -n "${2:-}" ]] || die "--only: expected a comma-separated list of programs"; only="$2"; shift ;;
@@ -49,6 +51,8 @@ while [[ $# -gt 0 ]]; do
   esac
   shift
 done
+# An explicit --rounds wins over --ci's default, whichever comes first.
+[[ -n "$rounds" ]] || { [[ $mode == ci ]] && rounds="$ci_rounds" || rounds=1; }
 
 # Arguments per program and mode. A program not listed runs with its own defaults.
 declare -A quick_args=(
@@ -133,6 +137,9 @@ fi
 
 run_id="$(date +%Y%m%d-%H%M%S)-$(hostname -s 2>/dev/null || echo host)"
 out="${out:-results/$run_id}"
+if [[ -e "$out" && ! -d "$out" ]]; then
+  die "--out: '$out' is not a directory"
+fi
 if [[ -e "$out" && -n "$(ls -A "$out" 2>/dev/null)" ]]; then
   die "--out: '$out' already holds results (of another run); choose a new directory"
 fi
@@ -142,17 +149,23 @@ export SL_RUN_COMMAND="$command_line"
 echo "# scalelab run_all ($mode): ${#programs[@]} program(s), $np rank(s) each, results in $out" \
   "$( (( rounds > 1 )) && echo "($rounds rounds: $out/round-01 ...)")"
 
-# Ctrl-C or a TERM (scancel) stops the program that runs and ends with the summary so far, exit
-# 130. The launcher (timeout's child: mpirun or srun) gets one TERM and stops its ranks (a second
-# signal would make mpirun leave at once, without them); whatever is left of the process group
-# that timeout made for the launcher gets a KILL 10 s later.
+# Ctrl-C, a TERM (scancel) or a HUP (the terminal or ssh session closed) stops the program that
+# runs and ends with the summary so far, exit 130 for each. The launcher (timeout's child:
+# sl-launch, which passes the signal on to mpirun once, or srun) gets one TERM and stops its ranks
+# (a second signal would make mpirun leave at once, without them); whatever is left of the
+# process group that timeout made for the launcher gets a KILL 10 s later. Once a signal came,
+# output that cannot be written (the terminal is gone, a pipe's reader has died) must not stop
+# the rest: status.tsv and the summary in the results directory.
 interrupted="" child=""
 on_signal() {
+  trap '' PIPE
+  [[ -z "$interrupted" ]] || return 0 # one TERM for the launcher, whatever comes after
   interrupted="$1"
   [[ -n "$child" ]] && { pkill -TERM -P "$child" 2>/dev/null || kill -TERM "$child" 2>/dev/null; }
 }
 trap 'on_signal SIGINT' INT
 trap 'on_signal SIGTERM' TERM
+trap 'on_signal SIGHUP' HUP
 
 failed=0 ran=0
 # One round: every program once, into DIR (its own manifest, rows, logs and status.tsv).
@@ -178,7 +191,7 @@ run_round() { # run_round DIR RUN_ID
     start=$(date +%s)
     # The program in the background (so that a signal reaches this script at once) writing through
     # tee, which ignores the signals and ends when the program's output does.
-    exec {logfd}> >(trap '' INT TERM; exec tee "$dir/$p.log")
+    exec {logfd}> >(trap '' INT TERM HUP; exec tee "$dir/$p.log")
     tee_pid=$!
     # shellcheck disable=SC2086
     timeout --kill-after=10 "$timeout_s" "$launch" -np "$p_np" "$bindir/$p" $args >&"$logfd" 2>&1 &
@@ -197,7 +210,9 @@ run_round() { # run_round DIR RUN_ID
     secs=$(( $(date +%s) - start ))
     ran=$((ran + 1))
     if [[ -n "$interrupted" ]]; then
-      echo "## $p: stopped by $interrupted after ${secs}s" | tee -a "$dir/$p.log"
+      # into the log first: the terminal may be gone
+      echo "## $p: stopped by $interrupted after ${secs}s" >>"$dir/$p.log"
+      echo "## $p: stopped by $interrupted after ${secs}s"
       rc=130
     elif [[ $rc == 124 ]] || [[ $rc == 137 && $secs -ge $timeout_s ]]; then
       echo "## $p: killed after the ${timeout_s}s limit" | tee -a "$dir/$p.log"

@@ -2,6 +2,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "sl_error.h"
 
@@ -18,18 +20,43 @@ static int mpi_running(void)
     return init && !fin;
 }
 
+/* Writes HEAD, the formatted message and TAIL to stderr in one write(): the ranks' lines reach
+ * the launcher through pipes, and a line written in pieces (stderr is unbuffered) could be cut
+ * by another rank's. A write of up to PIPE_BUF (4096) bytes to a pipe is never interleaved;
+ * a longer message is cut to fit, ending in "...". */
+__attribute__((format(printf, 3, 0))) static void write_line(const char *head, const char *tail,
+                                                              const char *fmt, va_list ap)
+{
+    char buf[4096];
+    const size_t cap = sizeof buf - 5; /* room for "...\n" and the terminator */
+    size_t len = (size_t)snprintf(buf, cap, "%s", head);
+    if (len < cap) len += (size_t)vsnprintf(buf + len, cap - len, fmt, ap);
+    if (len < cap) len += (size_t)snprintf(buf + len, cap - len, "%s", tail);
+    if (len >= cap) { /* cut: snprintf left cap - 1 bytes */
+        len = cap - 1;
+        memcpy(buf + len, "...", 3);
+        len += 3;
+    }
+    buf[len++] = '\n';
+    fflush(stdout);
+    fflush(stderr);
+    for (size_t done = 0; done < len;) {
+        ssize_t n = write(STDERR_FILENO, buf + done, len - done);
+        if (n <= 0) break; /* nowhere left to say it */
+        done += (size_t)n;
+    }
+}
+
 void sl_fatal(int code, const char *file, int line, const char *fmt, ...)
 {
     int rank = 0;
     if (mpi_running()) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    fflush(stdout);
-    fprintf(stderr, "%s: [rank %d] %s:%d: ", program_name, rank, file, line);
+    char head[512];
+    snprintf(head, sizeof head, "%s: [rank %d] %s:%d: ", program_name, rank, file, line);
     va_list ap;
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    write_line(head, "", fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
-    fflush(stderr);
     if (mpi_running()) MPI_Abort(MPI_COMM_WORLD, code);
     exit(code);
 }
@@ -50,14 +77,12 @@ void sl_usage_error(const char *fmt, ...)
     int rank = sl_launcher_rank();
     if (mpi_running()) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (rank == 0) {
-        fflush(stdout);
-        fprintf(stderr, "%s: ", program_name);
+        char head[256];
+        snprintf(head, sizeof head, "%s: ", program_name);
         va_list ap;
         va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
+        write_line(head, " (see --help)", fmt, ap);
         va_end(ap);
-        fputs(" (see --help)\n", stderr);
-        fflush(stderr);
     }
     if (mpi_running()) MPI_Finalize();
     exit(SL_EXIT_USAGE);

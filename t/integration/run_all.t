@@ -21,6 +21,11 @@ ok $? "the verdict says every check passed"
 [ -s "$out/run/mae_threads.log" ] && grep -q 'mae_threads	0	' "$out/run/status.tsv"
 ok $? "per-program log and exit status recorded"
 
+touch "$out/a_file"
+./run_all.sh --quick --only mae_threads --out "$out/a_file" >"$out/log" 2>&1
+rc=$?
+[ $rc = 2 ] && [ "$(wc -l <"$out/log")" = 1 ] && grep -q -- "--out: '$out/a_file' is not a directory" "$out/log"
+ok $? "--out naming a file: exit 2, it is not a directory (rc=$rc): $(cat "$out/log")"
 ./run_all.sh --np 0 >/dev/null 2>&1; [ $? = 2 ]
 ok $? "--np 0 exits 2"
 ./run_all.sh --only no_such_program >/dev/null 2>&1; [ $? = 2 ]
@@ -101,5 +106,46 @@ rc=$?
   && ! grep -q 'killed after the' "$out/log4"
 ok $? "a SIGKILL within the limit is called an outside kill (OOM?), not the time limit (rc=$rc)"
 [ $rc = 1 ] || tail -5 "$out/log4" | sed 's/^/#   /' >&2
+
+# --ci's 5 rounds are a default: an explicit --rounds wins, before --ci or after it
+rm -rf "$out/tree/bin/"* "$out/tree/res"
+printf '#!/bin/sh\nexit 0\n' >"$out/tree/bin/quiet"
+chmod +x "$out/tree/bin/quiet"
+for opts in "--ci --rounds 2" "--rounds 2 --ci" "--ci"; do
+  want=2; [ "$opts" = --ci ] && want=5
+  rm -rf "$out/tree/res"
+  # shellcheck disable=SC2086
+  (cd "$out/tree" && ./run_all.sh $opts --np 1 --out "$out/tree/res") >"$out/log5" 2>&1
+  n=$(find "$out/tree/res" -maxdepth 1 -name 'round-*' | wc -l)
+  [ "$n" = $want ] && grep -q "($want rounds: " "$out/log5"
+  ok $? "run_all.sh $opts: $want rounds ($n)"
+done
+
+# A hangup (the terminal or ssh session closed) is handled as Ctrl-C and TERM are. The terminal's
+# SIGHUP reaches run_all.sh's process group (here its own session, from setsid), not the
+# launcher's, which timeout puts in a group of its own. Every process of the run has the results
+# directory in its environment (SL_RESULTS): none may be left.
+rm -rf "$out/tree/bin/"* "$out/tree/res" "$out/b_ran"
+printf '#!/bin/sh\necho $$ >%s/rank.$OMPI_COMM_WORLD_RANK\nexec sleep 60\n' "$out" >"$out/tree/bin/a_hangs"
+printf '#!/bin/sh\ntouch %s/b_ran\n' "$out" >"$out/tree/bin/b_next"
+chmod +x "$out/tree/bin/"*
+of_run() { grep -lzx "SL_RESULTS=$out/tree/res" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3; }
+(cd "$out/tree" && exec setsid ./run_all.sh --quick --np 2 --out "$out/tree/res") >"$out/log6" 2>&1 &
+ra=$!
+for _ in $(seq 300); do [ -s "$out/rank.0" ] && [ -s "$out/rank.1" ] && break; sleep 0.1; done
+kill -HUP -- "-$ra"
+wait "$ra"
+rc=$?
+[ $rc = 130 ] && grep -q 'INTERRUPTED by SIGHUP after 1 of 2' "$out/log6" && grep -q '^# summary of' "$out/log6" \
+  && grep -q 'a_hangs: FAILED (interrupted' "$out/log6" && [ ! -e "$out/b_ran" ]
+ok $? "SIGHUP: exit 130, the summary so far marked INTERRUPTED, the next program not started (rc=$rc)"
+[ $rc = 130 ] || tail -5 "$out/log6" | sed 's/^/#   /' >&2
+grep -q '^a_hangs	130	' "$out/tree/res/status.tsv"
+ok $? "... status.tsv names the program stopped"
+# (the ranks may still be on their way out when run_all.sh ends; a zombie has no environment)
+for _ in $(seq 100); do left=$(of_run); [ -z "$left" ] && break; sleep 0.1; done
+[ -z "$left" ]
+ok $? "... and no mpirun or rank of the run is left${left:+: $(echo $left)}"
+[ -z "$left" ] || { ps -o pid,ppid,stat,cmd -p "$(echo $left | tr ' ' ,)" >&2; kill -KILL $left; }
 
 done_testing
