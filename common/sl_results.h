@@ -95,7 +95,8 @@ void sl_result_to_json(const struct sl_ctx *ctx, const sl_result *r, struct sl_j
  *   "time.min" "time.median" "time.mean" "time.max" "time.p95" "time.cv"
  *   any parameter or metric name.
  * Numbers are multiplied by scale (e.g. 1e3 to show seconds as ms), printed with prec
- * decimals; NaN prints as "n/a". */
+ * decimals, or with -prec significant digits when prec < 0 (%g: for relative errors, which
+ * span many decades); NaN prints as "n/a". */
 typedef struct sl_column {
     const char *title;
     const char *unit; /* the units row; "" for none */

@@ -66,8 +66,7 @@ void hc_serial_free(hc_serial *s)
     sl_k_free(s->be, s->cv.work);
 }
 
-double hc_serial_pass(hc_serial *s, const float *params, float *grads, uint64_t seed,
-                      uint64_t sample0, int want_dx, int norm_images)
+void hc_serial_forward(hc_serial *s, const float *params, uint64_t seed, uint64_t sample0)
 {
     const hc_geom *g = &s->g;
     const size_t lp = hc_layer_params(g), n = (size_t)g->n * g->c * g->h * g->w;
@@ -77,6 +76,13 @@ double hc_serial_pass(hc_serial *s, const float *params, float *grads, uint64_t 
         sl_k_conv2d_forward(s->be, &s->cv, s->x[l], params + l * lp, s->x[l + 1]);
         if (l < g->layers - 1) sl_k_act_forward(s->be, SL_ACT_RELU, n, s->x[l + 1], s->x[l + 1]);
     }
+    sl_k_sync(s->be);
+}
+
+double hc_serial_backward(hc_serial *s, const float *params, float *grads, int want_dx, int norm_images)
+{
+    const hc_geom *g = &s->g;
+    const size_t lp = hc_layer_params(g), n = (size_t)g->n * g->c * g->h * g->w;
     /* the target is the input image */
     double loss = sl_k_mse(s->be, n, s->x[g->layers], s->x[0], s->dy,
                            1.0f / ((float)norm_images * g->c * g->h * g->w));
@@ -99,7 +105,8 @@ void hc_serial_train(hc_serial *s, const sl_optim *o, int steps, uint64_t seed, 
     hc_init_params(s->be, &s->g, seed, params);
     for (int k = 0; k < steps; k++) {
         sl_k_memset0(s->be, grads, np * sizeof(float));
-        hc_serial_pass(s, params, grads, seed, (uint64_t)k * s->g.n, 0, s->g.n);
+        hc_serial_forward(s, params, seed, (uint64_t)k * s->g.n);
+        hc_serial_backward(s, params, grads, 0, s->g.n);
         sl_optim so = sl_optim_for_step(o, k);
         sl_optim_step(s->be, &so, np, params, grads, state);
     }

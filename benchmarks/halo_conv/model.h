@@ -40,11 +40,13 @@ typedef struct hc_serial {
 } hc_serial;
 void hc_serial_init(hc_serial *s, sl_backend be, const hc_geom *g);
 void hc_serial_free(hc_serial *s);
-/* Forward and backward of samples [sample0, sample0 + g->n): the output in s->x[layers],
- * gradients added to grads, dL/d(input) in s->dx when want_dx. The loss is normalised over
- * `norm_images` whole images. Returns the loss. */
-double hc_serial_pass(hc_serial *s, const float *params, float *grads, uint64_t seed,
-                      uint64_t sample0, int want_dx, int norm_images);
+/* The forward of samples [sample0, sample0 + g->n): the input in s->x[0], each layer's output
+ * (after its ReLU) in s->x[1..layers]. */
+void hc_serial_forward(hc_serial *s, const float *params, uint64_t seed, uint64_t sample0);
+/* The backward from the activations in s->x[] (the forward's, or any put there): the loss of
+ * s->x[layers] against s->x[0] normalised over `norm_images` whole images (returned), its
+ * gradients added to grads, dL/d(input) in s->dx when want_dx. ReLU' is taken from s->x[]. */
+double hc_serial_backward(hc_serial *s, const float *params, float *grads, int want_dx, int norm_images);
 /* Trains from hc_init_params(seed) for `steps` steps (step k on samples [k n, (k + 1) n));
  * params receives the weights. */
 void hc_serial_train(hc_serial *s, const sl_optim *o, int steps, uint64_t seed, float *params);

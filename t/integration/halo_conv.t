@@ -4,8 +4,10 @@
 # and the weights after training equal the serial stack's. Each rank's halo bytes per layer, as
 # the communication layer counted them, equal the model recomputed here (faces r W_tile C N 4,
 # corners r^2 C N 4, for the neighbours that exist); memory by category equals the model; with
-# -C ring (where the all-reduce splits dW evenly), bytes per step equal the model. Tiles thinner than the halo, and other bad options,
-# are exit 2 naming the option.
+# -C ring (where the all-reduce splits dW evenly), bytes per step equal the model. On the default
+# model where a hidden unit's ReLU falls the other way than the serial stack's (-n 15 blocking,
+# -n 20 overlap, with OpenBLAS's AVX2 kernel), the check still passes. Tiles thinner than the
+# halo, and other bad options, are exit 2 naming the option.
 . "$(dirname "$0")/../lib/common.sh"
 out=$(tmpdir)
 trap 'rm -rf "$out"' EXIT
@@ -85,6 +87,32 @@ run 4 default:2x2 5 1 blocking,overlap,data
 run 4 2x2 7 1 blocking,overlap --variants blocking,overlap
 run 4 1x4 3 1 overlap --variants overlap
 run 4 4x1 3 2 blocking --variants blocking --optim adamw
+
+# A trained stack has hidden units whose pre-activation lies within rounding of 0: two correct
+# computations that order their sums differently (a tile's GEMMs against the whole image's)
+# may put such a unit on either side of it, and dL/dx then differs over its receptive field by
+# its whole gradient (0.017 relative), which the check once took for a defect. OpenBLAS's AVX2
+# (Haswell) kernel does so for the default model at these step counts, one unit each — in
+# blocking as well as overlap, so not a race of the overlapped exchange: the check
+# must pass, the backward being compared given the pass's own activations, and its note must
+# count that unit (where this machine's BLAS puts no unit across 0, that part is skipped).
+grep -qw avx2 /proc/cpuinfo 2>/dev/null && export OPENBLAS_CORETYPE=Haswell
+# (--grid 1x4 -n 20 --variants overlap is another such case, left out for time.)
+for case in "-n 15 --variants blocking" "-n 20 --variants overlap"; do
+  tag=relu_$(echo "$case" | tr -dc 'a-z0-9')
+  # shellcheck disable=SC2086
+  launch 4 halo_conv $case --baseline 0 -o "$out/$tag" >"$out/$tag.txt" 2>&1
+  rc=$?
+  ok $rc "halo_conv -np 4 $case (default model): the check passes (rc=$rc)"
+  [ $rc = 0 ] || tail -4 "$out/$tag.txt" | sed 's/^/#   /' >&2
+  flipped=$(grep -o 'of which [0-9]* of' "$out/$tag.txt" | grep -o '[0-9]*' | head -1)
+  if [ "${flipped:-0}" -gt 0 ]; then
+    ok 0 "$case: $flipped hidden unit(s) on the other side of 0 than the serial stack's, and still a pass"
+  else
+    echo "ok $((tap_n += 1)) # SKIP $case: this BLAS put no hidden unit across 0 (${flipped:-no} count)"
+  fi
+done
+unset OPENBLAS_CORETYPE
 
 # The squarest grid by default (the runs above checked the rows' grid): 4 ranks are 2x2, 2
 # ranks the row split 1x2; uneven tiles give the first blocks the extra row and column.

@@ -1,6 +1,7 @@
 /* test_results.c — the JSON writer and the results rows: escaping, null for non-finite
- * numbers, --papi counters attached to timed rows, and every emitted row valid against
- * results/schema.md (checked by t/lib/validate_results.py, an independent reader). */
+ * numbers, --papi counters attached to timed rows, every emitted row valid against
+ * results/schema.md (checked by t/lib/validate_results.py, an independent reader), and the
+ * training layer's error column printed in significant digits. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 
 #include "../tap.h"
 #include "scalelab.h"
+#include "sl_train.h"
 
 static const sl_program prog = {.name = "results_test", .summary = "results under test"};
 
@@ -19,6 +21,37 @@ static int validate(const char *kind, const char *path, const char *extra)
     snprintf(cmd, sizeof cmd, "python3 %s/t/lib/validate_results.py %s %s %s >&2", top ? top : ".",
              kind, path, extra ? extra : "");
     return system(cmd);
+}
+
+/* The table line emit prints for a row whose weight_rel_err is v, under the training layer's
+ * check columns (error, check). */
+static void error_cell(double v, char *out, size_t len)
+{
+    static const sl_column cols[] = {SL_TRAIN_COLUMNS_CHECK};
+    sl_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.prog = &prog;
+    ctx.nranks = 1;
+    ctx.cols = cols;
+    ctx.ncols = (int)(sizeof cols / sizeof cols[0]);
+    sl_result r;
+    sl_result_init(&ctx, &r, "v");
+    sl_result_metric(&r, "weight_rel_err", v, "ratio");
+    sl_result_check(&r, SL_CHECK_PASS, v, NULL);
+    fflush(stdout);
+    FILE *tmp = tmpfile();
+    int saved = dup(STDOUT_FILENO);
+    dup2(fileno(tmp), STDOUT_FILENO);
+    sl_result_emit(&ctx, &r);
+    fflush(stdout);
+    dup2(saved, STDOUT_FILENO);
+    close(saved);
+    rewind(tmp);
+    char line[256] = "", *word;
+    if (!fgets(line, sizeof line, tmp)) line[0] = 0;
+    fclose(tmp);
+    word = strtok(line, " \n");
+    snprintf(out, len, "%s", word ? word : "");
 }
 
 int main(void)
@@ -153,6 +186,17 @@ int main(void)
     fputs("{\"schema_version\":1,\"run_id\":\"x\"}\n", b);
     fclose(b);
     ok(validate("rows", broken, NULL) != 0, "the validator rejects a row without required fields");
+
+    /* Relative errors span decades: 1.7e-4 (a tolerance's order) must not print as 0.00. */
+    const struct { double v; const char *want; } cells[] = {
+        {1.71234e-4, "0.000171"}, {5.7346e-8, "5.73e-08"}, {0.0169, "0.0169"}, {0, "0"}};
+    for (size_t i = 0; i < sizeof cells / sizeof cells[0]; i++) {
+        char got[64];
+        error_cell(cells[i].v, got, sizeof got);
+        ok(strcmp(got, cells[i].want) == 0, "the training layer's error column prints %g as %s", cells[i].v,
+           cells[i].want);
+        if (strcmp(got, cells[i].want) != 0) diag("got '%s'", got);
+    }
 
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
