@@ -587,12 +587,13 @@ static int sweep(sl_ctx *ctx, int pass)
     cur_t = tps[pass];
     cur_d = ctx->nranks / cur_t;
     if (pass == 0)
-        sl_note(ctx, "%lld MLP blocks, h %lld, f %lld (%.1f MiB of f32 parameters), %s scaling: %lld tokens %s, %s",
+        sl_note(ctx, "%lld MLP blocks, h %lld, f %lld (%.1f MiB of f32 parameters), %s scaling: %lld tokens %s, %s lr %.3g",
                 opt_blocks, opt_hidden, opt_hidden * opt_ffn,
                 (double)(2 * opt_hidden * opt_hidden * opt_ffn + opt_hidden * opt_ffn + opt_hidden) * opt_blocks * 4 /
                     1048576,
                 sl_train_opt.scaling ? "strong" : "weak", sl_train_opt.batch,
-                sl_train_opt.scaling ? "in all" : "per rank (t x that per replica)", sl_optim_name(sl_train_opt.optim));
+                sl_train_opt.scaling ? "in all" : "per rank (t x that per replica)", sl_optim_name(sl_train_opt.optim),
+                sl_train_opt.lr);
     sl_note(ctx, "t = %d tensor-parallel x d = %d data-parallel", cur_t, cur_d);
     return 1;
 }
