@@ -680,8 +680,9 @@ static int check(sl_train *t, double *error, char *why, size_t whylen)
 }
 
 /* The weights after training: one process training the serial stack on whole images. */
-static void reference(sl_train *t, float *params)
+static void reference(sl_train *t, float *params, double *losses)
 {
+    (void)losses; /* the conv stack's serial training does not report its loss */
     hc_geom whole = problem;
     whole.n = t->global_batch;
     hc_serial ref;

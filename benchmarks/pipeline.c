@@ -971,15 +971,15 @@ static void gather_weights(sl_train *t, float *full)
 /* pipedream's reference: all p stages in one process, every replica's part of a micro-batch
  * in one, each stage running its own list in the order the timeline gives them; the other
  * schedules: serial full-batch training. */
-static void reference(sl_train *t, float *params)
+static void reference(sl_train *t, float *params, double *losses)
 {
     if (t->dtype != SL_F32) { /* gpipe, 1f1b, interleaved: serial mixed-precision training */
         sl_train_serial_mixed(t->m, t->task, &t->optim, t->dtype, t->global_batch, t->nsteps,
-                              (uint64_t)sl_train_opt.seed, params, NULL);
+                              (uint64_t)sl_train_opt.seed, params, losses);
         return;
     }
     if (t->variant != S_PIPEDREAM) {
-        sl_train_serial(t->m, t->task, &t->optim, t->global_batch, t->nsteps, (uint64_t)sl_train_opt.seed, params, NULL);
+        sl_train_serial(t->m, t->task, &t->optim, t->global_batch, t->nsteps, (uint64_t)sl_train_opt.seed, params, losses);
         return;
     }
     pline *pp = t->state;

@@ -150,10 +150,12 @@ typedef struct sl_technique {
 
     /* The check: relative tolerances against the serial reference (0: the defaults below),
      * and a different reference where the technique's is not serial full-batch training
-     * (params: backend memory, m->nparams floats, on rank 0). Called once per global batch and
-     * variant (it may differ between variants: t->variant says which). */
+     * (params: backend memory, m->nparams floats, on rank 0; losses: host, t->nsteps: each
+     * step's loss, for the check that the reference did not diverge, or left NAN throughout
+     * where the reference does not know them). Called once per global batch and variant (it
+     * may differ between variants: t->variant says which). */
     double tol_sgd_max, tol_adamw_l2;
-    void (*reference)(sl_train *t, float *params);
+    void (*reference)(sl_train *t, float *params, double *losses);
     /* The technique's own checks beside the weights' (halo_conv, megatron_mlp: one step's
      * output and gradients against the serial model, bytes against the model; checkpointing: gradients
      * and weights bit for bit against store-all, activation bytes against the model).
@@ -212,6 +214,15 @@ typedef struct sl_technique {
  * blind to a uniform scale of the gradient, so SGD, the default, is the stricter check.) */
 #define SL_TRAIN_TOL_SGD_MAX 1e-4
 #define SL_TRAIN_TOL_ADAMW_L2 1e-3
+
+/* A run whose serial reference's loss rose this many times above its first step's (or became
+ * inf/NaN) has diverged, and its check fails whatever the weights' errors: two diverged runs
+ * agree or not by chance (rounding differences grow exponentially in both), so neither the
+ * pass nor the fail would say anything about the technique. Measured on the synthetic task:
+ * a step's loss moves with its batch, and AdamW at sl_optim_default_lr's rate can raise it
+ * 2x in its first steps (3x at twice that rate); a diverging run rises 10 to 10^8 times
+ * (AdamW at 0.01: 19x in 3 steps at 3 x 512, 1.5e8x in one step at 32 x 512). */
+#define SL_TRAIN_DIVERGED_RISE 10.0
 
 /* The bounds of a data-parallel mixed-precision run against one process training the whole
  * batch in the same precision with the same scaler (sl_train_serial_mixed). The two differ

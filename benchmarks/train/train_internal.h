@@ -13,6 +13,9 @@ typedef struct train_check {
     char tech_why[256];            /* ... and why (the lowest failing rank's reason) */
     double ref_loss, f32_loss;     /* the last step's loss of the reference in the run's dtype
                                       and of the f32 serial reference */
+    double ref_first_loss;         /* the reference's loss at step 0 (NAN where unknown) ... */
+    double ref_peak_loss;          /* ... its largest (inf where one was inf/NaN) ... */
+    int ref_peak_step;             /* ... and at which step */
     long ref_skipped;              /* steps the reference's loss scaler skipped */
     double ref_rms;                /* the reference weights' root mean square */
 } train_check;

@@ -61,6 +61,18 @@ ok $? "ps with two servers sharding the parameters passes"
 launch 2 ddp ${small/--accum 3/--accum 4} --variants accum --batch 9 --optim adamw -o "$out/adamw" >"$out/adamw.txt" 2>&1
 ok $? "accum with AdamW equals the serial full-batch run"
 
+# AdamW at 3 x 512, batch 32: the shape's default rate (0.00361) trains it on 2 ranks; 0.01
+# makes the serial run's loss rise 19x in 3 steps, and the check says the run diverged.
+deep="--layers 3 --width 512 --inputs 64 --outputs 16 -n 2 -w 1 --baseline 0 --variants sync --optim adamw"
+# shellcheck disable=SC2086
+launch 2 ddp $deep --batch 16 -o "$out/deep" >"$out/deep.txt" 2>&1
+ok $? "AdamW at 3 x 512 on 2 ranks at the shape's default rate passes its check"
+# shellcheck disable=SC2086
+launch 1 ddp $deep --batch 32 --lr 0.01 -o "$out/diverged" >"$out/diverged.txt" 2>&1
+rc=$?
+[ $rc = 1 ] && grep -q "CHECK FAILED: sync: diverged: .*lower --lr" "$out/diverged.txt"
+ok $? "... at --lr 0.01 on one rank: the check fails as diverged, naming --lr, exit 1 (rc=$rc)"
+
 # The one-rank baseline (rank 0 alone while the others wait) gives an efficiency in (0, 1.5].
 launch 2 ddp --layers 3 --width 48 --inputs 12 --outputs 5 --batch 4 -n 2 -w 1 --variants sync \
   -o "$out/eff" >"$out/eff.txt" 2>&1

@@ -157,6 +157,31 @@ ok $? "one rank's overflow skips the step on every rank (rank 0's row: skipped 1
 [ $rc = 1 ]
 ok $? "... exit 1 (rc=$rc)"
 
+# AdamW's default learning rate follows the model's width and depth (sl_optim_default_lr): at
+# 3 x 512 (batch 32) a fixed 0.01 makes the serial run's loss rise 19x in 3 steps, and the
+# default (0.00361) trains it. A diverged reference fails the check, even on one rank, where the
+# replica equals it bit for bit.
+deep="--layers 3 --width 512 --inputs 64 --outputs 16 -n 2 -w 1 --baseline 0 --stage 0"
+# shellcheck disable=SC2086
+launch 2 zero $deep --batch 16 -o "$out/deep" >"$out/deep.txt" 2>&1
+rc=$?
+python3 - "$out/deep/zero.jsonl" <<'PY'
+import json, sys
+r = json.loads(open(sys.argv[1]).readline())
+m = {k: v["value"] for k, v in r["metrics"].items()}
+first, peak = m.get("ref_first_loss"), m.get("ref_peak_loss")
+print(r["check"], first, peak, file=sys.stderr)
+sys.exit(0 if r["check"]["status"] == "pass" and first and peak and peak <= 10 * first else 1)
+PY
+ok $? "3 x 512 on 2 ranks at the default rate: passes, the reference's loss never above 10x its first (rc=$rc)"
+grep -q "adamw lr 0.00361 (this shape's default)" "$out/deep.txt"
+ok $? "the note line prints the rate and says it is the shape's default"
+# shellcheck disable=SC2086
+launch 1 zero $deep --batch 32 --lr 0.01 -o "$out/diverged" >"$out/diverged.txt" 2>&1
+rc=$?
+[ $rc = 1 ] && grep -q "CHECK FAILED: stage0: diverged: the serial reference's loss rose from .* at lr 0.01; lower --lr (this model's default: 0.00361)$" "$out/diverged.txt"
+ok $? "--lr 0.01 at 3 x 512 on one rank: the check fails as diverged naming --lr and the default, exit 1 (rc=$rc)"
+
 # The paper's example (Rajbhandari et al., Figure 1): 7.5B parameters on 64 devices.
 got=$(zero --analytic 7.5e9 --ranks 64 --precision mixed | awk '/^stage/ {print $NF}' | tr '\n' ' ')
 [ "$got" = "120.0 31.4 16.6 1.9 " ]
