@@ -240,8 +240,7 @@ static void step(sl_train *t)
     } else {
         void *g = grads_of(t, r);
         sl_train_coll_ok(sl_coll_allreduce(t->comm, g, g, n, t->dtype, SL_OP_SUM), "sl_coll_allreduce");
-        sl_train_span(t, SL_PHASE_COMM, "all-reduce (blocking)", t0, sl_now());
-        sl_train_record(t, SL_PHASE_EXPOSED, sl_now() - t0);
+        sl_train_blocking(t, "all-reduce (blocking)", t0);
     }
     /* after every bucket: the one unscale, overflow flag and loss-scale decision of the step */
     if (t->dtype != SL_F32)
@@ -268,8 +267,7 @@ static void step_ps(sl_train *t)
             server_shard(t, s, &off, &cnt);
             sl_train_coll_ok(sl_coll_recv(t->comm, r->rep.params + off, cnt, SL_F32, r->workers + s, 2), "pull");
         }
-        sl_train_span(t, SL_PHASE_COMM, "push+pull", c0, sl_now());
-        sl_train_record(t, SL_PHASE_EXPOSED, sl_now() - c0);
+        sl_train_blocking(t, "push+pull", c0);
         return;
     }
     server_shard(t, t->rank - r->workers, &off, &cnt);

@@ -101,9 +101,7 @@ void mm_compute_span(sl_train *t, const char *name, double t0)
 void mm_comm_span(sl_train *t, int rc, const char *name, double t0)
 {
     sl_train_coll_ok(rc, name);
-    const double t1 = sl_now();
-    sl_train_span(t, SL_PHASE_COMM, name, t0, t1);
-    sl_train_record(t, SL_PHASE_EXPOSED, t1 - t0);
+    sl_train_blocking(t, name, t0);
 }
 
 /* The conjugate operators --------------------------------------------------------------- */

@@ -772,9 +772,7 @@ static void pipe_step(sl_train *t, pline *pp)
         double t0 = sl_now();
         sl_train_coll_ok(sl_coll_allreduce(pp->dp_comm, st->grads, st->grads, st->nparams, SL_F32, SL_OP_SUM),
                          "allreduce (replicas)");
-        double t1 = sl_now();
-        sl_train_span(t, SL_PHASE_COMM, "allreduce", t0, t1);
-        sl_train_record(t, SL_PHASE_EXPOSED, t1 - t0);
+        sl_train_blocking(t, "allreduce", t0);
     }
     stage_update(t, st, t->step);
 }

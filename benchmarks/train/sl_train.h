@@ -41,7 +41,10 @@ typedef enum {
     SL_PHASE_DATA,      /* generating or loading the batch */
     SL_PHASE_COMPUTE,   /* forward, backward, optimizer */
     SL_PHASE_COMM,      /* communication in flight (overlapped or not) */
-    SL_PHASE_EXPOSED,   /* communication nothing overlapped: the step waited for it */
+    SL_PHASE_EXPOSED,   /* the part of comm nothing overlapped: the step waited for it. At
+                           most comm: the driver caps each step's exposed at its comm (a wait
+                           is timed from before a collective's start or test to after it, and
+                           the clock readings around it are not communication) */
     SL_PHASE_BUBBLE,    /* idle, waiting for another stage (pipelines) */
     SL_PHASE_TRANSFER,  /* host <-> device copies (offload) */
     SL_PHASE_RECOMPUTE, /* forward work done again in backward (checkpointing) */
@@ -266,6 +269,9 @@ void sl_train_record(sl_train *t, sl_phase p, double seconds);
 /* Adds t1 - t0 to phase p and puts the span on the trace (communication phases on their own
  * row, tid 1). */
 void sl_train_span(sl_train *t, sl_phase p, const char *name, double t0, double t1);
+/* A blocking communication that began at t0 and has just returned: comm and exposed alike,
+ * from one reading of the clock, on the trace as `name`. Returns its seconds. */
+double sl_train_blocking(sl_train *t, const char *name, double t0);
 
 /* Model pieces with phases recorded ------------------------------------------------------- */
 

@@ -33,7 +33,8 @@ void train_close(sl_train *t);
 /* The step as the timing loop's body: phases zeroed, the technique's step, phases logged. */
 void train_step_body(void *arg);
 /* Median over the timed steps of each phase's slowest rank; used is the union over ranks of
- * the phases recorded (collective over comm). */
+ * the phases recorded (collective over comm). Both the slowest rank and the median keep order:
+ * a phase no larger than another at every step on every rank (exposed and comm) stays so. */
 void train_phase_medians(const sl_train *t, int timed, MPI_Comm comm, double med[SL_NPHASES],
                          unsigned *used);
 

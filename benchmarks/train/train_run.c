@@ -56,6 +56,9 @@ void train_step_body(void *arg)
     memset(t->phase, 0, sizeof t->phase);
     t->loss = 0;
     t->tech->step(t);
+    /* exposed is the part of comm the step waited for (sl_train.h): never more than comm */
+    if ((t->phases_used & (1u << SL_PHASE_COMM)) && t->phase[SL_PHASE_EXPOSED] > t->phase[SL_PHASE_COMM])
+        t->phase[SL_PHASE_EXPOSED] = t->phase[SL_PHASE_COMM];
     if (t->step < t->nsteps) memcpy(t->phase_log + (size_t)t->step * SL_NPHASES, t->phase, sizeof t->phase);
     t->step++;
 }

@@ -36,6 +36,8 @@ for np in 1 2 3 4; do
   # shellcheck disable=SC2086
   rows_pass "$out/np$np/ddp.jsonl" $np $want
   ok $? "np=$np: rows pass and carry the step breakdown"
+  python3 "$top/t/lib/train_rows.py" phases "$out/np$np/ddp.jsonl"
+  ok $? "np=$np: exposed_comm <= comm in every row"
 done
 
 python3 - "$out/np4/ddp.jsonl" <<'PY'

@@ -61,6 +61,8 @@ for np in 1 2 3 4; do
   [ $rc = 0 ] || tail -15 "$out/np$np.txt" | sed 's/^/#   /' >&2
   rows_exact "$out/np$np/zero.jsonl" $np
   ok $? "np=$np: memory == formula (padded shards) + listed buffers, exactly; ring bytes == model"
+  python3 "$top/t/lib/train_rows.py" phases "$out/np$np/zero.jsonl"
+  ok $? "np=$np: exposed_comm <= comm in every row"
 done
 
 # SGD is the stricter check (max element, 1e-4); stage 3 without prefetch, uneven strong split.
