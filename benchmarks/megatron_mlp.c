@@ -615,8 +615,7 @@ static const sl_column columns[] = {
     {"param", "/serial", "params_frac", 8, 3, 0},
     {"activ", "/serial", "activ_frac", 8, 3, 0},
     {"1/t", "", "inv_tp", 5, 3, 0},
-    /* four decimals: the 16-bit rows' errors (1e-4 to 1e-2) would read 0.0 at one */
-    {"grad-err", "rel", "grad_rel_err", 9, 4, 0},
+    SL_COL_ERROR("grad-err", "grad_rel_err", 9),
     {"loss", "", "final_loss", 10, 6, 0},
     {"vs f32", "%", "loss_vs_f32", 8, 3, 100},
     SL_COL("skipped", "skipped_steps", 7),

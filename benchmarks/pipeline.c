@@ -1313,8 +1313,7 @@ static const sl_column columns[] = {
     SL_TRAIN_COLUMNS_BYTES,
     {"loss", "", "final_loss", 10, 6, 0},
     SL_COL("skipped", "skipped_steps", 7),
-    /* four decimals: 16-bit runs' errors (1e-4 to 1e-3) would read 0.00 at two */
-    {"error", "rel", "weight_rel_err", 10, 4, 0}, SL_COL_CHECK(7),
+    SL_TRAIN_COLUMNS_CHECK,
 };
 
 static const sl_technique pipeline = {

@@ -676,7 +676,7 @@ static void validate(sl_ctx *ctx)
 static const sl_column columns[] = {
     SL_TRAIN_COLUMNS_RUN, SL_COL("dtype", "dtype", 5), SL_TRAIN_COLUMNS_STEP,
     {"p+g+o", "MB", "mem_total", 8, 2, 1e-6}, {"formula", "MB", "mem_model_total", 8, 2, 1e-6},
-    SL_TRAIN_COLUMNS_BYTES, {"L2 err", "rel", "weight_l2_err", 9, 2, 0}, SL_TRAIN_COLUMNS_CHECK,
+    SL_TRAIN_COLUMNS_BYTES, SL_COL_ERROR("L2 err", "weight_l2_err", 9), SL_TRAIN_COLUMNS_CHECK,
 };
 
 static sl_technique zero_technique = {

@@ -202,7 +202,7 @@ typedef struct sl_technique {
     {"eff", "%", "scaling_eff", 7, 1, 100}
 #define SL_TRAIN_COLUMNS_BYTES                                                                      \
     {"model", "MB/step", "bytes_model", 8, 2, 1e-6}, {"sent", "MB/step", "bytes_sent", 8, 2, 1e-6}
-#define SL_TRAIN_COLUMNS_CHECK {"error", "rel", "weight_rel_err", 10, 2, 0}, SL_COL_CHECK(7)
+#define SL_TRAIN_COLUMNS_CHECK SL_COL_ERROR("error", "weight_rel_err", 10), SL_COL_CHECK(7)
 
 /* Why 1e-4 (SGD, largest element difference relative to the largest weight): replicas and the
  * reference differ only in the order of floating-point additions (the batch is summed in

@@ -1,7 +1,8 @@
 #!/bin/bash
 # ddp: every variant on 1-4 ranks trains to the serial reference's weights (the program's own
 # check, which this test requires to pass in every row); uneven strong-scaling splits; bad
-# inputs exit 2; --trace shows communication beside compute.
+# inputs exit 2; --trace shows communication beside compute; exposed <= comm and the error column
+# prints 3 significant digits; a diverged AdamW run fails its check.
 . "$(dirname "$0")/../lib/common.sh"
 out=$(tmpdir)
 trap 'rm -rf "$out"' EXIT
@@ -142,6 +143,11 @@ mixed_rows_ok "$out/mixed/ddp.jsonl" "ring rhd mpi" sync
 ok $? "-d f16/bf16: bytes per step exactly half of f32's (sent and model), memory equals sl_mixed_memory, loss beside f32's"
 grep -q ' f16 ' "$out/mixed.txt" && grep -q ' bf16 ' "$out/mixed.txt"
 ok $? "the table's rows carry their dtype"
+# errors from 1e-8 (f32) to 1e-3 (bf16), each read against its bound: 3 significant digits
+python3 "$top/t/lib/train_rows.py" cells "$out/mixed.txt" "$out/mixed/ddp.jsonl" "error=weight_rel_err"
+ok $? "the table's error column shows each row's error to 3 significant digits"
+python3 "$top/t/lib/train_rows.py" phases "$out/mixed/ddp.jsonl"
+ok $? "-d f16/bf16: exposed_comm <= comm in every row"
 
 # An overflow that only the last rank sees (SL_TEST_CORRUPT=1: an inf in its unscaled gradients
 # at step 0) must skip the step on every rank: the replicas stay bit-identical, but the weights,

@@ -5,7 +5,9 @@
 # the communication buffers == the ones the row lists; the ring's bytes per step == the model;
 # the analytic table on the paper's example; --precision mixed: every stage passes, memory ==
 # the paper's mixed-precision formula (2 + 2 + 12 bytes per parameter) exactly, bytes == half of
-# f32's, one rank's overflow skips the step on all; usage errors exit 2.
+# f32's, one rank's overflow skips the step on all; exposed <= comm and the error columns print 3
+# significant digits; AdamW's default learning rate trains a model that 0.01 diverges on, and a
+# diverged reference fails the check; usage errors exit 2.
 . "$(dirname "$0")/../lib/common.sh"
 out=$(tmpdir)
 trap 'rm -rf "$out"' EXIT
@@ -137,6 +139,12 @@ mixed_exact "$out/mixed/zero.jsonl" "$out/np3/zero.jsonl" 3 12
 ok $? "--precision mixed: memory == 2Ψ + 2Ψ + 12Ψ sharded per stage, exactly; f16 bytes == half of f32's"
 grep -q ' f16 ' "$out/mixed.txt"
 ok $? "the table's rows say f16"
+# the f16 rows' errors (1e-5 to 1e-4 here) in the table to 3 significant digits, never "0.00"
+python3 "$top/t/lib/train_rows.py" cells "$out/mixed.txt" "$out/mixed/zero.jsonl" "L2 err=weight_l2_err" \
+  "error=weight_rel_err"
+ok $? "--precision mixed: the table's L2 err and error columns show each row's error to 3 significant digits"
+python3 "$top/t/lib/train_rows.py" phases "$out/mixed/zero.jsonl"
+ok $? "--precision mixed: exposed_comm <= comm in every row (blocking collectives: equal)"
 # shellcheck disable=SC2086
 launch 2 zero $small --batch 3 --stage 1,2,3 --optim sgd -C ring --precision mixed -o "$out/mixed_sgd" >/dev/null 2>&1
 ok $? "--precision mixed --optim sgd (stricter check) passes stages 1-3"
