@@ -240,8 +240,7 @@ static void step(sl_train *t)
     } else {
         void *g = grads_of(t, r);
         sl_train_coll_ok(sl_coll_allreduce(t->comm, g, g, n, t->dtype, SL_OP_SUM), "sl_coll_allreduce");
-        sl_train_span(t, SL_PHASE_COMM, "all-reduce (blocking)", t0, sl_now());
-        sl_train_record(t, SL_PHASE_EXPOSED, sl_now() - t0);
+        sl_train_blocking(t, "all-reduce (blocking)", t0);
     }
     /* after every bucket: the one unscale, overflow flag and loss-scale decision of the step */
     if (t->dtype != SL_F32)
@@ -268,8 +267,7 @@ static void step_ps(sl_train *t)
             server_shard(t, s, &off, &cnt);
             sl_train_coll_ok(sl_coll_recv(t->comm, r->rep.params + off, cnt, SL_F32, r->workers + s, 2), "pull");
         }
-        sl_train_span(t, SL_PHASE_COMM, "push+pull", c0, sl_now());
-        sl_train_record(t, SL_PHASE_EXPOSED, sl_now() - c0);
+        sl_train_blocking(t, "push+pull", c0);
         return;
     }
     server_shard(t, t->rank - r->workers, &off, &cnt);
@@ -391,8 +389,7 @@ static const sl_column columns[] = {
     {"activ", "MB", "mem_activ", 8, 2, 1e-6}, SL_COL("buckets", "buckets", 7),
     {"loss", "", "final_loss", 10, 6, 0}, {"vs f32", "%", "loss_vs_f32", 8, 3, 100},
     SL_COL("skipped", "skipped_steps", 7),
-    /* four decimals: 16-bit runs' errors (1e-4 to 1e-3) would read 0.00 at two */
-    {"error", "rel", "weight_rel_err", 10, -3, 0}, SL_COL_CHECK(7),
+    SL_TRAIN_COLUMNS_CHECK,
 };
 
 static const sl_technique ddp = {

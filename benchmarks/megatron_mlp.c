@@ -101,9 +101,7 @@ void mm_compute_span(sl_train *t, const char *name, double t0)
 void mm_comm_span(sl_train *t, int rc, const char *name, double t0)
 {
     sl_train_coll_ok(rc, name);
-    const double t1 = sl_now();
-    sl_train_span(t, SL_PHASE_COMM, name, t0, t1);
-    sl_train_record(t, SL_PHASE_EXPOSED, t1 - t0);
+    sl_train_blocking(t, name, t0);
 }
 
 /* The conjugate operators --------------------------------------------------------------- */
@@ -587,12 +585,13 @@ static int sweep(sl_ctx *ctx, int pass)
     cur_t = tps[pass];
     cur_d = ctx->nranks / cur_t;
     if (pass == 0)
-        sl_note(ctx, "%lld MLP blocks, h %lld, f %lld (%.1f MiB of f32 parameters), %s scaling: %lld tokens %s, %s",
+        sl_note(ctx, "%lld MLP blocks, h %lld, f %lld (%.1f MiB of f32 parameters), %s scaling: %lld tokens %s, %s lr %.3g",
                 opt_blocks, opt_hidden, opt_hidden * opt_ffn,
                 (double)(2 * opt_hidden * opt_hidden * opt_ffn + opt_hidden * opt_ffn + opt_hidden) * opt_blocks * 4 /
                     1048576,
                 sl_train_opt.scaling ? "strong" : "weak", sl_train_opt.batch,
-                sl_train_opt.scaling ? "in all" : "per rank (t x that per replica)", sl_optim_name(sl_train_opt.optim));
+                sl_train_opt.scaling ? "in all" : "per rank (t x that per replica)", sl_optim_name(sl_train_opt.optim),
+                sl_train_opt.lr);
     sl_note(ctx, "t = %d tensor-parallel x d = %d data-parallel", cur_t, cur_d);
     return 1;
 }
@@ -616,8 +615,7 @@ static const sl_column columns[] = {
     {"param", "/serial", "params_frac", 8, 3, 0},
     {"activ", "/serial", "activ_frac", 8, 3, 0},
     {"1/t", "", "inv_tp", 5, 3, 0},
-    /* four decimals: the 16-bit rows' errors (1e-4 to 1e-2) would read 0.0 at one */
-    {"grad-err", "rel", "grad_rel_err", 9, -3, 0},
+    SL_COL_ERROR("grad-err", "grad_rel_err", 9),
     {"loss", "", "final_loss", 10, 6, 0},
     {"vs f32", "%", "loss_vs_f32", 8, 3, 100},
     SL_COL("skipped", "skipped_steps", 7),

@@ -198,11 +198,9 @@ static void cell(const sl_result *r, const sl_column *c, char *buf, size_t len)
         return;
     }
     v *= c->scale != 0 ? c->scale : 1.0;
-    if (c->prec < 0) { /* significant digits: an error of 1.7e-4 is not "0.00" */
+    if (c->prec < 0)
         snprintf(buf, len, "%.*g", -c->prec, v);
-        return;
-    }
-    if (fabs(v) >= 1e9 || (v != 0 && fabs(v) < 1e-4 && c->prec > 0))
+    else if (fabs(v) >= 1e9 || (v != 0 && fabs(v) < 1e-4 && c->prec > 0))
         snprintf(buf, len, "%.*e", c->prec > 0 ? c->prec : 2, v);
     else
         snprintf(buf, len, "%.*f", c->prec, v);

@@ -95,16 +95,18 @@ void sl_result_to_json(const struct sl_ctx *ctx, const sl_result *r, struct sl_j
  *   "time.min" "time.median" "time.mean" "time.max" "time.p95" "time.cv"
  *   any parameter or metric name.
  * Numbers are multiplied by scale (e.g. 1e3 to show seconds as ms), printed with prec
- * decimals, or with -prec significant digits when prec < 0 (%g: for relative errors, which
- * span many decades); NaN prints as "n/a". */
+ * decimals, or with SL_COL_SIG(n) as prec, n significant digits; NaN prints as "n/a". */
 typedef struct sl_column {
     const char *title;
     const char *unit; /* the units row; "" for none */
     const char *key;
     int width;
-    int prec;
+    int prec;     /* decimals, or SL_COL_SIG(n) */
     double scale; /* 0 means 1 */
 } sl_column;
+/* n significant digits (%.ng): for figures that range over decades and are read against a
+ * bound, as errors are, where a fixed number of decimals prints 0.004 against 1e-3 as "0.00". */
+#define SL_COL_SIG(n) (-(n))
 
 /* The columns most tables share, written once: a name or count without unit, the median and
  * p95 times in a unit (scale: seconds to that unit), the check. */
@@ -112,6 +114,8 @@ typedef struct sl_column {
 #define SL_COL_TIME(unit, scale, prec, width) {"time", unit, "time.median", width, prec, scale}
 #define SL_COL_P95(unit, scale, prec, width) {"p95", unit, "time.p95", width, prec, scale}
 #define SL_COL_CHECK(width) {"check", "", "check", width, 0, 0}
+/* A relative error, in 3 significant digits. */
+#define SL_COL_ERROR(title, key, width) {title, "rel", key, width, SL_COL_SIG(3), 0}
 
 /* Declares the table of this program; prints the header and units rows (rank 0). */
 void sl_table_begin(struct sl_ctx *ctx, const sl_column *cols, int ncols);

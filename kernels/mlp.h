@@ -115,6 +115,11 @@ int sl_optim_state_per_param(const sl_optim *o);
 void sl_optim_step(sl_backend be, const sl_optim *o, size_t n, float *w, const float *g,
                    float *state);
 
+/* The learning rate an optimizer of kind k takes on model m when none is given: 0.01 for SGD
+ * (with momentum 0.9); for AdamW min(0.01, 2*sqrt(2) / sum over layers of sqrt(in_l * out_l)),
+ * which falls with width and depth (mlp.c says why). */
+double sl_optim_default_lr(const sl_mlp *m, sl_optim_kind k);
+
 /* Model memory for the analytic models (bytes, f32 everywhere). */
 typedef struct sl_mlp_bytes {
     size_t params, grads, optim, activ;

@@ -70,8 +70,7 @@ void ddp_mixed_step(sl_train *t, ddp_mixed *d)
     t0 = sl_now();
     sl_train_coll_ok(sl_coll_allreduce(t->comm, mx->g16, mx->g16, t->m->nparams, t->dtype, SL_OP_SUM),
                      "sl_coll_allreduce (16-bit gradients)");
-    sl_train_span(t, SL_PHASE_COMM, "all-reduce 16-bit gradients", t0, sl_now());
-    sl_train_record(t, SL_PHASE_EXPOSED, sl_now() - t0);
+    sl_train_blocking(t, "all-reduce 16-bit gradients", t0);
 
     ddp_mixed_update(t, d);
 }

@@ -44,7 +44,7 @@ void mm_comm_span(sl_train *t, int rc, const char *name, double t0);
 int mm_check_step(sl_train *t, double *error, char *why, size_t len);
 /* sl_technique.reference: serial training of the whole model on the global batch, in t->dtype
  * (f16/bf16: the serial mixed-precision blocks of mixed.h). */
-void mm_reference(sl_train *t, float *params);
+void mm_reference(sl_train *t, float *params, double *losses);
 /* The last step's loss of the serial training mm_reference ran for t's batch and steps in dt
  * (rank 0; NAN where it has not run). */
 double mm_reference_loss(const sl_train *t, sl_dtype dt);

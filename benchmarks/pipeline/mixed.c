@@ -152,9 +152,7 @@ void pipe_mixed_update(sl_train *t, pipe_mixed *pm, sl_comm *dp, int d, float *m
     if (d > 1) {
         t0 = sl_now();
         sl_train_coll_ok(sl_coll_allreduce(dp, pm->g16, pm->g16, n, dt, SL_OP_SUM), "allreduce (replicas, 16-bit)");
-        const double t1 = sl_now();
-        sl_train_span(t, SL_PHASE_COMM, "allreduce 16-bit", t0, t1);
-        sl_train_record(t, SL_PHASE_EXPOSED, t1 - t0);
+        sl_train_blocking(t, "allreduce 16-bit", t0);
     }
     t0 = sl_now();
     sl_k_cast(be, n, pm->g16, dt, grads, SL_F32, NULL);

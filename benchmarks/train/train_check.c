@@ -11,13 +11,14 @@
 
 /* Reference weights (host memory, rank 0) by global batch and precision, and by variant where
  * the technique has its own reference (it may differ between variants; -1 otherwise), with
- * the last step's loss (NAN where the technique's own reference does not say) and the steps
- * its loss scaler skipped. */
+ * the first, largest and last step's loss (NAN where the technique's own reference does not
+ * say) and the steps its loss scaler skipped. */
 typedef struct reference {
     int batch, variant;
     sl_dtype dtype;
     float *params;
-    double loss;
+    double loss, first, peak;
+    int peak_step;
     long skipped;
 } reference;
 static reference refs[MAX_REFERENCES];
@@ -33,10 +34,10 @@ static const reference *reference_in(sl_train *t, sl_dtype dtype)
     const size_t n = t->nparams;
     float *dev = sl_k_malloc(t->be, SL_MEM_OTHER, n * sizeof(float));
     double *losses = sl_alloc(SL_MEM_OTHER, (size_t)t->nsteps * sizeof(double));
-    losses[t->nsteps - 1] = NAN;
+    for (int s = 0; s < t->nsteps; s++) losses[s] = NAN;
     long skipped = 0;
     if (t->tech->reference)
-        t->tech->reference(t, dev);
+        t->tech->reference(t, dev, losses);
     else if (t->tech->model_params)
         SL_FATAL("%s: a technique with its own model needs its own reference", t->tech->program.name);
     else if (dtype != SL_F32)
@@ -45,7 +46,14 @@ static const reference *reference_in(sl_train *t, sl_dtype dtype)
     else
         sl_train_serial(m, t->task, &t->optim, t->global_batch, t->nsteps,
                         (uint64_t)sl_train_opt.seed, dev, losses);
-    const double loss = losses[t->nsteps - 1];
+    const double loss = losses[t->nsteps - 1], first = losses[0];
+    /* the largest loss; inf for one that is inf or NaN (NAN: the reference does not say) */
+    double peak = NAN;
+    int peak_step = -1;
+    for (int s = 0; s < t->nsteps && !isnan(first); s++) {
+        const double l = isfinite(losses[s]) ? losses[s] : INFINITY;
+        if (peak_step < 0 || l > peak) peak = l, peak_step = s;
+    }
     sl_free(losses);
     float *host = sl_alloc(SL_MEM_OTHER, n * sizeof(float) + 1);
     sl_k_memcpy(t->be, host, dev, n * sizeof(float), SL_K_D2H);
@@ -56,7 +64,8 @@ static const reference *reference_in(sl_train *t, sl_dtype dtype)
         nrefs--;
     }
     refs[nrefs] = (reference){.batch = t->global_batch, .variant = variant, .dtype = dtype,
-                              .params = host, .loss = loss, .skipped = skipped};
+                              .params = host, .loss = loss, .first = first, .peak = peak,
+                              .peak_step = peak_step, .skipped = skipped};
     return &refs[nrefs++];
 }
 
@@ -95,6 +104,9 @@ train_check train_check_run(sl_train *t)
         const reference *r = reference_in(t, t->dtype);
         c.diff = sl_weights_compare(SL_BACKEND_CPU, n, full, r->params);
         c.ref_loss = r->loss;
+        c.ref_first_loss = r->first;
+        c.ref_peak_loss = r->peak;
+        c.ref_peak_step = r->peak_step;
         c.ref_skipped = r->skipped;
         double sq = 0;
         for (size_t i = 0; i < n; i++) sq += (double)r->params[i] * r->params[i];
@@ -117,11 +129,14 @@ train_check train_check_run(sl_train *t)
     }
     SL_CHECK_MPI(MPI_Allreduce(&mismatched, &c.replica_mismatches, 1, MPI_LONG_LONG, MPI_SUM, world));
     SL_CHECK_MPI(MPI_Bcast(&c.diff, (int)sizeof c.diff, MPI_BYTE, 0, world));
-    double figures[3] = {c.ref_loss, c.f32_loss, c.ref_rms};
-    SL_CHECK_MPI(MPI_Bcast(figures, 3, MPI_DOUBLE, 0, world));
+    double figures[6] = {c.ref_loss, c.f32_loss, c.ref_rms, c.ref_first_loss, c.ref_peak_loss, c.ref_peak_step};
+    SL_CHECK_MPI(MPI_Bcast(figures, 6, MPI_DOUBLE, 0, world));
     c.ref_loss = figures[0];
     c.f32_loss = figures[1];
     c.ref_rms = figures[2];
+    c.ref_first_loss = figures[3];
+    c.ref_peak_loss = figures[4];
+    c.ref_peak_step = (int)figures[5];
     SL_CHECK_MPI(MPI_Bcast(&c.ref_skipped, 1, MPI_LONG, 0, world));
     sl_free(full);
 
@@ -151,9 +166,21 @@ void train_check_verdict(const sl_train *t, const train_check *c, sl_result *res
     if (t->dtype != SL_F32) /* the technique justifies them; AdamW's in units of lr / rms(w) */
         tol = adamw ? t->tech->tol_mixed_adamw_l2[t->dtype] * t->optim.adamw.lr / c->ref_rms
                     : t->tech->tol_mixed_sgd_max[t->dtype];
+    /* A diverged reference fails the row first: its weights say nothing (SL_TRAIN_DIVERGED_RISE). */
+    const double lr = adamw ? t->optim.adamw.lr : t->optim.sgd.lr;
+    char lower[64] = "lower --lr"; /* and where the rate was not this model's default, say that */
+    if (!t->tech->model_params) {
+        const double def = sl_optim_default_lr(t->m, t->optim.kind);
+        if ((float)def != (float)lr) snprintf(lower, sizeof lower, "lower --lr (this model's default: %.3g)", def);
+    }
     if (d->ref_nonfinite)
         sl_result_check(res, SL_CHECK_FAIL, NAN,
-                        "the serial reference itself diverged (non-finite weights): lower --lr");
+                        "diverged: the serial reference's weights are not finite at lr %.3g; %s", lr, lower);
+    else if (c->ref_peak_loss > SL_TRAIN_DIVERGED_RISE * c->ref_first_loss)
+        sl_result_check(res, SL_CHECK_FAIL, err,
+                        "diverged: the serial reference's loss rose from %.3g to %.3g by step %d of %d "
+                        "at lr %.3g; %s",
+                        c->ref_first_loss, c->ref_peak_loss, c->ref_peak_step + 1, t->nsteps, lr, lower);
     else if (c->tech_failed) /* the technique's own check names the defect more exactly */
         sl_result_check(res, SL_CHECK_FAIL, c->tech_error, "%s", c->tech_why);
     else if (d->nonfinite || !(err <= tol) || c->replica_mismatches)

@@ -13,6 +13,9 @@ typedef struct train_check {
     char tech_why[256];            /* ... and why (the lowest failing rank's reason) */
     double ref_loss, f32_loss;     /* the last step's loss of the reference in the run's dtype
                                       and of the f32 serial reference */
+    double ref_first_loss;         /* the reference's loss at step 0 (NAN where unknown) ... */
+    double ref_peak_loss;          /* ... its largest (inf where one was inf/NaN) ... */
+    int ref_peak_step;             /* ... and at which step */
     long ref_skipped;              /* steps the reference's loss scaler skipped */
     double ref_rms;                /* the reference weights' root mean square */
 } train_check;
@@ -30,7 +33,8 @@ void train_close(sl_train *t);
 /* The step as the timing loop's body: phases zeroed, the technique's step, phases logged. */
 void train_step_body(void *arg);
 /* Median over the timed steps of each phase's slowest rank; used is the union over ranks of
- * the phases recorded (collective over comm). */
+ * the phases recorded (collective over comm). Both the slowest rank and the median keep order:
+ * a phase no larger than another at every step on every rank (exposed and comm) stays so. */
 void train_phase_medians(const sl_train *t, int timed, MPI_Comm comm, double med[SL_NPHASES],
                          unsigned *used);
 

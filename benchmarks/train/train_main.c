@@ -1,6 +1,7 @@
 /* train_main.c — sl_train_main: the life of a training benchmark. Parses the technique's
  * program with the training option group added, checks the shared options, builds the model,
  * the task and the optimizer, runs every requested collective x variant, and finishes. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,7 +16,7 @@ static void validate(sl_ctx *ctx)
 {
     const sl_technique *tech = the_technique;
     const sl_train_options *o = &sl_train_opt;
-    if (!(o->lr > 0) || o->lr > 1e6) sl_usage_error("--lr: expected a learning rate in (0, 1e6], got %g", o->lr);
+    if (!isnan(o->lr) && (!(o->lr > 0) || o->lr > 1e6)) sl_usage_error("--lr: expected a learning rate in (0, 1e6], got %g", o->lr);
     if (tech->program.validate) tech->program.validate(ctx);
     for (int d = 0; d < SL_NDTYPES; d++) /* a technique's validate may choose the precision */
         if (d != SL_F32 && (ctx->opt.dtypes & (1u << d)) &&
@@ -63,6 +64,10 @@ int sl_train_main(const sl_technique *tech, int argc, char **argv)
                        tech->model ? "the model's options" : "--layers/--width/--inputs/--outputs");
     sl_optim optim = {0};
     optim.kind = o->optim ? SL_OPTIM_ADAMW : SL_OPTIM_SGD;
+    /* Without --lr: the optimizer's default for this model (a technique's own model, which
+     * sl_optim_default_lr does not describe, takes 0.01). */
+    const int lr_given = !isnan(o->lr);
+    if (!lr_given) sl_train_opt.lr = tech->model_params ? 0.01 : sl_optim_default_lr(&m, optim.kind);
     optim.sgd = (sl_sgd){.lr = (float)o->lr, .momentum = 0.9f, .weight_decay = 0.0f};
     optim.adamw = (sl_adamw){.lr = (float)o->lr, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f,
                              .weight_decay = 0.01f};
@@ -72,9 +77,10 @@ int sl_train_main(const sl_technique *tech, int argc, char **argv)
 
     if (!tech->model && !tech->model_params) /* a technique's own model: it says what it trains */
         sl_note(&ctx, "MLP %lld x %lld wide (%zu parameters, %.1f MiB of f32 gradients), %s scaling, "
-                      "batch %lld %s, %s",
+                      "batch %lld %s, %s lr %.3g%s",
                 o->layers, o->width, m.nparams, m.nparams * 4.0 / 1048576, o->scaling ? "strong" : "weak",
-                o->batch, o->scaling ? "in all" : "per data rank", sl_optim_name(optim.kind));
+                o->batch, o->scaling ? "in all" : "per data rank", sl_optim_name(optim.kind), o->lr,
+                lr_given ? "" : " (this shape's default)");
     /* Say what the efficiency is measured against: the same variant on one rank, inside this
      * run, on one rank's share of the cores, which is fewer than a program started alone gets. */
     char threads[48];

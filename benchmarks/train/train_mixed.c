@@ -62,8 +62,7 @@ int sl_train_overflow_any(sl_train *t, int mine, long *seen)
     int found = mine;
     const double t0 = sl_now();
     SL_CHECK_MPI(MPI_Allreduce(&mine, &found, 1, MPI_INT, MPI_LOR, t->ctx->comm));
-    sl_train_span(t, SL_PHASE_COMM, "overflow flag", t0, sl_now());
-    sl_train_record(t, SL_PHASE_EXPOSED, sl_now() - t0);
+    sl_train_blocking(t, "overflow flag", t0);
     return found;
 }
 

@@ -1,13 +1,17 @@
 /* train_options.c — the options every training benchmark shares, written once as an option
  * group (sl_opt_group) that sl_train_main adds to the technique's program, and the checks of
  * them that need the rank count. */
+#include <math.h>
+
 #include "sl_train.h"
 
 /* The defaults are those of the ddp lab: a model big enough that a step is mostly GEMM time,
- * small enough for a 2-core machine. A technique may change them before sl_train_main. */
+ * small enough for a 2-core machine. A technique may change them before sl_train_main. The
+ * learning rate is NAN until sl_train_main sets it: without --lr it depends on the model and the
+ * optimizer (sl_optim_default_lr; the parser takes only finite numbers, so NAN means not given). */
 sl_train_options sl_train_opt = {
     .layers = 6, .width = 2048, .inputs = 256, .outputs = 64, .batch = 32,
-    .scaling = 0, .optim = 0, .lr = 0.01, .seed = 1234, .baseline = 1,
+    .scaling = 0, .optim = 0, .lr = NAN, .seed = 1234, .baseline = 1,
 };
 
 /* Help texts give no default: --help prints the current value, so a technique's own default
@@ -23,7 +27,9 @@ static const sl_opt train_opts[] = {
      "keep the per-rank (weak) or the global (strong) batch fixed as ranks grow"},
     {"optim", 0, SL_OPT_CHOICE, &sl_train_opt.optim, 0, 0, "sgd|adamw", 0,
      "optimizer (sgd has momentum 0.9; adamw betas 0.9/0.999, weight decay 0.01)"},
-    {"lr", 0, SL_OPT_DOUBLE, &sl_train_opt.lr, 0, 0, NULL, 0, "learning rate"},
+    {"lr", 0, SL_OPT_DOUBLE, &sl_train_opt.lr, 0, 0, NULL, 0,
+     "learning rate (default: sgd 0.01; adamw from the MLP's width and depth, at most 0.01, "
+     "printed on the model's note line)"},
     {"seed", 0, SL_OPT_INT, &sl_train_opt.seed, 0, 1LL << 62, NULL, 0, "initialisation and data seed"},
     {"baseline", 0, SL_OPT_INT, &sl_train_opt.baseline, 0, 1, NULL, 0,
      "measure the one-rank run for scaling efficiency (1) or not (0)"},

@@ -56,6 +56,9 @@ void train_step_body(void *arg)
     memset(t->phase, 0, sizeof t->phase);
     t->loss = 0;
     t->tech->step(t);
+    /* exposed is the part of comm the step waited for (sl_train.h): never more than comm */
+    if ((t->phases_used & (1u << SL_PHASE_COMM)) && t->phase[SL_PHASE_EXPOSED] > t->phase[SL_PHASE_COMM])
+        t->phase[SL_PHASE_EXPOSED] = t->phase[SL_PHASE_COMM];
     if (t->step < t->nsteps) memcpy(t->phase_log + (size_t)t->step * SL_NPHASES, t->phase, sizeof t->phase);
     t->step++;
 }
@@ -251,6 +254,10 @@ void train_run_variant(sl_ctx *ctx, const sl_technique *tech, int variant, sl_dt
     sl_result_metric(&res, "weight_rel_err", c.diff.max_rel, "ratio");
     sl_result_metric(&res, "weight_l2_err", c.diff.l2_rel, "ratio");
     sl_result_metric(&res, "ref_weight_rms", ctx->opt.check ? c.ref_rms : NAN, "weight");
+    /* the reference's first and largest loss: the check fails a run whose loss rose far above
+     * where it started (SL_TRAIN_DIVERGED_RISE) */
+    sl_result_metric(&res, "ref_first_loss", ctx->opt.check ? c.ref_first_loss : NAN, "loss");
+    sl_result_metric(&res, "ref_peak_loss", ctx->opt.check ? c.ref_peak_loss : NAN, "loss");
     if (tech->sums_loss) train_loss_metrics(&t, &c, &res);
     snprintf(res.headline, sizeof res.headline, "samples_per_s");
     /* The gate: the step against the one-rank step timed in this run (train_one_rank_step, a

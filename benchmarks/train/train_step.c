@@ -22,6 +22,14 @@ void sl_train_span(sl_train *t, sl_phase p, const char *name, double t0, double 
     sl_trace_event(name, p == SL_PHASE_EXPOSED ? "comm" : sl_phase_name(p), comm_row, t0, t1);
 }
 
+double sl_train_blocking(sl_train *t, const char *name, double t0)
+{
+    const double t1 = sl_now(); /* one reading for both: exposed == comm, exactly */
+    sl_train_span(t, SL_PHASE_COMM, name, t0, t1);
+    sl_train_record(t, SL_PHASE_EXPOSED, t1 - t0);
+    return t1 - t0;
+}
+
 void sl_share(size_t n, int parts, int p, size_t *lo, size_t *hi)
 {
     size_t base = n / (size_t)parts, extra = n % (size_t)parts, up = (size_t)p;

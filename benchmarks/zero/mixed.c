@@ -69,8 +69,7 @@ static void *own_grads(const sl_train *t, zero_mixed *d, int l)
 static void coll(sl_train *t, int rc, const char *what, double t0)
 {
     sl_train_coll_ok(rc, what);
-    sl_train_span(t, SL_PHASE_COMM, what, t0, sl_now());
-    sl_train_record(t, SL_PHASE_EXPOSED, sl_now() - t0);
+    sl_train_blocking(t, what, t0);
 }
 
 static void *alloc_held(sl_train *t, sl_mem_cat cat, size_t bytes, double *counter)

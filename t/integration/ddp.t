@@ -1,7 +1,8 @@
 #!/bin/bash
 # ddp: every variant on 1-4 ranks trains to the serial reference's weights (the program's own
 # check, which this test requires to pass in every row); uneven strong-scaling splits; bad
-# inputs exit 2; --trace shows communication beside compute.
+# inputs exit 2; --trace shows communication beside compute; exposed <= comm and the error column
+# prints 3 significant digits; a diverged AdamW run fails its check.
 . "$(dirname "$0")/../lib/common.sh"
 out=$(tmpdir)
 trap 'rm -rf "$out"' EXIT
@@ -36,6 +37,8 @@ for np in 1 2 3 4; do
   # shellcheck disable=SC2086
   rows_pass "$out/np$np/ddp.jsonl" $np $want
   ok $? "np=$np: rows pass and carry the step breakdown"
+  python3 "$top/t/lib/train_rows.py" phases "$out/np$np/ddp.jsonl"
+  ok $? "np=$np: exposed_comm <= comm in every row"
 done
 
 python3 - "$out/np4/ddp.jsonl" <<'PY'
@@ -60,6 +63,18 @@ ok $? "ps with two servers sharding the parameters passes"
 # shellcheck disable=SC2086
 launch 2 ddp ${small/--accum 3/--accum 4} --variants accum --batch 9 --optim adamw -o "$out/adamw" >"$out/adamw.txt" 2>&1
 ok $? "accum with AdamW equals the serial full-batch run"
+
+# AdamW at 3 x 512, batch 32: the shape's default rate (0.00361) trains it on 2 ranks; 0.01
+# makes the serial run's loss rise 19x in 3 steps, and the check says the run diverged.
+deep="--layers 3 --width 512 --inputs 64 --outputs 16 -n 2 -w 1 --baseline 0 --variants sync --optim adamw"
+# shellcheck disable=SC2086
+launch 2 ddp $deep --batch 16 -o "$out/deep" >"$out/deep.txt" 2>&1
+ok $? "AdamW at 3 x 512 on 2 ranks at the shape's default rate passes its check"
+# shellcheck disable=SC2086
+launch 1 ddp $deep --batch 32 --lr 0.01 -o "$out/diverged" >"$out/diverged.txt" 2>&1
+rc=$?
+[ $rc = 1 ] && grep -q "CHECK FAILED: sync: diverged: .*lower --lr" "$out/diverged.txt"
+ok $? "... at --lr 0.01 on one rank: the check fails as diverged, naming --lr, exit 1 (rc=$rc)"
 
 # The one-rank baseline (rank 0 alone while the others wait) gives an efficiency in (0, 1.5].
 launch 2 ddp --layers 3 --width 48 --inputs 12 --outputs 5 --batch 4 -n 2 -w 1 --variants sync \
@@ -128,6 +143,11 @@ mixed_rows_ok "$out/mixed/ddp.jsonl" "ring rhd mpi" sync
 ok $? "-d f16/bf16: bytes per step exactly half of f32's (sent and model), memory equals sl_mixed_memory, loss beside f32's"
 grep -q ' f16 ' "$out/mixed.txt" && grep -q ' bf16 ' "$out/mixed.txt"
 ok $? "the table's rows carry their dtype"
+# errors from 1e-8 (f32) to 1e-3 (bf16), each read against its bound: 3 significant digits
+python3 "$top/t/lib/train_rows.py" cells "$out/mixed.txt" "$out/mixed/ddp.jsonl" "error=weight_rel_err"
+ok $? "the table's error column shows each row's error to 3 significant digits"
+python3 "$top/t/lib/train_rows.py" phases "$out/mixed/ddp.jsonl"
+ok $? "-d f16/bf16: exposed_comm <= comm in every row"
 
 # An overflow that only the last rank sees (SL_TEST_CORRUPT=1: an inf in its unscaled gradients
 # at step 0) must skip the step on every rank: the replicas stay bit-identical, but the weights,

@@ -5,7 +5,9 @@
 # the communication buffers == the ones the row lists; the ring's bytes per step == the model;
 # the analytic table on the paper's example; --precision mixed: every stage passes, memory ==
 # the paper's mixed-precision formula (2 + 2 + 12 bytes per parameter) exactly, bytes == half of
-# f32's, one rank's overflow skips the step on all; usage errors exit 2.
+# f32's, one rank's overflow skips the step on all; exposed <= comm and the error columns print 3
+# significant digits; AdamW's default learning rate trains a model that 0.01 diverges on, and a
+# diverged reference fails the check; usage errors exit 2.
 . "$(dirname "$0")/../lib/common.sh"
 out=$(tmpdir)
 trap 'rm -rf "$out"' EXIT
@@ -61,6 +63,8 @@ for np in 1 2 3 4; do
   [ $rc = 0 ] || tail -15 "$out/np$np.txt" | sed 's/^/#   /' >&2
   rows_exact "$out/np$np/zero.jsonl" $np
   ok $? "np=$np: memory == formula (padded shards) + listed buffers, exactly; ring bytes == model"
+  python3 "$top/t/lib/train_rows.py" phases "$out/np$np/zero.jsonl"
+  ok $? "np=$np: exposed_comm <= comm in every row"
 done
 
 # SGD is the stricter check (max element, 1e-4); stage 3 without prefetch, uneven strong split.
@@ -135,6 +139,12 @@ mixed_exact "$out/mixed/zero.jsonl" "$out/np3/zero.jsonl" 3 12
 ok $? "--precision mixed: memory == 2Ψ + 2Ψ + 12Ψ sharded per stage, exactly; f16 bytes == half of f32's"
 grep -q ' f16 ' "$out/mixed.txt"
 ok $? "the table's rows say f16"
+# the f16 rows' errors (1e-5 to 1e-4 here) in the table to 3 significant digits, never "0.00"
+python3 "$top/t/lib/train_rows.py" cells "$out/mixed.txt" "$out/mixed/zero.jsonl" "L2 err=weight_l2_err" \
+  "error=weight_rel_err"
+ok $? "--precision mixed: the table's L2 err and error columns show each row's error to 3 significant digits"
+python3 "$top/t/lib/train_rows.py" phases "$out/mixed/zero.jsonl"
+ok $? "--precision mixed: exposed_comm <= comm in every row (blocking collectives: equal)"
 # shellcheck disable=SC2086
 launch 2 zero $small --batch 3 --stage 1,2,3 --optim sgd -C ring --precision mixed -o "$out/mixed_sgd" >/dev/null 2>&1
 ok $? "--precision mixed --optim sgd (stricter check) passes stages 1-3"
@@ -156,6 +166,31 @@ PY
 ok $? "one rank's overflow skips the step on every rank (rank 0's row: skipped 1) and the check fails"
 [ $rc = 1 ]
 ok $? "... exit 1 (rc=$rc)"
+
+# AdamW's default learning rate follows the model's width and depth (sl_optim_default_lr): at
+# 3 x 512 (batch 32) a fixed 0.01 makes the serial run's loss rise 19x in 3 steps, and the
+# default (0.00361) trains it. A diverged reference fails the check, even on one rank, where the
+# replica equals it bit for bit.
+deep="--layers 3 --width 512 --inputs 64 --outputs 16 -n 2 -w 1 --baseline 0 --stage 0"
+# shellcheck disable=SC2086
+launch 2 zero $deep --batch 16 -o "$out/deep" >"$out/deep.txt" 2>&1
+rc=$?
+python3 - "$out/deep/zero.jsonl" <<'PY'
+import json, sys
+r = json.loads(open(sys.argv[1]).readline())
+m = {k: v["value"] for k, v in r["metrics"].items()}
+first, peak = m.get("ref_first_loss"), m.get("ref_peak_loss")
+print(r["check"], first, peak, file=sys.stderr)
+sys.exit(0 if r["check"]["status"] == "pass" and first and peak and peak <= 10 * first else 1)
+PY
+ok $? "3 x 512 on 2 ranks at the default rate: passes, the reference's loss never above 10x its first (rc=$rc)"
+grep -q "adamw lr 0.00361 (this shape's default)" "$out/deep.txt"
+ok $? "the note line prints the rate and says it is the shape's default"
+# shellcheck disable=SC2086
+launch 1 zero $deep --batch 32 --lr 0.01 -o "$out/diverged" >"$out/diverged.txt" 2>&1
+rc=$?
+[ $rc = 1 ] && grep -q "CHECK FAILED: stage0: diverged: the serial reference's loss rose from .* at lr 0.01; lower --lr (this model's default: 0.00361)$" "$out/diverged.txt"
+ok $? "--lr 0.01 at 3 x 512 on one rank: the check fails as diverged naming --lr and the default, exit 1 (rc=$rc)"
 
 # The paper's example (Rajbhandari et al., Figure 1): 7.5B parameters on 64 devices.
 got=$(zero --analytic 7.5e9 --ranks 64 --precision mixed | awk '/^stage/ {print $NF}' | tr '\n' ' ')

@@ -1,7 +1,8 @@
 /* test_mlp.c — the shared MLP (kernels/mlp.h) on the cpu backend: flat layout, slice-wise
  * initialisation, finite-difference gradients of each layer type and of the whole model,
- * gradient accumulation, a pipeline-style layer range, memory accounting, and training on
- * the synthetic task (loss falls at least 10x in 200 steps, reproducibly). */
+ * gradient accumulation, a pipeline-style layer range, memory accounting, training on the
+ * synthetic task (loss falls at least 10x in 200 steps, reproducibly), and AdamW's default
+ * learning rate (falls with width and depth; trains a shape that 0.01 diverges on). */
 #include <string.h>
 
 #include "mlp.h"
@@ -274,6 +275,46 @@ static void check_training(void)
     ok(memcmp(c1, c3, sizeof c1) != 0, "another seed gives another run");
 }
 
+/* The largest of the first `steps` losses of serial AdamW training at lr, over the first. */
+static double adamw_rise(const sl_mlp *m, double lr, int steps)
+{
+    const int batch = 32;
+    float *p = sl_k_malloc(BE, SL_MEM_PARAMS, m->nparams * 4);
+    sl_optim o = {.kind = SL_OPTIM_ADAMW,
+                  .adamw = {.lr = (float)lr, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .weight_decay = 0.01f}};
+    sl_task task;
+    sl_task_init(&task, BE, m->dims[0], m->dims[m->nlayers], 1234, batch);
+    double curve[8], peak = 0;
+    sl_train_serial(m, &task, &o, batch, steps, 1234, p, curve);
+    for (int s = 0; s < steps; s++) peak = fmax(peak, curve[s]);
+    sl_task_free(&task);
+    sl_k_free(BE, p);
+    return peak / curve[0];
+}
+
+/* AdamW's default rate: 2 sqrt(2) / sum_l sqrt(in_l out_l), at most 0.01; SGD's 0.01. At 3 x 512
+ * a fixed 0.01 makes the loss rise more than tenfold in 3 steps (the training layer's check
+ * calls that diverged); the default does not. */
+static void check_default_lr(void)
+{
+    sl_mlp m;
+    sl_mlp_init(&m, BE, 4, 256, 1024, 64, SL_ACT_GELU); /* zero's default model */
+    const double want = 2 * sqrt(2.0) / (sqrt(256.0 * 1024) + 2 * 1024 + sqrt(1024.0 * 64));
+    is_double(sl_optim_default_lr(&m, SL_OPTIM_ADAMW), want, 1e-15, "AdamW at 4 x 1024: 2 sqrt(2) / 2816 = %.4g",
+              want);
+    is_double(sl_optim_default_lr(&m, SL_OPTIM_SGD), 0.01, 0, "SGD: 0.01 whatever the shape");
+    sl_mlp_init(&m, BE, 32, 256, 512, 64, SL_ACT_GELU);
+    const double deep = sl_optim_default_lr(&m, SL_OPTIM_ADAMW);
+    ok(deep > 1.7e-4 && deep < 1.8e-4, "AdamW at 32 x 512: %.3g, 57x below 0.01", deep);
+    sl_mlp_init(&m, BE, 3, 12, 48, 5, SL_ACT_GELU);
+    is_double(sl_optim_default_lr(&m, SL_OPTIM_ADAMW), 0.01, 0, "a small model: capped at 0.01");
+    sl_mlp_init(&m, BE, 3, 64, 512, 16, SL_ACT_GELU);
+    const double lr = sl_optim_default_lr(&m, SL_OPTIM_ADAMW), fixed = adamw_rise(&m, 0.01, 3),
+                 dflt = adamw_rise(&m, lr, 3);
+    ok(fixed > 10, "3 x 512, AdamW at 0.01: the loss rises %.1fx in 3 steps", fixed);
+    ok(dflt < 10, "... at the default %.3g: %.1fx", lr, dflt);
+}
+
 static void check_task_slices(void)
 {
     sl_task t;
@@ -304,6 +345,7 @@ int main(void)
     check_memory();
     check_task_slices();
     check_training();
+    check_default_lr();
     done_testing();
     return exit_status();
 }

@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""train_rows.py — what every training program's rows must show, for the tests.
+
+    train_rows.py phases FILE.jsonl
+        in every row that has both: exposed_comm <= comm (exposed is the part of comm the step
+        waited for), compared as the row's exact doubles
+    train_rows.py cells TABLE.txt FILE.jsonl TITLE=KEY...
+        the stdout table's column TITLE shows each row's metric KEY to 3 significant digits
+        (an error of 0.004 read against a bound of 1e-3 must not print as "0.00")
+Prints what is wrong and exits 1, or exits 0.
+"""
+import json
+import re
+import sys
+
+
+def phases(path):
+    bad = []
+    for r in map(json.loads, open(path)):
+        m = r["metrics"]
+        comm, exposed = (m.get(k, {}).get("value") for k in ("comm", "exposed_comm"))
+        if comm is not None and exposed is not None and not exposed <= comm:
+            bad.append(f"{r['variant']}/{r['collective']}/{r['dtype']}: exposed_comm {exposed!r} > comm {comm!r}")
+    return bad
+
+
+def cells(table, path, pairs):
+    """A cell never holds a space and the columns right of TITLE have one-word titles: the cell
+    is the row's token as far from its end as TITLE is from the header's (a cell wider than its
+    column, further left, shifts the row's alignment but not that count)."""
+    lines = open(table).read().splitlines()
+    header = next((l for l in lines if l.startswith("#") and " variant " in l), None)
+    if header is None:
+        return [f"{table}: no header row"]
+    rows = [json.loads(l) for l in open(path)]
+    variants = {r["variant"] for r in rows}
+    body = [l for l in lines if l.startswith(" ") and l.split() and l.split()[0] in variants]
+    if len(body) != len(rows):
+        return [f"{table}: {len(body)} table rows, {path}: {len(rows)} rows"]
+    bad = []
+    for title, key in (p.split("=", 1) for p in pairs):
+        at = re.search(r"(?<=\s)" + re.escape(title) + r"(?=\s|$)", header)
+        if not at:
+            bad.append(f"no column '{title}' in {header!r}")
+            continue
+        right = len(header[at.end():].split())
+        for line, r in zip(body, rows):
+            tokens = line.split()
+            text = tokens[-1 - right] if right < len(tokens) else ""
+            value = r["metrics"][key]["value"]
+            try:
+                ok = text == "n/a" if value is None else float(text) == float(f"{value:.3g}")
+            except ValueError:
+                ok = False
+            if not ok:
+                bad.append(f"{r['variant']}/{r['collective']}/{r['dtype']}: {title} printed '{text}', "
+                           f"the row's {key} is {value!r}")
+    return bad
+
+
+def main(argv):
+    if len(argv) == 2 and argv[0] == "phases":
+        bad = phases(argv[1])
+    elif len(argv) >= 4 and argv[0] == "cells":
+        bad = cells(argv[1], argv[2], argv[3:])
+    else:
+        print(__doc__, file=sys.stderr)
+        return 2
+    print("\n".join(bad), file=sys.stderr)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
