@@ -8,7 +8,8 @@
 # justifies in its header). A buffer of exactly --fold bytes is real and checked. Compute
 # sampling marks rows and manifest, keeps every check passing and changes no simulated time.
 # Platform generators and usage errors; results directories checked before anything is written
-# into them, and rank counts that are not powers of two (one rank, small tori, the tree at p = 3).
+# into them, and rank counts that are not powers of two (one rank, small tori, the tree at p = 3);
+# scaling-study checks its options before any point and exits 3 when no point was measured.
 # Skips when smpicc is not installed (apt: libsimgrid-dev).
 . "$(dirname "$0")/../lib/common.sh"
 if ! command -v smpicc >/dev/null 2>&1 || ! command -v smpirun >/dev/null 2>&1; then
@@ -182,4 +183,30 @@ sys.exit(0 if ok else 1)
 PY
 ok $? "the binomial tree at p = 3, 8 B: model 2 us (one hop each way), simulated within 0.1 us of it"
 
+# scaling-study: options checked before any point runs; no point measured is exit 3.
+refused "--platform: expected fat-tree or torus, got 'bogus'" "scaling-study --platform bogus" \
+  scripts/scaling-study --platform bogus --out "$out/ss-bogus"
+[ ! -e "$out/ss-bogus" ]
+ok $? "... and no point ran"
+refused "--out '$out/afile' is not a directory" "scaling-study --out FILE" scripts/scaling-study --out "$out/afile"
+refused "--max-ranks: expected an integer in \[2, 4096\], got '0'" "scaling-study --max-ranks 0" \
+  scripts/scaling-study --max-ranks 0 --out "$out/ss0"
+refused "--point-timeout: expected a whole number of seconds >= 1, got '0'" "scaling-study --point-timeout 0" \
+  scripts/scaling-study --point-timeout 0 --out "$out/ss0"
+# every point refused: each point's directory already holds another run
+for d in allreduce-p2-8B allreduce-p2-268435456B; do
+  mkdir -p "$out/ssx/$d" && echo '{"run_id":"another"}' >"$out/ssx/$d/manifest.json"
+done
+timeout 300 scripts/scaling-study --part allreduce --max-ranks 2 --large-max-ranks 2 --out "$out/ssx" \
+  >"$out/log" 2>"$out/err"
+rc=$?
+[ $rc = 3 ] && grep -q "no point was measured" "$out/err" && [ "$(wc -l <"$out/err")" = 1 ]
+ok $? "scaling-study with every point failed: exit 3, no point was measured (rc=$rc: $(cat "$out/err"))"
+timeout 300 scripts/scaling-study --platform torus --part allreduce --max-ranks 2 --large-max-ranks 2 \
+  --out "$out/sst" >"$out/log" 2>&1
+rc=$?
+# p = 2 with a figure for each algorithm: the 8 B row, the 256 MiB row and their models' row
+[ $rc = 0 ] && [ "$(grep -Ec '^ +2 \| +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ \|' "$out/log")" = 3 ]
+ok $? "scaling-study on a torus at p = 2: both sizes measured and compared with the models, exit 0 (rc=$rc)"
+[ $rc = 0 ] || tail -5 "$out/log" | sed 's/^/# /' >&2
 done_testing
