@@ -8,13 +8,15 @@ A side of a comparison is one of
 Rows are matched across rounds and sides on (benchmark, variant, dtype, collective, backend,
 ranks, params).
 """
-import json
 import math
 import os
 import sys
 
+from .cli import UsageError
+from .files import json_lines, load_manifest, load_status
 
-class CompareError(Exception):
+
+class CompareError(UsageError):
     """A comparison that cannot be made honestly: one line, exit 2."""
 
 
@@ -87,25 +89,21 @@ def metric_value(r, name):
     return v if is_num(v) and math.isfinite(v) else None
 
 
+def metric_state(r, name):
+    """What row r holds for metric `name`: its value (a number, finite or not), "null" or
+    "missing"."""
+    m = (r.get("metrics") or {}).get(name) if name else None
+    if not isinstance(m, dict):
+        return "missing"
+    return "null" if m.get("value") is None else m["value"]
+
+
 def _read_rows(files):
     rows = []
     for f in files:
-        try:
-            with open(f, "rb") as fh:
-                lines = fh.read().split(b"\n")
-        except OSError as e:
-            raise CompareError(f"{f}: cannot read: {e.strerror}")
-        for n, raw in enumerate(lines, 1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise CompareError(f"{f}:{n}: not UTF-8 (byte 0x{raw[e.start]:02x} at column {e.start + 1})")
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except (json.JSONDecodeError, RecursionError) as e:
-                raise CompareError(f"{f}:{n}: not valid JSON ({e})")
+        for n, row, why in json_lines(f):
+            if why:
+                raise CompareError(f"{f}:{n}: {why}")
             why = shape_error(row)
             if why:
                 raise CompareError(f"{f}:{n}: not a results row: {why}")
@@ -115,21 +113,12 @@ def _read_rows(files):
 
 def _read_status(path):
     """Programs that failed according to a run's status.tsv: list of one-line notes."""
-    notes = []
-    if not os.path.exists(path):
-        return notes
-    with open(path, "rb") as f:
-        lines = f.read().split(b"\n")
-    for n, raw in enumerate(lines[1:], 2):
-        if not raw.strip():
-            continue
-        parts = raw.decode("utf-8", "replace").split("\t")
-        if len(parts) != 3 or not parts[1].isdigit():
-            notes.append(f"{path}:{n}: malformed (expected program<TAB>exit<TAB>seconds); "
-                         "counted as a failed program")
-        elif parts[1] != "0":
-            notes.append(f"{parts[0]}: exited {parts[1]} in the new run"
-                         + (f" ({os.path.basename(os.path.dirname(path))})" if "round-" in path else ""))
+    if not os.path.lexists(path):
+        return []
+    status, errors = load_status(path)
+    notes = [f"{e}; counted as a failed program" for e in errors]
+    where = f" ({os.path.basename(os.path.dirname(path))})" if "round-" in path else ""
+    notes += [f"{prog}: exited {rc} in the new run{where}" for prog, (rc, _) in status.items() if rc != 0]
     return notes
 
 
@@ -152,6 +141,10 @@ class Side:
             for k, r in seen.items():
                 self.by_key.setdefault(k, []).append(r)
 
+    def versions(self):
+        """The schema versions of the side's rows, e.g. [2] (None: a row without one)."""
+        return sorted({r.get("schema_version") for rd in self.rounds for r in rd.rows}, key=str)
+
     @property
     def manifest(self):
         return next((rd.manifest for rd in self.rounds if rd.manifest), None)
@@ -168,14 +161,8 @@ def _load_round(path):
         raise CompareError(f"{path}: {what}; nothing to compare (is the path a results directory of a run?)")
     manifest = None
     mpath = os.path.join(path, "manifest.json") if os.path.isdir(path) else None
-    if mpath and os.path.exists(mpath):
-        try:
-            with open(mpath, encoding="utf-8") as f:
-                manifest = json.load(f)
-        except (OSError, ValueError, UnicodeDecodeError) as e:
-            raise CompareError(f"{mpath}: not a readable JSON manifest ({e})")
-        if not isinstance(manifest, dict):
-            raise CompareError(f"{mpath}: not a JSON object")
+    if mpath and os.path.lexists(mpath):
+        manifest = load_manifest(mpath)
     notes = _read_status(os.path.join(path, "status.tsv")) if os.path.isdir(path) else []
     return Round(path, rows, manifest, notes)
 

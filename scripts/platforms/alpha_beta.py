@@ -8,8 +8,12 @@ partner is not. Each model therefore sums, step by step, the largest alpha any r
 step (the slowest pair sets the pace). The ring's steps are paced by its slowest hop once
 every rank has a chunk to pass on (count >= p: a rank's exchange waits for its send to the next
 rank as well as for the receive); with fewer elements than ranks (8 B) the few chunks travel
-alone, once around for the reduce-scatter and once for the all-gather, paying each hop's own
-latency: the mean. beta = 1 / link bandwidth. Reduction arithmetic is not counted (gamma = 0): scripts/simulate
+alone, once around for the reduce-scatter and once for the all-gather, each crossing every hop
+but one each way: about the mean hop per step. Where two chunks meet, a rank's exchange waits
+for both, so the model follows, step by step, the longest chain of exchanges that wait for each
+other (ring_chain): at 8 B on a 4x4x4 torus 83.0 us (the mean hop gives 82.7), but with 4
+elements on 5 ranks of a 1x2x3 torus 7.0 us (the mean hop 5.6; simulated 7.5). beta = 1 / link
+bandwidth. Reduction arithmetic is not counted (gamma = 0): scripts/simulate
 runs the all-reduce with computation not charged, so the network is all that is timed.
 
 The suite's algorithms cut each step's message into segments (256 KiB, coll_xfer.c) that cross
@@ -24,6 +28,13 @@ the link one after the other: a step of m bytes costs s(m) alpha + m beta, s(m) 
                                  sum_k (s(n) alpha_k + n beta)          = log2(p) alpha + log2(p) n beta
   tree    binomial reduce then broadcast, whole vector per round:
                                  2 sum_k (s(n) alpha_k + n beta)        (k < ceil(log2 p))
+          up to 16 KiB, the latency path: every receive posted at once, so subtrees run side by
+          side and the time is the tree's deepest path (rank v is popcount(v) hops from rank 0),
+          up and down, plus rank 0's link carrying one vector per child:
+                                 2 (max_v sum_hops alpha + ceil(log2 p) n beta)
+          For p a power of two both give 2 log2(p) alpha at 8 B; for other p the deepest path
+          is shorter than ceil(log2 p) rounds (p = 3: one hop, not two), which the sum of rounds
+          overestimated by up to half.
   dbtree  two binary trees, half the vector each, pipelined in segments of c bytes: the fill
           (up and down the depth d) plus each rank's links carrying 2n in all:
                                  2 d (alpha_max + c beta) + 2 n beta
@@ -34,6 +45,33 @@ import math
 # Up to this many bytes the suite's rhd all-reduce runs recursive doubling of the whole vector
 # instead (SLC_RHD_DOUBLING_BYTES in common/coll/coll_internal.h): log2(p) steps of n bytes.
 RHD_DOUBLING_BYTES = 32 << 10
+# Up to this many bytes the suite's tree all-reduce takes its latency path (SLC_TREE_LATENCY_BYTES
+# in common/coll/coll_internal.h): one message per edge and direction, every receive posted at once.
+TREE_LATENCY_BYTES = 16 << 10
+
+
+def ring_chain(hops, count):
+    """The latency of the suite's ring all-reduce (common/coll/coll_ring.c) when only `count` < p
+    chunks hold an element (chunk i < count): step by step, the time each rank finishes its
+    exchange, which waits for its own send (to r+1, hops[r]) when it has a chunk to send and for
+    the receive (from r-1) when it has one coming; a rank with neither goes straight on. Only the
+    ranks a chunk passes are visited: O(p count)."""
+    p = len(hops)
+    done = [0.0] * p
+    for first in (1, 0):  # reduce-scatter: rank r sends chunk r-s-1; all-gather: chunk r-s
+        for s in range(p - 1):
+            active = {(i + s + first + d) % p for i in range(count) for d in (0, 1)}
+            new = {}
+            for r in active:
+                t = done[r]
+                if (r - s - first) % p < count:       # a chunk to send
+                    t = max(t, done[r] + hops[r])
+                if (r - s - first - 1) % p < count:   # a chunk coming from r - 1
+                    t = max(t, done[r - 1] + hops[r - 1])
+                new[r] = t
+            for r, t in new.items():
+                done[r] = t
+    return max(done)
 
 
 def model(coll, p, n, plat, segment=256 << 10, esize=4):
@@ -47,8 +85,9 @@ def model(coll, p, n, plat, segment=256 << 10, esize=4):
         return 0.0
     if coll == "ring":
         hops = [plat.route_latency(r, (r + 1) % p) for r in range(p)]
-        alpha = max(hops) if n / esize >= p else sum(hops) / p
-        return 2 * (p - 1) * (segs(n / p) * alpha + n / p * beta)
+        if n / esize < p:
+            return ring_chain(hops, int(n // esize)) + 2 * (p - 1) / p * n * beta
+        return 2 * (p - 1) * (segs(n / p) * max(hops) + n / p * beta)
     if coll == "rhd":
         q = 1 << (p.bit_length() - 1)
         rem = p - q
@@ -75,6 +114,17 @@ def model(coll, p, n, plat, segment=256 << 10, esize=4):
         return t
     if coll == "tree":
         rounds = math.ceil(math.log2(p))
+        if n <= TREE_LATENCY_BYTES:
+            # every receive is posted at once, so the subtrees run side by side: what counts is
+            # the longest path of hops up to rank 0 (and back down), rank v's parent being v
+            # less its lowest set bit, plus rank 0's link carrying one vector per child.
+            def path(v):
+                t = 0.0
+                while v:
+                    t += plat.route_latency(v, v & (v - 1))
+                    v &= v - 1
+                return t
+            return 2 * (max(path(v) for v in range(p)) + rounds * n * beta)
         t = 0.0
         for k in range(rounds):
             d = 1 << k

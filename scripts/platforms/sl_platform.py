@@ -45,8 +45,8 @@ class Platform:
     def __init__(self, kind, nodes, bw, lat):
         if nodes < 1:
             raise ValueError(f"nodes {nodes}: expected at least 1")
-        if bw <= 0 or lat < 0:
-            raise ValueError("bandwidth must be > 0 and latency >= 0")
+        if not (0 < bw < math.inf and 0 <= lat < math.inf):
+            raise ValueError("bandwidth must be finite and > 0, latency finite and >= 0")
         self.kind, self.bw, self.lat = kind, bw, lat
         if kind == "fat-tree":
             # Leaves of up to 32 nodes; as many spines as a leaf has nodes, each leaf wired to
@@ -101,16 +101,22 @@ class Platform:
 
 def torus_dims(nodes):
     """Three factors as close to a cube as possible whose product is at least nodes (exactly
-    nodes when it is a power of two)."""
+    nodes when it is a power of two of at least 4), at most one of them 1. SimGrid names a torus
+    link by the two hosts it joins, so in a dimension of size 1 a host's link goes to itself; two
+    such dimensions declare that link twice and SimGrid aborts (1x1x5: "Link
+    'torus_link_from_0_to_0_UP' declared several times"). A rank count with no such
+    factorisation of its own (1, 2, 3, 5, 7, 11, ... : primes and the smallest) gets the nearest
+    larger torus (1x2x2 for 1 to 4 ranks, 1x2x3 for 5, 2x2x2 for 7), of which its ranks use
+    the first nodes."""
     best = None
     for x in range(1, nodes + 1):
-        for y in range(x, nodes + 1):
-            z = math.ceil(nodes / (x * y))
-            if z < y:
-                break
+        for y in range(max(x, 2), max(nodes, 2) + 1):  # y >= 2, so z >= 2: at most x is 1
+            z = max(y, math.ceil(nodes / (x * y)))
             cand = (x * y * z - nodes, z - x, (x, y, z))
             if best is None or cand < best:
                 best = cand
+            if z == y:  # a larger y only makes a larger product
+                break
     return best[2]
 
 

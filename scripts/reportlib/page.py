@@ -4,10 +4,11 @@ inline, so the one file is the whole report: it can be mailed, attached to a CI 
 from a laptop with no network."""
 import datetime
 import html
-import json
 import os
 import subprocess
 import sys
+
+from gatelib.files import load_manifest
 
 from . import figures as F
 from . import allreduce_plots, pipeline_plots, timeline, training_plots
@@ -38,24 +39,20 @@ class Run:
         self.notes = []
         self.manifest = {}
         mpath = os.path.join(path, "manifest.json")
-        try:
-            with open(mpath, "rb") as f:
-                m = json.loads(f.read().decode("utf-8"))
-            self.manifest = m if isinstance(m, dict) else {}
-        except FileNotFoundError:
+        if os.path.lexists(mpath):
+            self.manifest = load_manifest(mpath)  # a manifest that cannot be read: exit 2, no page
+        else:
             self.notes.append(f"{mpath}: no manifest.json")
-        except (OSError, UnicodeDecodeError, ValueError) as e:
-            self.notes.append(f"{mpath}: not readable ({e.__class__.__name__})")
         self.status = {}
         spath = os.path.join(path, "status.tsv")
-        if os.path.exists(spath):
+        if os.path.lexists(spath):
             self.status, errors = load_status(spath)
             self.notes += errors
         self.rows = {}
         names = sorted({f[:-6] for f in os.listdir(path) if f.endswith(".jsonl")} | set(self.status))
         for prog in names:
             jp = os.path.join(path, prog + ".jsonl")
-            if os.path.exists(jp):
+            if os.path.lexists(jp):
                 rows, errors = load_rows(jp)
                 self.notes += errors
                 self.rows[prog] = rows

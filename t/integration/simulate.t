@@ -7,7 +7,9 @@
 # route latency (1 us) of them at 8 B and 8 MiB (the tolerance scripts/simulate asserts and
 # justifies in its header). A buffer of exactly --fold bytes is real and checked. Compute
 # sampling marks rows and manifest, keeps every check passing and changes no simulated time.
-# Platform generators and usage errors.
+# Platform generators and usage errors; results directories checked before anything is written
+# into them, and rank counts that are not powers of two (one rank, small tori, the tree at p = 3);
+# scaling-study checks its options before any point and exits 3 when no point was measured.
 # Skips when smpicc is not installed (apt: libsimgrid-dev).
 . "$(dirname "$0")/../lib/common.sh"
 if ! command -v smpicc >/dev/null 2>&1 || ! command -v smpirun >/dev/null 2>&1; then
@@ -121,9 +123,90 @@ ok $? "torus of 1024 nodes: 8x8x16, 400 Gb/s = 50 GB/s links"
 scripts/platforms/fat-tree --bw fast >/dev/null 2>&1
 ok $([ $? = 2 ]; echo $?) "a bad --bw is exit 2"
 for args in "--platform mesh allreduce" "--ranks 0 allreduce" "--ranks 16 nosuch" "--fold 1K allreduce" \
-            "--ranks 128 ddp -C mpi" "--sample many allreduce"; do
+            "--ranks 128 ddp -C mpi" "--sample many allreduce" "--tolerance inf allreduce" \
+            "--tolerance nan allreduce" "--tolerance -5 allreduce"; do
   scripts/simulate $args >"$out/err" 2>&1
   rc=$?
   ok $([ $rc = 2 ] && [ "$(wc -l <"$out/err")" = 1 ]; echo $?) "simulate $args: one line, exit 2 (got $rc)"
 done
+
+# refused PATTERN DESCRIPTION COMMAND...: exit 2, one line on stderr matching PATTERN, no traceback
+# (within a minute: a refusal that came only after running points would take hours)
+refused() {
+  local want=$1 what=$2; shift 2
+  timeout 60 "$@" >"$out/log" 2>"$out/err"
+  local rc=$?
+  [ $rc = 2 ] && [ "$(wc -l <"$out/err")" = 1 ] && grep -q -- "$want" "$out/err" \
+    && ! grep -q Traceback "$out/log" "$out/err"
+  ok $? "$what: exit 2, one line ($(cat "$out/err"))"
+  [ $rc = 2 ] || diag "rc=$rc: $(tail -3 "$out/err")"
+}
+# Results directories are checked before simulate writes its platform into them (the program
+# would refuse them only after that), and nothing is written through a planted link.
+: >"$out/afile"
+refused "--out (-o) '$out/afile' is not a directory" "simulate -o FILE" \
+  scripts/simulate --ranks 2 allreduce -b 8 -e 8 -o "$out/afile"
+SL_RESULTS=$out/afile refused "SL_RESULTS '$out/afile' is not a directory" "simulate with SL_RESULTS=FILE" \
+  scripts/simulate --ranks 2 allreduce -b 8 -e 8
+before=$(cksum <"$out/ar/platform-fat-tree-16.xml")
+refused "$out/ar already holds the results of another run" "simulate into another run's directory" \
+  scripts/simulate --ranks 16 --bw 100Gbps allreduce -b 8 -e 8 -o "$out/ar"
+[ "$(cksum <"$out/ar/platform-fat-tree-16.xml")" = "$before" ]
+ok $? "... and that run's platform file is left as it was"
+mkdir -p "$out/planted" && echo keep >"$out/victim" && ln -s "$out/victim" "$out/planted/platform-fat-tree-2.xml"
+refused "platform-fat-tree-2.xml is a symbolic link: refusing to write through it" "simulate with a planted link" \
+  scripts/simulate --ranks 2 allreduce -b 8 -e 8 -o "$out/planted"
+[ "$(cat "$out/victim")" = keep ]
+ok $? "... and the file the link points to is untouched"
+
+# Rank counts a power of two or not, on both platforms: one rank has no model to compare with
+# (no message); a torus of 1, 2, 3 or 5 nodes would declare a link twice (SimGrid aborts), so
+# those get the smallest torus with at most one dimension of 1 (1x2x2, 1x2x3); the binomial
+# tree at p = 3 takes one hop each way, not two (scripts/platforms/alpha_beta.py).
+for pr in "fat-tree 1" "fat-tree 3" "torus 1" "torus 2" "torus 3" "torus 5"; do
+  set -- $pr
+  timeout 300 scripts/simulate --platform $1 --ranks $2 allreduce -C ring,rhd,tree -b 8 -e 8K -o "$out/p-$1-$2" \
+    >"$out/p.log" 2>&1
+  rc=$?
+  [ $rc = 0 ] && ! grep -q -e Traceback -e 'OUTSIDE TOLERANCE' "$out/p.log" \
+    && if [ $2 = 1 ]; then grep -q "one rank sends no message" "$out/p.log"
+       else grep -q "alpha-beta: 6 of 6 asserted rows within 15%" "$out/p.log"; fi
+  ok $? "simulate --platform $1 --ranks $2: exit 0, every asserted row within tolerance (rc=$rc)"
+  [ $rc = 0 ] || grep -v WARNING "$out/p.log" | tail -5 | sed 's/^/# /' >&2
+done
+python3 - "$out/p-fat-tree-3/alpha_beta.json" <<'PY'
+import json, sys
+t = {r["bytes"]: r for r in json.load(open(sys.argv[1]))["rows"] if r["collective"] == "tree"}[8]
+ok = abs(t["model_s"] - 2e-6) < 0.01e-6 and abs(t["simulated_s"] - t["model_s"]) < 0.1e-6
+print(f"# tree at p = 3, 8 B: simulated {t['simulated_s'] * 1e6:.3f} us, model {t['model_s'] * 1e6:.3f} us")
+sys.exit(0 if ok else 1)
+PY
+ok $? "the binomial tree at p = 3, 8 B: model 2 us (one hop each way), simulated within 0.1 us of it"
+
+# scaling-study: options checked before any point runs; no point measured is exit 3.
+refused "--platform: expected fat-tree or torus, got 'bogus'" "scaling-study --platform bogus" \
+  scripts/scaling-study --platform bogus --out "$out/ss-bogus"
+[ ! -e "$out/ss-bogus" ]
+ok $? "... and no point ran"
+refused "--out '$out/afile' is not a directory" "scaling-study --out FILE" scripts/scaling-study --out "$out/afile"
+refused "--max-ranks: expected an integer in \[2, 4096\], got '0'" "scaling-study --max-ranks 0" \
+  scripts/scaling-study --max-ranks 0 --out "$out/ss0"
+refused "--point-timeout: expected a whole number of seconds >= 1, got '0'" "scaling-study --point-timeout 0" \
+  scripts/scaling-study --point-timeout 0 --out "$out/ss0"
+# every point refused: each point's directory already holds another run
+for d in allreduce-p2-8B allreduce-p2-268435456B; do
+  mkdir -p "$out/ssx/$d" && echo '{"run_id":"another"}' >"$out/ssx/$d/manifest.json"
+done
+timeout 300 scripts/scaling-study --part allreduce --max-ranks 2 --large-max-ranks 2 --out "$out/ssx" \
+  >"$out/log" 2>"$out/err"
+rc=$?
+[ $rc = 3 ] && grep -q "no point was measured" "$out/err" && [ "$(wc -l <"$out/err")" = 1 ]
+ok $? "scaling-study with every point failed: exit 3, no point was measured (rc=$rc: $(cat "$out/err"))"
+timeout 300 scripts/scaling-study --platform torus --part allreduce --max-ranks 2 --large-max-ranks 2 \
+  --out "$out/sst" >"$out/log" 2>&1
+rc=$?
+# p = 2 with a figure for each algorithm: the 8 B row, the 256 MiB row and their models' row
+[ $rc = 0 ] && [ "$(grep -Ec '^ +2 \| +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ \|' "$out/log")" = 3 ]
+ok $? "scaling-study on a torus at p = 2: both sizes measured and compared with the models, exit 0 (rc=$rc)"
+[ $rc = 0 ] || tail -5 "$out/log" | sed 's/^/# /' >&2
 done_testing
