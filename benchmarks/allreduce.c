@@ -767,6 +767,8 @@ int main(int argc, char **argv)
     sl_table_begin(&ctx, columns, (int)(sizeof columns / sizeof columns[0]));
 
     char *arena = sl_k_malloc((sl_backend)be, SL_MEM_COMM, arena_bytes);
+    int first_dtype = 0; /* notes said once, at the first dtype */
+    while (!(ctx.opt.dtypes & (1u << first_dtype))) first_dtype++;
     for (int t = 0; t < SL_NDTYPES; t++) {
         if (!(ctx.opt.dtypes & (1u << t))) continue;
         series ser[SL_NCOLLS];
@@ -794,6 +796,11 @@ int main(int argc, char **argv)
             }
             if (rc) SL_FATAL("%s: %s", sl_coll_name(i), sl_coll_strerror(rc));
             if (opt_segment) sl_comm_set_segment(comms[i], opt_segment);
+            if (i == SL_COLL_DBTREE && ctx.nranks > 1 && t == first_dtype) {
+                char shape[1024];
+                sl_coll_dbtree_describe(ctx.nranks, shape, sizeof shape);
+                sl_note(&ctx, "dbtree on %d ranks: %s", ctx.nranks, shape);
+            }
         }
         /* Size by size, every implementation in turn: the library's time at a size, which the
          * own algorithms' vs_mpi divides by, is taken seconds before theirs rather than a whole

@@ -105,6 +105,10 @@ int sl_coll_env_ranks_per_node(int *k);
 double sl_coll_shm_traffic(int l, double bytes);
 double sl_coll_shm_memory_traffic(double bytes);
 
+/* The double binary tree over n ranks in words, for the benchmark's header: each tree's parent
+ * of every rank (-1 at the root) and the ranks that are inner nodes of both trees. */
+void sl_coll_dbtree_describe(int n, char *buf, size_t len);
+
 /* The communicator: opaque; made and queried by the calls below. */
 typedef struct sl_comm sl_comm;
 

@@ -238,6 +238,11 @@ PY
 done
 grep -q '^# SL_COLL_RANKS_PER_NODE=2: hier splits each host into virtual nodes of 2' "$out/hier2.txt"
 ok $? "lab: the header names the virtual node split"
+# The double binary tree's shape in the header (exercise 8): on 6 ranks the mirror leaves no
+# rank inner in both trees; on 7 the shift leaves one (rank 0).
+launch 7 allreduce -C dbtree -b 64 -e 64 -n 2 -w 0 --mode latency --place out -o "$out/db7" >"$out/db7.txt" 2>&1
+grep -q '^# dbtree on 7 ranks: tree 0 parents: -1 2 4 2 0 6 4; tree 1 parents: 5 -1 3 5 3 1 0 .*inner in both trees: 0$' "$out/db7.txt"
+ok $? "lab: the header draws the double binary tree on 7 ranks (rank 0 inner in both)"
 # ---- end of the lab sheet's claims -------------------------------------------------------------
 
 done_testing
