@@ -620,14 +620,15 @@ static void summary(sl_ctx *ctx, series *ser, double membw, double gamma)
         while (2 * p2 <= ctx->nranks) p2 *= 2;
         if (i == SL_COLL_RHD && p2 < ctx->nranks && opt_op == OP_ALLREDUCE) {
             double S = s->S[s->n - 1];
+            char sgamma[64] = "0 (simulated: the sums cost no time)";
+            if (isfinite(gamma)) snprintf(sgamma, sizeof sgamma, "%.1f us (the reduction probe)", S * gamma * 1e6);
             sl_note(ctx, "rhd on %d ranks: the fold (%d rank%s give%s %s vector to a neighbour and "
                          "get%s the result back) costs 2 alpha + 2 S beta + S gamma by the model, "
-                         "beyond %d ranks' schedule; at %.0f B, S gamma = %.1f us (the reduction "
-                         "probe); the sent column has the extra S bytes", ctx->nranks,
+                         "beyond %d ranks' schedule; at %.0f B, S gamma = %s; the sent column has "
+                         "the extra S bytes", ctx->nranks,
                     ctx->nranks - p2, ctx->nranks - p2 == 1 ? "" : "s",
                     ctx->nranks - p2 == 1 ? "s" : "", ctx->nranks - p2 == 1 ? "its" : "their",
-                    ctx->nranks - p2 == 1 ? "s" : "", p2, S,
-                    S * gamma * 1e6);
+                    ctx->nranks - p2 == 1 ? "s" : "", p2, S, sgamma);
         }
         if (i == SL_COLL_SHM && opt_op == OP_ALLREDUCE && ctx->nranks > 1) {
             double S = s->S[s->n - 1], bound = sl_coll_shm_memory_traffic(S) / (membw * 1e9);
