@@ -93,7 +93,8 @@ static const sl_opt extra_opts[] = {
      "rotate the buffers through a pool (--pool) so that each call finds them out of cache "
      "(default: one warm pair, as OSU and nccl-tests)"},
     {"pool", 0, SL_OPT_SIZE, &opt_pool, 1 << 20, (long long)1 << 34, NULL, 0,
-     "bytes the --cold rotation cycles through (default 4 x last-level cache, 64M..256M); "
+     "bytes the --cold rotation cycles through (default 4 x the last-level cache as sysfs "
+     "describes it, 64M..256M; 256M where unknown); "
      "the memory probe copies max(-e, this / 4)"},
     {0},
 };
@@ -145,11 +146,11 @@ static const sl_program program = {
     .validate = validate,
     .help_notes =
         "iterations (the iters column): latency rows time -n operations, fewer where one is slow:\n"
-        "  a configuration gets min(-n, " STR(TIME_BUDGET_S) " s / the time of one operation), at least 3 (a note\n"
-        "  under the table says when); throughput rows time --reps repetitions of that many\n"
-        "  back-to-back operations, so their iters is --reps x the latency row's (60 = 3 x 20)\n",
+        "  a configuration gets min(-n, " STR(TIME_BUDGET_S) " s / the time of one operation),\n"
+        "  at least 3 (a note under the table says when); throughput rows time --reps\n"
+        "  repetitions of that many back-to-back operations: their iters is --reps x the\n"
+        "  latency row's (60 = 3 x 20)\n",
 };
-
 
 /* Data and reference: sl_coll_ref_value / sl_coll_ref_reduce (coll_reference.h), integers in
  * [-8, 8] per rank, element and check number, whose sums are exact in every dtype. */

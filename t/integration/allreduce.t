@@ -214,7 +214,7 @@ PY
 ok $? "lab: throughput iters = 3 x latency's; shm's bound is 2 S at the copy bandwidth; sent bytes exact; gamma in the model rows"
 grep -q '^# reduction (f32 sum.*gamma = ' "$out/lab.txt" && grep -q '^#.* sent .* vs_mpi ' "$out/lab.txt"
 ok $? "lab: the header prints gamma; the table has sent and vs_mpi columns"
-bin/allreduce --help | grep -q 'throughput rows time --reps repetitions'
+bin/allreduce --help | grep -q 'their iters is --reps x the'
 ok $? "lab: --help explains the iters column (the time budget, --reps x)"
 
 # hier's bytes between nodes: 4 ranks, 64 KiB (rhd above its 32 KiB doubling threshold sends
