@@ -2,7 +2,8 @@
 # allreduce (the collectives benchmark) on 1..5 ranks with every implementation (-C all) over a
 # small sweep: every row's exact check passes, rows validate against the schema, every
 # implementation that provides the collective appears at every size, busbw is null on one
-# rank and a number otherwise, and the model rows are written. Bad inputs exit 2.
+# rank and a number otherwise, and the model rows are written. Bad inputs exit 2. The last
+# block holds the exact claims of the lab sheet (benchmarks/labs/allreduce.md).
 . "$(dirname "$0")/../lib/common.sh"
 out=$(tmpdir)
 trap 'rm -rf "$out"' EXIT
@@ -178,9 +179,10 @@ level, size = int(sys.argv[3]), int(sys.argv[4])
 llc = m["cpu"]["llc"]
 head = re.search(r"last-level cache (\d+) (KiB|MiB)", text)
 shown = int(head.group(1)) << (10 if head.group(2) == "KiB" else 20) if head else None
-print(f"sysfs L{level} {size} B, manifest {llc}, header {shown}", file=sys.stderr)
-sys.exit(0 if size and llc["bytes"] == size == shown and llc["level"] == level
-         and f"L{level} {size >> 10} KiB" in m["cpu"]["topology"] and m["coll_ranks_per_node"] is None else 1)
+good = (size and llc["bytes"] == size == shown and llc["level"] == level
+        and f"L{level} {size >> 10} KiB" in m["cpu"]["topology"] and m["coll_ranks_per_node"] is None)
+if not good: print(f"sysfs L{level} {size} B, manifest {llc}, header {shown}", file=sys.stderr)
+sys.exit(0 if good else 1)
 PY
 ok $? "lab: the manifest's cpu.llc and the --cold header's last-level cache are sysfs's ($sysfs_llc)"
 python3 - "$out/lab/allreduce.jsonl" <<'PY'
@@ -231,8 +233,9 @@ sent = {json.loads(l)["variant"]: json.loads(l)["metrics"]["sent_bytes"]["value"
         for l in open(d + "/allreduce.jsonl") if '"latency"' in l}
 rpn = json.load(open(d + "/manifest.json"))["coll_ranks_per_node"]
 want = {"2": 32768, "1": 98304, "": 0}[k]
-print(sent, rpn, file=sys.stderr)
-sys.exit(0 if sent == {"rhd": 98304, "hier": want} and rpn == (int(k) if k else None) else 1)
+good = sent == {"rhd": 98304, "hier": want} and rpn == (int(k) if k else None)
+if not good: print(f"sent_bytes {sent}, coll_ranks_per_node {rpn}", file=sys.stderr)
+sys.exit(0 if good else 1)
 PY
   ok $? "lab: SL_COLL_RANKS_PER_NODE='$k' on 4 ranks at 64 KiB: hier sends $( [ "$k" = 2 ] && echo 'S/2' || { [ "$k" = 1 ] && echo '1.5 S' || echo 0; }) between nodes, rhd 1.5 S; the manifest records the split (rc=$rc)"
 done
