@@ -29,8 +29,8 @@
  * squares on relative error over the latency sweep; the size range in which each implementation
  * is the fastest; small-message latency and plateau busbw; and, from a large-copy probe run in
  * the same job, plateau busbw as a fraction of the memory bandwidth each rank gets; and for
- * shm, which moves nothing but memory, its time against its memory-traffic bound: the bytes
- * each rank must read and write (sl_coll_shm_traffic) at that copy bandwidth.
+ * shm, which moves nothing but memory, its time against its memory bound: the bytes each rank
+ * must read from and write to memory (sl_coll_shm_memory_traffic) at that copy bandwidth.
  */
 #include <math.h>
 #include <stdint.h>
@@ -42,6 +42,7 @@
 #include "kernels.h"
 #include "probe.h"
 #include "scalelab.h"
+#include "coll_local.h"
 #include "coll_reference.h"
 #include "sl_sim.h"
 #include "sl_coll.h"
@@ -84,14 +85,16 @@ static const sl_opt extra_opts[] = {
      "out of place and/or in place (default all; broadcast is in place only)"},
     {"root", 0, SL_OPT_INT, &opt_root, 0, 1 << 20, NULL, 0, "broadcast root (default 0)"},
     {"reps", 0, SL_OPT_INT, &opt_reps, 1, 1000, NULL, 0,
-     "throughput mode: timed repetitions of -n back-to-back operations (default 3)"},
+     "throughput mode: timed repetitions of the back-to-back operations (default 3; iters = reps x"
+     " the latency row's)"},
     {"segment", 0, SL_OPT_SIZE, &opt_segment, 8, 1 << 30, NULL, 0,
      "pipelining segment of ring, tree, dbtree and rhd messages (default 256K or $SL_COLL_SEGMENT)"},
     {"cold", 0, SL_OPT_FLAG, &opt_cold, 0, 0, NULL, 0,
      "rotate the buffers through a pool (--pool) so that each call finds them out of cache "
      "(default: one warm pair, as OSU and nccl-tests)"},
     {"pool", 0, SL_OPT_SIZE, &opt_pool, 1 << 20, (long long)1 << 34, NULL, 0,
-     "bytes the --cold rotation cycles through (default 4 x last-level cache, 64M..256M); "
+     "bytes the --cold rotation cycles through (default 4 x the last-level cache as sysfs "
+     "describes it, 64M..256M; 256M where unknown); "
      "the memory probe copies max(-e, this / 4)"},
     {0},
 };
@@ -119,6 +122,12 @@ static void validate(sl_ctx *ctx)
         sl_usage_error("--maxbytes (-e) %zu: at most 16G", ctx->opt.maxbytes);
 }
 
+/* A timed configuration stops adding iterations once they would take longer than this, so
+ * that the largest sizes do not dominate the run; the row records the count it used. */
+#define TIME_BUDGET_S 0.25
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
 static const sl_program program = {
     .name = "allreduce",
     .summary = "collectives over a size sweep: ring, trees, recursive halving/doubling, shared "
@@ -135,11 +144,13 @@ static const sl_program program = {
     .default_maxbytes = 64u << 20,
     .extra = extra_opts,
     .validate = validate,
+    .help_notes =
+        "iterations (the iters column): latency rows time -n operations, fewer where one is slow:\n"
+        "  a configuration gets min(-n, " STR(TIME_BUDGET_S) " s / the time of one operation),\n"
+        "  at least 3 (a note under the table says when); throughput rows time --reps\n"
+        "  repetitions of that many back-to-back operations: their iters is --reps x the\n"
+        "  latency row's (60 = 3 x 20)\n",
 };
-
-/* A timed configuration stops adding iterations once they would take longer than this, so
- * that the largest sizes do not dominate the run; the row records the count it used. */
-#define TIME_BUDGET_S 0.25
 
 /* Data and reference: sl_coll_ref_value / sl_coll_ref_reduce (coll_reference.h), integers in
  * [-8, 8] per rank, element and check number, whose sums are exact in every dtype. */
@@ -160,6 +171,7 @@ typedef struct bench {
     int nops;           /* throughput mode: operations per timed repetition */
     double membw;       /* copy bandwidth per rank (reads + writes), for shm's bound */
     double scratch;     /* the collective's own scratch for one operation, largest over ranks */
+    double sent;        /* bytes the busiest rank sent in one operation (hier: between nodes) */
     int si;             /* index of the size in the sweep */
 } bench;
 
@@ -322,6 +334,8 @@ static const sl_column columns[] = {
     {"algbw", "GB/s", "algbw", 9, 3, 0},
     {"busbw", "GB/s", "busbw", 9, 3, 0},
     {"scratch", "KiB", "scratch_bytes", 9, 0, 1.0 / 1024},
+    {"sent", "B", "sent_bytes", 11, 0, 0},
+    {"vs_mpi", "x", "vs_mpi", 7, 2, 0},
     SL_COL_CHECK(6),
 };
 
@@ -412,15 +426,19 @@ static void emit_row(sl_ctx *ctx, bench *b, const char *mode, const sl_stats *st
     sl_result_metric(&r, "algbw_rank_mean", algbw_avg, "GB/s");
     sl_result_metric(&r, "busbw_rank_mean", algbw_avg * bus_factor(b->op, ctx->nranks), "GB/s");
     if (sl_comm_impl(b->c) == SL_COLL_SHM && b->op == OP_ALLREDUCE && ctx->nranks > 1) {
-        /* no message: the time is the memory traffic, whose bound is traffic / copy bandwidth */
+        /* no message: the time is memory traffic. All of it (traffic_per_rank) includes the
+         * window's, which stays in cache; the bound is what must reach memory / copy bandwidth */
         double traffic = sl_coll_shm_traffic(ctx->nranks, (double)b->bytes);
+        double memory = sl_coll_shm_memory_traffic((double)b->bytes);
         sl_result_metric(&r, "traffic_per_rank", traffic, "B");
-        sl_result_metric(&r, "bound_time", traffic / (b->membw * 1e9), "s");
-        sl_result_metric(&r, "of_bound", traffic / (b->membw * 1e9) / st->median, "ratio");
+        sl_result_metric(&r, "memory_traffic_per_rank", memory, "B");
+        sl_result_metric(&r, "bound_time", memory / (b->membw * 1e9), "s");
+        sl_result_metric(&r, "of_bound", memory / (b->membw * 1e9) / st->median, "ratio");
     }
     /* the MPI library's and NCCL's scratch is their own: not observable */
     int opaque = sl_comm_impl(b->c) == SL_COLL_MPI || sl_comm_impl(b->c) == SL_COLL_NCCL;
     sl_result_metric(&r, "scratch_bytes", opaque ? NAN : b->scratch, "B");
+    sl_result_metric(&r, "sent_bytes", opaque ? NAN : b->sent, "B");
     snprintf(r.headline, sizeof r.headline, "busbw");
     gate_metric(ctx, b, mode, st, algbw * bus_factor(b->op, ctx->nranks), &r);
     if (cs == SL_CHECK_SKIPPED) sl_result_check(&r, cs, 0, NULL);
@@ -473,9 +491,15 @@ static void run_config(sl_ctx *ctx, sl_comm *c, sl_backend be, sl_dtype t, char 
     sl_sim_sampling(1);
     /* the scratch of one operation, from none: the algorithms keep theirs between calls */
     sl_comm_scratch_free(b.c);
+    unsigned long long sent0 = sl_comm_bytes_sent(b.c);
     one_op(&b);
-    double scratch = (double)sl_comm_scratch_bytes(b.c);
-    SL_CHECK_MPI(MPI_Allreduce(&scratch, &b.scratch, 1, MPI_DOUBLE, MPI_MAX, ctx->comm));
+    /* and the bytes it sent through the suite's transport: hier counts only what crossed
+     * between nodes, shm sends none */
+    double scratch_sent[2] = {(double)sl_comm_scratch_bytes(b.c),
+                              (double)(sl_comm_bytes_sent(b.c) - sent0)}, most[2];
+    SL_CHECK_MPI(MPI_Allreduce(scratch_sent, most, 2, MPI_DOUBLE, MPI_MAX, ctx->comm));
+    b.scratch = most[0];
+    b.sent = most[1];
     for (int k = 0; k < (int)ctx->opt.warmup; k++) one_op(&b);
     int iters = iterations_for(ctx, &b);
     sl_stats st;
@@ -525,15 +549,45 @@ static double memory_bandwidth(sl_ctx *ctx, size_t bytes)
     return bw;
 }
 
-static void summary(sl_ctx *ctx, series *ser, double membw)
+/* The reduction's time per byte of vector (the model's gamma), every rank at once on one
+ * thread: the algorithms' local step (sl_reduce_host: two vectors into a third) at the sweep's
+ * largest size, at most 64 MiB. NAN under the simulator, which charges the sums no time. */
+typedef struct gamma_arg {
+    void *dst, *a, *b;
+    size_t n;
+    sl_dtype t;
+} gamma_arg;
+
+static void body_reduce(void *arg)
+{
+    gamma_arg *g = arg;
+    sl_reduce_host(g->dst, g->a, g->b, g->n, g->t, (sl_redop)opt_redop);
+}
+
+static double reduction_gamma(sl_ctx *ctx, sl_dtype t, size_t bytes)
+{
+    if (sl_sim_active()) return NAN;
+    size_t es = sl_dtype_size(t);
+    if (bytes > ((size_t)64 << 20)) bytes = (size_t)64 << 20;
+    gamma_arg g = {.n = bytes / es ? bytes / es : 1, .t = t};
+    g.dst = calloc(g.n, es), g.a = calloc(g.n, es), g.b = calloc(g.n, es); /* zeros: no subnormals */
+    if (!g.dst || !g.a || !g.b) SL_FATAL("out of memory for the reduction probe of %zu bytes", bytes);
+    sl_stats st;
+    sl_time_loop_n(ctx, 1, 5, body_reduce, &g, &st);
+    free(g.dst), free(g.a), free(g.b);
+    return st.median / (double)(g.n * es);
+}
+
+static void summary(sl_ctx *ctx, series *ser, double membw, double gamma)
 {
     sl_note(ctx, "model t = alpha + beta*S (least squares on relative error, %s sweep, %s)",
             (opt_modes & MODE_LATENCY) ? "latency" : "throughput",
             opt_op == OP_BROADCAST ? "in place" : (opt_places & PLACE_OUT) ? "out of place" : "in place");
     if (fewest_iters)
         sl_note(ctx, "iterations: -n %lld, fewer where one operation is slow (a %.2f s budget per "
-                     "configuration, at least 3; down to %d here): the iters column has each count",
-                ctx->opt.iters, TIME_BUDGET_S, fewest_iters);
+                     "configuration, at least 3; down to %d here): the iters column has each count "
+                     "(throughput rows: --reps %lld times it)",
+                ctx->opt.iters, TIME_BUDGET_S, fewest_iters, opt_reps);
     sl_note(ctx, "%-7s %11s %11s %9s %8s %12s %11s %9s %s", "coll", "alpha_us", "1/beta_GB/s",
             "fit_err%", "lat_us", "plateau_GB/s", "of_membw%", "fastest", "");
     for (int i = 0; i < SL_NCOLLS; i++) {
@@ -563,12 +617,27 @@ static void summary(sl_ctx *ctx, series *ser, double membw)
             sl_note(ctx, "%-7s %11.2f %11.3f %9.1f %8.2f %12.3f %11.1f %9s %s", sl_coll_name(i),
                     alpha * 1e6, 1.0 / beta / 1e9, 100 * maxrel, s->t_lat[0] * 1e6, plateau,
                     100 * plateau / membw, wins[0] ? "at" : "never", wins);
+        int p2 = 1;
+        while (2 * p2 <= ctx->nranks) p2 *= 2;
+        if (i == SL_COLL_RHD && p2 < ctx->nranks && opt_op == OP_ALLREDUCE) {
+            double S = s->S[s->n - 1];
+            char sgamma[64] = "0 (simulated: the sums cost no time)";
+            if (isfinite(gamma)) snprintf(sgamma, sizeof sgamma, "%.1f us (the reduction probe)", S * gamma * 1e6);
+            sl_note(ctx, "rhd on %d ranks: the fold (%d rank%s give%s %s vector to a neighbour and "
+                         "get%s the result back) costs 2 alpha + 2 S beta + S gamma by the model, "
+                         "beyond %d ranks' schedule; at %.0f B, S gamma = %s; the sent column has "
+                         "the extra S bytes", ctx->nranks,
+                    ctx->nranks - p2, ctx->nranks - p2 == 1 ? "" : "s",
+                    ctx->nranks - p2 == 1 ? "s" : "", ctx->nranks - p2 == 1 ? "its" : "their",
+                    ctx->nranks - p2 == 1 ? "s" : "", p2, S, sgamma);
+        }
         if (i == SL_COLL_SHM && opt_op == OP_ALLREDUCE && ctx->nranks > 1) {
-            double S = s->S[s->n - 1], bound = sl_coll_shm_traffic(ctx->nranks, S) / (membw * 1e9);
+            double S = s->S[s->n - 1], bound = sl_coll_shm_memory_traffic(S) / (membw * 1e9);
             double t = S / (plateau / bus_factor(opt_op, ctx->nranks) * 1e9);
-            sl_note(ctx, "shm at %.0f B: %.1f us against its memory-traffic bound %.1f us "
-                         "((5 - 2/%d) x S read and written per rank at %.2f GB/s): %.0f%% of the "
-                         "bound", S, t * 1e6, bound * 1e6, ctx->nranks, membw, 100 * bound / t);
+            sl_note(ctx, "shm at %.0f B: %.1f us against its memory bound %.1f us (2 x S per rank, "
+                         "its input read and its result written, at %.2f GB/s; the other "
+                         "(3 - 2/%d) x S pass through the window in cache): %.0f%% of the bound",
+                    S, t * 1e6, bound * 1e6, membw, ctx->nranks, 100 * bound / t);
         }
 
         sl_result r;
@@ -586,6 +655,7 @@ static void summary(sl_ctx *ctx, series *ser, double membw)
         sl_result_metric(&r, "plateau_busbw", plateau, "GB/s");
         sl_result_metric(&r, "plateau_bytes", s->S[s->n - 1], "B");
         sl_result_metric(&r, "membw_per_rank", membw, "GB/s");
+        sl_result_metric(&r, "gamma", gamma, "s/B");
         sl_result_metric(&r, "plateau_of_membw", plateau / membw, "ratio");
         /* The gate: the plateau against the library's at the same (largest) size, measured
          * seconds apart in the size-by-size sweep, as each row's vs_mpi; the library's own
@@ -605,14 +675,6 @@ static void summary(sl_ctx *ctx, series *ser, double membw)
         sl_result_emit(ctx, &r);
         ctx->ncols = ncols;
     }
-}
-
-/* The last-level cache, for sizing the rotation pool. */
-static size_t llc_bytes(void)
-{
-    long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    if (v <= 0) v = sysconf(_SC_LEVEL2_CACHE_SIZE);
-    return v > 0 ? (size_t)v : (size_t)32 << 20;
 }
 
 int main(int argc, char **argv)
@@ -640,9 +702,9 @@ int main(int argc, char **argv)
      * addition does not depend on its operands, except for subnormals, which zeros and the
      * small integers of the checks cannot produce. */
     size_t arena_bytes = 2 * ((ctx.opt.maxbytes + 4095) & ~(size_t)4095);
-    size_t cold = opt_pool;
-    if (!cold) {
-        cold = 4 * llc_bytes();
+    size_t llc = sl_env_llc(NULL, NULL), cold = opt_pool; /* the manifest's cpu.llc.bytes */
+    if (!cold) { /* an unknown cache: the largest default pool */
+        cold = llc ? 4 * llc : (size_t)256 << 20;
         if (cold < ((size_t)64 << 20)) cold = (size_t)64 << 20;
         if (cold > ((size_t)256 << 20)) cold = (size_t)256 << 20;
     }
@@ -651,11 +713,14 @@ int main(int argc, char **argv)
     /* A simulated host has no memory bandwidth to measure: the simulator times the network. */
     double membw = sl_sim_active() ? NAN
                                    : memory_bandwidth(&ctx, ctx.opt.maxbytes > cold / 4 ? ctx.opt.maxbytes : cold / 4);
-    char pool[160] = "warm: one pair reused, as OSU and nccl-tests";
-    if (opt_cold)
-        snprintf(pool, sizeof pool, "cold: rotated through %zu MiB (last-level cache %zu MiB%s)",
-                 arena_bytes >> 20, llc_bytes() >> 20,
-                 arena_bytes < llc_bytes() ? ": smaller than the cache, so not fully cold; see --pool" : "");
+    char pool[200] = "warm: one pair reused, as OSU and nccl-tests";
+    if (opt_cold && llc)
+        snprintf(pool, sizeof pool, "cold: rotated through %zu MiB (last-level cache %zu %s%s)",
+                 arena_bytes >> 20, llc % (1 << 20) ? llc >> 10 : llc >> 20, llc % (1 << 20) ? "KiB" : "MiB",
+                 arena_bytes < llc ? ": smaller than the cache, so not fully cold; see --pool" : "");
+    else if (opt_cold)
+        snprintf(pool, sizeof pool, "cold: rotated through %zu MiB (last-level cache unknown: "
+                                    "no sysfs cache description)", arena_bytes >> 20);
     sl_note(&ctx, "%s of %s over %d rank%s, %s buffers %s; memory copy %.2f GB/s per rank",
             sl_collective_name(op_coll[opt_op]),
             opt_op == OP_ALLGATHER || opt_op == OP_BROADCAST ? "data" : sl_redop_name((sl_redop)opt_redop),
@@ -669,6 +734,11 @@ int main(int argc, char **argv)
             sl_note(&ctx, "segment: %zu %s for ring, tree, dbtree and rhd (--segment)",
                     seg % 1024 ? seg : seg >> 10, seg % 1024 ? "B" : "KiB");
     }
+    int vnode = 0; /* hier's virtual nodes (a testing aid), also in the manifest */
+    if (sl_coll_env_ranks_per_node(&vnode) == 0 && vnode > 0)
+        sl_note(&ctx, "SL_COLL_RANKS_PER_NODE=%d: hier splits each host into virtual nodes of %d "
+                      "consecutive ranks (%d here); its sent column is the bytes between them",
+                vnode, vnode, (ctx.nranks + vnode - 1) / vnode);
     if (ctx.nranks == 1) sl_note(&ctx, "one rank: busbw is not applicable (null)");
     if (sl_sim_active())
         sl_note(&ctx, "simulated hosts: no memory probe (of_membw%% is nan); scripts/simulate "
@@ -687,9 +757,23 @@ int main(int argc, char **argv)
         sl_note(&ctx, "ranks are not bound to one core each (up to %d CPUs): small-message times "
                       "may include scheduler delays; for latency, launch with --bind-to core",
                 most_bound);
+    double gamma[SL_NDTYPES]; /* the model's gamma per dtype, for the reductions' notes */
+    for (int t = 0; t < SL_NDTYPES; t++) {
+        gamma[t] = NAN;
+        if (!(ctx.opt.dtypes & (1u << t)) || (opt_op != OP_ALLREDUCE && opt_op != OP_REDUCE_SCATTER))
+            continue;
+        gamma[t] = reduction_gamma(&ctx, (sl_dtype)t, sizes[nsizes - 1]);
+        if (isfinite(gamma[t]))
+            sl_note(&ctx, "reduction (%s %s, every rank at once, %zu B vectors): gamma = %.3f ns/B, "
+                          "1/gamma = %.2f GB/s", sl_dtype_name(t), sl_redop_name((sl_redop)opt_redop),
+                    sizes[nsizes - 1] < ((size_t)64 << 20) ? sizes[nsizes - 1] : (size_t)64 << 20,
+                    gamma[t] * 1e9, 1 / gamma[t] / 1e9);
+    }
     sl_table_begin(&ctx, columns, (int)(sizeof columns / sizeof columns[0]));
 
     char *arena = sl_k_malloc((sl_backend)be, SL_MEM_COMM, arena_bytes);
+    int first_dtype = 0; /* notes said once, at the first dtype */
+    while (!(ctx.opt.dtypes & (1u << first_dtype))) first_dtype++;
     for (int t = 0; t < SL_NDTYPES; t++) {
         if (!(ctx.opt.dtypes & (1u << t))) continue;
         series ser[SL_NCOLLS];
@@ -717,6 +801,11 @@ int main(int argc, char **argv)
             }
             if (rc) SL_FATAL("%s: %s", sl_coll_name(i), sl_coll_strerror(rc));
             if (opt_segment) sl_comm_set_segment(comms[i], opt_segment);
+            if (i == SL_COLL_DBTREE && ctx.nranks > 1 && t == first_dtype) {
+                char shape[1024];
+                sl_coll_dbtree_describe(ctx.nranks, shape, sizeof shape);
+                sl_note(&ctx, "dbtree on %d ranks: %s", ctx.nranks, shape);
+            }
         }
         /* Size by size, every implementation in turn: the library's time at a size, which the
          * own algorithms' vs_mpi divides by, is taken seconds before theirs rather than a whole
@@ -739,7 +828,7 @@ int main(int argc, char **argv)
         }
         for (int i = 0; i < SL_NCOLLS; i++)
             if (comms[i]) sl_comm_destroy(comms[i]);
-        summary(&ctx, ser, membw);
+        summary(&ctx, ser, membw, gamma[t]);
     }
     sl_k_free((sl_backend)be, arena);
     return sl_finalize(&ctx);

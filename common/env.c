@@ -1,5 +1,6 @@
-/* env.c — what the run ran on, for manifest.json: hosts, CPU, hwloc topology, each rank's
- * binding, MPI library, build options and git describe. GPU facts come from env_gpu. */
+/* env.c — what the run ran on, for manifest.json: hosts, CPU, hwloc topology, the last-level
+ * cache (sysfs), each rank's binding, MPI library, build options and git describe. GPU facts
+ * come from env_gpu. */
 #include <hwloc.h>
 #include <sched.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include "sl_error.h"
 #include "sl_harness.h"
 #include "sl_json.h"
+#include "sl_coll.h"
 #include "sl_sim.h"
 
 /* "0-3,8" from a CPU set. */
@@ -88,6 +90,50 @@ int sl_env_cpu_has_flag(const char *flag)
     return found;
 }
 
+/* The kernel's cache description (what lscpu and hwloc read). Not sysconf(_SC_LEVEL3_CACHE_SIZE):
+ * glibc takes that from cpuid, which a hypervisor may fill with nonsense (a 2-vCPU AMD EPYC VM
+ * here: 320 MiB for a 32 MiB L3, 384 MiB on another). */
+#define SL_SYSFS_CACHE "/sys/devices/system/cpu/cpu0/cache"
+
+/* One line of a sysfs file into buf, newline cut; -1 where it cannot be read. */
+static int sysfs_line(const char *path, char *buf, size_t len)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    int rc = fgets(buf, (int)len, f) ? 0 : -1;
+    fclose(f);
+    buf[strcspn(buf, "\n")] = 0;
+    return rc;
+}
+
+size_t sl_env_llc(int *level, const char **source)
+{
+    size_t best = 0;
+    int best_level = 0;
+    for (int i = 0; i < 16; i++) {
+        char path[128], lv[16], type[32], size[32];
+        snprintf(path, sizeof path, SL_SYSFS_CACHE "/index%d/level", i);
+        if (sysfs_line(path, lv, sizeof lv) != 0) break;
+        snprintf(path, sizeof path, SL_SYSFS_CACHE "/index%d/type", i);
+        if (sysfs_line(path, type, sizeof type) != 0 || !strcmp(type, "Instruction")) continue;
+        snprintf(path, sizeof path, SL_SYSFS_CACHE "/index%d/size", i);
+        if (sysfs_line(path, size, sizeof size) != 0) continue;
+        char *end;
+        unsigned long long v = strtoull(size, &end, 10);
+        if (*end == 'K') v <<= 10;
+        else if (*end == 'M') v <<= 20;
+        else if (*end == 'G') v <<= 30;
+        int l = atoi(lv);
+        if (v > 0 && l > best_level) {
+            best_level = l;
+            best = (size_t)v;
+        }
+    }
+    if (level) *level = best_level;
+    if (source) *source = SL_SYSFS_CACHE;
+    return best;
+}
+
 int sl_env_topology_summary(char *buf, size_t len, int *cores, int *pus)
 {
     hwloc_topology_t topo;
@@ -100,15 +146,15 @@ int sl_env_topology_summary(char *buf, size_t len, int *cores, int *pus)
     int numa = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
     *cores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
     *pus = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
-    hwloc_obj_t l3 = hwloc_get_obj_by_type(topo, HWLOC_OBJ_L3CACHE, 0);
+    hwloc_topology_destroy(topo);
+    /* the cache from the one source the suite uses for it (sl_env_llc), so that the manifest
+     * and the programs that size buffers by it say the same */
+    int level;
+    size_t llc = sl_env_llc(&level, NULL);
     char l3s[48] = "";
-    if (l3 && l3->attr)
-        snprintf(l3s, sizeof l3s, ", L3 %llu KiB x %d",
-                 (unsigned long long)l3->attr->cache.size / 1024,
-                 hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_L3CACHE));
+    if (llc) snprintf(l3s, sizeof l3s, ", L%d %zu KiB", level, llc >> 10);
     snprintf(buf, len, "%d package%s, %d NUMA node%s, %d cores, %d PUs%s", packages,
              packages == 1 ? "" : "s", numa, numa == 1 ? "" : "s", *cores, *pus, l3s);
-    hwloc_topology_destroy(topo);
     return 0;
 }
 
@@ -159,6 +205,10 @@ void sl_env_manifest(sl_ctx *ctx, sl_json *j)
     sl_json_int(j, "ranks_per_node", ctx->node_ranks);
     sl_json_int(j, "cpus_per_node", ctx->node_cpus);
     sl_json_bool(j, "oversubscribed", sl_oversubscribed(ctx, 1));
+    /* hier's virtual node split (a testing aid that changes what crosses "between nodes") */
+    int vnode;
+    if (sl_coll_env_ranks_per_node(&vnode) == 0 && vnode > 0) sl_json_int(j, "coll_ranks_per_node", vnode);
+    else sl_json_null(j, "coll_ranks_per_node");
     sl_sim_json(j); /* "simulated": {...} under the simulator only */
 
     /* distinct hosts, in rank order */
@@ -176,6 +226,16 @@ void sl_env_manifest(sl_ctx *ctx, sl_json *j)
     sl_json_int(j, "pus", pus);
     sl_json_int(j, "online_cpus", sysconf(_SC_NPROCESSORS_ONLN));
     sl_json_str(j, "topology", topo);
+    int llc_level;
+    const char *llc_source;
+    size_t llc = sl_env_llc(&llc_level, &llc_source);
+    sl_json_obj_begin(j, "llc");
+    if (llc) sl_json_int(j, "level", llc_level);
+    else sl_json_null(j, "level");
+    if (llc) sl_json_int(j, "bytes", (long long)llc);
+    else sl_json_null(j, "bytes");
+    sl_json_str(j, "source", llc_source);
+    sl_json_obj_end(j);
     sl_json_obj_end(j);
 
     sl_json_arr_begin(j, "rank_binding");

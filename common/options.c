@@ -542,6 +542,7 @@ void sl_options_print_help(const sl_program *p)
     for (int g = 0; g < SL_MAX_OPT_GROUPS && p->groups[g]; g++)
         print_opt_table(p->groups[g]->title, p->groups[g]->opts);
     print_opt_table(p->name, p->extra);
+    if (p->help_notes) printf("\n%s", p->help_notes);
     printf("\neach option is given once (twice is a usage error); a list is one comma-separated value\n");
     printf("exit status: 0 ok, 1 a check failed, 2 usage error, 3 runtime error\n");
 }

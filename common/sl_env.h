@@ -22,9 +22,13 @@ int sl_env_cpu_model(char *buf, size_t len);
 /* Whether the first CPU's "flags" line in /proc/cpuinfo (x86: the names lscpu shows) lists
  * `flag`: 1 yes, 0 no, -1 when there is no such line (another architecture, no /proc). */
 int sl_env_cpu_has_flag(const char *flag);
-/* "1 package, 1 NUMA node, 2 cores, 2 PUs, L3 32 MiB" */
+/* "1 package, 1 NUMA node, 2 cores, 2 PUs, L3 32768 KiB" (the cache from sl_env_llc) */
 int sl_env_topology_summary(char *buf, size_t len, int *cores, int *pus);
 void sl_env_mpi_version(char *buf, size_t len);
+/* The last-level data or unified cache of CPU 0 in bytes, from the kernel's description in sysfs
+ * (what lscpu and hwloc show); 0 where there is none. *level: its level (3 for an L3), *source:
+ * the directory read. Either may be NULL. The suite's one source for the cache size. */
+size_t sl_env_llc(int *level, const char **source);
 
 /* Device-side facts: filled by the CUDA build, "not built" otherwise. */
 typedef struct sl_env_gpu {

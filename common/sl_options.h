@@ -92,6 +92,9 @@ typedef struct sl_program {
     /* The MPI thread level the program needs: single (the default, zero) where no thread runs
      * alongside an MPI call; funneled where threads run while the main thread calls MPI. */
     sl_mpi_thread mpi_thread;
+    /* Lines printed at the end of --help, after the options (what a column means, a rule that
+     * changes an option's effect); may be NULL. */
+    const char *help_notes;
 } sl_program;
 
 typedef struct sl_options {

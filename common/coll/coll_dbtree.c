@@ -14,6 +14,7 @@
  * (reduce) and, from each root, back down (broadcast); both trees' chunks are in flight at the
  * same time, so each rank's links carry both halves at once, and a chunk's broadcast overlaps
  * the next chunk's reduction. */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "coll_internal.h"
@@ -55,6 +56,35 @@ void slc_dbtree_shape(int n, int rank, int which, int *parent, int *c0, int *c1)
         *c0 = a < 0 ? -1 : (a + 1) % n;
         *c1 = b < 0 ? -1 : (b + 1) % n;
     }
+}
+
+void sl_coll_dbtree_describe(int n, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = 0;
+    char both[256] = "";
+    size_t bl = 0;
+    for (int w = 0; w < 2; w++) {
+        used += (size_t)snprintf(buf + used, used < len ? len - used : 0, "%stree %d parents:",
+                                 w ? "; " : "", w);
+        for (int r = 0; r < n && used < len; r++) {
+            int p, a, b;
+            slc_dbtree_shape(n, r, w, &p, &a, &b);
+            used += (size_t)snprintf(buf + used, len - used, " %d", p);
+        }
+    }
+    for (int r = 0; r < n && bl < sizeof both; r++) { /* a rank with children in both trees */
+        int inner = 1;
+        for (int w = 0; w < 2; w++) {
+            int p, a, b;
+            slc_dbtree_shape(n, r, w, &p, &a, &b);
+            inner = inner && (a >= 0 || b >= 0);
+        }
+        if (inner) bl += (size_t)snprintf(both + bl, sizeof both - bl, " %d", r);
+    }
+    if (used < len)
+        snprintf(buf + used, len - used, " (-1: the root); inner in both trees:%s",
+                 bl ? both : " none");
 }
 
 typedef struct half {

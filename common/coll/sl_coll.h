@@ -98,9 +98,16 @@ int sl_coll_env_segment(size_t *bytes);
  * *k) where set but not an integer in [1, 2^20]. */
 int sl_coll_env_ranks_per_node(int *k);
 
-/* Bytes one rank of shm reads and writes for an all-reduce of `bytes` on l ranks: divided by
- * a copy bandwidth (reads + writes per second), the memory-traffic bound on its time. */
+/* Bytes one rank of shm reads and writes for an all-reduce of `bytes` on l ranks, cache and
+ * memory alike ((5 - 2/l) x bytes), and of those the bytes that must reach memory: its input
+ * read and its result written (2 x bytes; the window's stay in cache, coll_shm.c). The second
+ * divided by a copy bandwidth (reads + writes per second) is the memory bound on its time. */
 double sl_coll_shm_traffic(int l, double bytes);
+double sl_coll_shm_memory_traffic(double bytes);
+
+/* The double binary tree over n ranks in words, for the benchmark's header: each tree's parent
+ * of every rank (-1 at the root) and the ranks that are inner nodes of both trees. */
+void sl_coll_dbtree_describe(int n, char *buf, size_t len);
 
 /* The communicator: opaque; made and queried by the calls below. */
 typedef struct sl_comm sl_comm;

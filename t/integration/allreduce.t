@@ -2,7 +2,8 @@
 # allreduce (the collectives benchmark) on 1..5 ranks with every implementation (-C all) over a
 # small sweep: every row's exact check passes, rows validate against the schema, every
 # implementation that provides the collective appears at every size, busbw is null on one
-# rank and a number otherwise, and the model rows are written. Bad inputs exit 2.
+# rank and a number otherwise, and the model rows are written. Bad inputs exit 2. The last
+# block holds the exact claims of the lab sheet (benchmarks/labs/allreduce.md).
 . "$(dirname "$0")/../lib/common.sh"
 out=$(tmpdir)
 trap 'rm -rf "$out"' EXIT
@@ -153,5 +154,98 @@ print(sc, file=sys.stderr)
 sys.exit(0 if ok else 1)
 PY
 ok $? "scratch_bytes: null for mpi; rhd's doubling holds the whole vector more than the ring"
+
+# ---- the lab sheet's exact claims (benchmarks/labs/allreduce.md) --------------------------------
+# The last-level cache: one source (sysfs, what lscpu and hwloc read; sysconf takes cpuid, which
+# a VM fills with nonsense), the same in the manifest and in allreduce's --cold header.
+sysfs_llc=$(python3 - <<'PY'
+import glob, os
+best = (0, 0)
+for d in glob.glob("/sys/devices/system/cpu/cpu0/cache/index*"):
+    rd = lambda f: open(os.path.join(d, f)).read().strip()
+    if rd("type") == "Instruction":
+        continue
+    v = rd("size"); n = int(v.rstrip("KMG")) << {"K": 10, "M": 20, "G": 30}.get(v[-1], 0)
+    best = max(best, (int(rd("level")), n))
+print(best[0], best[1])
+PY
+)
+launch 2 allreduce -C mpi,rhd,shm -b 4K -e 64K -f 16 -n 3 -w 1 --cold -o "$out/lab" >"$out/lab.txt" 2>&1
+ok $? "lab: a cold run of mpi, rhd and shm exits 0"
+python3 - "$out/lab/manifest.json" "$out/lab.txt" $sysfs_llc <<'PY'
+import json, re, sys
+m = json.load(open(sys.argv[1])); text = open(sys.argv[2]).read()
+level, size = int(sys.argv[3]), int(sys.argv[4])
+llc = m["cpu"]["llc"]
+head = re.search(r"last-level cache (\d+) (KiB|MiB)", text)
+shown = int(head.group(1)) << (10 if head.group(2) == "KiB" else 20) if head else None
+good = (size and llc["bytes"] == size == shown and llc["level"] == level
+        and f"L{level} {size >> 10} KiB" in m["cpu"]["topology"] and m["coll_ranks_per_node"] is None)
+if not good: print(f"sysfs L{level} {size} B, manifest {llc}, header {shown}", file=sys.stderr)
+sys.exit(0 if good else 1)
+PY
+ok $? "lab: the manifest's cpu.llc and the --cold header's last-level cache are sysfs's ($sysfs_llc)"
+python3 - "$out/lab/allreduce.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+bad, mem = [], [r for r in rows if r["variant"] == "memcpy"][0]["metrics"]["copy_bw_per_rank"]["value"]
+lat = {(r["variant"], r["params"]["place"], r["params"]["bytes"]): r["params"]["iterations"]
+       for r in rows if r.get("params", {}).get("mode") == "latency"}
+for r in rows:
+    p, m = r["params"], r["metrics"]
+    if r["variant"] == "model":
+        if not m["gamma"]["value"] > 0: bad.append(f"model {r['collective']}: gamma {m['gamma']}")
+        continue
+    if r["variant"] == "memcpy": continue
+    # the iters column (params.iterations): throughput rows time --reps (3) runs of the count
+    if p["mode"] == "throughput" and p["iterations"] != 3 * lat[(r["variant"], p["place"], p["bytes"])]:
+        bad.append(f"{r['variant']} {p['bytes']}: throughput iters {p['iterations']} != 3 x latency's")
+    if r["variant"] == "shm":
+        S = p["bytes"]
+        if m["memory_traffic_per_rank"]["value"] != 2 * S or m["traffic_per_rank"]["value"] != 4 * S:
+            bad.append(f"shm {S}: traffic {m['traffic_per_rank']} memory {m['memory_traffic_per_rank']}")
+        if abs(m["bound_time"]["value"] - 2 * S / (mem * 1e9)) > 1e-9 * m["bound_time"]["value"] + 1e-15:
+            bad.append(f"shm {S}: bound_time {m['bound_time']} != 2 S / copy bandwidth {mem}")
+    want_sent = {"mpi": None, "shm": 0, "rhd": p["bytes"] if p["bytes"] <= 32768 else p["bytes"]}[r["variant"]]
+    if m["sent_bytes"]["value"] != want_sent:
+        bad.append(f"{r['variant']} {p['bytes']}: sent_bytes {m['sent_bytes']} != {want_sent}")
+    if r["variant"] != "mpi" and "vs_mpi" not in m: bad.append(f"{r['variant']}: no vs_mpi")
+print("\n".join(bad), file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+ok $? "lab: throughput iters = 3 x latency's; shm's bound is 2 S at the copy bandwidth; sent bytes exact; gamma in the model rows"
+grep -q '^# reduction (f32 sum.*gamma = ' "$out/lab.txt" && grep -q '^#.* sent .* vs_mpi ' "$out/lab.txt"
+ok $? "lab: the header prints gamma; the table has sent and vs_mpi columns"
+bin/allreduce --help | grep -q 'their iters is --reps x the'
+ok $? "lab: --help explains the iters column (the time budget, --reps x)"
+
+# hier's bytes between nodes: 4 ranks, 64 KiB (rhd above its 32 KiB doubling threshold sends
+# 2 S (p-1)/p = 1.5 S); 2 virtual nodes of 2: rhd over 2 nodes on S/2 slices (doubling: S/2);
+# 4 nodes of 1: rhd over 4 on S (1.5 S); one node: nothing.
+for k in 2 1 ""; do
+  SL_COLL_RANKS_PER_NODE=$k launch 4 allreduce -C hier,rhd -b 64K -e 64K -n 2 -w 0 --mode latency \
+    --place out -o "$out/hier$k" >"$out/hier$k.txt" 2>&1
+  rc=$?
+  python3 - "$out/hier$k" "$k" <<'PY'
+import json, sys
+d, k = sys.argv[1], sys.argv[2]
+sent = {json.loads(l)["variant"]: json.loads(l)["metrics"]["sent_bytes"]["value"]
+        for l in open(d + "/allreduce.jsonl") if '"latency"' in l}
+rpn = json.load(open(d + "/manifest.json"))["coll_ranks_per_node"]
+want = {"2": 32768, "1": 98304, "": 0}[k]
+good = sent == {"rhd": 98304, "hier": want} and rpn == (int(k) if k else None)
+if not good: print(f"sent_bytes {sent}, coll_ranks_per_node {rpn}", file=sys.stderr)
+sys.exit(0 if good else 1)
+PY
+  ok $? "lab: SL_COLL_RANKS_PER_NODE='$k' on 4 ranks at 64 KiB: hier sends $( [ "$k" = 2 ] && echo 'S/2' || { [ "$k" = 1 ] && echo '1.5 S' || echo 0; }) between nodes, rhd 1.5 S; the manifest records the split (rc=$rc)"
+done
+grep -q '^# SL_COLL_RANKS_PER_NODE=2: hier splits each host into virtual nodes of 2' "$out/hier2.txt"
+ok $? "lab: the header names the virtual node split"
+# The double binary tree's shape in the header (exercise 8): on 6 ranks the mirror leaves no
+# rank inner in both trees; on 7 the shift leaves one (rank 0).
+launch 7 allreduce -C dbtree -b 64 -e 64 -n 2 -w 0 --mode latency --place out -o "$out/db7" >"$out/db7.txt" 2>&1
+grep -q '^# dbtree on 7 ranks: tree 0 parents: -1 2 4 2 0 6 4; tree 1 parents: 5 -1 3 5 3 1 0 .*inner in both trees: 0$' "$out/db7.txt"
+ok $? "lab: the header draws the double binary tree on 7 ranks (rank 0 inner in both)"
+# ---- end of the lab sheet's claims -------------------------------------------------------------
 
 done_testing
