@@ -99,6 +99,16 @@ static const sl_opt extra_opts[] = {
 /* Usage errors that depend on the rank count, found before the results directory exists. */
 static void validate(sl_ctx *ctx)
 {
+    /* An option given for an operation or mode that is not measured would be silently unused:
+     * a usage error, as everywhere in the suite. */
+    const char *op = sl_collective_name(op_coll[opt_op]);
+    if (sl_option_given(&ctx->opt, "root") && opt_op != OP_BROADCAST)
+        sl_usage_error("--root applies to --op broadcast only (this run measures %s)", op);
+    if (sl_option_given(&ctx->opt, "redop") && opt_op != OP_ALLREDUCE && opt_op != OP_REDUCE_SCATTER)
+        sl_usage_error("--redop applies to --op allreduce and reduce_scatter only (this run measures %s, "
+                       "which reduces nothing)", op);
+    if (sl_option_given(&ctx->opt, "reps") && !(opt_modes & MODE_THROUGHPUT))
+        sl_usage_error("--reps applies to --mode throughput only (this run measures latency alone)");
     if (opt_root >= ctx->nranks)
         sl_usage_error("--root: expected a rank in [0, %d], got %lld", ctx->nranks - 1, opt_root);
     if (opt_op == OP_BROADCAST && !(opt_places & PLACE_IN))
