@@ -243,8 +243,7 @@ static long check(bench *b, unsigned k, double *worst, char *msg, size_t msglen)
     sl_k_memcpy(b->be, h, r, out_elems * es, SL_K_D2H);
     /* For the tests of the check itself: SL_TEST_CORRUPT=1 spoils one element on the last
      * rank, which must then be reported and make the program exit 1. */
-    const char *corrupt = getenv("SL_TEST_CORRUPT");
-    if (corrupt && !strcmp(corrupt, "1") && ctx->rank == ctx->nranks - 1 && out_elems)
+    if (sl_test_corrupt() && ctx->rank == ctx->nranks - 1 && out_elems)
         sl_elem_put(h, out_elems - 1, b->t, sl_elem_get(h, out_elems - 1, b->t) + 1);
     long wrong = 0;
     double w = 0;

@@ -227,8 +227,7 @@ static void setup(sl_train *t)
     s->space = t->be == SL_BACKEND_CUDA ? SL_MEM_DEVICE : SL_MEM_HOST;
     s->hooks = (sl_layer_hooks){.before = before_layer, .after = after_layer};
     ck_pool_init(&s->pool, t->be);
-    const char *corrupt = getenv("SL_TEST_CORRUPT");
-    s->corrupt = corrupt && !strcmp(corrupt, "1");
+    s->corrupt = sl_test_corrupt();
     const int kind = runs[t->variant].kind;
     if (kind == V_BUDGET) s->plan = budget_plan;
     else ck_plan_every(&s->plan, m->nlayers, kind == V_STORE_ALL ? m->nlayers : runs[t->variant].k);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "sl_env.h"
+#include "sl_env_check.h"
 #include "sl_harness.h"
 #include "sl_coll.h"
 #include "sl_json.h"
@@ -411,6 +412,8 @@ void sl_init(sl_ctx *ctx, const sl_program *prog, int argc, char **argv)
         }
         exit(0);
     }
+    /* the thread counts and test switches, before MPI and before any OpenMP region runs */
+    if (sl_env_check(err, sizeof err)) sl_usage_error("%s", err);
     sl_slowdown_init(prog->name); /* a malformed SL_TEST_SLOWDOWN is a usage error */
 
     start_mpi(ctx);

@@ -119,4 +119,34 @@ ok $? "--version exits 0"
 [ ! -e "$out/x" ]
 ok $? "no results directory is created for a usage error"
 
+# The environment: thread counts and the tests' switches are checked at start-up, one line
+# naming the variable (libgomp adds its own warning for OMP_NUM_THREADS when run directly).
+for v in 0 garbage -3; do
+  OMP_NUM_THREADS=$v mae_threads --samples 1024 --threads 1 -n 1 -w 0 -o "$out/env" >"$out/stdout" 2>"$out/stderr"
+  rc=$?
+  [ $rc = 2 ] && [ "$(grep -c '^mae_threads: ' "$out/stderr")" = 1 ] &&
+    grep -q "^mae_threads: OMP_NUM_THREADS '$v': expected a number of threads in \[1, 4096\]" "$out/stderr"
+  ok $? "OMP_NUM_THREADS=$v mae_threads -> exit 2 naming it (rc=$rc)"
+  OMP_NUM_THREADS=$v launch 1 mae_threads --samples 1024 --threads 1 -n 1 -w 0 -o "$out/env" >"$out/stdout" 2>"$out/stderr"
+  rc=$?
+  [ $rc = 2 ] && [ "$(wc -l <"$out/stderr")" = 1 ] && grep -q "^sl-launch: OMP_NUM_THREADS '$v'" "$out/stderr"
+  ok $? "OMP_NUM_THREADS=$v sl-launch -> exit 2, one line, no rank started (rc=$rc: $(cat "$out/stderr"))"
+done
+OMP_NUM_THREADS=garbage "$top/run_all.sh" --list >"$out/stdout" 2>"$out/stderr"
+rc=$?
+[ $rc = 2 ] && [ "$(wc -l <"$out/stderr")" = 1 ] && grep -q "OMP_NUM_THREADS 'garbage'" "$out/stderr"
+ok $? "OMP_NUM_THREADS=garbage run_all.sh -> exit 2 up front, one line (rc=$rc)"
+expect_env() { # expect_env VAR=VALUE WANT
+  env "$1" "$top/bin/mae_threads" --samples 1024 --threads 1 -n 1 -w 0 -o "$out/env" >"$out/stdout" 2>"$out/stderr"
+  local rc=$?
+  [ $rc = 2 ] && [ "$(wc -l <"$out/stderr")" = 1 ] && grep -q -- "$2" "$out/stderr"
+  ok $? "$1 mae_threads -> exit 2, one line naming it (rc=$rc: $(cat "$out/stderr"))"
+}
+expect_env OPENBLAS_NUM_THREADS=garbage "OPENBLAS_NUM_THREADS 'garbage': expected a number of threads"
+expect_env SL_TEST_SLOWDOWN=dpp:0.2 "SL_TEST_SLOWDOWN 'dpp:0.2': expected PROGRAM:FRACTION with PROGRAM one of allreduce|"
+expect_env SL_TEST_SLOWDOWN=ddp:0.2:3 "SL_TEST_SLOWDOWN 'ddp:0.2:3': expected PROGRAM:FRACTION"
+expect_env SL_TEST_CORRUPT=yes "SL_TEST_CORRUPT 'yes': expected 1"
+[ ! -e "$out/env" ]
+ok $? "no results directory for a bad environment"
+
 done_testing
