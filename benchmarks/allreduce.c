@@ -102,6 +102,16 @@ static const sl_opt extra_opts[] = {
 /* Usage errors that depend on the rank count, found before the results directory exists. */
 static void validate(sl_ctx *ctx)
 {
+    /* An option given for an operation or mode that is not measured would be silently unused:
+     * a usage error, as everywhere in the suite. */
+    const char *op = sl_collective_name(op_coll[opt_op]);
+    if (sl_option_given(&ctx->opt, "root") && opt_op != OP_BROADCAST)
+        sl_usage_error("--root applies to --op broadcast only (this run measures %s)", op);
+    if (sl_option_given(&ctx->opt, "redop") && opt_op != OP_ALLREDUCE && opt_op != OP_REDUCE_SCATTER)
+        sl_usage_error("--redop applies to --op allreduce and reduce_scatter only (this run measures %s, "
+                       "which reduces nothing)", op);
+    if (sl_option_given(&ctx->opt, "reps") && !(opt_modes & MODE_THROUGHPUT))
+        sl_usage_error("--reps applies to --mode throughput only (this run measures latency alone)");
     if (opt_root >= ctx->nranks)
         sl_usage_error("--root: expected a rank in [0, %d], got %lld", ctx->nranks - 1, opt_root);
     if (opt_op == OP_BROADCAST && !(opt_places & PLACE_IN))
@@ -245,8 +255,7 @@ static long check(bench *b, unsigned k, double *worst, char *msg, size_t msglen)
     sl_k_memcpy(b->be, h, r, out_elems * es, SL_K_D2H);
     /* For the tests of the check itself: SL_TEST_CORRUPT=1 spoils one element on the last
      * rank, which must then be reported and make the program exit 1. */
-    const char *corrupt = getenv("SL_TEST_CORRUPT");
-    if (corrupt && !strcmp(corrupt, "1") && ctx->rank == ctx->nranks - 1 && out_elems)
+    if (sl_test_corrupt() && ctx->rank == ctx->nranks - 1 && out_elems)
         sl_elem_put(h, out_elems - 1, b->t, sl_elem_get(h, out_elems - 1, b->t) + 1);
     long wrong = 0;
     double w = 0;

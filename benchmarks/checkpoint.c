@@ -48,13 +48,14 @@ SL_ENUM(variant, VARIANTS, NVARIANTS);
 static const char *const variant_names[] = SL_ENUM_NAMES(VARIANTS);
 
 static unsigned opt_variants = ~0u;
-static const char *opt_segments = NULL;
+static sl_int_list opt_segments; /* nothing given: ceil(sqrt(layers)); the word: sweep */
 static size_t opt_budget = 0;
 
 static const sl_opt ck_opts[] = {
     {"variants", 0, SL_OPT_CHOICE_LIST, &opt_variants, 0, 0, SL_ENUM_CHOICES(VARIANTS), 0,
      "variants to run (default all)"},
-    {"segments", 0, SL_OPT_STRING, &opt_segments, 0, 0, NULL, 0,
+    /* each K within --layers, checked in validate; the shared parser refuses a K given twice */
+    {"segments", 0, SL_OPT_INT_LIST, &opt_segments, 1, SL_MLP_MAX_LAYERS, "sweep", 1,
      "K[,K...]|sweep: every_k checkpoints every K layers (default ceil(sqrt(layers))); sweep: "
      "the powers of 2 and every K from sqrt(layers/2) - 2 to sqrt(layers) + 3"},
     {"budget", 0, SL_OPT_SIZE, &opt_budget, 1, 1LL << 50, NULL, 0,
@@ -226,8 +227,7 @@ static void setup(sl_train *t)
     s->space = t->be == SL_BACKEND_CUDA ? SL_MEM_DEVICE : SL_MEM_HOST;
     s->hooks = (sl_layer_hooks){.before = before_layer, .after = after_layer};
     ck_pool_init(&s->pool, t->be);
-    const char *corrupt = getenv("SL_TEST_CORRUPT");
-    s->corrupt = corrupt && !strcmp(corrupt, "1");
+    s->corrupt = sl_test_corrupt();
     const int kind = runs[t->variant].kind;
     if (kind == V_BUDGET) s->plan = budget_plan;
     else ck_plan_every(&s->plan, m->nlayers, kind == V_STORE_ALL ? m->nlayers : runs[t->variant].k);
@@ -479,34 +479,29 @@ static void validate(sl_ctx *ctx)
 
     int nk = 0, ks[MAX_RUNS];
     const int root = (int)ceil(sqrt((double)N) - 1e-9);
-    if (!opt_segments) {
+    if (opt_segments.is_max && opt_segments.n)
+        sl_usage_error("--segments: expected K[,K...] or sweep, not both");
+    if (!opt_segments.n && !opt_segments.is_max) {
         ks[nk++] = root;
-    } else if (!strcmp(opt_segments, "sweep")) {
+    } else if (opt_segments.is_max) {
         /* the powers of two, and every k around the minimum: sqrt(N/2) for this model's
          * ceil(N/k) + 2k tensors, sqrt(N) for Chen et al.'s N/k + k */
         const int lo = (int)floor(sqrt(N / 2.0)) - 2, hi = root + 3;
         for (int k = 1; k <= N; k++)
             if ((k & (k - 1)) == 0 || (k >= lo && k <= hi) || k == N) ks[nk++] = k;
     } else {
-        const char *q = opt_segments;
-        while (1) {
-            char *end;
-            if (*q < '0' || *q > '9') sl_usage_error("--segments: expected K[,K...] (layers per segment, 1..%d) or sweep, got '%s'", N, opt_segments);
-            long k = strtol(q, &end, 10);
-            if (k < 1 || k > N) sl_usage_error("--segments: %ld layers per segment is outside 1..%d (--layers %d)", k, N, N);
-            for (int i = 0; i < nk; i++)
-                if (ks[i] == k) sl_usage_error("--segments: %ld is given twice", k);
+        for (int i = 0; i < opt_segments.n; i++) {
+            const long long k = opt_segments.v[i];
+            if (k > N) sl_usage_error("--segments: %lld layers per segment is outside 1..%d (--layers %d)", k, N, N);
             if (nk == MAX_RUNS - 2) sl_usage_error("--segments: at most %d values", MAX_RUNS - 2);
             ks[nk++] = (int)k;
-            if (!*end) break;
-            if (*end != ',') sl_usage_error("--segments: expected K[,K...] (layers per segment, 1..%d) or sweep, got '%s'", N, opt_segments);
-            q = end + 1;
         }
     }
-    if (opt_segments && !(opt_variants & (1u << V_EVERY_K)))
-        sl_note(ctx, "--segments applies to every_k, which is not among the --variants asked for");
-    if (opt_budget && !(opt_variants & (1u << V_BUDGET)))
-        sl_note(ctx, "--budget applies to budget, which is not among the --variants asked for");
+    /* an option whose variant does not run would be silently unused */
+    if (sl_option_given(&ctx->opt, "segments") && !(opt_variants & (1u << V_EVERY_K)))
+        sl_usage_error("--segments applies to every_k, which is not among the --variants asked for");
+    if (sl_option_given(&ctx->opt, "budget") && !(opt_variants & (1u << V_BUDGET)))
+        sl_usage_error("--budget applies to budget, which is not among the --variants asked for");
 
     int nruns = 0;
     run_mask = 0;

@@ -364,19 +364,28 @@ static void validate(sl_ctx *ctx)
                            "and is not run (add f32 to -d)");
         if (!f32) opt_variants &= ~(1u << V_PS);
     }
-    long long share = sl_train_opt.scaling == 1 ? batch / P : batch;
-    if ((opt_variants & (1u << V_ACCUM)) && share < opt_accum) {
-        if (opt_variants != ~0u) /* asked for by name: say what is wrong */
-            sl_usage_error("--accum %lld: a rank's %lld samples of --batch %lld are fewer than the "
-                           "micro-batches", opt_accum, share, batch);
+    /* A variant that cannot run is a usage error when it was asked for: named in --variants,
+     * or its own option given (which would otherwise be silently unused); a note when it came
+     * only with the defaults. */
+    const int all = opt_variants == ~0u;
+    long long share = sl_train_opt.scaling == 1 ? batch / P : batch; /* the smallest rank's */
+    if ((opt_variants & (1u << V_ACCUM)) && share >= 1 && share < opt_accum) {
+        if (!all || sl_option_given(&ctx->opt, "accum"))
+            sl_usage_error("--accum %lld: expected micro-batches in [1, %lld], the samples of a rank's "
+                           "share of --batch %lld (%s scaling, %d rank%s)", opt_accum, share, batch,
+                           sl_train_opt.scaling == 1 ? "strong" : "weak", P, P == 1 ? "" : "s");
         opt_variants &= ~(1u << V_ACCUM);
         sl_note(ctx, "skipping accum: a rank's share of --batch %lld is smaller than --accum %lld",
                 batch, opt_accum);
     }
     if ((opt_variants & (1u << V_PS)) && P - opt_servers < 1) {
-        if (opt_variants == (1u << V_PS))
-            sl_usage_error("--servers %lld: ps needs at least one worker rank beside the servers (%d ranks)",
-                           opt_servers, P);
+        const int servers_given = sl_option_given(&ctx->opt, "servers");
+        if (servers_given && P > 1)
+            sl_usage_error("--servers %lld: expected servers in [1, %d]: ps needs at least one worker "
+                           "rank beside them (%d ranks)", opt_servers, P - 1, P);
+        if (servers_given || !all)
+            sl_usage_error("%s: ps needs at least %lld ranks (--servers %lld and one worker), %d given",
+                           servers_given ? "--servers" : "--variants", opt_servers + 1, opt_servers, P);
         opt_variants &= ~(1u << V_PS);
         sl_note(ctx, "skipping ps: it needs more ranks than --servers %lld (one worker at least)", opt_servers);
     }

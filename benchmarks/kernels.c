@@ -20,6 +20,7 @@
  * prints the loss curve; with N >= 200 the check asks the loss to fall at least 10x.
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,20 +78,46 @@ static int kernels_named(void)
     return opt_kernels != ~0u && (opt_kernels & full) != full;
 }
 
+/* Bytes the element-wise kernels hold at once per element, at most (bench_ew): on the
+ * backend x, y, z, v and w in f32 and the 16-bit pair of axpby and cast (8 bytes for an f32
+ * axpby); on the host the check's copies of x, z, w, y and the output (4 + 2 for cast). */
+enum { EW_BACKEND_BYTES = 20 + 8, EW_HOST_BYTES = 16 + 6 };
+
+/* --elems must fit before the probes spend a minute: the element-wise kernels' buffers on this
+ * node's ranks against the memory there is (the backend's too, on the cpu backend). */
+static void check_elems_fit(const sl_ctx *ctx, int elementwise)
+{
+    if (!elementwise || opt_train_steps > 0) return;
+    const size_t per_elem = EW_HOST_BYTES + (ctx->opt.backend == SL_BACKEND_CPU ? EW_BACKEND_BYTES : 0);
+    const int ranks = ctx->node_ranks > 0 ? ctx->node_ranks : 1;
+    const size_t avail = sl_mem_available();
+    if (avail == SIZE_MAX || (double)opt_elems * per_elem * ranks <= (double)avail) return;
+    sl_usage_error("--elems %lld: the element-wise kernels hold up to %zu bytes an element on each of "
+                   "this node's %d rank%s (%.1f GiB in all), and %.1f GiB is available: expected at "
+                   "most %zu", opt_elems, per_elem, ranks, ranks == 1 ? "" : "s",
+                   (double)opt_elems * per_elem * ranks / (1u << 30), (double)avail / (1u << 30),
+                   avail / per_elem / (size_t)ranks);
+}
+
 static void validate(sl_ctx *ctx)
 {
     if (opt_train_steps > 0 && kernels_named())
         sl_usage_error("--kernels (-k) does not apply with --train-steps (which trains the MLP "
                        "and runs no kernel); give one or the other");
-    int runnable = 0;
+    int runnable = 0, elementwise = 0;
     for (int t = 0; t < SL_NDTYPES; t++)
-        for (int k = 0; k < NKERNELS; k++)
-            runnable += (ctx->opt.dtypes & (1u << t)) && (opt_kernels & (1u << k)) &&
-                        kernel_runs(k, (sl_dtype)t);
+        for (int k = 0; k < NKERNELS; k++) {
+            int runs = (ctx->opt.dtypes & (1u << t)) && (opt_kernels & (1u << k)) &&
+                       kernel_runs(k, (sl_dtype)t);
+            runnable += runs;
+            elementwise |= runs && k != K_GEMM && k != K_CONV_FWD && k != K_CONV_BWD_DATA &&
+                           k != K_CONV_BWD_FILTER;
+        }
     if (opt_train_steps == 0 && runnable == 0)
         sl_usage_error("--kernels (-k): none of the requested kernels has a variant for the "
                        "requested --dtype (-d); 16-bit (f16, bf16) variants exist for gemm, axpby "
                        "and cast only, and cast has no f32 variant");
+    check_elems_fit(ctx, elementwise);
 }
 
 static const sl_program program = {

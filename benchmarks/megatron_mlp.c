@@ -533,6 +533,23 @@ static void validate(sl_ctx *ctx)
             sl_usage_error("--overlap/--sequence-parallel: give the variants either by these flags or by --variants");
         opt_variants = (opt_overlap ? 1u << V_OVERLAP : 0) | (opt_seqpar ? 1u << V_SEQPAR : 0);
     }
+    /* seqpar's f and g are an all-gather and a reduce-scatter: an implementation without them
+     * would fail at the first seqpar step, after the other variants' rows were measured */
+    unsigned seqpar_colls = 0;
+    for (int c = 0; c < SL_NCOLLS; c++)
+        if (sl_coll_supports((sl_coll)c, SL_CO_ALLGATHER) && sl_coll_supports((sl_coll)c, SL_CO_REDUCE_SCATTER))
+            seqpar_colls |= 1u << c;
+    const unsigned lacking = ctx->opt.colls & ~seqpar_colls;
+    if ((opt_variants & (1u << V_SEQPAR)) && lacking) {
+        char names[128] = "";
+        for (int c = 0; c < SL_NCOLLS; c++)
+            if (seqpar_colls & ctx->prog->colls & (1u << c))
+                snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", names[0] ? "|" : "",
+                         sl_coll_name((sl_coll)c));
+        const char *bad = sl_coll_name((sl_coll)__builtin_ctz(lacking));
+        sl_usage_error("--coll (-C) %s: seqpar needs allgather and reduce_scatter, which %s does not provide; "
+                       "with seqpar megatron_mlp accepts %s (or leave seqpar out of --variants)", bad, bad, names);
+    }
     const long long h = opt_hidden, f = opt_hidden * opt_ffn;
     ntps = 0;
     if (opt_tp.n) {
@@ -541,8 +558,10 @@ static void validate(sl_ctx *ctx)
             if (!divides_model(tv))
                 sl_usage_error("--tp %lld: the hidden width %lld and the inner width %lld (--ffn-mult %lld x h) must "
                                "both be divisible by t", tv, h, f, opt_ffn);
-            if (opt_dp ? tv * opt_dp != P : P % tv != 0)
-                sl_usage_error("--tp %lld x --dp %lld: the ranks (%d) must be t x d", tv, opt_dp ? opt_dp : P / tv, P);
+            if (opt_dp && tv * opt_dp != P)
+                sl_usage_error("--tp %lld x --dp %lld: the ranks (%d) must be t x d", tv, opt_dp, P);
+            if (!opt_dp && P % tv != 0)
+                sl_usage_error("--tp %lld needs a multiple of %lld ranks, %d given", tv, tv, P);
             tps[ntps++] = (int)tv;
         }
     } else if (opt_dp) {

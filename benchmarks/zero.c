@@ -73,7 +73,6 @@ static double opt_bucket_mb = 4.0;
 static long long opt_prefetch = 1, opt_ranks = 0;
 static int opt_precision = 0; /* fp32 */
 static double opt_analytic = 0;
-static int prefetch_given;
 
 static const sl_opt zero_opts[] = {
     {"stage", 0, SL_OPT_CHOICE_LIST, &opt_stages, 0, 0, "0|1|2|3", 0, "ZeRO stages to run (default all)"},
@@ -666,7 +665,7 @@ static void validate(sl_ctx *ctx)
                      "states; collectives one layer at a time, blocking (--bucket-mb and --prefetch do not apply)");
     }
     if (opt_ranks) sl_usage_error("--ranks: only with --analytic PARAMS (the run's ranks are the launcher's)");
-    if (prefetch_given && (opt_stages & 7u))
+    if (sl_option_given(&ctx->opt, "prefetch") && (opt_stages & 7u))
         sl_note(ctx, "--prefetch applies to stage 3 only; stages 0-2 hold every parameter and ignore it "
                      "(it is accepted for them so that one command line sweeps every stage)");
 }
@@ -695,10 +694,8 @@ static sl_technique zero_technique = {
 
 int main(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i++)
         if (!strncmp(argv[i], "--analytic", 10) && (argv[i][10] == 0 || argv[i][10] == '=')) return analytic(argc, argv);
-        if (!strncmp(argv[i], "--prefetch", 10) && (argv[i][10] == 0 || argv[i][10] == '=')) prefetch_given = 1;
-    }
     /* A model whose AdamW state is worth sharding, small enough for a 2-core machine. */
     sl_train_opt.optim = 1;
     sl_train_opt.layers = 4;

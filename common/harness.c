@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "sl_env.h"
+#include "sl_env_check.h"
 #include "sl_harness.h"
 #include "sl_coll.h"
 #include "sl_json.h"
@@ -70,6 +71,40 @@ static int make_dirs(const char *path)
         *p = '/';
     }
     return mkdir(buf, 0775) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* The first leading part of path (path itself included) that is a symbolic link to a missing
+ * target, into link; 0 when there is none. mkdir -p would take such a link for an existing
+ * directory and fail below it with a bare "No such file". */
+static int dangling_link(const char *path, char *link, size_t len)
+{
+    char buf[PATH_MAX];
+    if (strlen(path) >= sizeof buf) return 0;
+    strcpy(buf, path);
+    for (char *p = buf + 1;; p++) {
+        if (*p && *p != '/') continue;
+        const char c = *p;
+        *p = 0;
+        struct stat st;
+        if (lstat(buf, &st) == 0 && S_ISLNK(st.st_mode) && stat(buf, &st) != 0 && errno == ENOENT) {
+            snprintf(link, len, "%s", buf);
+            return 1;
+        }
+        *p = c;
+        if (!c) return 0;
+    }
+}
+
+/* A results file that exists and is not a regular file (a planted symbolic link): refused up
+ * front, before anything is measured, with the words the write itself would use. */
+static void refuse_planted_file(const char *path, const char *what)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0 || S_ISREG(st.st_mode)) return;
+    if (S_ISLNK(st.st_mode))
+        SL_FATAL("cannot write %s %s: it is a symbolic link (refused: results are never written "
+                 "through one)", what, path);
+    SL_FATAL("cannot write %s %s: it is not a regular file", what, path);
 }
 
 /* A usage error found on rank 0 alone (the file system, the environment), told to every rank:
@@ -153,6 +188,12 @@ static int find_results_file(const char *dir, char *name, size_t len)
     return found;
 }
 
+/* <out>/<program>.trace.json */
+static void trace_path(const sl_ctx *ctx, char *path, size_t len)
+{
+    snprintf(path, len, "%s/%s.trace.json", ctx->out_dir, ctx->prog->name);
+}
+
 /* Where results go: --out, else $SL_RESULTS, else results/<run-id>. */
 static void open_results(sl_ctx *ctx)
 {
@@ -174,7 +215,14 @@ static void open_results(sl_ctx *ctx)
         struct stat st;
         char path[PATH_MAX + 32], other[256];
         snprintf(path, sizeof path, "%s/manifest.json", ctx->out_dir);
-        if (stat(ctx->out_dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
+        char link[PATH_MAX];
+        if (stat(ctx->out_dir, &st) != 0 && dangling_link(ctx->out_dir, link, sizeof link)) {
+            if (strcmp(link, ctx->out_dir) == 0)
+                snprintf(msg, sizeof msg, "%s %s: a symbolic link to a missing target", what, link);
+            else
+                snprintf(msg, sizeof msg, "%s %s: %s is a symbolic link to a missing target", what,
+                         ctx->out_dir, link);
+        } else if (stat(ctx->out_dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
             snprintf(msg, sizeof msg, "%s '%s' is not a directory; expected a results directory",
                      what, ctx->out_dir);
         } else if (make_dirs(ctx->out_dir) != 0) {
@@ -198,6 +246,12 @@ static void open_results(sl_ctx *ctx)
             snprintf(msg, sizeof msg, "%s %s already holds the results of another run; choose a "
                      "new directory (rows of two runs would mix)", what, ctx->out_dir);
         }
+    }
+    if (ctx->rank == 0 && !msg[0] && ctx->opt.trace) {
+        /* written at the end (sl_finalize): a refusal must not wait for the whole run */
+        char trace[PATH_MAX + 64];
+        trace_path(ctx, trace, sizeof trace);
+        refuse_planted_file(trace, "the trace");
     }
     usage_error_from_rank0(ctx, msg);
     SL_CHECK_MPI(MPI_Bcast(&need_manifest, 1, MPI_INT, 0, ctx->comm));
@@ -361,6 +415,8 @@ void sl_init(sl_ctx *ctx, const sl_program *prog, int argc, char **argv)
         }
         exit(0);
     }
+    /* the thread counts and test switches, before MPI and before any OpenMP region runs */
+    if (sl_env_check(err, sizeof err)) sl_usage_error("%s", err);
     sl_slowdown_init(prog->name); /* a malformed SL_TEST_SLOWDOWN is a usage error */
 
     start_mpi(ctx);
@@ -430,7 +486,7 @@ int sl_finalize(sl_ctx *ctx)
     SL_CHECK_MPI(MPI_Allreduce(&ctx->nfailed, &failed, 1, MPI_INT, MPI_MAX, ctx->comm));
     if (ctx->opt.trace) {
         char path[PATH_MAX + 64];
-        snprintf(path, sizeof path, "%s/%s.trace.json", ctx->out_dir, ctx->prog->name);
+        trace_path(ctx, path, sizeof path);
         long n = sl_trace_write(path, ctx->comm);
         sl_note(ctx, "trace: %s (%ld events; open in ui.perfetto.dev or chrome://tracing)", path, n);
     }

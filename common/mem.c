@@ -176,6 +176,18 @@ static int cgroup_limit(size_t *limit, size_t *used, int refresh_used)
     return have;
 }
 
+size_t sl_mem_available(void)
+{
+    size_t avail = mem_available(), limit, used;
+    if (!avail) avail = SIZE_MAX;
+    if (cgroup_limit(&limit, &used, 1)) {
+        size_t held = total_current[SL_MEM_HOST], base = used > held ? used : held;
+        size_t room = limit > base ? limit - base : 0;
+        if (room < avail) avail = room;
+    }
+    return avail;
+}
+
 static void human(size_t b, char *buf, size_t len)
 {
     if (b >= ((size_t)1 << 30)) snprintf(buf, len, "%.2f GiB", (double)b / (1 << 30));

@@ -130,25 +130,41 @@ static void mask_names(unsigned mask, int n, const char *(*name)(int), char *buf
 static const char *dtype_name_i(int i) { return sl_dtype_name((sl_dtype)i); }
 static const char *coll_name_i(int i) { return sl_coll_name((sl_coll)i); }
 
+/* Every list option follows one rule: each value once. A value given twice in a list would
+ * be measured twice (or silently once), so it is refused here for every list of every
+ * program; "all" (or an int list's word) counts as naming every value. The parsers below
+ * return LIST_BAD for a malformed list and LIST_DUP with the repeated item in dup. */
+enum { LIST_OK = 0, LIST_BAD = -1, LIST_DUP = -2 };
+
+static int list_dup(char *dup, size_t duplen, const char *item)
+{
+    snprintf(dup, duplen, "%s", item);
+    return LIST_DUP;
+}
+
 /* A comma list of names into a bit mask: lookup gives a name's bit index (-1 when it is not
- * accepted); "all" selects all_mask. Empty items and unknown names are errors. */
+ * accepted); "all" selects all_mask and stands alone. Empty items and unknown names are
+ * errors. */
 static int parse_mask_list(const char *v, int (*lookup)(const void *ctx, const char *name),
-                           const void *ctx, unsigned all_mask, unsigned *out)
+                           const void *ctx, unsigned all_mask, unsigned *out, char *dup,
+                           size_t duplen)
 {
     unsigned mask = 0;
     char buf[256], *toks[64];
-    if (strlen(v) >= sizeof buf || !*v) return -1;
+    if (strlen(v) >= sizeof buf || !*v) return LIST_BAD;
     strcpy(buf, v);
     int ntok = split_list(buf, toks, 64);
-    if (ntok < 0) return -1;
+    if (ntok < 0) return LIST_BAD;
     for (int k = 0; k < ntok; k++) {
         int i = strcmp(toks[k], "all") == 0 ? -2 : lookup(ctx, toks[k]);
-        if (i == -1 || i >= 32) return -1;
+        if (i == -1 || i >= 32) return LIST_BAD;
+        if (i == -2 && ntok > 1) return list_dup(dup, duplen, "all");
+        if (i >= 0 && (mask & (1u << i))) return list_dup(dup, duplen, toks[k]);
         mask |= i == -2 ? all_mask : 1u << i;
     }
-    if (!mask) return -1;
+    if (!mask) return LIST_BAD;
     *out = mask;
-    return 0;
+    return LIST_OK;
 }
 
 /* Lookups for parse_mask_list: a dtype or collective the program accepts, or a choice. */
@@ -165,40 +181,73 @@ static int lookup_named(const void *ctx, const char *name)
 static int lookup_choice(const void *choices, const char *name) { return choice_index(choices, name); }
 
 static int parse_name_list(const char *v, unsigned accepted, int (*from_name)(const char *),
-                           unsigned *out)
+                           unsigned *out, char *dup, size_t duplen)
 {
     named_table t = {from_name, accepted};
-    return parse_mask_list(v, lookup_named, &t, accepted, out);
+    return parse_mask_list(v, lookup_named, &t, accepted, out, dup, duplen);
 }
 
-static int parse_choice_list(const char *v, const char *choices, unsigned *out)
+static int parse_choice_list(const char *v, const char *choices, unsigned *out, char *dup,
+                             size_t duplen)
 {
     int n = 1;
     for (const char *p = choices; *p; p++) n += *p == '|';
-    return parse_mask_list(v, lookup_choice, choices, n >= 32 ? ~0u : (1u << n) - 1, out);
+    return parse_mask_list(v, lookup_choice, choices, n >= 32 ? ~0u : (1u << n) - 1, out, dup,
+                           duplen);
 }
 
-static int parse_int_list(const char *v, const sl_opt *o, sl_int_list *out)
+/* The word an int list accepts besides integers: "max", or the option's own (choices). */
+static const char *int_list_word(const sl_opt *o) { return o->choices ? o->choices : "max"; }
+
+static int parse_int_list(const char *v, const sl_opt *o, sl_int_list *out, char *dup,
+                          size_t duplen)
 {
     sl_int_list l = {0};
     char buf[512], *toks[SL_MAX_LIST + 1];
-    if (strlen(v) >= sizeof buf || !*v) return -1;
+    if (strlen(v) >= sizeof buf || !*v) return LIST_BAD;
     strcpy(buf, v);
     int ntok = split_list(buf, toks, SL_MAX_LIST + 1);
-    if (ntok < 0) return -1;
+    if (ntok < 0) return LIST_BAD;
     for (int k = 0; k < ntok; k++) {
         const char *tok = toks[k];
-        if (o->allow_max && strcmp(tok, "max") == 0) {
+        if (o->allow_max && strcmp(tok, int_list_word(o)) == 0) {
+            if (l.is_max) return list_dup(dup, duplen, tok);
             l.is_max = 1;
             continue;
         }
         long long x;
-        if (parse_ll(tok, &x) || x < o->min || x > o->max || l.n == SL_MAX_LIST) return -1;
+        if (parse_ll(tok, &x) || x < o->min || x > o->max || l.n == SL_MAX_LIST) return LIST_BAD;
+        for (int i = 0; i < l.n; i++)
+            if (l.v[i] == x) return list_dup(dup, duplen, tok);
         l.v[l.n++] = x;
     }
-    if (!l.n && !l.is_max) return -1;
+    if (!l.n && !l.is_max) return LIST_BAD;
     *out = l;
-    return 0;
+    return LIST_OK;
+}
+
+/* A list of free names (--papi's events): well formed, each name once. */
+static int check_string_list(const char *v, char *dup, size_t duplen)
+{
+    char buf[512], *toks[64];
+    if (strlen(v) >= sizeof buf || !*v) return LIST_BAD;
+    strcpy(buf, v);
+    int ntok = split_list(buf, toks, 64);
+    if (ntok < 0) return LIST_BAD;
+    for (int k = 0; k < ntok; k++)
+        for (int i = 0; i < k; i++)
+            if (strcmp(toks[i], toks[k]) == 0) return list_dup(dup, duplen, toks[k]);
+    return LIST_OK;
+}
+
+/* The one message for a value given twice in a list. */
+static int dup_error(char *err, size_t errlen, const char *label, const char *item)
+{
+    if (strcmp(item, "all") == 0)
+        errf(err, errlen, "%s: 'all' already names every value; give it alone", label);
+    else
+        errf(err, errlen, "%s: '%s' is given twice; list each value once", label, item);
+    return SL_EXIT_USAGE;
 }
 
 /* What an option accepts, for its error message. */
@@ -219,15 +268,16 @@ static void describe(const sl_opt *o, char *buf, size_t len)
         snprintf(buf, len, "a comma-separated list of %s, or all", o->choices);
         break;
     case SL_OPT_INT_LIST:
-        snprintf(buf, len, "a comma-separated list of integers in [%lld, %lld]%s", o->min, o->max,
-                 o->allow_max ? " or 'max'" : "");
+        snprintf(buf, len, "a comma-separated list of integers in [%lld, %lld]%s%s%s", o->min,
+                 o->max, o->allow_max ? " or '" : "", o->allow_max ? int_list_word(o) : "",
+                 o->allow_max ? "'" : "");
         break;
     }
 }
 
 static int apply_plain(const sl_opt *o, const char *v, char *err, size_t errlen)
 {
-    char label[64], what[1024];
+    char label[64], what[1024], dup[256];
     int bad = 0;
     switch (o->type) {
     case SL_OPT_INT: {
@@ -267,9 +317,12 @@ static int apply_plain(const sl_opt *o, const char *v, char *err, size_t errlen)
         break;
     }
     case SL_OPT_FLAG: *(int *)o->dest = 1; break;
-    case SL_OPT_INT_LIST: bad = parse_int_list(v, o, (sl_int_list *)o->dest); break;
-    case SL_OPT_CHOICE_LIST: bad = parse_choice_list(v, o->choices, (unsigned *)o->dest); break;
+    case SL_OPT_INT_LIST: bad = parse_int_list(v, o, (sl_int_list *)o->dest, dup, sizeof dup); break;
+    case SL_OPT_CHOICE_LIST:
+        bad = parse_choice_list(v, o->choices, (unsigned *)o->dest, dup, sizeof dup);
+        break;
     }
+    if (bad == LIST_DUP) return dup_error(err, errlen, opt_label(o, label, sizeof label), dup);
     if (bad) {
         describe(o, what, sizeof what);
         errf(err, errlen, "%s: expected %s, got '%s'", opt_label(o, label, sizeof label), what, v);
@@ -359,9 +412,8 @@ int sl_options_parse(const sl_program *p, int argc, char **argv, sl_options *o, 
     }
 
     /* An option given twice is an error rather than a silent "the last one wins" (a list
-     * option takes its values as one comma-separated list). */
-    const sl_opt *given[SL_MAX_TECH_OPTS + 64];
-    int ngiven = 0;
+     * option takes its values as one comma-separated list). o->given records each option
+     * given, by its long name (names are unique: checked above). */
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         const char *inline_val = NULL;
@@ -400,13 +452,13 @@ int sl_options_parse(const sl_program *p, int argc, char **argv, sl_options *o, 
         }
 
         opt_label(found, label, sizeof label);
-        for (int g = 0; g < ngiven; g++)
-            if (given[g] == found) {
-                errf(err, errlen, "%s is given more than once; give each option once (a list as "
-                     "one comma-separated value)", label);
-                return SL_EXIT_USAGE;
-            }
-        if (ngiven < (int)(sizeof given / sizeof given[0])) given[ngiven++] = found;
+        if (sl_option_given(o, found->name)) {
+            errf(err, errlen, "%s is given more than once; give each option once (a list as "
+                 "one comma-separated value)", label);
+            return SL_EXIT_USAGE;
+        }
+        /* the name is a string literal, so it outlives shared[] */
+        if (o->ngiven < SL_MAX_GIVEN) o->given[o->ngiven++] = found->name;
         if (sfound && sfound->uses && !(p->uses & sfound->uses)) {
             errf(err, errlen, "%s does not apply to %s", label, p->name);
             return SL_EXIT_USAGE;
@@ -429,15 +481,16 @@ int sl_options_parse(const sl_program *p, int argc, char **argv, sl_options *o, 
         }
 
         int kind = sfound ? sfound->kind : K_PLAIN;
-        if (kind == K_DTYPE) {
-            if (parse_name_list(v, p->dtypes, sl_dtype_from_name, &o->dtypes)) {
-                mask_names(p->dtypes, SL_NDTYPES, dtype_name_i, names, sizeof names);
-                errf(err, errlen, "%s: %s accepts %s|all, got '%s'", label, p->name, names, v);
-                return SL_EXIT_USAGE;
-            }
-        } else if (kind == K_COLL) {
-            if (parse_name_list(v, p->colls, sl_coll_from_name, &o->colls)) {
-                mask_names(p->colls, SL_NCOLLS, coll_name_i, names, sizeof names);
+        if (kind == K_DTYPE || kind == K_COLL) {
+            const int dt = kind == K_DTYPE;
+            const unsigned accepted = dt ? p->dtypes : p->colls;
+            char dup[256];
+            int bad = parse_name_list(v, accepted, dt ? sl_dtype_from_name : sl_coll_from_name,
+                                      dt ? &o->dtypes : &o->colls, dup, sizeof dup);
+            if (bad == LIST_DUP) return dup_error(err, errlen, label, dup);
+            if (bad) {
+                mask_names(accepted, dt ? SL_NDTYPES : SL_NCOLLS, dt ? dtype_name_i : coll_name_i,
+                           names, sizeof names);
                 errf(err, errlen, "%s: %s accepts %s|all, got '%s'", label, p->name, names, v);
                 return SL_EXIT_USAGE;
             }
@@ -453,6 +506,16 @@ int sl_options_parse(const sl_program *p, int argc, char **argv, sl_options *o, 
         }
     }
 
+    if (o->papi_events) {
+        char dup[256];
+        int bad = check_string_list(o->papi_events, dup, sizeof dup);
+        if (bad == LIST_DUP) return dup_error(err, errlen, "--papi", dup);
+        if (bad) {
+            errf(err, errlen, "--papi: expected a comma-separated list of PAPI event names, got '%s'",
+                 o->papi_events);
+            return SL_EXIT_USAGE;
+        }
+    }
     if ((p->uses & SL_USES_SIZES) && o->minbytes > o->maxbytes) {
         errf(err, errlen, "--minbytes (-b) %zu is larger than --maxbytes (-e) %zu", o->minbytes,
              o->maxbytes);
@@ -543,8 +606,16 @@ void sl_options_print_help(const sl_program *p)
         print_opt_table(p->groups[g]->title, p->groups[g]->opts);
     print_opt_table(p->name, p->extra);
     if (p->help_notes) printf("\n%s", p->help_notes);
-    printf("\neach option is given once (twice is a usage error); a list is one comma-separated value\n");
+    printf("\neach option is given once (twice is a usage error); a list is one comma-separated value,\n"
+           "each value once ('all' alone)\n");
     printf("exit status: 0 ok, 1 a check failed, 2 usage error, 3 runtime error\n");
+}
+
+int sl_option_given(const sl_options *o, const char *name)
+{
+    for (int i = 0; i < o->ngiven; i++)
+        if (strcmp(o->given[i], name) == 0) return 1;
+    return 0;
 }
 
 const char *sl_mpi_thread_name(int level)

@@ -3,6 +3,7 @@
 #define SCALELAB_H
 
 #include "sl_env.h"
+#include "sl_env_check.h"
 #include "sl_error.h"
 #include "sl_harness.h"
 #include "sl_json.h"

@@ -51,5 +51,6 @@ void sl_env_manifest(struct sl_ctx *ctx, struct sl_json *j);
 
 extern const char *sl_build_git_describe; /* from the generated build/build_info.c */
 extern const char *sl_build_options;
+extern const char *sl_build_programs;     /* the suite's programs, "allreduce|checkpoint|..." */
 
 #endif

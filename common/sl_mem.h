@@ -32,6 +32,11 @@ size_t sl_mem_peak(sl_mem_space space, sl_mem_cat cat);
 size_t sl_mem_peak_total(sl_mem_space space); /* peak of the sum, not the sum of peaks */
 void sl_mem_reset_peaks(void);                /* peaks := current */
 
+/* Bytes this process can still allocate, as sl_alloc judges a request: the node's
+ * MemAvailable, or less where the memory cgroup's limit leaves less room; SIZE_MAX where
+ * neither is known. For checking a size option before anything is measured. */
+size_t sl_mem_available(void);
+
 /* The memory cgroup limit of the process whose /proc/<pid>/cgroup is proc_cgroup, with the
  * cgroup file system at root (normally /sys/fs/cgroup): v2 memory.max (the smallest from the
  * cgroup up), else v1 memory.limit_in_bytes. Returns 1 with *limit, the anonymous memory the

@@ -15,6 +15,7 @@
 struct sl_ctx;
 
 #define SL_MAX_LIST 32
+#define SL_MAX_GIVEN 160 /* options on one command line: each at most once */
 
 /* MPI thread levels, lowest first (sl_program.mpi_thread, --mpi-thread). Open MPI takes locks
  * on every call above single, which costs small messages 1.3-1.5x: a program asks for the
@@ -25,11 +26,12 @@ struct sl_ctx;
 SL_ENUM(sl_mpi_thread, SL_MPI_THREAD_LIST, SL_NMPI_THREADS);
 
 /* A comma-separated list of integers ("1,2,4"); `max` is allowed where the option says so
- * and is resolved by the program (e.g. to the number of cores). */
+ * and is resolved by the program (e.g. to the number of cores). Every list option, of
+ * integers or of names, takes each value once: a repeated value is a usage error. */
 typedef struct sl_int_list {
     int n;
     long long v[SL_MAX_LIST];
-    int is_max;
+    int is_max; /* the word was given: "max", or the option's choices (e.g. "sweep") */
 } sl_int_list;
 
 typedef enum {
@@ -39,7 +41,8 @@ typedef enum {
     SL_OPT_STRING,   /* const char **dest */
     SL_OPT_CHOICE,   /* int *dest = index of the value in choices "a|b|c" */
     SL_OPT_FLAG,     /* int *dest = 1; takes no value */
-    SL_OPT_INT_LIST, /* sl_int_list *dest, each within [min, max]; "max" if allow_max */
+    SL_OPT_INT_LIST, /* sl_int_list *dest, each within [min, max]; if allow_max, also the
+                        word in choices (default "max") */
     SL_OPT_CHOICE_LIST, /* unsigned *dest = bit mask of the values in choices; "all" = every one */
 } sl_opt_type;
 
@@ -49,8 +52,8 @@ typedef struct sl_opt {
     sl_opt_type type;
     void *dest;
     long long min, max; /* INT, SIZE, INT_LIST bounds (inclusive) */
-    const char *choices;/* CHOICE: "a|b|c" */
-    int allow_max;      /* INT_LIST: accept the word "max" */
+    const char *choices;/* CHOICE: "a|b|c"; INT_LIST: the word allow_max accepts (NULL: "max") */
+    int allow_max;      /* INT_LIST: accept the word ("max") */
     const char *help;   /* one line for --help */
 } sl_opt;
 
@@ -111,7 +114,13 @@ typedef struct sl_options {
     int quiet;
     int mpi_thread;            /* --mpi-thread: an sl_mpi_thread, or -1 for the program's level */
     int help, version;         /* set when --help / --version was given */
+    const char *given[SL_MAX_GIVEN]; /* the long names of the options given, in order */
+    int ngiven;
 } sl_options;
+
+/* Whether option `name` (its long name, without dashes) was on the command line: an option
+ * given explicitly that cannot apply is a usage error, where its default would be a note. */
+int sl_option_given(const sl_options *o, const char *name);
 
 /* Parses argv[1..argc) into o (defaults first, from p) and into the destinations of p->groups'
  * and p->extra's options. Returns 0 on success; SL_EXIT_USAGE with a one-line message in err on

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sl_env.h"
 #include "sl_error.h"
 #include "sl_slowdown.h"
 #include "sl_timer.h"
@@ -11,18 +12,31 @@
 static double fraction; /* 0: off */
 static int ceiling;     /* depth of sl_slowdown_ceiling(1) */
 
+/* Whether the first len characters of name are one of the suite's programs: a misspelt
+ * program would leave the switch silently off in every program. */
+static int is_program(const char *name, size_t len)
+{
+    for (const char *p = sl_build_programs; *p;) {
+        size_t l = strcspn(p, "|");
+        if (l == len && strncmp(p, name, len) == 0) return 1;
+        p += l + (p[l] == '|');
+    }
+    return 0;
+}
+
 void sl_slowdown_init(const char *program)
 {
     const char *v = getenv("SL_TEST_SLOWDOWN");
     fraction = 0;
     if (!v || !*v) return;
-    const char *colon = strrchr(v, ':');
+    const char *colon = strchr(v, ':');
     char *end;
     errno = 0;
     double f = colon ? strtod(colon + 1, &end) : NAN;
-    if (!colon || colon == v || errno || end == colon + 1 || *end || !(f > 0 && f <= 10))
-        sl_usage_error("SL_TEST_SLOWDOWN '%.64s': expected PROGRAM:FRACTION with a fraction in (0, 10] "
-                       "(e.g. ddp:0.2)", v);
+    if (!colon || !is_program(v, (size_t)(colon - v)) || errno || end == colon + 1 || *end ||
+        !(f > 0 && f <= 10))
+        sl_usage_error("SL_TEST_SLOWDOWN '%.64s': expected PROGRAM:FRACTION with PROGRAM one of %s "
+                       "and a fraction in (0, 10] (e.g. ddp:0.2)", v, sl_build_programs);
     if ((size_t)(colon - v) == strlen(program) && strncmp(v, program, strlen(program)) == 0) fraction = f;
 }
 

@@ -50,8 +50,7 @@ long sl_train_serial_mixed(const sl_mlp *m, sl_task *task, const sl_optim *o, sl
  * identical), and the weights, one step short of the reference's, must fail the check. */
 static int injected_overflow(const sl_train *t)
 {
-    const char *c = getenv("SL_TEST_CORRUPT");
-    return c && !strcmp(c, "1") && t->step == 0 && t->size > 1 && t->rank == t->size - 1;
+    return sl_test_corrupt() && t->step == 0 && t->size > 1 && t->rank == t->size - 1;
 }
 
 int sl_train_overflow_any(sl_train *t, int mine, long *seen)

@@ -161,6 +161,9 @@ expect_usage "--segments" --segments abc
 expect_usage "--segments" --segments 2,2
 expect_usage "--segments" --segments 2,
 expect_usage "--segments" --segments ""
+expect_usage "--segments: expected K\[,K...\] or sweep, not both" --segments sweep,2
+expect_usage "--segments applies to every_k" --layers 8 $uniform --variants store_all --segments 2
+expect_usage "--budget applies to budget" --layers 8 $uniform --variants store_all --budget 1M
 expect_usage "--variants" --variants every_x
 expect_usage "--layers" --layers 0
 [ ! -e "$out/bad" ]

@@ -195,7 +195,7 @@ done <<'CASES'
 1|--tp 3|--tp 3
 1|divisible by t|--tp 4 --hidden 50
 1|divisible by t|--tp 2 --hidden 47 --ffn-mult 2
-3|must be t x d|--tp 2
+3|--tp 2 needs a multiple of 2 ranks, 3 given|--tp 2
 1|must be t x d|--tp 2 --dp 3
 3|not divisible by d|--dp 2
 1|accepts f32|-d f64

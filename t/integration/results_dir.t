@@ -54,8 +54,17 @@ rm "$out/run/mae_threads.jsonl"
 ln -s "$out/victim" "$out/run/mae_threads.trace.json"
 SL_RUN_ID=r1 mae_threads "${small[@]}" --trace -o "$out/run" >"$out/stdout" 2>"$out/stderr"
 rc=$?
-[ $rc = 3 ] && grep -q "mae_threads.trace.json" "$out/stderr" && [ "$(cat "$out/victim")" = precious ]
+[ $rc = 3 ] && grep -q "mae_threads.trace.json: it is a symbolic link" "$out/stderr" && [ "$(cat "$out/victim")" = precious ]
 ok $? "a trace that is a symbolic link is refused (exit 3), its target untouched (rc=$rc)"
+[ ! -e "$out/run/mae_threads.jsonl" ] && ! grep -q '^ *serial' "$out/stdout"
+ok $? "... before anything is measured: no row printed or written"
+ln -s "$out/nowhere" "$out/dangling"
+expect2 "--out (-o) $out/dangling: a symbolic link to a missing target" "-o naming a dangling symbolic link" \
+  mae_threads "${small[@]}" -o "$out/dangling"
+expect2 "--out (-o) $out/dangling/sub: $out/dangling is a symbolic link to a missing target" \
+  "-o below a dangling symbolic link" mae_threads "${small[@]}" -o "$out/dangling/sub"
+[ ! -e "$out/nowhere" ]
+ok $? "... nothing is created at the link's target"
 mkdir -p "$out/mlink" && ln -s "$out/victim" "$out/mlink/manifest.json"
 expect2 "manifest.json is not a regular file" "a manifest that is a symbolic link" \
   mae_threads "${small[@]}" -o "$out/mlink"

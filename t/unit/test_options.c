@@ -12,7 +12,7 @@ static size_t chunk = 1024;
 static double lr = 0.1;
 static const char *name = "default";
 static int mode = 0, verbose = 0;
-static sl_int_list threads;
+static sl_int_list threads, segments;
 static unsigned variants;
 
 static const sl_opt extra[] = {
@@ -24,6 +24,7 @@ static const sl_opt extra[] = {
     {"verbose", 0, SL_OPT_FLAG, &verbose, 0, 0, NULL, 0, "flag"},
     {"threads", 't', SL_OPT_INT_LIST, &threads, 1, 64, NULL, 1, "threads"},
     {"variants", 0, SL_OPT_CHOICE_LIST, &variants, 0, 0, "a|b|c", 0, "variants"},
+    {"segments", 0, SL_OPT_INT_LIST, &segments, 1, 99, "sweep", 1, "an int list with its own word"},
     {0},
 };
 
@@ -179,6 +180,29 @@ int main(void)
     bad(&prog, "--threads", "1,,x", "--threads", NULL);
     bad(&prog, "--variants", "d", "--variants", "a|b|c");
     bad(&prog, "stray", NULL, "stray", "unexpected argument");
+    /* every list option takes each value once; 'all' (and an int list's word) stands alone */
+    bad(&prog, "-t", "2,4,2", "--threads (-t): '2' is given twice", "list each value once");
+    bad(&prog, "-t", "max,max", "--threads (-t): 'max' is given twice", NULL);
+    bad(&prog, "--variants", "a,b,a", "--variants: 'a' is given twice", NULL);
+    bad(&prog, "--variants", "all,b", "--variants: 'all' already names every value", "alone");
+    bad(&prog, "-d", "f64,f64", "--dtype (-d): 'f64' is given twice", NULL);
+    bad(&prog, "-C", "ring,all", "--coll (-C): 'all' already names every value", NULL);
+    bad(&prog, "-C", "ring,rhd,ring", "--coll (-C): 'ring' is given twice", NULL);
+    bad(&prog, "--segments", "3,3", "--segments: '3' is given twice", NULL);
+    bad(&prog, "--papi", "PAPI_TOT_CYC,PAPI_L3_TCM,PAPI_TOT_CYC", "--papi: 'PAPI_TOT_CYC' is given twice", NULL);
+    bad(&prog, "--papi", "PAPI_TOT_CYC,", "--papi", "PAPI event names");
+    is_int(parse(&prog, &o, err, sizeof err, "--papi", "PAPI_TOT_CYC,PAPI_L3_TCM", NULL), 0, "--papi list");
+    bad(&prog, "--segments", "max", "--segments", "or 'sweep'");
+    is_int(parse(&prog, &o, err, sizeof err, "--segments", "sweep", NULL), 0, "an int list's own word");
+    ok(segments.is_max && segments.n == 0, "the word is recorded as is_max");
+    is_int(parse(&prog, &o, err, sizeof err, "-t", "max,1,2", NULL), 0, "the word beside values");
+    ok(threads.is_max && threads.n == 2, "both recorded");
+    /* which options were given: an explicit option that cannot apply is refused by the program */
+    is_int(parse(&prog, &o, err, sizeof err, "--layers", "9", "-n4"), 0, "two options");
+    ok(sl_option_given(&o, "layers") && sl_option_given(&o, "iters"), "given: by long name, either spelling");
+    ok(!sl_option_given(&o, "warmup") && !sl_option_given(&o, "chunk"), "not given: defaults");
+    is_int(parse(&prog, &o, err, sizeof err, NULL, NULL, NULL), 0, "no options");
+    is_int(o.ngiven, 0, "none given");
     bad(&narrow, "-b", "8", "--minbytes", "does not apply");
     bad(&narrow, "-d", "f32", "--dtype", "does not apply");
     bad(&narrow, "-C", "mpi", "--coll", "does not apply");

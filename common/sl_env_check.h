@@ -1,0 +1,27 @@
+/* sl_env_check.h — the environment variables that change what a program does, checked once at
+ * start-up (sl_init, before MPI starts and before any OpenMP region runs): a malformed value is
+ * a usage error (exit 2) whose one line names the variable and what it accepts, never a silent
+ * fallback.
+ *
+ *   OMP_NUM_THREADS       read by libgomp, which only warns and falls back to its default
+ *   OPENBLAS_NUM_THREADS  read by OpenBLAS, which reads garbage as 0 (its default, every core)
+ *   SL_TEST_CORRUPT       the tests' switch that spoils one result so that a check must fail
+ * SL_TEST_SLOWDOWN is checked by sl_slowdown_init (sl_slowdown.h), SL_COLL_SEGMENT and
+ * SL_COLL_RANKS_PER_NODE by sl_init with the communication layer's parsers.
+ */
+#ifndef SL_ENV_CHECK_H
+#define SL_ENV_CHECK_H
+
+#include <stddef.h>
+
+/* The most threads a *_NUM_THREADS variable may ask for. */
+#define SL_MAX_ENV_THREADS 4096
+
+/* Checks the variables above: 0, or SL_EXIT_USAGE with the one-line message in err. */
+int sl_env_check(char *err, size_t len);
+
+/* SL_TEST_CORRUPT=1: the tests of a check ask a program to spoil one result (checked by
+ * sl_env_check: 0, 1 or unset). */
+int sl_test_corrupt(void);
+
+#endif
