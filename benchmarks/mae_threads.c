@@ -192,7 +192,9 @@ typedef struct shared_state {
     const dataset *d;
     int variant, nthreads;
     _Atomic double sum;
-    _Atomic long long updates; /* racy only: updates that survived, counted the same racy way */
+    /* racy only: updates that survived, counted the same racy way; it races beside the sum, not
+     * with it (a thread descheduled between the two stores loses counts, not sum) */
+    _Atomic long long updates;
     pthread_mutex_t lock;
 } shared_state;
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "probe.h"
+#include "cpu/cpu.h"
 #include "sl_slowdown.h"
 
 void sl_probe_init(sl_probe *p, sl_probe_kind kind, sl_backend be, size_t bytes, int threads)
@@ -42,11 +43,8 @@ static void *part_main(void *arg)
         memcpy(p->dst + w->lo, p->src + w->lo, w->hi - w->lo);
         return NULL;
     }
-    const double *a = (const double *)p->src;
-    double sum = 0;
-#pragma omp simd reduction(+ : sum)
-    for (size_t i = w->lo / sizeof(double); i < w->hi / sizeof(double); i++) sum += a[i];
-    w->sum = sum;
+    const double *a = (const double *)p->src + w->lo / sizeof(double);
+    w->sum = sl_cpu_read_sum_1((w->hi - w->lo) / sizeof(double), a);
     return NULL;
 }
 

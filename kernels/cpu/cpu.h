@@ -57,5 +57,7 @@ void sl_cpu_rng_normal(uint64_t seed, uint64_t first, size_t n, float *x, float 
                        float stddev);
 
 double sl_cpu_read_sum(size_t n, const double *x);
+/* The same sum on the calling thread only (the probe's own threads, probe.c). */
+double sl_cpu_read_sum_1(size_t n, const double *x);
 
 #endif

@@ -28,6 +28,10 @@ for r in rows:
         bad.append(f"ranks {r['ranks']} != {np}")
     v = r["variant"]
     if v == "stream_read":
+        # the ceiling reads at least the data's bytes, and 64 MiB per rank (from memory)
+        data = 50021 * (7 + 1) * (4 if r["dtype"] == "f32" else 8)
+        if r["params"]["bytes"] < max(data, np * (64 << 20)) or r["params"]["probe_reads"] != "f64":
+            bad.append(f"probe reads {r['params']['bytes']} bytes for {data} bytes of data on {np} ranks")
         continue
     seen.add((v, r["dtype"]))
     status = r["check"]["status"]

@@ -1,0 +1,40 @@
+#!/bin/bash
+# lab_sheet_counts: exact figures the ddp and checkpoint sheets quote for their exercises (counts,
+# never timings): the buckets of ddp's simulation exercise 2 and the trace spans checkpoint's
+# exercise 4 sums. (mae_threads.t asserts that the read probe reads at least the data.)
+. "$(dirname "$0")/../lib/common.sh"
+out=$(tmpdir)
+trap 'rm -rf "$out"' EXIT
+
+# ddp simulation exercise 2's model (9.3 MiB of f32 gradients): 1 MiB buckets cut it in 3
+# (a layer is never split), the default 25 MiB leaves it in one
+model="-L 4 --width 1024 --inputs 256 --outputs 64 --batch 8 -n 1 -w 0 -C ring --variants bucketed"
+for mb in 1 25; do
+  launch 2 ddp $model --bucket-mb $mb -o "$out/ddp$mb" >"$out/ddp$mb.txt" 2>&1
+  ok $? "ddp, exercise 2's model with --bucket-mb $mb, exits 0"
+done
+python3 - "$out" <<'PY'
+import json, sys
+got = {mb: [json.loads(l)["params"]["buckets"] for l in open(f"{sys.argv[1]}/ddp{mb}/ddp.jsonl")] for mb in (1, 25)}
+sys.exit(0 if got == {1: [3], 25: [1]} else f"buckets {got}, expected 3 at 1 MiB and 1 at 25 MiB")
+PY
+ok $? "ddp: 3 buckets at --bucket-mb 1, 1 bucket at the default 25 (the sheet's exercise 2)"
+
+# checkpoint exercise 4: the trace has the spans it names, one per layer and step (recompute:
+# one per layer outside the last segment), and one optimizer span per step
+bin_args="--layers 8 --width 32 --inputs 32 --outputs 32 --batch 8 -n 2 -w 1"
+checkpoint $bin_args --segments 4 --variants every_k --trace -o "$out/ck" >"$out/ck.txt" 2>&1
+ok $? "checkpoint --trace exits 0"
+python3 - "$out/ck/checkpoint.trace.json" <<'PY'
+import collections, json, sys
+t = json.load(open(sys.argv[1]))
+ev = t["traceEvents"] if isinstance(t, dict) else t
+n = collections.Counter(e["name"].split(" ")[0] for e in ev if e.get("ph") == "X")
+steps, layers, recomputed = 3, 8, 4  # 1 warm-up + 2 timed; segments of 4: the lower one is recomputed
+want = {"forward": steps * layers, "backward": steps * layers, "recompute": steps * recomputed, "optimizer": steps}
+got = {k: n[k] for k in want}
+sys.exit(0 if got == want else f"spans {got}, expected {want}")
+PY
+ok $? "checkpoint: the trace's forward, backward, recompute and optimizer spans (the sheet's exercise 4)"
+
+done_testing
