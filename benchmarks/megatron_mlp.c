@@ -97,11 +97,38 @@ void mm_compute_span(sl_train *t, const char *name, double t0)
     sl_train_span(t, SL_PHASE_COMPUTE, name, t0, sl_now());
 }
 
-/* A blocking collective: communication that nothing overlaps. */
-void mm_comm_span(sl_train *t, int rc, const char *name, double t0)
+/* One more collective named name in this step (only in the driver's steps: not in the check's). */
+static void count_coll(sl_train *t, const char *name, int group, int overlapped)
+{
+    mm *s = t->state;
+    if (!s->counting || (group && s->t == 1)) return; /* a group of one rank communicates nothing */
+    int i = 0;
+    while (i < s->ncolls && strcmp(s->coll_name[i], name) != 0) i++;
+    if (i == MM_MAX_COLLS) SL_FATAL("megatron_mlp: more than %d kinds of collective", MM_MAX_COLLS);
+    if (i == s->ncolls) {
+        s->coll_name[i] = name;
+        s->coll_group[i] = (unsigned char)group;
+        s->coll_overlapped[i] = (unsigned char)overlapped;
+        s->ncolls++;
+    }
+    s->coll_count[i]++;
+}
+
+static void blocking_span(sl_train *t, int rc, const char *name, double t0, int group)
 {
     sl_train_coll_ok(rc, name);
     sl_train_blocking(t, name, t0);
+    count_coll(t, name, group, 0);
+}
+
+/* A blocking collective: communication that nothing overlaps. */
+void mm_comm_span(sl_train *t, int rc, const char *name, double t0) { blocking_span(t, rc, name, t0, 1); }
+void mm_replicas_span(sl_train *t, int rc, const char *name, double t0) { blocking_span(t, rc, name, t0, 0); }
+
+void mm_overlapped_span(sl_train *t, const char *name, double t0, double t1)
+{
+    sl_train_span(t, SL_PHASE_COMM, name, t0, t1);
+    count_coll(t, name, 1, 1);
 }
 
 /* The conjugate operators --------------------------------------------------------------- */
@@ -247,7 +274,7 @@ static void block_backward(sl_train *t, mm *s, int i, int cur)
         sl_train_coll_ok(sl_coll_wait(req), "sl_coll_wait");
         const double w1 = sl_now();
         sl_train_record(t, SL_PHASE_EXPOSED, w1 - w0);
-        sl_train_span(t, SL_PHASE_COMM, "f: allreduce dX (overlapped)", t0, done ? t_done : w1);
+        mm_overlapped_span(t, "f: allreduce dX (overlapped)", t0, done ? t_done : w1);
     } else {
         t0 = sl_now();
         sl_linear_backward(t->be, n, h, c, A_of(s, s->params, i), X, s->dy, A_of(s, s->grads, i),
@@ -281,8 +308,8 @@ float *mm_forward_backward(sl_train *t, mm *s)
     if (s->d > 1) {
         sl_k_sync(t->be);
         t0 = sl_now();
-        mm_comm_span(t, sl_coll_allreduce(s->dp, s->grads, s->grads, s->np, SL_F32, SL_OP_SUM), "allreduce (replicas)",
-                  t0);
+        mm_replicas_span(t, sl_coll_allreduce(s->dp, s->grads, s->grads, s->np, SL_F32, SL_OP_SUM),
+                         "allreduce (replicas)", t0);
     }
     return s->dg[cur];
 }
@@ -291,12 +318,14 @@ static void step(sl_train *t)
 {
     mm *s = t->state;
     const unsigned long long tp0 = sl_comm_bytes_sent(s->tp), dp0 = sl_comm_bytes_sent(s->dp);
+    s->counting = 1;
     if (s->mixed) {
         mm_mixed_step(t, s);
     } else {
         mm_forward_backward(t, s);
         sl_train_optimize(t, s->params, s->grads, s->optim, 0, s->np);
     }
+    s->counting = 0;
     s->sent_tp += (double)(sl_comm_bytes_sent(s->tp) - tp0);
     s->sent_dp += (double)(sl_comm_bytes_sent(s->dp) - dp0);
 }
@@ -472,9 +501,32 @@ static void set_metric(sl_result *r, const char *name, double v)
         if (strcmp(r->metrics[i].name, name) == 0) r->metrics[i].value = v;
 }
 
+/* The collectives of a step, counted by name (rank 0's; every rank runs the same): the group's
+ * and the overlapped ones in the row, and all of them as a line before it, with the names of
+ * their spans in the trace. */
+static void coll_figures(sl_train *t, sl_result *res)
+{
+    const mm *s = t->state;
+    char line[512] = "";
+    size_t at = 0;
+    double group = 0, overlapped = 0;
+    for (int i = 0; i < s->ncolls; i++) {
+        const double per_step = (double)s->coll_count[i] / t->nsteps;
+        if (s->coll_group[i]) group += per_step;
+        if (s->coll_overlapped[i]) overlapped += per_step;
+        if (at < sizeof line)
+            at += (size_t)snprintf(line + at, sizeof line - at, "%s%g x %s", i ? ", " : "", per_step, s->coll_name[i]);
+    }
+    sl_result_metric(res, "tp_collectives", group, "per step");
+    sl_result_metric(res, "tp_collectives_overlapped", overlapped, "per step");
+    sl_note(t->ctx, "%s, t = %d, d = %d, %s: collectives per step: %s", variant_names[t->variant], s->t, s->d,
+            sl_dtype_name(t->dtype), s->ncolls ? line : "none");
+}
+
 static void row(sl_train *t, sl_result *res)
 {
     mm *s = t->state;
+    coll_figures(t, res);
     const int P = t->size;
     sl_result_param_num(res, "tp", s->t);
     sl_result_param_num(res, "dp", s->d);

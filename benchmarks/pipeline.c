@@ -42,8 +42,9 @@
  * the shortest of the warm-up steps and of a measurement with each rank computing alone
  * (communication stays real), so the schedule's shape shows on fewer cores than ranks.
  *
- * The bubble (pipe_bubble): the busiest stage's idle time over the pipeline time of a step,
- * stage 0's span from its first operation to its last; the mean over the stages beside it.
+ * The bubble (pipe_bubble, pipeline/bubble.c): the busiest stage's idle time over the pipeline
+ * time of a step, stage 0's span from its first operation to its last; the mean over the stages
+ * beside it; each stage's idle and stage 0's waits for gradients in a line before the row.
  * The timed steps then train nothing; the weights that are checked come from a second,
  * untimed run of every step with real compute from the initial weights (done when the driver
  * first asks for the weights).
@@ -56,6 +57,7 @@
 #include <time.h>
 
 #include "sl_train.h"
+#include "pipeline/bubble.h"
 #include "pipeline/mixed.h"
 #include "pipeline/schedule.h"
 
@@ -125,6 +127,9 @@ typedef struct stage {
     int sleeping;
     double busy;             /* seconds of forward/backward work (slept or real) so far */
     double *win, *work;      /* per step: first operation's start to last one's end; busy in it */
+    double *wfirst, *wlater; /* per step: the wait for its first backward's gradient; before the later ones */
+    double wait_b[2];        /* this step's so far: [0] first backward, [1] the later ones */
+    int nbackward;           /* this step's backwards so far */
     int recording;           /* in the driver's steps (not the sleep mode's replay) */
     size_t es;               /* bytes of an activation element: the run's dtype */
     pipe_mixed *mixed;       /* -d f16|bf16 (pipeline/mixed.c); NULL in f32 */
@@ -698,10 +703,11 @@ static void post_recv(sl_train *t, pline *pp, const op *o)
 
 /* Waits for a posted receive: the time is the bubble (the stage has nothing else to do). While
  * sleeping stands in for compute, the wait sleeps between polls too: a rank spinning in MPI would
- * take the core a waking neighbour needs when there are more ranks than cores. */
-static void wait_recv(sl_train *t, stage *st, sl_coll_req **rq)
+ * take the core a waking neighbour needs when there are more ranks than cores. Returns the time
+ * waited. */
+static double wait_recv(sl_train *t, stage *st, sl_coll_req **rq)
 {
-    if (!*rq) return;
+    if (!*rq) return 0;
     double t0 = sl_now();
     for (int done = 0; st->sleeping && !done;) {
         sl_train_coll_ok(sl_coll_test(*rq, &done), "poll a boundary receive");
@@ -712,7 +718,9 @@ static void wait_recv(sl_train *t, stage *st, sl_coll_req **rq)
     }
     sl_train_coll_ok(sl_coll_wait(*rq), "wait for a boundary receive");
     *rq = NULL;
-    sl_train_span(t, SL_PHASE_BUBBLE, "wait", t0, sl_now());
+    const double t1 = sl_now();
+    sl_train_span(t, SL_PHASE_BUBBLE, "wait", t0, t1);
+    return t1 - t0;
 }
 
 static void start_send(sl_train *t, pline *pp, float *buf, size_t count, int peer, int tag, sl_coll_req **rq)
@@ -737,7 +745,7 @@ static void run_op(sl_train *t, pline *pp, const op *o)
                        tag_of(st, o->mb, c->global + 1, 0), &st->slots[k].sq_act);
         return;
     }
-    wait_recv(t, st, &st->slots[k].rq_grad);
+    st->wait_b[st->nbackward++ > 0] += wait_recv(t, st, &st->slots[k].rq_grad);
     do_backward(t, st, o);
     if (c->global > 0)
         start_send(t, pp, st->grad_out[k], (size_t)rows * m->dims[c->l0], (c->global - 1) % pp->p,
@@ -781,10 +789,14 @@ static void pipe_step(sl_train *t, pline *pp)
     for (int i = first; i < first + count; i++) prefetch(t, st, &st->ops[i]);
     for (int i = first; i < first + count; i++) post_recv(t, pp, &st->ops[i]);
     const double w0 = sl_now(), b0 = st->busy;
+    st->wait_b[0] = st->wait_b[1] = 0;
+    st->nbackward = 0;
     for (int i = first; i < first + count; i++) run_op(t, pp, &st->ops[i]);
     if (st->recording && t->step < t->nsteps) {
         st->win[t->step] = sl_now() - w0;
         st->work[t->step] = st->busy - b0;
+        st->wfirst[t->step] = st->wait_b[0];
+        st->wlater[t->step] = st->wait_b[1];
     }
     /* pipedream: a send may be received only in the next step */
     if (st->sched != S_PIPEDREAM || t->step == t->nsteps - 1) wait_sends(t, st);
@@ -850,9 +862,11 @@ static void setup(sl_train *t)
         one_rank_layers[t->variant] = 0;
         for (int c = 0; c < g.v; c++) one_rank_layers[t->variant] += pp->st.ch[c].l1 - pp->st.ch[c].l0;
     }
-    pp->st.win = calloc(2 * (size_t)t->nsteps, sizeof *pp->st.win);
+    pp->st.win = calloc(PB_NREC * (size_t)t->nsteps, sizeof *pp->st.win); /* bubble.h's records */
     if (!pp->st.win) SL_FATAL("out of memory");
-    pp->st.work = pp->st.win + t->nsteps;
+    pp->st.work = pp->st.win + (size_t)PB_WORK * t->nsteps;
+    pp->st.wfirst = pp->st.win + (size_t)PB_WAIT_FIRST_B * t->nsteps;
+    pp->st.wlater = pp->st.win + (size_t)PB_WAIT_LATER_B * t->nsteps;
     size_t lo, hi;
     sl_share((size_t)t->global_batch, pp->d, pp->r, &lo, &hi);
     t->lo = (int)lo; /* the replica's samples (the row's rank_batch) */
@@ -1143,51 +1157,45 @@ static double drift_from_serial(sl_train *t)
  * and replica: the busiest stage's idle and idle / W (the bubble: in the formula's pipeline
  * every stage idles (p-1)/(m+p-1) of W; with unequal stages the others also wait for the
  * busiest, which is load imbalance, not the schedule's fill and drain), and the mean over the
- * stages of idle / W (the idle fraction, imbalance included); the largest over the replicas.
- * Outputs: the medians over the timed steps. */
-static void pipe_bubble(sl_train *t, double *idle, double *frac, double *mean, double *span)
+ * stages of idle / W (the idle fraction, imbalance included); the largest over the replicas;
+ * and each stage's own idle and waits for gradients (bubble.c). Outputs: the medians over the
+ * timed steps. Collective. */
+static void pipe_bubble(sl_train *t, pipe_bubble_figs *f)
 {
     pline *pp = t->state;
-    const int P = t->size, p = pp->p, n = t->nsteps, timed = (int)t->ctx->opt.iters, first = n - timed;
-    double *all = malloc(2 * (size_t)P * n * sizeof *all);
-    double *col = malloc(4 * (size_t)timed * sizeof *col);
-    if (!all || !col) SL_FATAL("out of memory");
-    SL_CHECK_MPI(MPI_Allgather(pp->st.win, 2 * n, MPI_DOUBLE, all, 2 * n, MPI_DOUBLE, t->ctx->comm));
-    for (int i = 0; i < timed; i++) {
-        double ci = 0, cf = 0, cl = 0, cw = 0;
-        for (int r = 0; r < pp->d; r++) {
-            const double w = all[(size_t)(r * p) * 2 * n + first + i];
-            double sum = 0, most = 0;
-            for (int s = 0; s < p; s++) {
-                double work = all[(size_t)(r * p + s) * 2 * n + n + first + i];
-                sum += w - work;
-                most = work > most ? work : most;
-            }
-            if (w - most > ci) ci = w - most;
-            if (w > 0 && (w - most) / w > cf) cf = (w - most) / w;
-            if (w > 0 && sum / p / w > cl) cl = sum / p / w;
-            if (w > cw) cw = w;
-        }
-        col[i] = ci;
-        col[timed + i] = cf;
-        col[2 * timed + i] = cl;
-        col[3 * timed + i] = cw;
-    }
-    double *out[4] = {idle, frac, mean, span};
-    for (int k = 0; k < 4; k++) {
-        sl_stats st;
-        sl_stats_compute(col + (size_t)k * timed, timed, &st);
-        *out[k] = st.median;
-    }
+    const int P = t->size, n = t->nsteps;
+    double *all = malloc((size_t)PB_NREC * P * n * sizeof *all);
+    if (!all) SL_FATAL("out of memory");
+    SL_CHECK_MPI(MPI_Allgather(pp->st.win, PB_NREC * n, MPI_DOUBLE, all, PB_NREC * n, MPI_DOUBLE, t->ctx->comm));
+    pipe_bubble_figures(all, pp->p, pp->d, n, (int)t->ctx->opt.iters, f);
     free(all);
-    free(col);
 }
 
-static void list_str(char *buf, size_t len, const double *v, int n)
+/* v[0..n) times scale, comma-separated, with prec decimals. */
+static void list_str(char *buf, size_t len, const double *v, int n, double scale, int prec)
 {
     size_t at = 0;
     buf[0] = 0;
-    for (int i = 0; i < n && at < len; i++) at += (size_t)snprintf(buf + at, len - at, "%s%.0f", i ? "," : "", v[i]);
+    for (int i = 0; i < n && at < len; i++)
+        at += (size_t)snprintf(buf + at, len - at, "%s%.*f", i ? "," : "", prec, v[i] * scale);
+}
+
+/* Each stage's idle and stage 0's waits for gradients: in the row, and as a line before it, so
+ * that which stage is the busiest, and whether the others wait for it, needs no trace viewer. */
+static void stage_figures(sl_train *t, const pipe_bubble_figs *bf, sl_result *res)
+{
+    const pline *pp = t->state;
+    char buf[512];
+    list_str(buf, sizeof buf, bf->stage_idle, pp->p, 100, 1);
+    sl_result_param_str(res, "idle_stages", buf);
+    sl_result_metric(res, "busiest_stage", bf->busiest, "stage");
+    sl_result_metric(res, "s0_wait_first_backward", bf->wait_first_b[0], "s");
+    sl_result_metric(res, "s0_wait_later_backwards", bf->wait_later_b[0], "s");
+    if (pp->p > 1)
+        sl_note(t->ctx, "%s: idle %% of W by stage %s (busiest s%d); stage 0 waited %.2f ms for its first "
+                        "backward's gradient, %.2f ms before its later ones (medians over the timed steps)",
+                schedule_names[pp->st.sched], buf, bf->busiest, bf->wait_first_b[0] * 1e3,
+                bf->wait_later_b[0] * 1e3);
 }
 
 static void row(sl_train *t, sl_result *res)
@@ -1225,21 +1233,23 @@ static void row(sl_train *t, sl_result *res)
     int base = one_rank_layers[st->sched]; /* rank 0's; 0 where no baseline ran */
     SL_CHECK_MPI(MPI_Bcast(&base, 1, MPI_INT, 0, t->ctx->comm));
     if (base) sl_result_param_num(res, "one_rank_layers", base);
-    list_str(buf, sizeof buf, all, p);
+    list_str(buf, sizeof buf, all, p, 1, 0);
     sl_result_param_str(res, "inflight_stages", buf);
-    list_str(buf, sizeof buf, model, p);
+    list_str(buf, sizeof buf, model, p, 1, 0);
     sl_result_param_str(res, "inflight_formula", buf);
-    list_str(buf, sizeof buf, all + p, p);
+    list_str(buf, sizeof buf, all + p, p, 1, 0);
     sl_result_param_str(res, "activ_peak_stages", buf);
     /* the driver's phase bubble (the slowest rank's time blocked on a receive, over the step)
      * is replaced by the busiest stage's idle time in W */
-    double idle, frac, mean, span;
-    pipe_bubble(t, &idle, &frac, &mean, &span);
+    pipe_bubble_figs bf;
+    pipe_bubble(t, &bf);
     for (int i = 0; i < res->nmetrics; i++)
-        if (strcmp(res->metrics[i].name, "bubble") == 0) res->metrics[i].value = idle;
-    sl_result_metric(res, "bubble_frac", frac, "fraction");
-    sl_result_metric(res, "idle_frac", mean, "fraction");
-    sl_result_metric(res, "pipe_time", span, "s");
+        if (strcmp(res->metrics[i].name, "bubble") == 0) res->metrics[i].value = bf.idle;
+    sl_result_metric(res, "bubble_frac", bf.frac, "fraction");
+    sl_result_metric(res, "idle_frac", bf.mean, "fraction");
+    sl_result_metric(res, "pipe_time", bf.span, "s");
+    stage_figures(t, &bf, res);
+    pipe_bubble_free(&bf);
     double formula = st->sched == S_PIPEDREAM ? 0 : (double)(p - 1) / (g->v * g->m + p - 1);
     sl_result_metric(res, "bubble_formula", formula, "fraction");
     sl_result_metric(res, "inflight_peak", peak, "micro-batches");

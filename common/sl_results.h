@@ -13,7 +13,7 @@
 #include "sl_stats.h"
 
 #define SL_SCHEMA_VERSION 2
-#define SL_MAX_PARAMS 24
+#define SL_MAX_PARAMS 32 /* a 16-bit pipeline row with replicas has 25 */
 #define SL_MAX_METRICS 64
 #define SL_MAX_COUNTERS 8
 

@@ -206,8 +206,8 @@ static void *forward_backward(sl_train *t, mm *s, float scale, double *loss)
     if (s->d > 1) {
         sl_k_sync(t->be);
         const double t0 = sl_now();
-        mm_comm_span(t, sl_coll_allreduce(s->dp, b->mx.g16, b->mx.g16, s->np, t->dtype, SL_OP_SUM),
-                     "allreduce (replicas, 16-bit)", t0);
+        mm_replicas_span(t, sl_coll_allreduce(s->dp, b->mx.g16, b->mx.g16, s->np, t->dtype, SL_OP_SUM),
+                         "allreduce (replicas, 16-bit)", t0);
     }
     return dx0;
 }
@@ -395,7 +395,7 @@ static void block_backward_overlap(mm_mixed_net *b, sl_train *t, int i, void *d,
     sl_train_coll_ok(sl_coll_wait(req), "sl_coll_wait");
     const double w1 = sl_now();
     sl_train_record(t, SL_PHASE_EXPOSED, w1 - w0);
-    sl_train_span(t, SL_PHASE_COMM, "f: allreduce dX (16-bit, overlapped)", t0, done ? t_done : w1);
+    mm_overlapped_span(t, "f: allreduce dX (16-bit, overlapped)", t0, done ? t_done : w1);
     t0 = sl_now();
     sl_k_add(be, dt, nh, d, dprev); /* the residual's own path */
     span(t, "residual (16-bit)", t0);
