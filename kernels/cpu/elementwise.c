@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cpu/cpu.h"
+#include "cpu/vmath.h"
 #include "sl_error.h"
 #include "sl_half.h"
 
@@ -65,11 +66,6 @@ static inline float keep_if_positive(float x, float v)
     return v;
 }
 
-/* tanh through one expf: glibc's tanhf is several times slower than its expf. For small |u|
- * the result has an absolute (not relative) error of a few 1e-8, which GeLU's 0.5 x (1 + t)
- * does not notice; large |u| saturate to +-1 (expf overflows to inf or underflows to 0). */
-static inline float fast_tanhf(float u) { return 1.0f - 2.0f / (expf(2.0f * u) + 1.0f); }
-
 void sl_cpu_act_forward(sl_act act, size_t n, const float *x, float *y)
 {
     switch (act) {
@@ -82,11 +78,11 @@ void sl_cpu_act_forward(sl_act act, size_t n, const float *x, float *y)
 #pragma omp parallel for simd if (sl_cpu_par(n)) schedule(static)
         for (size_t i = 0; i < n; i++) y[i] = keep_if_positive(x[i], x[i]);
         break;
-    case SL_ACT_GELU:
-#pragma omp parallel for if (sl_cpu_par(n)) schedule(static)
+    case SL_ACT_GELU: /* tanh from vmath.h: libm's tanhf would keep the loop scalar */
+#pragma omp parallel for simd if (sl_cpu_par(n)) schedule(static)
         for (size_t i = 0; i < n; i++) {
             float v = x[i];
-            y[i] = 0.5f * v * (1.0f + fast_tanhf(GELU_C * (v + GELU_A * v * v * v)));
+            y[i] = 0.5f * v * (1.0f + sl_vtanhf(GELU_C * (v + GELU_A * v * v * v)));
         }
         break;
     default:
@@ -108,10 +104,10 @@ void sl_cpu_act_backward(sl_act act, size_t n, const float *x, const float *dy, 
         break;
     case SL_ACT_GELU:
         /* d/dx 0.5 x (1 + t) = 0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3 a x^2), t = tanh(u) */
-#pragma omp parallel for if (sl_cpu_par(n)) schedule(static)
+#pragma omp parallel for simd if (sl_cpu_par(n)) schedule(static)
         for (size_t i = 0; i < n; i++) {
             float v = x[i];
-            float t = fast_tanhf(GELU_C * (v + GELU_A * v * v * v));
+            float t = sl_vtanhf(GELU_C * (v + GELU_A * v * v * v));
             float d = 0.5f * (1.0f + t) +
                       0.5f * v * (1.0f - t * t) * GELU_C * (1.0f + 3.0f * GELU_A * v * v);
             dx[i] = dy[i] * d;
