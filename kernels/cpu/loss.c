@@ -33,7 +33,7 @@ double sl_cpu_mse(size_t n, const float *y, const float *t, float *dy, float nor
  * loss = m + log(se) - z[label]; dz = norm (exp(z - m) / se - onehot). Each exponential is
  * computed once, in double by vmath.h's exp (2.4 ulp) so that the row vectorises, and parked
  * in dz until se is known. */
-static double xent_row(const float *z, int classes, int label, float *dz, float norm)
+SL_CPU_CLONES static double xent_row(const float *z, int classes, int label, float *dz, float norm)
 {
     float m = z[0];
 #pragma omp simd reduction(max : m)
