@@ -131,6 +131,10 @@ ifeq ($(SMPI_TREE),1)
 DEFS += -DSL_SMPI=1 -DSMPI_NO_OVERRIDE_MALLOC
 endif
 CFLAGS  += $(CFLAGS_BASE) $(OPT) $(SAN) $(DEFS)
+# The CPU kernels only: math calls that never set errno (sqrtf becomes one instruction) and FP
+# exceptions not treated as side effects, so that the branch-free selects of kernels/cpu/vmath.h
+# vectorise. Neither changes a computed value; -ffast-math (which does) is not used.
+CPU_KERNEL_CFLAGS := -fno-math-errno -fno-trapping-math
 LDLIBS  := -lopenblas -lhwloc -lm
 ifeq ($(PAPI),1)
 LDLIBS  += -lpapi
@@ -224,7 +228,7 @@ endif
 FLAGS_STAMP := $(BUILD)/flags.stamp
 $(FLAGS_STAMP): FORCE
 	@mkdir -p $(BUILD)
-	@echo '$(CFLAGS) | $(NVCCFLAGS) | $(LDFLAGS) $(LDLIBS)' > $@.tmp
+	@echo '$(CFLAGS) $(CPU_KERNEL_CFLAGS) | $(NVCCFLAGS) | $(LDFLAGS) $(LDLIBS)' > $@.tmp
 	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
 
 # build_info.c carries git describe and the build options into the manifest, and the names of
@@ -248,7 +252,7 @@ $(BUILD)/build_info.o: $(BUILD)/build_info.c $(FLAGS_STAMP)
 $(BUILD)/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(say) CC $<
-	$(Q)$(MPICC) $(CFLAGS) -MMD -MP -c $< -o $@
+	$(Q)$(MPICC) $(CFLAGS) $(if $(filter $(BUILD)/kernels/cpu/%,$@),$(CPU_KERNEL_CFLAGS)) -MMD -MP -c $< -o $@
 
 $(BUILD)/%.cu.o: %.cu $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)

@@ -656,7 +656,10 @@ int main(int argc, char **argv)
 
     sl_note(&ctx, "backend %s; roof = min(peak_gemm FLOP/s, AI x peak_copy GB/s), both measured below",
             sl_backend_name(R.be));
-    if (R.be == SL_BACKEND_CPU) sl_note(&ctx, "threads: %s", sl_k_cpu_threading());
+    if (R.be == SL_BACKEND_CPU) {
+        sl_note(&ctx, "threads: %s", sl_k_cpu_threading());
+        sl_note(&ctx, "vector math (gelu, gelu_bwd, softmax_xent): %s", sl_k_cpu_vec_isa());
+    }
     sl_table_begin(&ctx, columns, (int)(sizeof columns / sizeof columns[0]));
     row copy_row, gemm_row;
     bench_copy(&R, &copy_row);

@@ -10,6 +10,19 @@
  * against OpenBLAS's. */
 int sl_cpu_par(size_t n);
 
+/* Loops whose cost is arithmetic (vmath.h's functions) are compiled for AVX2 and for the build's
+ * baseline (generic x86-64: SSE2), and the loader picks by the CPU (GCC's target_clones, an
+ * ifunc): twice the lanes without -march=native. Both give the same bits, since their
+ * arithmetic is correctly rounded IEEE operations with no contraction into FMA.
+ * sl_k_cpu_vec_isa() (kernels.h) names the one this CPU runs. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define SL_CPU_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define SL_CPU_CLONES
+#endif
+/* Elements per call of a cloned loop, within one thread's share of the loop. */
+#define SL_CPU_VBLOCK 4096
+
 void sl_cpu_gemm(int transa, int transb, int m, int n, int k, float alpha, const void *a,
                  int lda, const void *b, int ldb, float beta, void *c, int ldc, sl_dtype ab,
                  sl_dtype cdt);

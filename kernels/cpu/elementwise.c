@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cpu/cpu.h"
+#include "cpu/vmath.h"
 #include "sl_error.h"
 #include "sl_half.h"
 
@@ -65,10 +66,29 @@ static inline float keep_if_positive(float x, float v)
     return v;
 }
 
-/* tanh through one expf: glibc's tanhf is several times slower than its expf. For small |u|
- * the result has an absolute (not relative) error of a few 1e-8, which GeLU's 0.5 x (1 + t)
- * does not notice; large |u| saturate to +-1 (expf overflows to inf or underflows to 0). */
-static inline float fast_tanhf(float u) { return 1.0f - 2.0f / (expf(2.0f * u) + 1.0f); }
+/* tanh from vmath.h (libm's tanhf would keep the loop scalar), the loop cloned per ISA (cpu.h) */
+SL_CPU_CLONES static void gelu_block(size_t n, const float *x, float *y)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) {
+        float v = x[i];
+        y[i] = 0.5f * v * (1.0f + sl_vtanhf(GELU_C * (v + GELU_A * v * v * v)));
+    }
+}
+
+/* d/dx 0.5 x (1 + t) = 0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3 a x^2), t = tanh(u) */
+SL_CPU_CLONES static void gelu_grad_block(size_t n, const float *x, const float *dy,
+                                          float *dx)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) {
+        float v = x[i];
+        float t = sl_vtanhf(GELU_C * (v + GELU_A * v * v * v));
+        float d = 0.5f * (1.0f + t) +
+                  0.5f * v * (1.0f - t * t) * GELU_C * (1.0f + 3.0f * GELU_A * v * v);
+        dx[i] = dy[i] * d;
+    }
+}
 
 void sl_cpu_act_forward(sl_act act, size_t n, const float *x, float *y)
 {
@@ -82,13 +102,15 @@ void sl_cpu_act_forward(sl_act act, size_t n, const float *x, float *y)
 #pragma omp parallel for simd if (sl_cpu_par(n)) schedule(static)
         for (size_t i = 0; i < n; i++) y[i] = keep_if_positive(x[i], x[i]);
         break;
-    case SL_ACT_GELU:
+    case SL_ACT_GELU: {
+        size_t nb = (n + SL_CPU_VBLOCK - 1) / SL_CPU_VBLOCK;
 #pragma omp parallel for if (sl_cpu_par(n)) schedule(static)
-        for (size_t i = 0; i < n; i++) {
-            float v = x[i];
-            y[i] = 0.5f * v * (1.0f + fast_tanhf(GELU_C * (v + GELU_A * v * v * v)));
+        for (size_t b = 0; b < nb; b++) {
+            size_t lo = b * SL_CPU_VBLOCK;
+            gelu_block(n - lo < SL_CPU_VBLOCK ? n - lo : SL_CPU_VBLOCK, x + lo, y + lo);
         }
         break;
+    }
     default:
         SL_FATAL("bad activation %d", (int)act);
     }
@@ -106,17 +128,16 @@ void sl_cpu_act_backward(sl_act act, size_t n, const float *x, const float *dy, 
 #pragma omp parallel for simd if (sl_cpu_par(n)) schedule(static)
         for (size_t i = 0; i < n; i++) dx[i] = keep_if_positive(x[i], dy[i]);
         break;
-    case SL_ACT_GELU:
-        /* d/dx 0.5 x (1 + t) = 0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3 a x^2), t = tanh(u) */
+    case SL_ACT_GELU: {
+        size_t nb = (n + SL_CPU_VBLOCK - 1) / SL_CPU_VBLOCK;
 #pragma omp parallel for if (sl_cpu_par(n)) schedule(static)
-        for (size_t i = 0; i < n; i++) {
-            float v = x[i];
-            float t = fast_tanhf(GELU_C * (v + GELU_A * v * v * v));
-            float d = 0.5f * (1.0f + t) +
-                      0.5f * v * (1.0f - t * t) * GELU_C * (1.0f + 3.0f * GELU_A * v * v);
-            dx[i] = dy[i] * d;
+        for (size_t b = 0; b < nb; b++) {
+            size_t lo = b * SL_CPU_VBLOCK;
+            gelu_grad_block(n - lo < SL_CPU_VBLOCK ? n - lo : SL_CPU_VBLOCK, x + lo, dy + lo,
+                            dx + lo);
         }
         break;
+    }
     default:
         SL_FATAL("bad activation %d", (int)act);
     }

@@ -23,7 +23,9 @@ void sl_cpu_adamw_step(const sl_adamw *o, size_t n, float *w, const float *g, fl
     /* Bias corrections in double: 1 - beta^t loses digits in f32 for beta2 near 1. */
     const float c1 = (float)(1.0 / (1.0 - pow(b1, (double)o->step)));
     const float c2 = (float)(1.0 / (1.0 - pow(b2, (double)o->step)));
-#pragma omp parallel for if (sl_cpu_par(n)) schedule(static)
+    /* simd: w, g, m and v never overlap; sqrtf is one correctly rounded instruction (the
+     * kernels are built with -fno-math-errno), so every lane gives the scalar loop's bits. */
+#pragma omp parallel for simd if (sl_cpu_par(n)) schedule(static)
     for (size_t i = 0; i < n; i++) {
         float gi = g[i];
         float mi = m[i] = b1 * m[i] + (1.0f - b1) * gi;
