@@ -16,6 +16,19 @@
                      cudaGetErrorString(sl_e_));                                        \
     } while (0)
 
+/* After a kernel launch: a bad launch configuration is reported at once. Execution errors
+ * (an illegal address) surface only at the next synchronising call, far from their kernel, so
+ * a DEBUG=1 build also waits for every kernel and names the launch that failed. */
+#if defined(SL_DEBUG) && SL_DEBUG
+#define SL_CHECK_LAUNCH()                                                               \
+    do {                                                                                \
+        SL_CHECK_CUDA(cudaGetLastError());                                              \
+        SL_CHECK_CUDA(cudaDeviceSynchronize());                                         \
+    } while (0)
+#else
+#define SL_CHECK_LAUNCH() SL_CHECK_CUDA(cudaGetLastError())
+#endif
+
 #define SL_CHECK_CUBLAS(call)                                                           \
     do {                                                                                \
         cublasStatus_t sl_s_ = (call);                                                  \
