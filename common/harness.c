@@ -318,6 +318,12 @@ static void resolve_backend_and_colls(sl_ctx *ctx)
         int rc = sl_coll_available(SL_COLL_NCCL, cpu ? SL_MEM_HOST : SL_MEM_DEVICE, why, sizeof why);
         if (rc == SL_COLL_ENOTSUP && cpu)
             snprintf(why, sizeof why, "NCCL needs device buffers and the backend is cpu (use -B cuda)");
+        /* sl_coll_bind_device gives local rank r GPU r % devices: NCCL refuses a shared GPU */
+        if (!rc && ctx->node_ranks > devices) {
+            rc = SL_COLL_ENODEV;
+            snprintf(why, sizeof why, "%d ranks of a node share its %d GPU%s (NCCL needs one GPU per rank)",
+                     ctx->node_ranks, devices, devices == 1 ? "" : "s");
+        }
         if (rc && o->colls == (1u << SL_COLL_NCCL)) {
             if (rc == SL_COLL_ENODEV) SL_FATAL("--coll nccl: %s", why);
             sl_usage_error("--coll (-C) nccl: %s", why);
