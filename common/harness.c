@@ -305,7 +305,14 @@ static void resolve_backend_and_colls(sl_ctx *ctx)
                            "not found at build time); use -B cpu");
         if (o->backend == SL_BACKEND_CUDA && devices == 0)
             SL_FATAL("--backend cuda: no CUDA device is visible on this node");
-        if (o->backend == SL_BACKEND_AUTO) o->backend = devices > 0 ? SL_BACKEND_CUDA : SL_BACKEND_CPU;
+        if (o->backend == SL_BACKEND_AUTO) {
+            o->backend = devices > 0 ? SL_BACKEND_CUDA : SL_BACKEND_CPU;
+            if (SL_HAVE_CUDA && devices == 0) { /* built for a GPU, none here: say why */
+                sl_env_gpu g;
+                sl_env_gpu_capture(&g);
+                sl_note(ctx, "backend auto: cpu chosen: %s", g.note);
+            }
+        }
         /* one GPU per rank of a node, before anything allocates device memory (NCCL needs it) */
         if (o->backend == SL_BACKEND_CUDA) sl_coll_bind_device(ctx->comm);
     } else {

@@ -75,6 +75,11 @@ else
   # not built: a usage error (2); built but no device: a runtime error (3)
   { [ $rc = 2 ] || [ $rc = 3 ]; } && grep -qi 'cuda' "$out/cuda.txt"
   ok $? "-B cuda where it cannot run exits 2 (not built) or 3 (no device) and says why (rc=$rc)"
+  if [ $rc = 3 ]; then # built for CUDA, no device: -B auto (the default) says why it chose cpu
+    kernels $quick -k relu -o "$out/auto" >"$out/auto.txt" 2>&1 &&
+      grep -q '^# backend auto: cpu chosen: no CUDA device' "$out/auto.txt"
+    ok $? "-B auto on a CUDA build without a device runs on cpu and notes the reason"
+  fi
 fi
 
 done_testing
