@@ -33,8 +33,8 @@
     do {                                                                                \
         cublasStatus_t sl_s_ = (call);                                                  \
         if (sl_s_ != CUBLAS_STATUS_SUCCESS)                                             \
-            sl_fatal(SL_EXIT_RUNTIME, __FILE__, __LINE__, "%s failed: %s", #call,       \
-                     cublasGetStatusString(sl_s_));                                     \
+            sl_fatal(SL_EXIT_RUNTIME, __FILE__, __LINE__, "%s failed: %s (%s)", #call,  \
+                     cublasGetStatusName(sl_s_), cublasGetStatusString(sl_s_));         \
     } while (0)
 
 #define SL_CHECK_NCCL(call)                                                             \
