@@ -333,7 +333,8 @@ static void resolve_backend_and_colls(sl_ctx *ctx)
         /* sl_coll_bind_device gives local rank r GPU r % devices: NCCL refuses a shared GPU */
         if (!rc && ctx->node_ranks > devices) {
             rc = SL_COLL_ENODEV;
-            snprintf(why, sizeof why, "%d ranks of a node share its %d GPU%s (NCCL needs one GPU per rank)",
+            snprintf(why, sizeof why,
+                     "%d ranks of a node share its %d GPU%s (NCCL needs one GPU per rank)",
                      ctx->node_ranks, devices, devices == 1 ? "" : "s");
         }
         if (rc && o->colls == (1u << SL_COLL_NCCL)) {

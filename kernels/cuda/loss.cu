@@ -32,8 +32,9 @@ __global__ void xent_kernel(int rows, int classes, const float *logits, const in
                             float *dlogits, float norm, double *partial)
 {
     double s = 0.0;
+    /* size_t: an int r plus the stride overflows for row counts near INT_MAX */
     for (size_t r = blockIdx.x * (size_t)blockDim.x + threadIdx.x; r < (size_t)rows;
-         r += (size_t)gridDim.x * blockDim.x) { /* size_t: an int r + stride overflows near INT_MAX rows */
+         r += (size_t)gridDim.x * blockDim.x) {
         const float *z = logits + r * classes;
         float m = z[0];
         for (int j = 1; j < classes; j++) m = z[j] > m ? z[j] : m;
