@@ -140,7 +140,7 @@ ifeq ($(PAPI),1)
 LDLIBS  += -lpapi
 endif
 ifeq ($(CUDA),1)
-NVCCFLAGS := -O2 -g -std=c++17 $(DEFS) -DOMPI_SKIP_MPICXX -DMPICH_SKIP_MPICXX -Icommon -Icommon/coll -Ikernels -Ibenchmarks/train -I$(BUILD) $(MPI_CFLAGS) \
+NVCCFLAGS := -O2 -g -std=c++17 $(DEFS) -DSL_DEBUG=$(DEBUG) -DOMPI_SKIP_MPICXX -DMPICH_SKIP_MPICXX -Icommon -Icommon/coll -Ikernels -Ibenchmarks/train -I$(BUILD) $(MPI_CFLAGS) \
              $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(a),code=sm_$(a)) \
              -Xcompiler -Wall,-Wextra,-Werror,-fPIC --Werror all-warnings
 LDLIBS  += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++

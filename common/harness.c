@@ -294,6 +294,14 @@ FILE *sl_results_file_open(const sl_ctx *ctx, const char *suffix, char *path, si
     return f;
 }
 
+/* Why a CUDA build sees no device (the cudaGetDeviceCount error, or that it found 0). */
+static const char *no_device_why(void)
+{
+    static sl_env_gpu g;
+    sl_env_gpu_capture(&g);
+    return g.note;
+}
+
 /* -B and -C choices that depend on what was built and what devices are visible. */
 static void resolve_backend_and_colls(sl_ctx *ctx)
 {
@@ -304,8 +312,12 @@ static void resolve_backend_and_colls(sl_ctx *ctx)
             sl_usage_error("--backend (-B) cuda: CUDA support was not built (nvcc and cuBLAS were "
                            "not found at build time); use -B cpu");
         if (o->backend == SL_BACKEND_CUDA && devices == 0)
-            SL_FATAL("--backend cuda: no CUDA device is visible on this node");
-        if (o->backend == SL_BACKEND_AUTO) o->backend = devices > 0 ? SL_BACKEND_CUDA : SL_BACKEND_CPU;
+            SL_FATAL("--backend cuda: no CUDA device is visible on this node (%s)", no_device_why());
+        if (o->backend == SL_BACKEND_AUTO) {
+            o->backend = devices > 0 ? SL_BACKEND_CUDA : SL_BACKEND_CPU;
+            if (SL_HAVE_CUDA && devices == 0) /* built for a GPU, none here: say why */
+                sl_note(ctx, "backend auto: cpu chosen: %s", no_device_why());
+        }
         /* one GPU per rank of a node, before anything allocates device memory (NCCL needs it) */
         if (o->backend == SL_BACKEND_CUDA) sl_coll_bind_device(ctx->comm);
     } else {
@@ -318,6 +330,13 @@ static void resolve_backend_and_colls(sl_ctx *ctx)
         int rc = sl_coll_available(SL_COLL_NCCL, cpu ? SL_MEM_HOST : SL_MEM_DEVICE, why, sizeof why);
         if (rc == SL_COLL_ENOTSUP && cpu)
             snprintf(why, sizeof why, "NCCL needs device buffers and the backend is cpu (use -B cuda)");
+        /* sl_coll_bind_device gives local rank r GPU r % devices: NCCL refuses a shared GPU */
+        if (!rc && ctx->node_ranks > devices) {
+            rc = SL_COLL_ENODEV;
+            snprintf(why, sizeof why,
+                     "%d ranks of a node share its %d GPU%s (NCCL needs one GPU per rank)",
+                     ctx->node_ranks, devices, devices == 1 ? "" : "s");
+        }
         if (rc && o->colls == (1u << SL_COLL_NCCL)) {
             if (rc == SL_COLL_ENODEV) SL_FATAL("--coll nccl: %s", why);
             sl_usage_error("--coll (-C) nccl: %s", why);

@@ -20,6 +20,7 @@ enum { SL_CDEV_H2D, SL_CDEV_D2H, SL_CDEV_D2D };
 int sl_cdev_built(void);   /* CUDA compiled in */
 int sl_cdev_count(void);   /* visible devices (0 without CUDA or without a GPU) */
 void sl_cdev_set(int dev); /* make `dev` this process's current device */
+int sl_cdev_current(void); /* this process's current device */
 void *sl_cdev_malloc(size_t bytes);
 void sl_cdev_free(void *p);
 void *sl_cdev_host_alloc(size_t bytes); /* pinned host memory */

@@ -1,10 +1,36 @@
 /* coll_nccl.c — setting up the NCCL communicator of an sl_comm: rank 0 creates the unique id,
  * MPI broadcasts it, every rank joins. The NCCL calls themselves are in common/coll/cuda/coll_nccl.cu
  * (stubs that say "NCCL not built" in common/coll/nocuda/ and in CUDA builds without NCCL). */
+#include <stdlib.h>
+
 #include "coll_internal.h"
+
+/* NCCL refuses two ranks of one communicator on the same GPU (ncclCommInitRank fails with
+ * "invalid usage" and a warning only NCCL_DEBUG shows): 1 when any node of c has two ranks
+ * whose current device is the same, the same answer on every rank. */
+static int shares_gpu(sl_comm *c)
+{
+    MPI_Comm node;
+    int nn, dev = sl_cdev_current(), dup = 0;
+    SL_CHECK_MPI(MPI_Comm_split_type(c->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+    MPI_Comm_size(node, &nn);
+    int *devs = malloc((size_t)nn * sizeof *devs);
+    if (!devs) SL_FATAL("out of memory for %d device numbers", nn);
+    SL_CHECK_MPI(MPI_Allgather(&dev, 1, MPI_INT, devs, 1, MPI_INT, node));
+    for (int i = 0; i < nn && !dup; i++)
+        for (int j = i + 1; j < nn && !dup; j++) dup = devs[i] == devs[j];
+    free(devs);
+    MPI_Comm_free(&node);
+    SL_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &dup, 1, MPI_INT, MPI_MAX, c->comm));
+    return dup;
+}
 
 int slc_nccl_init(sl_comm *c)
 {
+    if (shares_gpu(c))
+        SL_FATAL("nccl: ranks of one node share a GPU (%d visible per node); NCCL needs one GPU "
+                 "per rank: run at most that many ranks per node, or use -C mpi",
+                 sl_cdev_count());
     unsigned char id[512];
     size_t len = sl_nccl_id_bytes();
     if (len > sizeof id) SL_FATAL("NCCL unique id of %zu bytes does not fit", len);

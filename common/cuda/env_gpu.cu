@@ -47,6 +47,8 @@ extern "C" void sl_env_gpu_capture(sl_env_gpu *g)
         cudaGetLastError();
         return;
     }
+    if (g->ndevices == 0)
+        snprintf(g->note, sizeof g->note, "no CUDA device visible (cudaGetDeviceCount found 0)");
     for (int i = 0; i < g->ndevices && i < 4; i++) {
         cudaDeviceProp p;
         if (cudaGetDeviceProperties(&p, i) == cudaSuccess)

@@ -12,9 +12,8 @@
 #include "backend.h"
 #include "sl_cuda.h"
 
-/* After a kernel launch: reports a bad configuration at once (execution errors surface at
- * the next synchronising call). */
-#define SLK_LAUNCHED() SL_CHECK_CUDA(cudaGetLastError())
+/* After every kernel launch (sl_cuda.h: also waits for the kernel in DEBUG=1 builds). */
+#define SLK_LAUNCHED() SL_CHECK_LAUNCH()
 
 #define SLK_THREADS 256
 /* Grid-stride loops: enough blocks to fill any current GPU, few enough to launch cheaply. */

@@ -32,8 +32,10 @@ __global__ void xent_kernel(int rows, int classes, const float *logits, const in
                             float *dlogits, float norm, double *partial)
 {
     double s = 0.0;
-    for (int r = blockIdx.x * blockDim.x + threadIdx.x; r < rows; r += gridDim.x * blockDim.x) {
-        const float *z = logits + (size_t)r * classes;
+    /* size_t: an int r plus the stride overflows for row counts near INT_MAX */
+    for (size_t r = blockIdx.x * (size_t)blockDim.x + threadIdx.x; r < (size_t)rows;
+         r += (size_t)gridDim.x * blockDim.x) {
+        const float *z = logits + r * classes;
         float m = z[0];
         for (int j = 1; j < classes; j++) m = z[j] > m ? z[j] : m;
         double se = 0.0;
@@ -43,7 +45,7 @@ __global__ void xent_kernel(int rows, int classes, const float *logits, const in
         s += lse - z[lab];
         if (dlogits)
             for (int j = 0; j < classes; j++)
-                dlogits[(size_t)r * classes + j] = norm * (float)(exp(z[j] - lse) - (j == lab));
+                dlogits[r * classes + j] = norm * (float)(exp(z[j] - lse) - (j == lab));
     }
     s = slk_block_sum(s);
     if (threadIdx.x == 0) partial[blockIdx.x] = s;

@@ -73,8 +73,14 @@ if [ "$gpus" -gt 0 ]; then
   ok $rc "-B cuda runs and passes where a device is visible ($gpus GPUs)"
 else
   # not built: a usage error (2); built but no device: a runtime error (3)
-  { [ $rc = 2 ] || [ $rc = 3 ]; } && grep -qi 'cuda' "$out/cuda.txt"
-  ok $? "-B cuda where it cannot run exits 2 (not built) or 3 (no device) and says why (rc=$rc)"
+  { [ $rc = 2 ] || [ $rc = 3 ]; } && grep -qi 'cuda' "$out/cuda.txt" &&
+    { [ $rc = 2 ] || grep -q 'no CUDA device is visible on this node (no CUDA device' "$out/cuda.txt"; }
+  ok $? "-B cuda where it cannot run exits 2 (not built) or 3 (no device, with the runtime's reason) (rc=$rc)"
+  if [ $rc = 3 ]; then # built for CUDA, no device: -B auto (the default) says why it chose cpu
+    kernels $quick -k relu -o "$out/auto" >"$out/auto.txt" 2>&1 &&
+      grep -q '^# backend auto: cpu chosen: no CUDA device' "$out/auto.txt"
+    ok $? "-B auto on a CUDA build without a device runs on cpu and notes the reason"
+  fi
 fi
 
 done_testing

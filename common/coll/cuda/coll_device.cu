@@ -85,6 +85,13 @@ int sl_cdev_count(void)
 
 void sl_cdev_set(int dev) { CUDA_OK(cudaSetDevice(dev)); }
 
+int sl_cdev_current(void)
+{
+    int dev = 0;
+    CUDA_OK(cudaGetDevice(&dev));
+    return dev;
+}
+
 void *sl_cdev_malloc(size_t bytes)
 {
     void *p = NULL;

@@ -12,11 +12,19 @@ extern "C" void sl_fatal(int code, const char *file, int line, const char *fmt, 
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+/* ncclGetErrorString says only the class ("invalid usage"); NCCL's last message says what was
+ * wrong (a duplicate GPU, a mismatched count), which otherwise only NCCL_DEBUG=WARN prints. */
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 13, 0)
+#define NCCL_LAST() ncclGetLastError(NULL)
+#else
+#define NCCL_LAST() "NCCL_DEBUG=WARN prints the cause"
+#endif
 #define NCCL_OK(call)                                                                   \
     do {                                                                                \
         ncclResult_t r_ = (call);                                                       \
         if (r_ != ncclSuccess)                                                          \
-            sl_fatal(3, __FILE__, __LINE__, "%s failed: %s", #call, ncclGetErrorString(r_)); \
+            sl_fatal(3, __FILE__, __LINE__, "%s failed: %s (%s)", #call,                \
+                     ncclGetErrorString(r_), NCCL_LAST());                              \
     } while (0)
 
 static ncclDataType_t ty(sl_dtype t)

@@ -9,6 +9,7 @@
 int sl_cdev_built(void) { return 0; }
 int sl_cdev_count(void) { return 0; }
 void sl_cdev_set(int dev) { (void)dev; NOT_BUILT("sl_cdev_set"); }
+int sl_cdev_current(void) { NOT_BUILT("sl_cdev_current"); }
 void *sl_cdev_malloc(size_t bytes) { (void)bytes; NOT_BUILT("sl_cdev_malloc"); }
 void sl_cdev_free(void *p) { (void)p; }
 void *sl_cdev_host_alloc(size_t bytes) { (void)bytes; NOT_BUILT("sl_cdev_host_alloc"); }
