@@ -40,7 +40,7 @@ ok $? "DRYRUN lists the build, NCCL, run_all --quick, --np 16 and -B cuda comman
 [ "$(cut -f1 "$out/dry.txt" | sort)" = "$(tail -n +2 "$out/run/summary.tsv" | cut -f1 | sort)" ]
 ok $? "DRYRUN lists exactly the steps the summary reports"
 
-for bad in "" "$out/run" "-h"; do
+for bad in "" "$out/run" "-h" "/proc/no-such-dir/run"; do
   scripts/gpu-check ${bad:+"$bad"} >"$out/bad.txt" 2>&1
   rc=$?
   [ $rc = 2 ] && [ "$(wc -l <"$out/bad.txt")" = 1 ] && grep -q '^gpu-check: ' "$out/bad.txt"
