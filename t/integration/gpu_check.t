@@ -40,6 +40,12 @@ ok $? "DRYRUN lists the build, NCCL, run_all --quick, --np 16 and -B cuda comman
 [ "$(cut -f1 "$out/dry.txt" | sort)" = "$(tail -n +2 "$out/run/summary.tsv" | cut -f1 | sort)" ]
 ok $? "DRYRUN lists exactly the steps the summary reports"
 
+# the script's list of programs against the built ones that take --backend (-B)
+want=$(for p in bin/*; do [ -x "$p" ] && "$p" --help 2>&1 | grep -q -- '--backend' && echo "cuda-${p##*/}"; done | sort)
+got=$(grep -o '^cuda-[a-z_]*' "$out/dry.txt" | sort)
+[ -n "$want" ] && [ "$want" = "$got" ]
+ok $? "DRYRUN runs every built program that takes -B with -B cuda (${got//$'\n'/ })"
+
 for bad in "" "$out/run" "-h" "/proc/no-such-dir/run"; do
   scripts/gpu-check ${bad:+"$bad"} >"$out/bad.txt" 2>&1
   rc=$?
