@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run_all.sh — run every built scalelab program on this allocation and summarise.
 #
-#   ./run_all.sh [--quick] [--ci] [--rounds K] [--np N] [--only a,b] [--out DIR] [--timeout SEC] [--list]
+#   ./run_all.sh [--quick] [--ci] [--rounds K] [--np N] [--only a,b] [--args A] [--out DIR] [--timeout SEC] [--list]
 #
 # --quick      small sizes and few iterations: the whole suite in a few minutes on 2 cores (CI)
 # --rounds K   run the suite K times, one round after another (every program once per round),
@@ -12,6 +12,7 @@
 # --np N       ranks per program (default: SLURM_NTASKS under Slurm, else the GPUs, else the cores;
 #              threaded programs such as mae_threads default to one rank per node)
 # --only a,b   run just these programs (names of built programs, each once)
+# --args A     append A to every program's arguments (e.g. "-B cuda": the quick sizes on a GPU)
 # --out DIR    results directory (default results/<run-id>); every program writes into it
 # --timeout S  per-program limit in seconds (default 300 quick, 3600 full): a hang cannot stall
 #              the suite; a program past it is killed and counted as failed
@@ -29,12 +30,12 @@ bindir="${SL_BIN:-$top/bin}"
 [[ -d "$bindir" || -n "${SL_BIN:-}" ]] || bindir="$(cd "$top/../.." && pwd)/bin"
 launch="$top/scripts/sl-launch"
 
-mode=full np="" only="" out="" timeout_s="" list=0 rounds=
+mode=full np="" only="" extra="" out="" timeout_s="" list=0 rounds=
 command_line="$0 $*"
 # Rounds of --ci: with 5 rounds a side the rank test can reach p = 0.008 (complete separation);
 # fewer can never reach compare's default alpha of 0.01.
 ci_rounds=5
-usage() { sed -n '3,22p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '3,23p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "run_all.sh: $*" >&2; exit 2; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -43,6 +44,7 @@ while [[ $# -gt 0 ]]; do
     --rounds) [[ "${2:-}" =~ ^[1-9][0-9]*$ && "${2:-}" -le 100 ]] || die "--rounds: expected a count from 1 to 100, got '${2:-}'"; rounds="$2"; shift ;;
     --np) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || die "--np: expected a positive integer, got '${2:-}'"; np="$2"; shift ;;
     --only) [[ -n "${2:-}" ]] || die "--only: expected a comma-separated list of programs"; only="$2"; shift ;;
+    --args) [[ -n "${2:-}" ]] || die "--args: expected the arguments to append (e.g. '-B cuda')"; extra="$2"; shift ;;
     --out) [[ -n "${2:-}" ]] || die "--out: expected a directory"; out="$2"; shift ;;
     --timeout) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || die "--timeout: expected seconds (a positive integer), got '${2:-}'"; timeout_s="$2"; shift ;;
     --list) list=1 ;;
@@ -185,6 +187,7 @@ run_round() { # run_round DIR RUN_ID
       ci) args="${ci_args[$p]-}" ;;
       *) args="${full_args[$p]-}" ;;
     esac
+    args="$args${extra:+ $extra}"
     p_np="$np"
     if [[ -z "$np_given" && -n "${ranks_per_node[$p]-}" ]]; then
       p_np=$(( ${SLURM_NNODES:-1} * ${ranks_per_node[$p]} ))

@@ -28,6 +28,15 @@ rc=$?
 ok $? "--out naming a file: exit 2, it is not a directory (rc=$rc): $(cat "$out/log")"
 ./run_all.sh --np 0 >/dev/null 2>&1; [ $? = 2 ]
 ok $? "--np 0 exits 2"
+# --args reaches the program after its own arguments: an option it does not know makes it exit 2
+./run_all.sh --quick --only mae_threads --args "--no-such-option" --out "$out/args" >"$out/log" 2>&1
+rc=$?
+[ $rc = 1 ] && grep -q $'^mae_threads\t2\t' "$out/args/status.tsv" &&
+  grep -q '^## mae_threads .*--threads 1,2 --no-such-option)$' "$out/log" && grep -q -- '--no-such-option' "$out/args/mae_threads.log"
+ok $? "--args is appended to the program's quick arguments (rc=$rc)"
+./run_all.sh --quick --args "" >"$out/log" 2>&1
+[ $? = 2 ] && [ "$(wc -l <"$out/log")" = 1 ] && grep -q -- '--args: expected' "$out/log"
+ok $? "--args with nothing to append exits 2, one line: $(cat "$out/log")"
 ./run_all.sh --only no_such_program >/dev/null 2>&1; [ $? = 2 ]
 ok $? "--only with an unknown program exits 2"
 ./run_all.sh --bogus >/dev/null 2>&1; [ $? = 2 ]
