@@ -30,6 +30,9 @@ typedef struct mm {
     float *w0, *w1, *bias32; /* f16/bf16: f32 values of 16-bit operands, [n, max(h, c)] and
                                 [max(h, c)]; NULL in f32 */
     sl_train_mixed_state ms; /* f16/bf16: the loss scaler */
+    int spoil;               /* SL_TEST_CORRUPT=1 in f32 (the tests of the check): the blocks leave
+                                the column-parallel bias gradients da_r zero, a defect of the
+                                blocks that the serial model, the same code, shares */
     double sent_tp, sent_dp; /* bytes sent in the steps */
     /* the collectives of the steps, by the name of their span (the trace's): how many, whether
      * in the group (else between replicas), whether overlapped with compute */

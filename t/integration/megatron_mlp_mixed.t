@@ -50,6 +50,25 @@ PY
   ok $? "$np ranks: all 3 dtypes x 2 collectives x t = $ts x 3 variants ran; steps within the bounds of the serial model and the f32 reference; 16-bit activations half of f32's"
 done
 
+# A defect of the blocks themselves (SL_TEST_CORRUPT=1 in f32: the column-parallel bias gradients
+# da_r left zero) is shared by the serial model, the same code at t = 1, so the weights still match
+# serial training; the independent f32 reference catches it (and fails the row).
+# shellcheck disable=SC2086
+SL_TEST_CORRUPT=1 launch 2 megatron_mlp --blocks 2 --hidden 48 --ffn-mult 2 -n 3 -w 1 --baseline 0 --batch 4 --tp 2 \
+  --variants plain -d f32 -C ring -o "$out/spoil" >"$out/spoil.txt" 2>&1 </dev/null
+rc=$?
+python3 - "$out/spoil/megatron_mlp.jsonl" <<'PY'
+import json, sys
+r = json.loads(open(sys.argv[1]).readline())
+val = lambda k: r["metrics"][k]["value"]
+print(r["check"], val("weight_rel_err"), val("f32_ref_err"), file=sys.stderr)
+sys.exit(0 if (r["check"]["status"] == "fail" and "weight gradient da of block" in r["check"]["message"]
+               and val("weight_rel_err") <= 1e-4 and val("f32_ref_err") > 0.5) else 1)
+PY
+ok $? "a defect the serial model shares: the weights match serial training, the independent f32 reference fails it"
+[ $rc = 1 ]
+ok $? "the run with the defect exits 1 (rc=$rc)"
+
 # t = 2 x d = 2, every variant in f32, f16 and bf16, on the ring (bytes counted) and the MPI
 # library's collectives (its 16-bit sums)
 # shellcheck disable=SC2086
