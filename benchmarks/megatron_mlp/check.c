@@ -60,8 +60,9 @@
  * stream X and every gradient tensor is rounded once per block (u relative to the element), and
  * the roundings compound through the L blocks forward and back. Measured on 2 and 4 ranks (t =
  * 1-4, d = 1-4, L = 2, h = 48-512, mpi and ring, every variant): f16 1.8u to 3.3u, bf16 2.0u to
- * 4.0u (f32_ref_err in every row). The bound is 32u (f16 1.6e-2, bf16 0.125): loose against rounding, tight against what it is for, a block
- * that computes another function (a wrong operand or buffer: errors of order 1). */
+ * 4.0u (f32_ref_err in every row). The bound is 32u (f16 1.6e-2, bf16 0.125): loose against
+ * rounding, tight against what it is for, a block that computes another function (a wrong
+ * operand or buffer: errors of order 1; t/integration/megatron_mlp_mixed.t injects one). */
 #define F32_REF_UNITS 32
 
 static double unit(sl_dtype dt) { return dt == SL_F16 ? 0x1p-11 : dt == SL_BF16 ? 0x1p-8 : 0; }
