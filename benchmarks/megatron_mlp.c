@@ -34,23 +34,27 @@
  *            to form dA_r (only the shard is kept). An all-reduce is a reduce-scatter plus an
  *            all-gather, so the volume is the same as plain's plus that one extra all-gather.
  *
- * The check (with -c 1, the default): the weights after the timed steps against serial training
- * of the whole model on the global batch (the training layer's tolerances), and one step at the
- * trained weights: the forward output, the input gradient and every weight gradient (A, a, B, b
- * of every block, gathered from the slices) against the serial blocks' on the same tokens
- * (OUT_TOL in megatron_mlp/check.c); every rank's slices bit-identical with rank 0's gathered
- * weights (replicas, and b across a group); overlap and seqpar against plain (vs_plain,
- * reported). Rows carry the errors, bytes sent per block against the model, the step split
- * into compute / comm / exposed comm, and the memory a rank holds against 1/t of the serial
- * model's.
- *
- * -d f16|bf16 (megatron_mlp/mixed.c, every variant): Megatron-LM's mixed precision. Each
- * rank's slices in the 16-bit type with an f32 master copy that the optimizer updates and casts
- * back, 16-bit GEMMs accumulating in f32, and the f and g all-reduces (overlap's non-blocking
+ * -d f16|bf16 (every variant): Megatron-LM's mixed precision, in the same blocks. Each rank's
+ * slices in the 16-bit type with an f32 master copy that the optimizer updates and casts back,
+ * 16-bit GEMM operands accumulating in f32, and the f and g all-reduces (overlap's non-blocking
  * one, seqpar's all-gathers and reduce-scatters, the replicas' all-reduce) moving 16-bit
- * activations and gradients: half of f32's bytes per block. f16 scales the loss
- * dynamically, the overflow flag OR-ed over every rank so that all skip a step together. The
- * check is against the same blocks trained serially in the same precision.
+ * activations and gradients: half of f32's bytes per block. f16 scales the loss dynamically,
+ * the overflow flag OR-ed over every rank so that all skip a step together (the training
+ * layer's sl_train_mixed_*).
+ *
+ * There is one block forward and one block backward, below, for every dtype and variant; the
+ * serial model the checks compare with is the same code at t = 1 (a group of one rank: nothing
+ * communicated) on the global batch. The check (with -c 1, the default): the weights after the
+ * timed steps against that serial model trained in the run's dtype (the training layer's
+ * tolerances), and one step at the trained weights: the forward output, the input gradient and
+ * every weight gradient (A, a, B, b of every block, gathered from the slices) against the serial
+ * model's in the same dtype, and against an independent f32 reference built from the shared
+ * model's layers (serial.h), so that a defect of the blocks themselves, which the serial model
+ * shares, cannot hide (megatron_mlp/check.c); every rank's slices bit-identical with rank 0's
+ * gathered weights (replicas, and b across a group); overlap and seqpar against plain
+ * (vs_plain, reported). Rows carry the errors, bytes sent per block against the model, the step
+ * split into compute / comm / exposed comm, and the memory a rank holds against 1/t of the
+ * serial model's.
  */
 #include <math.h>
 #include <stdio.h>
@@ -58,7 +62,6 @@
 #include <string.h>
 
 #include "sl_train.h"
-#include "megatron_mlp/mixed.h"
 #include "megatron_mlp/serial.h"
 #include "megatron_mlp/slices.h"
 #include "megatron_mlp/tp.h"
@@ -91,7 +94,7 @@ static int tps[SL_MAX_LIST], ntps, cur_t = 1, cur_d = 1;
 
 /* Phases ---------------------------------------------------------------------------- */
 
-void mm_compute_span(sl_train *t, const char *name, double t0)
+static void compute_span(sl_train *t, const char *name, double t0)
 {
     sl_k_sync(t->be);
     sl_train_span(t, SL_PHASE_COMPUTE, name, t0, sl_now());
@@ -114,6 +117,8 @@ static void count_coll(sl_train *t, const char *name, int group, int overlapped)
     s->coll_count[i]++;
 }
 
+/* A blocking collective begun at t0 (after a sync): communication that nothing overlaps; group
+ * says whether in the tensor-parallel group, else between replicas. */
 static void blocking_span(sl_train *t, int rc, const char *name, double t0, int group)
 {
     sl_train_coll_ok(rc, name);
@@ -121,106 +126,178 @@ static void blocking_span(sl_train *t, int rc, const char *name, double t0, int 
     count_coll(t, name, group, 0);
 }
 
-/* A blocking collective: communication that nothing overlaps. */
-void mm_comm_span(sl_train *t, int rc, const char *name, double t0) { blocking_span(t, rc, name, t0, 1); }
-void mm_replicas_span(sl_train *t, int rc, const char *name, double t0) { blocking_span(t, rc, name, t0, 0); }
+/* Precision ------------------------------------------------------------------------------
+ * The blocks hold weights, activations and gradients in s->dt and compute in f32: every GEMM
+ * takes dt operands and accumulates in f32 (sl_k_gemm) into an f32 result, the element-wise
+ * work (bias, GeLU, residual, loss) runs on f32 values widened from dt, and each result is
+ * rounded once into dt. In f32 the f32 result is the dt buffer itself and widening and
+ * rounding do nothing: the f32 blocks are plain f32 arithmetic, operation for operation the
+ * serial reference's (serial.h). */
 
-void mm_overlapped_span(sl_train *t, const char *name, double t0, double t1)
+static int is_f32(const mm *s) { return s->dt == SL_F32; }
+
+/* Element i of a dt array. */
+static void *at(const mm *s, const void *p, size_t i) { return (char *)p + i * sl_dtype_size(s->dt); }
+
+/* The f32 values of p[n] (dt): p itself in f32, else widened into the workspace ws. */
+static float *widen(sl_train *t, const mm *s, const void *p, float *ws, size_t n)
 {
-    sl_train_span(t, SL_PHASE_COMM, name, t0, t1);
-    count_coll(t, name, 1, 1);
+    if (is_f32(s)) return (float *)p;
+    sl_k_cast(t->be, n, p, s->dt, ws, SL_F32, NULL);
+    return ws;
 }
 
-/* The conjugate operators --------------------------------------------------------------- */
+/* Where an f32 result that ends in p (dt) is computed: p itself in f32, else the workspace ws. */
+static float *result_in(const mm *s, void *p, float *ws) { return is_f32(s) ? (float *)p : ws; }
 
-/* g forward: the partial products of the row-parallel layer summed over the group. */
-static void g_forward(sl_train *t, mm *s, float *z)
+/* The f32 result r[n] rounded into p (dt); nothing to do where r is p. */
+static void narrow(sl_train *t, const mm *s, const float *r, void *p, size_t n)
 {
-    sl_k_sync(t->be);
-    const double t0 = sl_now();
-    mm_comm_span(t, sl_coll_allreduce(s->tp, z, z, (size_t)s->n * s->h, SL_F32, SL_OP_SUM), "g: allreduce Z", t0);
+    if ((const void *)r == p) return;
+    if (is_f32(s)) sl_k_memcpy(t->be, p, r, n * sizeof(float), SL_K_D2D);
+    else sl_k_cast(t->be, n, r, SL_F32, p, s->dt, NULL);
 }
 
-/* f backward: the partial input gradients of the column-parallel layer summed over the group. */
-static void f_backward(sl_train *t, mm *s, float *dx)
+/* Block i's pieces in a flat vector of this rank's slices (slices.h): A_r, a_r, B_r, b. */
+static size_t A_at(const mm *s, int i) { return (size_t)i * s->per_block; }
+static size_t B_at(const mm *s, int i) { return A_at(s, i) + (size_t)s->c * s->h + s->c; }
+
+/* The conjugate operators --------------------------------------------------------------
+ * Each moves elements of the run's dtype (half of f32's bytes in f16/bf16; 16-bit sums widen
+ * each pair to f32 and round at each hop). In a group of one rank (t = 1: the serial model)
+ * nothing is communicated. */
+
+/* g forward: the partial products of the row-parallel layer summed over the group; f backward:
+ * the partial input gradients of the column-parallel layer, likewise. In place. */
+static void group_allreduce(sl_train *t, mm *s, void *v, const char *name)
 {
+    if (s->t == 1) return;
     sl_k_sync(t->be);
     const double t0 = sl_now();
-    mm_comm_span(t, sl_coll_allreduce(s->tp, dx, dx, (size_t)s->n * s->h, SL_F32, SL_OP_SUM), "f: allreduce dX", t0);
+    blocking_span(t, sl_coll_allreduce(s->tp, v, v, (size_t)s->n * s->h, s->dt, SL_OP_SUM), name, t0, 1);
 }
 
 /* Sequence parallel: the token shards [nloc, h] of every rank gathered into [n, h], in order. */
-static void gather_tokens(sl_train *t, mm *s, const float *shard, float *full, const char *name)
+static void gather_tokens(sl_train *t, mm *s, const void *shard, void *full, const char *name)
 {
+    const size_t count = (size_t)s->nloc * s->h;
+    if (s->t == 1) {
+        sl_k_memcpy(t->be, full, shard, count * sl_dtype_size(s->dt), SL_K_D2D);
+        return;
+    }
     sl_k_sync(t->be);
     const double t0 = sl_now();
-    mm_comm_span(t, sl_coll_allgather(s->tp, shard, full, (size_t)s->nloc * s->h, SL_F32), name, t0);
+    blocking_span(t, sl_coll_allgather(s->tp, shard, full, count, s->dt), name, t0, 1);
 }
 
 /* Sequence parallel: [n, h] partial sums, each rank keeping the sum of its own tokens. */
-static void scatter_tokens(sl_train *t, mm *s, const float *full, float *shard, const char *name)
+static void scatter_tokens(sl_train *t, mm *s, const void *full, void *shard, const char *name)
 {
+    const size_t count = (size_t)s->nloc * s->h;
+    if (s->t == 1) {
+        sl_k_memcpy(t->be, shard, full, count * sl_dtype_size(s->dt), SL_K_D2D);
+        return;
+    }
     sl_k_sync(t->be);
     const double t0 = sl_now();
-    mm_comm_span(t, sl_coll_reduce_scatter(s->tp, full, shard, (size_t)s->nloc * s->h, SL_F32, SL_OP_SUM), name, t0);
+    blocking_span(t, sl_coll_reduce_scatter(s->tp, full, shard, count, s->dt, SL_OP_SUM), name, t0, 1);
 }
 
 /* One block --------------------------------------------------------------------------- */
 
-static float *A_of(mm *s, float *v, int i) { return v + (size_t)i * s->per_block; }
-static float *a_of(mm *s, float *v, int i) { return A_of(s, v, i) + (size_t)s->c * s->h; }
-static float *B_of(mm *s, float *v, int i) { return a_of(s, v, i) + s->c; }
-static float *b_of(mm *s, float *v, int i) { return B_of(s, v, i) + (size_t)s->h * s->c; }
-
 /* x[i] -> x[i+1]. */
 static void block_forward(sl_train *t, mm *s, int i)
 {
+    const sl_backend be = t->be;
     const int n = s->n, h = s->h, c = s->c, seqpar = t->variant == V_SEQPAR;
-    const float *X = s->x[i];
+    const size_t nc = (size_t)n * c, nlh = (size_t)s->nloc * h;
+    const void *X = s->x[i];
     if (seqpar) {
         gather_tokens(t, s, s->x[i], s->zfull, "all-gather X");
         X = s->zfull;
     }
     double t0 = sl_now();
-    /* column-parallel: this rank's f/t features of U and Y, no communication after it */
-    sl_linear_forward(t->be, n, h, c, A_of(s, s->params, i), a_of(s, s->params, i), X, s->u[i]);
-    sl_k_act_forward(t->be, SL_ACT_GELU, (size_t)n * c, s->u[i], s->y[i]);
-    /* row-parallel: a partial sum of all of Z, without the bias */
-    float *z = seqpar ? s->dxpart : s->zfull;
-    sl_linear_forward(t->be, n, c, h, B_of(s, s->params, i), NULL, s->y[i], z);
-    mm_compute_span(t, "forward", t0);
+    /* column-parallel: this rank's f/t features of U = X·A^T + a and Y = GeLU(U), no
+     * communication after it */
+    float *u = result_in(s, s->u[i], s->w0);
+    sl_k_gemm(be, 0, 1, n, c, h, 1.0f, X, h, at(s, s->w, A_at(s, i)), h, 0.0f, u, c, s->dt, SL_F32);
+    sl_k_bias_add(be, n, c, u, widen(t, s, at(s, s->w, A_at(s, i) + (size_t)c * h), s->bias32, (size_t)c));
+    narrow(t, s, u, s->u[i], nc);
+    float *y = result_in(s, s->y[i], s->w0);
+    sl_k_act_forward(be, SL_ACT_GELU, nc, widen(t, s, s->u[i], s->w0, nc), y);
+    narrow(t, s, y, s->y[i], nc);
+    /* row-parallel: Y_r·B_r^T, a partial sum of all of Z, without the bias */
+    void *z = seqpar ? s->dxpart : s->zfull;
+    float *zr = result_in(s, z, s->w0);
+    sl_k_gemm(be, 0, 1, n, h, c, 1.0f, s->y[i], c, at(s, s->w, B_at(s, i)), c, 0.0f, zr, h, s->dt, SL_F32);
+    narrow(t, s, zr, z, (size_t)n * h);
+    compute_span(t, "forward", t0);
     if (seqpar) {
         scatter_tokens(t, s, z, s->x[i + 1], "reduce-scatter Z");
         z = s->x[i + 1];
     } else {
-        g_forward(t, s, z);
+        group_allreduce(t, s, z, "g: allreduce Z");
     }
     t0 = sl_now();
-    const size_t nh = (size_t)s->nloc * h;
-    sl_k_bias_add(t->be, s->nloc, h, z, b_of(s, s->params, i)); /* once, after the sum */
-    if (seqpar) {
-        sl_k_add(t->be, SL_F32, nh, s->x[i], s->x[i + 1]); /* residual, on this rank's tokens */
-    } else {
-        sl_k_memcpy(t->be, s->x[i + 1], s->x[i], nh * sizeof(float), SL_K_D2D);
-        sl_k_add(t->be, SL_F32, nh, z, s->x[i + 1]);
-    }
-    mm_compute_span(t, "residual", t0);
+    /* b once, after the sum, then the residual X' = X + Z on this rank's tokens */
+    float *r = widen(t, s, z, s->w0, nlh);
+    sl_k_bias_add(be, s->nloc, h, r, widen(t, s, at(s, s->w, B_at(s, i) + (size_t)h * c), s->bias32, (size_t)h));
+    sl_k_add(be, SL_F32, nlh, widen(t, s, s->x[i], s->w1, nlh), r);
+    narrow(t, s, r, s->x[i + 1], nlh);
+    compute_span(t, "residual", t0);
 }
 
-/* dA_r += dU_r^T·X in pieces of A_r's rows, testing the all-reduce in flight between them so
- * that the suite's own algorithms advance (the MPI library's may too). Returns when the GEMM
- * is done; *done says whether the all-reduce completed meanwhile, at *t_done. */
-static void weight_grad_overlapped(sl_train *t, mm *s, int i, const float *du, const float *X, sl_coll_req *req,
-                                   int *done, double *t_done)
+/* Backward of the linear layer whose block [W [out, in], bias [out]] is at flat element off of
+ * this rank's slices, from dz [n, out] and its input x [n, in]: rows [r0, r1) of
+ * dW = dz^T·x, accumulated in f32 in s->grads. */
+static void weight_grad_rows(sl_train *t, mm *s, int out, int in, const void *dz, const void *x, size_t off,
+                             int r0, int r1)
+{
+    if (r1 > r0)
+        sl_k_gemm(t->be, 1, 0, r1 - r0, in, s->n, 1.0f, at(s, dz, (size_t)r0), out, x, in, 0.0f,
+                  s->grads + off + (size_t)r0 * in, in, s->dt, SL_F32);
+}
+
+/* Then the bias gradient sum over tokens of dz, and the layer's dW, db rounded into s->g. */
+static void bias_grad_round(sl_train *t, mm *s, int out, int in, const void *dz, size_t off)
+{
+    float *db = s->grads + off + (size_t)out * in;
+    sl_k_memset0(t->be, db, (size_t)out * sizeof(float));
+    if (!(s->spoil && off % s->per_block == 0)) /* SL_TEST_CORRUPT: a_r's gradient left zero */
+        sl_k_bias_grad(t->be, s->n, out, widen(t, s, dz, s->w0, (size_t)s->n * out), db);
+    narrow(t, s, s->grads + off, at(s, s->g, off), (size_t)out * in + out);
+}
+
+/* And the input gradient dx = dz·W [n, in] (dt). */
+static void input_grad(sl_train *t, mm *s, int out, int in, const void *dz, size_t off, void *dx)
+{
+    float *r = result_in(s, dx, s->w1);
+    sl_k_gemm(t->be, 0, 0, s->n, in, out, 1.0f, dz, out, at(s, s->w, off), in, 0.0f, r, in, s->dt, SL_F32);
+    narrow(t, s, r, dx, (size_t)s->n * in);
+}
+
+static void linear_backward(sl_train *t, mm *s, int out, int in, const void *dz, const void *x, size_t off,
+                            void *dx)
+{
+    weight_grad_rows(t, s, out, in, dz, x, off, 0, out);
+    bias_grad_round(t, s, out, in, dz, off);
+    input_grad(t, s, out, in, dz, off, dx);
+}
+
+/* overlap: f's all-reduce of this rank's partial dX_r (already computed, in flight as req; NULL
+ * in a group of one) advancing while dA_r += dU_r^T·X is computed in pieces of A_r's rows,
+ * testing it between them so that the suite's own algorithms advance (the MPI library's may
+ * too); then da_r. *done says whether the all-reduce completed meanwhile, at *t_done. */
+static void weight_grad_overlapped(sl_train *t, mm *s, int i, const void *X, sl_coll_req *req, int *done,
+                                   double *t_done)
 {
     enum { PIECES = 8 };
-    const int n = s->n, h = s->h, c = s->c;
-    float *dA = A_of(s, s->grads, i);
+    const int c = s->c;
     for (int p = 0; p < PIECES; p++) {
-        const int r0 = (int)((long long)c * p / PIECES), r1 = (int)((long long)c * (p + 1) / PIECES);
         double t0 = sl_now();
-        if (r1 > r0) sl_k_sgemm(t->be, 1, 0, r1 - r0, h, n, 1.0f, du + r0, c, X, h, 1.0f, dA + (size_t)r0 * h, h);
-        mm_compute_span(t, "backward dA", t0);
+        weight_grad_rows(t, s, c, s->h, s->dy, X, A_at(s, i), (int)((long long)c * p / PIECES),
+                         (int)((long long)c * (p + 1) / PIECES));
+        compute_span(t, "backward dA", t0);
         if (!*done) {
             t0 = sl_now();
             sl_train_coll_ok(sl_coll_test(req, done), "sl_coll_test");
@@ -230,17 +307,17 @@ static void weight_grad_overlapped(sl_train *t, mm *s, int i, const float *du, c
         }
     }
     const double t0 = sl_now();
-    sl_k_bias_grad(t->be, n, c, du, a_of(s, s->grads, i));
-    mm_compute_span(t, "backward da", t0);
+    bias_grad_round(t, s, c, s->h, s->dy, A_at(s, i));
+    compute_span(t, "backward da", t0);
 }
 
-/* dL/dx[i+1] in d[cur] -> dL/dx[i] in d[!cur]. */
+/* dL/dx[i+1] in dg[cur] -> dL/dx[i] in dg[!cur]. */
 static void block_backward(sl_train *t, mm *s, int i, int cur)
 {
     const int n = s->n, h = s->h, c = s->c, seqpar = t->variant == V_SEQPAR;
-    const size_t nh = (size_t)s->nloc * h;
-    float *dout = s->dg[cur], *dprev = s->dg[!cur];
-    const float *dZ = dout;
+    const size_t nc = (size_t)n * c;
+    void *dout = s->dg[cur], *dprev = s->dg[!cur];
+    const void *dZ = dout;
     if (seqpar) { /* the conjugate of the reduce-scatter: every token's dZ */
         gather_tokens(t, s, dout, s->zfull, "all-gather dZ");
         dZ = s->zfull;
@@ -248,94 +325,143 @@ static void block_backward(sl_train *t, mm *s, int i, int cur)
     double t0 = sl_now();
     /* g backward is the identity: dZ is whole on every rank, so are db = sum dZ and its own
      * dB_r = dZ^T·Y_r and dY_r = dZ·B_r */
-    sl_linear_backward(t->be, n, c, h, B_of(s, s->params, i), s->y[i], dZ, B_of(s, s->grads, i),
-                       b_of(s, s->grads, i), s->dy);
-    sl_k_act_backward(t->be, SL_ACT_GELU, (size_t)n * c, s->u[i], s->dy, s->dy);
-    mm_compute_span(t, "backward", t0);
-    const float *X = s->x[i];
+    linear_backward(t, s, h, c, dZ, s->y[i], B_at(s, i), s->dy);
+    /* dU_r = dY_r·GeLU'(U_r), into dy */
+    float *du = widen(t, s, s->dy, s->w0, nc);
+    sl_k_act_backward(t->be, SL_ACT_GELU, nc, widen(t, s, s->u[i], s->w1, nc), du, du);
+    narrow(t, s, du, s->dy, nc);
+    compute_span(t, "backward", t0);
+    const void *X = s->x[i];
     if (seqpar) { /* only the shard of X was kept: gather it again */
         gather_tokens(t, s, s->x[i], s->zfull, "all-gather X");
         X = s->zfull;
     }
-    float *dx = seqpar ? s->dxpart : dprev; /* this rank's partial dX [n, h] */
+    void *dx = seqpar ? s->dxpart : dprev; /* this rank's partial dX [n, h] */
     if (t->variant == V_OVERLAP) {
         t0 = sl_now();
-        sl_k_sgemm(t->be, 0, 0, n, h, c, 1.0f, s->dy, c, A_of(s, s->params, i), h, 0.0f, dx, h);
-        mm_compute_span(t, "backward dX", t0);
+        input_grad(t, s, c, h, s->dy, A_at(s, i), dx);
+        compute_span(t, "backward dX", t0);
         t0 = sl_now();
-        sl_coll_req *req;
-        int done = 0;
+        sl_coll_req *req = NULL;
+        int done = s->t == 1; /* a group of one: nothing to sum */
         double t_done = 0;
-        sl_train_coll_ok(sl_coll_iallreduce(s->tp, dx, dx, (size_t)n * h, SL_F32, SL_OP_SUM, &req),
-                         "f: iallreduce dX");
-        sl_train_record(t, SL_PHASE_EXPOSED, sl_now() - t0);
-        weight_grad_overlapped(t, s, i, s->dy, X, req, &done, &t_done);
-        const double w0 = sl_now();
-        sl_train_coll_ok(sl_coll_wait(req), "sl_coll_wait");
-        const double w1 = sl_now();
-        sl_train_record(t, SL_PHASE_EXPOSED, w1 - w0);
-        mm_overlapped_span(t, "f: allreduce dX (overlapped)", t0, done ? t_done : w1);
+        if (!done) {
+            sl_train_coll_ok(sl_coll_iallreduce(s->tp, dx, dx, (size_t)n * h, s->dt, SL_OP_SUM, &req),
+                             "f: iallreduce dX");
+            sl_train_record(t, SL_PHASE_EXPOSED, sl_now() - t0);
+        }
+        weight_grad_overlapped(t, s, i, X, req, &done, &t_done);
+        if (req) {
+            const double w0 = sl_now();
+            sl_train_coll_ok(sl_coll_wait(req), "sl_coll_wait");
+            const double w1 = sl_now();
+            sl_train_record(t, SL_PHASE_EXPOSED, w1 - w0);
+            sl_train_span(t, SL_PHASE_COMM, "f: allreduce dX (overlapped)", t0, done ? t_done : w1);
+            count_coll(t, "f: allreduce dX (overlapped)", 1, 1);
+        }
     } else {
         t0 = sl_now();
-        sl_linear_backward(t->be, n, h, c, A_of(s, s->params, i), X, s->dy, A_of(s, s->grads, i),
-                           a_of(s, s->grads, i), dx);
-        mm_compute_span(t, "backward", t0);
+        linear_backward(t, s, c, h, s->dy, X, A_at(s, i), dx);
+        compute_span(t, "backward", t0);
         if (seqpar)
             scatter_tokens(t, s, dx, dprev, "reduce-scatter dX");
         else
-            f_backward(t, s, dx);
+            group_allreduce(t, s, dx, "f: allreduce dX");
     }
     t0 = sl_now();
-    sl_k_add(t->be, SL_F32, nh, dout, dprev); /* the residual's own path */
-    mm_compute_span(t, "residual", t0);
+    sl_k_add(t->be, s->dt, (size_t)s->nloc * h, dout, dprev); /* the residual's own path */
+    compute_span(t, "residual", t0);
 }
 
-float *mm_forward_backward(sl_train *t, mm *s)
+/* The step ------------------------------------------------------------------------------ */
+
+/* Forward, loss and backward on this rank's tokens of step t->step, the loss's gradient times
+ * scale; the gradient slices (in s->g, scaled) summed over the replicas. Returns dL/dx[0]
+ * (this rank's tokens, dt, scaled). */
+static void *forward_backward(sl_train *t, mm *s, float scale)
 {
-    const int h = s->h;
-    sl_k_memset0(t->be, s->grads, s->np * sizeof(float));
-    sl_train_load(t, s->first, s->nloc, s->x[0], s->target);
+    const size_t nlh = (size_t)s->nloc * s->h;
+    float *in = result_in(s, s->x[0], s->w0);
+    sl_train_load(t, s->first, s->nloc, in, s->target);
+    narrow(t, s, in, s->x[0], nlh);
     for (int i = 0; i < s->L; i++) block_forward(t, s, i);
     double t0 = sl_now();
-    /* every rank of a group holds (plain) or shares (seqpar) the output: the loss of its tokens,
-     * normalised over the global batch (counted once per token: plain's group shares one) */
-    const double loss = sl_k_mse(t->be, (size_t)s->nloc * h, s->x[s->L], s->target, s->dg[0],
-                                 1.0f / ((float)t->global_batch * (float)h));
+    /* every rank of a group holds (plain) or shares (seqpar) the output: the loss of its tokens
+     * in f32, normalised over the global batch (counted once per token: plain's group shares
+     * one); its gradient scaled, then rounded */
+    float *dout = result_in(s, s->dg[0], s->w1);
+    const double loss = sl_k_mse(t->be, nlh, widen(t, s, s->x[s->L], s->w0, nlh), s->target, dout,
+                                 1.0f / ((float)t->global_batch * (float)s->h));
+    if (scale != 1.0f) sl_k_scale(t->be, SL_F32, nlh, dout, scale);
+    narrow(t, s, dout, s->dg[0], nlh);
     if (s->tr == 0 || t->variant == V_SEQPAR) t->loss += loss;
-    mm_compute_span(t, "loss", t0);
+    compute_span(t, "loss", t0);
     int cur = 0;
     for (int i = s->L - 1; i >= 0; i--, cur = !cur) block_backward(t, s, i, cur);
     if (s->d > 1) {
         sl_k_sync(t->be);
         t0 = sl_now();
-        mm_replicas_span(t, sl_coll_allreduce(s->dp, s->grads, s->grads, s->np, SL_F32, SL_OP_SUM),
-                         "allreduce (replicas)", t0);
+        blocking_span(t, sl_coll_allreduce(s->dp, s->g, s->g, s->np, s->dt, SL_OP_SUM), "allreduce (replicas)", t0,
+                      0);
     }
     return s->dg[cur];
 }
+
+/* f16/bf16: the gradient slices unscaled into f32 (s->grads); returns how many are inf/NaN. */
+static size_t unscale(sl_train *t, mm *s, float scale)
+{
+    if (is_f32(s)) return 0;
+    sl_k_cast(t->be, s->np, s->g, s->dt, s->grads, SL_F32, NULL);
+    return sl_k_scale_check(t->be, s->np, s->grads, 1.0f / scale); /* exact: scales are powers of two */
+}
+
+static float loss_scale(const mm *s) { return is_f32(s) ? 1.0f : (float)s->ms.sc.scale; }
 
 static void step(sl_train *t)
 {
     mm *s = t->state;
     const unsigned long long tp0 = sl_comm_bytes_sent(s->tp), dp0 = sl_comm_bytes_sent(s->dp);
     s->counting = 1;
-    if (s->mixed) {
-        mm_mixed_step(t, s);
-    } else {
-        mm_forward_backward(t, s);
+    const float scale = loss_scale(s);
+    forward_backward(t, s, scale);
+    if (is_f32(s)) {
         sl_train_optimize(t, s->params, s->grads, s->optim, 0, s->np);
+    } else {
+        /* the overflow flag OR-ed over every rank, tensor-parallel and data-parallel alike: a
+         * group's ranks hold different slices, and a step applied on some and skipped on others
+         * would leave one model's slices from two different steps */
+        const double t0 = sl_now();
+        sl_optim o;
+        if (sl_train_mixed_decide(t, &s->ms, unscale(t, s, scale) > 0, &o)) {
+            sl_optim_step(t->be, &o, s->np, s->params, s->grads, s->optim);
+            sl_k_cast(t->be, s->np, s->params, SL_F32, s->w, s->dt, NULL);
+        }
+        compute_span(t, "unscale + optimizer (f32 master)", t0);
     }
     s->counting = 0;
     s->sent_tp += (double)(sl_comm_bytes_sent(s->tp) - tp0);
     s->sent_dp += (double)(sl_comm_bytes_sent(s->dp) - dp0);
 }
 
+/* mm_ops.pass: the check's step at the current weights (tp.h). */
+static void pass(sl_train *t, float **out, float **dx)
+{
+    mm *s = t->state;
+    const size_t nlh = (size_t)s->nloc * s->h, bytes = nlh * sizeof(float);
+    const float scale = loss_scale(s);
+    const void *d = forward_backward(t, s, scale);
+    unscale(t, s, scale);
+    *out = sl_k_malloc(t->be, SL_MEM_OTHER, bytes);
+    *dx = sl_k_malloc(t->be, SL_MEM_OTHER, bytes);
+    sl_k_cast(t->be, nlh, s->x[s->L], s->dt, *out, SL_F32, NULL);
+    sl_k_cast(t->be, nlh, d, s->dt, *dx, SL_F32, NULL);
+    if (scale != 1.0f) sl_k_scale(t->be, SL_F32, nlh, *dx, 1.0 / scale);
+    sl_k_sync(t->be);
+}
+
 /* Setup ------------------------------------------------------------------------------- */
 
-static void *alloc(sl_train *t, sl_mem_cat cat, size_t floats)
-{
-    return sl_k_malloc(t->be, cat, floats ? floats * sizeof(float) : 1);
-}
+static void *alloc(sl_train *t, sl_mem_cat cat, size_t bytes) { return sl_k_malloc(t->be, cat, bytes ? bytes : 1); }
 
 static void setup(sl_train *t)
 {
@@ -353,6 +479,8 @@ static void setup(sl_train *t)
     s->c = s->f / s->t;
     s->per_block = mm_slice_per_block(m, s->t);
     s->np = (size_t)s->L * s->per_block;
+    s->dt = t->dtype;
+    s->spoil = sl_test_corrupt() && s->dt == SL_F32; /* 16-bit runs: the injected overflow instead */
 
     MPI_Comm world = t->baseline ? MPI_COMM_SELF : t->ctx->comm;
     const sl_mem_space space = sl_comm_space(t->comm);
@@ -370,43 +498,53 @@ static void setup(sl_train *t)
     s->nloc = t->variant == V_SEQPAR ? s->n / s->t : s->n;
     s->first = t->lo + (t->variant == V_SEQPAR ? s->tr * s->nloc : 0);
 
-    if (t->dtype != SL_F32) { /* 16-bit blocks with an f32 master copy (mixed.c) */
-        mm_mixed_setup(t, s);
-        return;
-    }
     const int L = s->L, h = s->h, n = s->n, c = s->c;
-    s->params = alloc(t, SL_MEM_PARAMS, s->np);
-    s->grads = alloc(t, SL_MEM_GRADS, s->np);
-    s->optim = alloc(t, SL_MEM_OPTIM, (size_t)sl_optim_state_per_param(&t->optim) * s->np);
+    const size_t es = sl_dtype_size(s->dt), f4 = sizeof(float), np = s->np;
+    /* the f32 slices (f16/bf16: the master copy the optimizer updates), their f32 (unscaled)
+     * gradients and the optimizer state; beside them in f16/bf16 the 16-bit copies the blocks
+     * use and the 16-bit gradients they produce and communicate */
+    s->params = alloc(t, SL_MEM_PARAMS, np * f4);
+    s->grads = alloc(t, SL_MEM_GRADS, np * f4);
+    s->optim = alloc(t, SL_MEM_OPTIM, (size_t)sl_optim_state_per_param(&t->optim) * np * f4);
     mm_slice_init(m, s->t, s->tr, (uint64_t)sl_train_opt.seed, s->params);
+    s->w = is_f32(s) ? (void *)s->params : alloc(t, SL_MEM_PARAMS, np * es);
+    s->g = is_f32(s) ? (void *)s->grads : alloc(t, SL_MEM_GRADS, np * es);
+    if (!is_f32(s)) sl_k_cast(t->be, np, s->params, SL_F32, s->w, s->dt, NULL);
     s->x = calloc((size_t)L + 1, sizeof *s->x);
     s->u = calloc((size_t)L, sizeof *s->u);
     s->y = calloc((size_t)L, sizeof *s->y);
     if (!s->x || !s->u || !s->y) SL_FATAL("out of memory");
     /* kept for backward (activ): x, u, y; work buffers (comm) are not kept across blocks */
-    for (int i = 0; i <= L; i++) s->x[i] = alloc(t, SL_MEM_ACTIV, (size_t)s->nloc * h);
+    for (int i = 0; i <= L; i++) s->x[i] = alloc(t, SL_MEM_ACTIV, (size_t)s->nloc * h * es);
     for (int i = 0; i < L; i++) {
-        s->u[i] = alloc(t, SL_MEM_ACTIV, (size_t)n * c);
-        s->y[i] = alloc(t, SL_MEM_ACTIV, (size_t)n * c);
+        s->u[i] = alloc(t, SL_MEM_ACTIV, (size_t)n * c * es);
+        s->y[i] = alloc(t, SL_MEM_ACTIV, (size_t)n * c * es);
     }
-    s->target = alloc(t, SL_MEM_DATA, (size_t)s->nloc * h);
-    s->zfull = alloc(t, SL_MEM_COMM, (size_t)n * h);
-    if (t->variant == V_SEQPAR) s->dxpart = alloc(t, SL_MEM_COMM, (size_t)n * h);
-    s->dg[0] = alloc(t, SL_MEM_COMM, (size_t)s->nloc * h);
-    s->dg[1] = alloc(t, SL_MEM_COMM, (size_t)s->nloc * h);
-    s->dy = alloc(t, SL_MEM_COMM, (size_t)n * c);
+    s->target = alloc(t, SL_MEM_DATA, (size_t)s->nloc * h * f4);
+    s->zfull = alloc(t, SL_MEM_COMM, (size_t)n * h * es);
+    if (t->variant == V_SEQPAR) s->dxpart = alloc(t, SL_MEM_COMM, (size_t)n * h * es);
+    s->dg[0] = alloc(t, SL_MEM_COMM, (size_t)s->nloc * h * es);
+    s->dg[1] = alloc(t, SL_MEM_COMM, (size_t)s->nloc * h * es);
+    s->dy = alloc(t, SL_MEM_COMM, (size_t)n * c * es);
+    if (!is_f32(s)) { /* the f32 values the 16-bit operands are widened into, and the loss scaler */
+        const size_t wmax = (size_t)(h > c ? h : c);
+        s->w0 = alloc(t, SL_MEM_OTHER, (size_t)n * wmax * f4);
+        s->w1 = alloc(t, SL_MEM_OTHER, (size_t)n * wmax * f4);
+        s->bias32 = alloc(t, SL_MEM_OTHER, wmax * f4);
+        sl_train_mixed_init(&s->ms, s->dt);
+    }
 }
 
 static void release(sl_train *t)
 {
     mm *s = t->state;
-    if (s->mixed) mm_mixed_free(t, s);
     for (int i = 0; s->x && i <= s->L; i++) sl_k_free(t->be, s->x[i]);
     for (int i = 0; s->u && i < s->L; i++) {
         sl_k_free(t->be, s->u[i]);
         sl_k_free(t->be, s->y[i]);
     }
-    float *bufs[] = {s->params, s->grads, s->optim, s->target, s->zfull, s->dxpart, s->dg[0], s->dg[1], s->dy};
+    void *bufs[] = {s->params, s->grads, s->optim, is_f32(s) ? NULL : s->w, is_f32(s) ? NULL : s->g, s->target,
+                    s->zfull, s->dxpart, s->dg[0], s->dg[1], s->dy, s->w0, s->w1, s->bias32};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) sl_k_free(t->be, bufs[i]);
     free(s->x);
     free(s->u);
@@ -418,6 +556,9 @@ static void release(sl_train *t)
     free(s);
 }
 
+/* What the checks run (check.c): the serial model is this technique at t = 1. */
+static const mm_ops ops = {.setup = setup, .step = step, .release = release, .pass = pass};
+
 /* Weights ------------------------------------------------------------------ */
 
 /* At t = 1 a rank's vector is the flat vector; otherwise its first run, A_r of block 0. */
@@ -427,19 +568,6 @@ static const float *weights(sl_train *t, size_t *first, size_t *count)
     *first = s->t == 1 ? 0 : t->m->w_off[0] + (size_t)s->tr * s->c * s->h;
     *count = s->t == 1 ? t->m->nparams : (size_t)s->c * s->h;
     return s->params;
-}
-
-void mm_gather_slices(sl_train *t, const float *local, float *full)
-{
-    mm *s = t->state;
-    if (s->rep != 0) return;
-    float *mine = sl_k_download(t->be, local, s->np * sizeof(float));
-    float *all = t->rank == 0 ? malloc((size_t)s->t * s->np * sizeof(float)) : NULL;
-    if (t->rank == 0 && !all) SL_FATAL("out of memory");
-    SL_CHECK_MPI(MPI_Gather(mine, (int)s->np, MPI_FLOAT, all, (int)s->np, MPI_FLOAT, 0, s->tp_mpi));
-    for (int r = 0; t->rank == 0 && r < s->t; r++) mm_slice_scatter(t->m, s->t, r, all + (size_t)r * s->np, full);
-    free(mine);
-    free(all);
 }
 
 static void gather_weights(sl_train *t, float *full)
@@ -472,20 +600,18 @@ static double bytes_model(const sl_train *t)
     return s->L * tp_block_model(t) + 2.0 * (s->d - 1) / s->d * (double)s->np * (double)sl_dtype_size(t->dtype);
 }
 
-/* What setup allocates per category: the slices, their gradients and optimizer state; kept
- * activations x[0..L] of nloc tokens (plain: all n; seqpar: n/t) and u, y of c features. */
+/* What setup allocates per category: the slices, their gradients and optimizer state (f32;
+ * f16/bf16 with the 16-bit copies of the slices and of their gradients beside the f32 master
+ * and unscaled gradients: 2 + 4 bytes an element each); the kept activations x[0..L] of nloc
+ * tokens (plain: all n; seqpar: n/t) and u, y of c features, in the run's dtype. */
 static void memory_model(const sl_train *t, double bytes[SL_MEM_NCATS])
 {
     const mm *s = t->state;
-    if (s->mixed) {
-        mm_mixed_memory(t, s, bytes);
-        return;
-    }
-    const double np = (double)s->np * sizeof(float);
-    bytes[SL_MEM_PARAMS] = np;
-    bytes[SL_MEM_GRADS] = np;
-    bytes[SL_MEM_OPTIM] = sl_optim_state_per_param(&t->optim) * np;
-    bytes[SL_MEM_ACTIV] = ((s->L + 1.0) * s->nloc * s->h + 2.0 * s->L * s->n * s->c) * sizeof(float);
+    const double np = (double)s->np, es = (double)sl_dtype_size(s->dt), copy = s->dt == SL_F32 ? 0 : es * np;
+    bytes[SL_MEM_PARAMS] = 4 * np + copy;
+    bytes[SL_MEM_GRADS] = 4 * np + copy;
+    bytes[SL_MEM_OPTIM] = sl_optim_state_per_param(&t->optim) * 4 * np;
+    bytes[SL_MEM_ACTIV] = ((s->L + 1.0) * s->nloc * s->h + 2.0 * s->L * s->n * s->c) * es;
 }
 
 static double metric_of(const sl_result *r, const char *name)
@@ -560,9 +686,17 @@ static void row(sl_train *t, sl_result *res)
     sl_result_metric(res, "grad_rel_err", checked ? s->grad_err : NAN, "ratio");
     sl_result_metric(res, "colpar_diff", checked ? s->colpar_diff : NAN, "abs");
     sl_result_metric(res, "vs_plain", checked ? s->vs_plain : NAN, "ratio");
+    sl_result_metric(res, "f32_ref_err", checked ? s->f32_ref_err : NAN, "ratio");
     if (t->variant == V_OVERLAP)
         sl_result_param_num(res, "nonblocking_overlaps", sl_coll_iallreduce_overlaps(s->tp));
-    if (s->mixed) mm_mixed_row(t, s, res);
+    if (s->dt != SL_F32) {
+        sl_result_param_str(res, "precision", "mixed");
+        sl_result_param_str(res, "tp_allreduce",
+                            t->variant == V_SEQPAR
+                                ? "16-bit reduce-scatters and all-gathers, summed pairwise in f32 and rounded at each hop"
+                                : "16-bit, summed pairwise in f32 and rounded at each hop");
+        sl_train_mixed_row(t, &s->ms, res);
+    }
     /* the last step's loss over the global batch beside the serial runs' in this dtype and in f32 */
     double loss = 0, ref[2] = {mm_reference_loss(t, t->dtype), mm_reference_loss(t, SL_F32)};
     SL_CHECK_MPI(MPI_Allreduce(&t->loss, &loss, 1, MPI_DOUBLE, MPI_SUM, t->ctx->comm));
@@ -693,6 +827,10 @@ static const sl_column columns[] = {
     SL_TRAIN_COLUMNS_CHECK,
 };
 
+/* The checks and the reference (check.c), run through the technique's own entry points. */
+static int check(sl_train *t, double *error, char *why, size_t len) { return mm_check_step(t, &ops, error, why, len); }
+static void reference(sl_train *t, float *params, double *losses) { mm_reference(t, &ops, params, losses); }
+
 static const sl_technique megatron = {
     .program = {.name = "megatron_mlp", .extra = mm_opts, .validate = validate,
                 .summary = "Megatron tensor-parallel MLP blocks (column- then row-parallel, f/g), x data parallelism",
@@ -702,15 +840,15 @@ static const sl_technique megatron = {
                 .default_iters = 5, .default_warmup = 2},
     .variants = variant_names, .nvariants = NVARIANTS, .variant_mask = &opt_variants,
     .setup = setup, .step = step, .free = release,
-    .weights = weights, .gather_weights = gather_weights, .reference = mm_reference,
+    .weights = weights, .gather_weights = gather_weights, .reference = reference,
     .memory_model = memory_model, .bytes_model = bytes_model, .row = row,
-    .model = model, .sweep = sweep, .check = mm_check_step,
-    /* -d f16|bf16 (megatron_mlp/mixed.c): every variant, against the serial mixed-precision
-     * blocks. The weights' bounds are the data-parallel ones (sl_train.h), for the same reason:
+    .model = model, .sweep = sweep, .check = check,
+    /* -d f16|bf16: every variant, against the serial model trained in the same precision. The
+     * weights' bounds are the data-parallel ones (sl_train.h), for the same reason:
      * the distributed run and the serial one differ by where 16-bit sums are rounded (here the
      * f and g sums' partial sums over t ranks, all-reduced or seqpar's reduce-scattered, and the
-     * replicas' gradient sum, one rounding per hop, at most t - 1 + d - 1 <= 3 hops in the tests), a few u of the partial sums per
-     * step, and the bounds are 4u of the weights over the steps of a test or a lab run. */
+     * replicas' gradient sum, one rounding per hop, at most t - 1 + d - 1 <= 3 hops in the
+     * tests), a few u of the partial sums per step, and the bounds are 4u of the weights over the steps of a test or a lab run. */
     .mixed_variants = (1u << NVARIANTS) - 1,
     .tol_mixed_sgd_max = {[SL_F16] = SL_TRAIN_TOL_MIXED_SGD_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_SGD_BF16},
     .tol_mixed_adamw_l2 = {[SL_F16] = SL_TRAIN_TOL_MIXED_ADAMW_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_ADAMW_BF16},

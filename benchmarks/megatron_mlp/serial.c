@@ -1,5 +1,5 @@
-/* serial.c — megatron_mlp's blocks on one process with the whole weights: the reference of the
- * tensor-parallel blocks (forward output, input gradient, weight gradients, training). Each
+/* serial.c — megatron_mlp's model on one process, built from the shared model's layers (mlp.h):
+ * the independent f32 reference of the technique's blocks (serial.h says why it is kept). Each
  * block is two sl_mlp layers (A with GeLU, B without) and the residual sum around them. */
 #include <stdlib.h>
 #include <string.h>
@@ -103,33 +103,4 @@ float *mm_serial_backward(const sl_mlp *m, mm_serial_acts *a, const float *param
         dnext = swap;
     }
     return d;
-}
-
-double mm_serial_train(const sl_mlp *m, sl_task *task, const sl_optim *o, int B, int steps,
-                       uint64_t seed, float *params)
-{
-    const sl_backend be = m->be;
-    const int h = m->dims[0];
-    float *grads = buf(m, SL_MEM_OTHER, m->nparams);
-    float *state = buf(m, SL_MEM_OTHER, (size_t)sl_optim_state_per_param(o) * m->nparams);
-    float *target = buf(m, SL_MEM_OTHER, (size_t)B * h);
-    float *dout = buf(m, SL_MEM_OTHER, (size_t)B * h);
-    mm_serial_acts a;
-    mm_serial_acts_alloc(m, B, &a);
-    sl_mlp_init_params(m, seed, 0, m->nparams, params);
-    double loss = 0;
-    for (int s = 0; s < steps; s++) {
-        sl_task_batch(task, (uint64_t)s * (uint64_t)B, B, a.x[0], target);
-        sl_k_memset0(be, grads, m->nparams * sizeof(float));
-        mm_serial_forward(m, &a, params);
-        loss = sl_k_mse(be, (size_t)B * h, a.x[a.blocks], target, dout, 1.0f / ((float)B * (float)h));
-        mm_serial_backward(m, &a, params, grads, dout);
-        sl_optim so = sl_optim_for_step(o, s);
-        sl_optim_step(be, &so, m->nparams, params, grads, state);
-    }
-    sl_k_sync(be);
-    mm_serial_acts_free(m, &a);
-    float *w[] = {grads, state, target, dout};
-    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) sl_k_free(be, w[i]);
-    return loss;
 }

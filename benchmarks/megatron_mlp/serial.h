@@ -2,9 +2,14 @@
  *     U = X·A^T + a,  Y = GeLU(U),  Z = Y·B^T + b,  X' = X + Z
  * (A [f, h], B [h, f] in PyTorch's [out, in] layout, f = ffn-mult·h), as the 2L-layer sl_mlp
  * h -> f -> h -> f -> ... -> h whose even layers have GeLU and odd layers none, plus the residual
- * connection around each pair. This is the reference the tensor-parallel blocks are checked
- * against, and the layout of the flat parameter vector both use (layer 2i = A_i then a_i, layer
- * 2i+1 = B_i then b_i). Pointers are backend memory. */
+ * connection around each pair, and the layout of the flat parameter vector (layer 2i = A_i then
+ * a_i, layer 2i+1 = B_i then b_i).
+ *
+ * mm_serial_forward/backward are not the technique: they are the independent f32 reference its
+ * blocks are checked against (check.c). The technique's serial model is its own blocks at t = 1,
+ * which a defect of the blocks would share; this one is written with the shared model's layers
+ * (sl_mlp_layer_forward/backward, checked against train_ref in t/unit), in f32 only, so that
+ * such a defect shows. Pointers are backend memory. */
 #ifndef MEGATRON_SERIAL_H
 #define MEGATRON_SERIAL_H
 
@@ -32,10 +37,5 @@ void mm_serial_forward(const sl_mlp *m, mm_serial_acts *a, const float *params);
  * returns dL/dx[0] (one of a->d). */
 float *mm_serial_backward(const sl_mlp *m, mm_serial_acts *a, const float *params, float *grads,
                           const float *dout);
-
-/* Serial training: `steps` steps at global batch B of the task from sl_mlp_init_params(seed),
- * loss MSE normalised over B·h; params receives the final weights. Returns the last step's loss. */
-double mm_serial_train(const sl_mlp *m, sl_task *task, const sl_optim *o, int B, int steps,
-                       uint64_t seed, float *params);
 
 #endif

@@ -1,5 +1,6 @@
-/* tp.h — what megatron_mlp.c (the technique) and check.c (its checks) share: the variants and
- * the state of one rank of a tensor-parallel group. */
+/* tp.h — what megatron_mlp.c (the technique) and check.c (its checks, below it) share: the
+ * variants, the state of one rank of a tensor-parallel group, and the technique's entry points
+ * that the checks run it through (mm_ops: their serial model is the technique at t = 1). */
 #ifndef MEGATRON_TP_H
 #define MEGATRON_TP_H
 
@@ -17,11 +18,21 @@ typedef struct mm {
     size_t per_block, np;    /* local parameters per block and in all */
     MPI_Comm tp_mpi, dp_mpi;
     sl_comm *tp, *dp;
-    float *params, *grads, *optim;
-    float **x, **u, **y;     /* x[0..L] [nloc, h]; u[i], y[i] [n, c] */
+    sl_dtype dt;             /* the run's: of w, g and every activation and work buffer below */
+    float *params, *grads, *optim; /* f32: the slices (f16/bf16: their master copy), their gradients
+                                      (unscaled), optimizer state */
+    void *w, *g;             /* the slices the blocks use and the gradients they produce, in dt
+                                (f32: params and grads themselves) */
+    void **x, **u, **y;      /* x[0..L] [nloc, h]; u[i], y[i] [n, c] */
     float *target;           /* [nloc, h] */
-    float *zfull, *dxpart;   /* [n, h]: partial Z / gathered X or dZ; partial dX (seqpar) */
-    float *dg[2], *dy;       /* [nloc, h] gradient between blocks; [n, c] */
+    void *zfull, *dxpart;    /* [n, h]: partial Z / gathered X or dZ; partial dX (seqpar) */
+    void *dg[2], *dy;        /* [nloc, h] gradient between blocks; [n, c] */
+    float *w0, *w1, *bias32; /* f16/bf16: f32 values of 16-bit operands, [n, max(h, c)] and
+                                [max(h, c)]; NULL in f32 */
+    sl_train_mixed_state ms; /* f16/bf16: the loss scaler */
+    int spoil;               /* SL_TEST_CORRUPT=1 in f32 (the tests of the check): the blocks leave
+                                the column-parallel bias gradients da_r zero, a defect of the
+                                blocks that the serial model, the same code, shares */
     double sent_tp, sent_dp; /* bytes sent in the steps */
     /* the collectives of the steps, by the name of their span (the trace's): how many, whether
      * in the group (else between replicas), whether overlapped with compute */
@@ -29,34 +40,33 @@ typedef struct mm {
     const char *coll_name[MM_MAX_COLLS];
     long coll_count[MM_MAX_COLLS];
     unsigned char coll_group[MM_MAX_COLLS], coll_overlapped[MM_MAX_COLLS];
-    struct mm_mixed *mixed;  /* -d f16|bf16 (mixed.h): the 16-bit blocks; params, grads, optim its f32 master,
-                                unscaled gradients and state; x, u, y and the f32 buffers unused */
     int check_step;          /* the step check ran: its findings below are set */
     /* the check's findings */
-    double out_err, dx_err, grad_err, colpar_diff, vs_plain;
+    double out_err, dx_err, grad_err, colpar_diff, vs_plain, f32_ref_err;
     char grad_worst[48];
 } mm;
 
-/* One step's forward, loss and backward on this rank's tokens of step t->step, the gradient
- * summed over the replicas; returns dL/dx[0] (this rank's tokens). */
-float *mm_forward_backward(sl_train *t, mm *s);
+/* The technique's callbacks (megatron_mlp.c), for the checks to run it on a private sl_train. */
+typedef struct mm_ops {
+    void (*setup)(sl_train *t);
+    void (*step)(sl_train *t);
+    void (*release)(sl_train *t);
+    /* One forward and backward at the current weights on this rank's tokens of step t->step, at
+     * the loss scaler's scale: the output and dL/dx[0] unscaled in f32 ([nloc, h], backend
+     * memory the caller frees), the unscaled gradient slices (summed over replicas) in
+     * s->grads. Collective over the technique's ranks. */
+    void (*pass)(sl_train *t, float **out, float **dx);
+} mm_ops;
+
 /* The slices `local` (backend memory) of replica 0's group, placed into full (host, rank 0).
  * Collective. */
 void mm_gather_slices(sl_train *t, const float *local, float *full);
-
-/* Spans of a step (megatron_mlp.c): compute, synced; a blocking collective of the group, all of
- * it exposed; the same between replicas; a group's collective that ran under compute from t0
- * to t1. The collectives are counted by name in the driver's steps (mm.coll_*). */
-void mm_compute_span(sl_train *t, const char *name, double t0);
-void mm_comm_span(sl_train *t, int rc, const char *name, double t0);
-void mm_replicas_span(sl_train *t, int rc, const char *name, double t0);
-void mm_overlapped_span(sl_train *t, const char *name, double t0, double t1);
-
-/* sl_technique.check: one step at the trained weights against the serial blocks (check.c). */
-int mm_check_step(sl_train *t, double *error, char *why, size_t len);
-/* sl_technique.reference: serial training of the whole model on the global batch, in t->dtype
- * (f16/bf16: the serial mixed-precision blocks of mixed.h). */
-void mm_reference(sl_train *t, float *params, double *losses);
+/* sl_technique.check: one step at the trained weights against the serial model and the
+ * independent f32 reference (check.c). */
+int mm_check_step(sl_train *t, const mm_ops *ops, double *error, char *why, size_t len);
+/* sl_technique.reference: serial training of the whole model on the global batch in t->dtype
+ * (the technique at t = 1; rank 0 alone). */
+void mm_reference(sl_train *t, const mm_ops *ops, float *params, double *losses);
 /* The last step's loss of the serial training mm_reference ran for t's batch and steps in dt
  * (rank 0; NAN where it has not run). */
 double mm_reference_loss(const sl_train *t, sl_dtype dt);

@@ -172,7 +172,7 @@ for v, blk16 in (("plain", 65536), ("overlap", 65536), ("seqpar", 81920)):
     if (val(h, "mem_params"), val(h, "mem_grads"), val(f, "mem_params")) != (12601344, 12601344, 8400896):
         bad.append(f"{v}: mem_params {val(h, 'mem_params')} / {val(f, 'mem_params')}")
     if (round(val(h, "params_frac"), 3), round(val(f, "params_frac"), 3)) != (0.75, 0.5): bad.append(f"{v}: param /serial")
-want_activ = {"plain": (524288, 0.421), "overlap": (524288, 0.421), "seqpar": (475136, 0.382)}
+want_activ = {"plain": (360448, 0.289), "overlap": (360448, 0.289), "seqpar": (311296, 0.25)}
 for v, (b, fr) in want_activ.items():
     h = mixed[(v, "bf16")]
     if (val(h, "mem_activ"), round(val(h, "activ_frac"), 3)) != (b, fr): bad.append(f"{v}: bf16 mem_activ {val(h, 'mem_activ')}")

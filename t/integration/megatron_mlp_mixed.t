@@ -1,13 +1,73 @@
 #!/bin/bash
-# megatron_mlp -d f16|bf16 in the overlap and seqpar variants (megatron_mlp.t has plain): every
-# row against the serial mixed-precision blocks; the tensor-parallel collectives (overlap's
-# non-blocking all-reduce, seqpar's all-gathers and reduce-scatters) and the replicas' all-reduce
-# moving exactly half of f32's bytes, equal to the model; memory equal to the model, seqpar's
-# 16-bit activations below plain's; one rank's overflow skipped by every rank; AdamW at t = 2.
+# megatron_mlp -d f32|f16|bf16, one block code for every dtype: every dtype x collective (mpi,
+# ring) on 2 and 4 ranks at every t the program sweeps, every variant, against serial training in
+# its dtype and one step against the serial model (the technique at t = 1) and the independent f32
+# reference; overlap and seqpar in 16 bits (megatron_mlp.t has plain): the tensor-parallel
+# collectives (overlap's non-blocking all-reduce, seqpar's all-gathers and reduce-scatters) and the
+# replicas' all-reduce moving exactly half of f32's bytes, equal to the model; memory equal to the
+# model, 16-bit activations half of f32's, seqpar's below plain's; one rank's overflow skipped by
+# every rank; AdamW at t = 2.
 . "$(dirname "$0")/../lib/common.sh"
 out=$(tmpdir)
 trap 'rm -rf "$out"' EXIT
 mixed="--blocks 2 --hidden 48 --ffn-mult 2 -n 3 -w 1 --baseline 0 --batch 4 --tp 2 --dp 2"
+
+# Every dtype x collective on 2 and 4 ranks, at every t the program sweeps (1, 2 and 1, 2, 4; d the
+# rest) and every variant: each row passes (the weights against serial training in its dtype), its
+# step within the bounds against the serial model (f32 1e-5; f16/bf16 16u) and against the
+# independent f32 reference (f32_ref_err: f32 1e-5, f16/bf16 32u).
+for np in 2 4; do
+  ts="1, 2"
+  [ $np = 4 ] && ts="1, 2, 4"
+  # shellcheck disable=SC2086
+  launch $np megatron_mlp --blocks 2 --hidden 48 --ffn-mult 2 -n 3 -w 1 --baseline 0 --batch 4 -d f32,f16,bf16 \
+    -C mpi,ring -o "$out/grid$np" >"$out/grid$np.txt" 2>&1 </dev/null
+  rc=$?
+  ok $rc "$np ranks, -d f32,f16,bf16 -C mpi,ring, every t and variant: every row passes its check"
+  [ $rc = 0 ] || tail -5 "$out/grid$np.txt" | sed 's/^/#   /' >&2
+  python3 - "$out/grid$np/megatron_mlp.jsonl" "$np" <<'PY'
+import json, sys
+np_ = int(sys.argv[2])
+ts = [1, 2] if np_ == 2 else [1, 2, 4]
+unit = {"f32": None, "f16": 2**-11, "bf16": 2**-8}
+rows = {(r["variant"], r["dtype"], r["collective"], r["params"]["tp"]): r for r in map(json.loads, open(sys.argv[1]))}
+want = {(v, d, c, t) for v in ("plain", "overlap", "seqpar") for d in unit for c in ("mpi", "ring") for t in ts}
+bad = [] if set(rows) == want else [f"rows {sorted(set(rows) ^ want)}"]
+val = lambda r, k: r["metrics"][k]["value"]
+for (v, d, c, t), r in sorted(rows.items()):
+    name = f"{v}/{d}/{c}/t={t}"
+    if r["check"]["status"] != "pass" or r["params"]["dp"] != np_ // t: bad.append(f"{name}: {r['check']}")
+    step, ref = (1e-5, 1e-5) if d == "f32" else (16 * unit[d], 32 * unit[d])
+    for k in ("out_rel_err", "dx_rel_err", "grad_rel_err"):
+        if not val(r, k) <= step: bad.append(f"{name}: {k} {val(r, k)} > {step}")
+    if not val(r, "f32_ref_err") <= ref: bad.append(f"{name}: f32_ref_err {val(r, 'f32_ref_err')} > {ref}")
+    if d != "f32" and not val(r, "f32_ref_err") > 0: bad.append(f"{name}: f32_ref_err {val(r, 'f32_ref_err')}")
+    if d != "f32" and val(r, "mem_activ") * 2 != val(rows[(v, "f32", c, t)], "mem_activ"):
+        bad.append(f"{name}: activations {val(r, 'mem_activ')}, not half of f32's")
+print("\n".join(bad), file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+  ok $? "$np ranks: all 3 dtypes x 2 collectives x t = $ts x 3 variants ran; steps within the bounds of the serial model and the f32 reference; 16-bit activations half of f32's"
+done
+
+# A defect of the blocks themselves (SL_TEST_CORRUPT=1 in f32: the column-parallel bias gradients
+# da_r left zero) is shared by the serial model, the same code at t = 1, so the weights still match
+# serial training; the independent f32 reference catches it (and fails the row).
+# shellcheck disable=SC2086
+SL_TEST_CORRUPT=1 launch 2 megatron_mlp --blocks 2 --hidden 48 --ffn-mult 2 -n 3 -w 1 --baseline 0 --batch 4 --tp 2 \
+  --variants plain -d f32 -C ring -o "$out/spoil" >"$out/spoil.txt" 2>&1 </dev/null
+rc=$?
+python3 - "$out/spoil/megatron_mlp.jsonl" <<'PY'
+import json, sys
+r = json.loads(open(sys.argv[1]).readline())
+val = lambda k: r["metrics"][k]["value"]
+print(r["check"], val("weight_rel_err"), val("f32_ref_err"), file=sys.stderr)
+sys.exit(0 if (r["check"]["status"] == "fail" and "weight gradient da of block" in r["check"]["message"]
+               and val("weight_rel_err") <= 1e-4 and val("f32_ref_err") > 0.5) else 1)
+PY
+ok $? "a defect the serial model shares: the weights match serial training, the independent f32 reference fails it"
+[ $rc = 1 ]
+ok $? "the run with the defect exits 1 (rc=$rc)"
 
 # t = 2 x d = 2, every variant in f32, f16 and bf16, on the ring (bytes counted) and the MPI
 # library's collectives (its 16-bit sums)
