@@ -81,17 +81,19 @@ int sl_train_main(const sl_technique *tech, int argc, char **argv)
                 o->layers, o->width, m.nparams, m.nparams * 4.0 / 1048576, o->scaling ? "strong" : "weak",
                 o->batch, o->scaling ? "in all" : "per data rank", sl_optim_name(optim.kind), o->lr,
                 lr_given ? "" : " (this shape's default)");
-    /* Say what the efficiency is measured against: the same variant on one rank, inside this
-     * run, on one rank's share of the cores, which is fewer than a program started alone gets. */
+    /* Say what the efficiency is measured against: the same variant on one rank training the
+     * same global batch, inside this run, on one rank's share of the cores, which is fewer than
+     * a program started alone gets. */
     char threads[48];
     snprintf(threads, sizeof threads, ", on %d GEMM thread%s", sl_k_cpu_threads(), sl_k_cpu_threads() == 1 ? "" : "s");
     if (P > 1 && o->baseline)
-        sl_note(&ctx, "eff: each variant against itself on one rank (rank 0 alone, in this run%s); "
-                      "compare variants by samples/s",
-                be == SL_BACKEND_CPU ? threads : "");
+        sl_note(&ctx, "eff: the speedup over one rank training the same global batch (the same variant on "
+                      "rank 0 alone, in this run%s), divided by the %d ranks: at most 100%% unless "
+                      "superlinear, which the row then says; compare variants by samples/s",
+                be == SL_BACKEND_CPU ? threads : "", P);
     sl_table_begin(&ctx, tech->columns, tech->ncolumns);
 
-    double *baselines = calloc((size_t)tech->nvariants, sizeof *baselines);
+    train_baseline *baselines = calloc((size_t)tech->nvariants, sizeof *baselines);
     if (!baselines) SL_FATAL("out of memory");
     const unsigned mask = *tech->variant_mask;
     for (int d = 0; d < SL_NDTYPES; d++) { /* f32 first: the 16-bit rows then read against it */
