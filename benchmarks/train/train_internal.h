@@ -50,6 +50,16 @@ typedef struct train_baseline {
 train_baseline train_one_rank_step(sl_ctx *ctx, const sl_technique *tech, int variant, sl_dtype dtype,
                                    const sl_mlp *m, sl_task *task, const sl_optim *o, int global_batch);
 
+/* Sleep mode (train_compute.c): the option group a .sleep_mode technique's program gets; the
+ * Open MPI setting made before MPI_Init; the option's checks; around each step (the step
+ * slept or not, the barriers, the calibration after the warm-up steps); the replay. */
+extern const sl_opt_group train_compute_option_group;
+void train_compute_env(int argc, char **argv);
+void train_compute_validate(sl_ctx *ctx);
+void train_compute_before_step(sl_train *t);
+void train_compute_after_step(sl_train *t);
+void train_compute_replay(sl_train *t);
+
 /* Runs variant `variant` over collective impl on the world and emits its row; baselines[v]
  * caches variant v's one-rank run. */
 void train_run_variant(sl_ctx *ctx, const sl_technique *tech, int variant, sl_dtype dtype,

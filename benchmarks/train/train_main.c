@@ -17,6 +17,7 @@ static void validate(sl_ctx *ctx)
     const sl_technique *tech = the_technique;
     const sl_train_options *o = &sl_train_opt;
     if (!isnan(o->lr) && (!(o->lr > 0) || o->lr > 1e6)) sl_usage_error("--lr: expected a learning rate in (0, 1e6], got %g", o->lr);
+    if (tech->sleep_mode) train_compute_validate(ctx);
     if (tech->program.validate) tech->program.validate(ctx);
     for (int d = 0; d < SL_NDTYPES; d++) /* a technique's validate may choose the precision */
         if (d != SL_F32 && (ctx->opt.dtypes & (1u << d)) &&
@@ -47,7 +48,13 @@ int sl_train_main(const sl_technique *tech, int argc, char **argv)
     prog = tech->program;
     int g = 0;
     while (g < SL_MAX_OPT_GROUPS - 1 && prog.groups[g]) g++;
-    prog.groups[g] = tech->model ? &sl_train_step_option_group : &sl_train_option_group;
+    prog.groups[g++] = tech->model ? &sl_train_step_option_group : &sl_train_option_group;
+    if (tech->sleep_mode) {
+        if (g == SL_MAX_OPT_GROUPS - 1 || !tech->reset)
+            SL_FATAL("%s: sleep mode needs a free option group and .reset", prog.name);
+        prog.groups[g] = &train_compute_option_group;
+        train_compute_env(argc, argv);
+    }
     prog.validate = validate;
     the_technique = tech;
 

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sl_compute.h"
 #include "train_internal.h"
 
 static int data_ranks_of(const sl_technique *tech, int variant, int nranks)
@@ -55,11 +56,13 @@ void train_step_body(void *arg)
     sl_train *t = arg;
     memset(t->phase, 0, sizeof t->phase);
     t->loss = 0;
+    train_compute_before_step(t);
     t->tech->step(t);
     /* exposed is the part of comm the step waited for (sl_train.h): never more than comm */
     if ((t->phases_used & (1u << SL_PHASE_COMM)) && t->phase[SL_PHASE_EXPOSED] > t->phase[SL_PHASE_COMM])
         t->phase[SL_PHASE_EXPOSED] = t->phase[SL_PHASE_COMM];
     if (t->step < t->nsteps) memcpy(t->phase_log + (size_t)t->step * SL_NPHASES, t->phase, sizeof t->phase);
+    train_compute_after_step(t);
     t->step++;
 }
 
@@ -149,6 +152,7 @@ static void common_row(sl_train *t, sl_result *res, const sl_stats *st, const do
         sl_result_param_num(res, "width", (double)sl_train_opt.width);
     }
     sl_result_param_num(res, "params", (double)t->nparams);
+    if (tech->sleep_mode) sl_result_param_str(res, "compute_mode", sl_compute_sleep_mode() ? "sleep" : "real");
     sl_result_set_time(res, st);
     sl_result_metric(res, "samples_per_s", B / st->median, "samples/s");
     for (int p = 0; p < SL_NPHASES; p++)
@@ -243,6 +247,7 @@ void train_run_variant(sl_ctx *ctx, const sl_technique *tech, int variant, sl_dt
     double med[SL_NPHASES];
     unsigned used;
     train_phase_medians(&t, (int)ctx->opt.iters, ctx->comm, med, &used);
+    train_compute_replay(&t); /* sleep mode: the weights the check and the row read */
 
     train_check c = {0};
     if (ctx->opt.check) c = train_check_run(&t);
