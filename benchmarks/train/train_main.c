@@ -50,7 +50,7 @@ int sl_train_main(const sl_technique *tech, int argc, char **argv)
     while (g < SL_MAX_OPT_GROUPS - 1 && prog.groups[g]) g++;
     prog.groups[g++] = tech->model ? &sl_train_step_option_group : &sl_train_option_group;
     if (tech->sleep_mode) {
-        if (g == SL_MAX_OPT_GROUPS - 1 || !tech->reset)
+        if (g >= SL_MAX_OPT_GROUPS - 1 || !tech->reset) /* groups stay NULL-ended */
             SL_FATAL("%s: sleep mode needs a free option group and .reset", prog.name);
         prog.groups[g] = &train_compute_option_group;
         train_compute_env(argc, argv);
