@@ -37,25 +37,23 @@
  * replicas' all-reduce in 16 bits, f16's loss-scaling overflow OR-ed over every rank before
  * the step; checked against sl_train_serial_mixed. pipedream and --compute sleep stay f32.
  *
- * --compute sleep: in the timed steps each operation's forward or backward (its layers, and the
- * loss) and the optimizer step are replaced by one sleep of the durations measured for them:
- * the shortest of the warm-up steps and of a measurement with each rank computing alone
- * (communication stays real), so the schedule's shape shows on fewer cores than ranks.
+ * --compute sleep is the training layer's sleep mode (train/sl_compute.h): in the timed steps
+ * each operation's forward or backward (its layers, and the loss) and the optimizer step are
+ * replaced by one sleep of the durations measured for them (the shortest of the warm-up steps
+ * and of calibrate, each rank computing alone; communication stays real), so the schedule's
+ * shape shows on fewer cores than ranks. The driver then replays every step with real compute
+ * from the initial weights (reset) for the check.
  *
  * The bubble (pipe_bubble, pipeline/bubble.c): the busiest stage's idle time over the pipeline
  * time of a step, stage 0's span from its first operation to its last; the mean over the stages
  * beside it; each stage's idle and stage 0's waits for gradients in a line before the row.
- * The timed steps then train nothing; the weights that are checked come from a second,
- * untimed run of every step with real compute from the initial weights (done when the driver
- * first asks for the weights).
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/prctl.h>
 #include <string.h>
-#include <time.h>
 
+#include "sl_compute.h"
 #include "sl_train.h"
 #include "pipeline/bubble.h"
 #include "pipeline/mixed.h"
@@ -63,7 +61,7 @@
 
 static long long opt_stages = 0, opt_dp = 1, opt_micro = 8, opt_virtual = 0;
 static const char *opt_balance = NULL;
-static int opt_recompute = 0, opt_compute = 0; /* 0 real, 1 sleep */
+static int opt_recompute = 0;
 static unsigned opt_schedules = ~0u;
 
 static const sl_opt pipe_opts[] = {
@@ -78,8 +76,6 @@ static const sl_opt pipe_opts[] = {
      "layers per stage, a,b,c (interleaved: per chunk; default even, remainder first)"},
     {"recompute", 0, SL_OPT_FLAG, &opt_recompute, 0, 0, NULL, 0,
      "keep only each stage's input per micro-batch; recompute the forward before backward"},
-    {"compute", 0, SL_OPT_CHOICE, &opt_compute, 0, 0, "real|sleep", 0,
-     "timed steps compute, or sleep each layer's measured time (default real)"},
     {"schedule", 0, SL_OPT_CHOICE_LIST, &opt_schedules, 0, 0, SL_ENUM_CHOICES(SCHEDULES), 0,
      "schedules to run (default all)"},
     {0},
@@ -88,7 +84,6 @@ static const sl_opt pipe_opts[] = {
 /* One stage of one replica ------------------------------------------------------------ */
 
 #define MAX_CHUNKS 64
-#define NTIMES (2 * SL_MLP_MAX_LAYERS + 2) /* forward and backward per layer, loss, optimizer */
 
 typedef struct chunk {
     int l0, l1;      /* layers [l0, l1) */
@@ -123,14 +118,12 @@ typedef struct stage {
     /* measured */
     int inflight, inflight_peak;
     double activ, activ_peak;
-    double times[NTIMES];    /* the shortest of each piece of work in the warm-up steps */
-    int sleeping;
-    double busy;             /* seconds of forward/backward work (slept or real) so far */
+    sl_compute_clock clock;  /* sleep mode's pieces; busy: seconds of work (slept or real) so far */
     double *win, *work;      /* per step: first operation's start to last one's end; busy in it */
     double *wfirst, *wlater; /* per step: the wait for its first backward's gradient; before the later ones */
     double wait_b[2];        /* this step's so far: [0] first backward, [1] the later ones */
     int nbackward;           /* this step's backwards so far */
-    int recording;           /* in the driver's steps (not the sleep mode's replay) */
+    int recording;           /* in the driver's steps (not sleep mode's replay) */
     size_t es;               /* bytes of an activation element: the run's dtype */
     pipe_mixed *mixed;       /* -d f16|bf16 (pipeline/mixed.c); NULL in f32 */
 } stage;
@@ -139,7 +132,6 @@ typedef struct pline {
     stage st;
     int p, d, s, r;
     sl_comm *pipe_comm, *dp_comm;
-    int replayed;
     double sent;             /* bytes both communicators sent in the driver's steps */
     stage *ref;              /* reference simulation, rank 0 */
 } pline;
@@ -240,6 +232,8 @@ static void map_block(const sl_mlp *m, const chunk *c, int rows, float *base, fl
     }
 }
 
+static int progress(void *arg);
+
 static void setup_stage(sl_train *t, stage *st, const geometry *g, int sched, int s, int first_rep, int nrep, int d)
 {
     const sl_mlp *m = t->m;
@@ -251,6 +245,7 @@ static void setup_stage(sl_train *t, stage *st, const geometry *g, int sched, in
     st->nrep = nrep;
     st->d = d;
     st->es = sl_dtype_size(t->dtype);
+    sl_compute_clock_init(&st->clock, SL_COMPUTE_MLP_PIECES, progress, st);
     st->nchunks = g->v;
     for (int c = 0; c < g->v; c++) {
         chunk *ch = &st->ch[c];
@@ -324,8 +319,10 @@ static void setup_stage(sl_train *t, stage *st, const geometry *g, int sched, in
     }
 }
 
-static void reset_stage(sl_train *t, stage *st)
+/* Sleep mode: back to the initial weights for the replay with real compute. */
+static void reset(sl_train *t)
 {
+    stage *st = &((pline *)t->state)->st;
     const sl_mlp *m = t->m;
     for (int c = 0; c < st->g.v; c++)
         sl_mlp_init_params(m, (uint64_t)sl_train_opt.seed, m->w_off[st->ch[c].l0], st->ch[c].count,
@@ -339,6 +336,7 @@ static void free_stage(sl_train *t, stage *st)
 {
     if (st->mixed) pipe_mixed_free(t, st->mixed);
     free(st->mixed);
+    sl_compute_clock_free(&st->clock);
     for (int k = 0; k < st->nslots; k++) {
         sl_k_free(t->be, st->act_in[k]);
         sl_k_free(t->be, st->act_out[k]);
@@ -361,15 +359,13 @@ static void free_stage(sl_train *t, stage *st)
 
 /* Compute, real or slept ---------------------------------------------------------------- */
 
-/* Index of a timed piece of work: forward of layer l, backward of l, loss, optimizer. */
-enum { T_LOSS = 2 * SL_MLP_MAX_LAYERS, T_OPTIM };
-
 /* Advances the stage's messages in flight: a large message moves only while its sender and
  * its receiver are inside the MPI library, so a stage computing (or sleeping) would hold back
  * its neighbour. Called between layers, as a framework's communication thread would. Returns
  * how many sends are still in flight. */
-static int progress(stage *st)
+static int progress(void *arg)
 {
+    stage *st = arg;
     int pending = 0;
     for (int k = 0; k < st->nslots; k++) {
         sl_coll_req **q[2] = {&st->slots[k].sq_act, &st->slots[k].sq_grad};
@@ -397,86 +393,17 @@ static int progress(stage *st)
     return pending;
 }
 
-/* How late nanosleep wakes, a running mean (tens of microseconds on a virtual machine, even
- * with a timer slack of 1 us: as much as a small layer's compute). */
-static double wake_late = 20e-6;
-
-/* Sleeps s seconds in slices, progressing the sends in flight between them: of at most 100 us,
- * or 10 us while a send is in flight (a message above the eager limit moves only when its
- * sender answers the receiver inside MPI: polled every 100 us, each boundary message arrived
- * some 50 us late, a quarter of an operation). Each slice asks for the time left less how late
- * a wake-up has been, and it stops when less than half a wake-up is left, so that it ends on
- * time on average without spinning: a plain sleep of the time left overran every operation by
- * one wake-up (about 30 us of 100). */
-static void sleep_for(stage *st, double s)
-{
-    const double end = sl_now() + s;
-    int pending = progress(st);
-    for (double now = sl_now(); end - now > 0.5 * wake_late; now = sl_now()) {
-        double slice = end - now - wake_late, most = pending ? 1e-5 : 1e-4;
-        slice = slice > most ? most : slice < 1e-6 ? 1e-6 : slice;
-        nanosleep(&(struct timespec){.tv_nsec = (long)(slice * 1e9)}, NULL);
-        double late = sl_now() - now - slice; /* a wake-up that waited for a core is no measure */
-        wake_late += 0.05 * ((late < 0 ? 0 : late > 50e-6 ? 50e-6 : late) - wake_late);
-        pending = progress(st);
-    }
-}
-
-/* Sleep mode: waits for every rank without spinning (MPI_Ibarrier, polled between sleeps). A
- * rank spinning in MPI_Barrier holds a core that a stage still sleeping through its work needs
- * to wake on time when there are more ranks than cores, and spinning ranks are released from
- * a barrier up to a scheduler slice (about 1 ms) apart. */
-static void quiet_barrier(MPI_Comm comm, long poll_ns)
-{
-    MPI_Request req;
-    SL_CHECK_MPI(MPI_Ibarrier(comm, &req));
-    sl_mpi_wait_quietly(&req, poll_ns);
-}
-
-/* Runs work (real) or sleeps the shortest time it took (sleep mode, timed steps: the shortest,
- * because with more ranks than cores the others are inflated by waiting for a core); records
- * the phase. */
-#define TIMED(t, st, idx, phase, name, work)                                                     \
-    do {                                                                                        \
-        double t0_ = sl_now();                                                                  \
-        if ((st)->sleeping) {                                                                   \
-            sleep_for(st, (st)->times[idx]);                                                   \
-        } else {                                                                                \
-            work;                                                                               \
-            sl_k_sync((t)->be);                                                                 \
-        }                                                                                       \
-        double t1_ = sl_now();                                                                  \
-        (st)->busy += t1_ - t0_;                                                                \
-        if (!(st)->sleeping && ((st)->times[idx] == 0 || t1_ - t0_ < (st)->times[idx]))          \
-            (st)->times[idx] = t1_ - t0_;                                                       \
-        sl_train_span(t, phase, name, t0_, t1_);                                                \
-        progress(st);                                                                           \
-    } while (0)
-
-/* Sleep mode: an operation's layers (and the loss) as one sleep of their summed times, one
- * wake-up per operation rather than per layer (each wake-up errs by some microseconds). */
-static int slept(sl_train *t, stage *st, const chunk *c, int backward, int loss, sl_phase phase, const char *name)
-{
-    if (!st->sleeping) return 0;
-    double s = loss ? st->times[T_LOSS] : 0, t0 = sl_now();
-    for (int l = c->l0; l < c->l1; l++) s += st->times[2 * l + backward];
-    sleep_for(st, s);
-    double t1 = sl_now();
-    st->busy += t1 - t0;
-    sl_train_span(t, phase, name, t0, t1);
-    progress(st);
-    return 1;
-}
-
 static void chunk_forward(sl_train *t, stage *st, const chunk *c, const float *params, int rows, float **x,
                           float **z, sl_phase phase)
 {
     const sl_mlp *m = t->m;
-    if (slept(t, st, c, 0, 0, phase, phase == SL_PHASE_RECOMPUTE ? "recompute" : "forward")) return;
+    /* slept: the operation's layers as one sleep (one wake-up, each erring by microseconds) */
+    const char *name = phase == SL_PHASE_RECOMPUTE ? "recompute" : "forward";
+    if (sl_compute_sleep_layers(t, &st->clock, c->l0, c->l1, 0, 0, phase, name)) return;
     for (int l = c->l0; l < c->l1; l++) {
         const float *lp = params + c->off + (m->w_off[l] - m->w_off[c->l0]);
-        TIMED(t, st, 2 * l, phase, phase == SL_PHASE_RECOMPUTE ? "recompute" : "forward",
-              sl_mlp_layer_forward(m, l, rows, lp, x[l], z[l], x[l + 1]));
+        SL_COMPUTE_PIECE(t, &st->clock, SL_COMPUTE_FORWARD(l), phase, name,
+                         sl_mlp_layer_forward(m, l, rows, lp, x[l], z[l], x[l + 1]));
     }
 }
 
@@ -485,12 +412,12 @@ static void chunk_backward(sl_train *t, stage *st, const chunk *c, const float *
                            float **z, float *dy, float *dx0)
 {
     const sl_mlp *m = t->m;
-    if (slept(t, st, c, 1, 0, SL_PHASE_COMPUTE, "backward")) return;
+    if (sl_compute_sleep_layers(t, &st->clock, c->l0, c->l1, 1, 0, SL_PHASE_COMPUTE, "backward")) return;
     for (int l = c->l1 - 1; l >= c->l0; l--) {
         size_t o = c->off + (m->w_off[l] - m->w_off[c->l0]);
         float *dx = l > c->l0 ? st->dbuf[l & 1] : dx0;
-        TIMED(t, st, 2 * l + 1, SL_PHASE_COMPUTE, "backward",
-              sl_mlp_layer_backward(m, l, rows, params + o, x[l], z[l], dy, st->grads + o, dx));
+        SL_COMPUTE_PIECE(t, &st->clock, SL_COMPUTE_BACKWARD(l), SL_PHASE_COMPUTE, "backward",
+                         sl_mlp_layer_backward(m, l, rows, params + o, x[l], z[l], dy, st->grads + o, dx));
         dy = dx;
     }
 }
@@ -561,7 +488,7 @@ static void mixed_compute(sl_train *t, stage *st, sl_phase phase, const char *na
 {
     sl_k_sync(t->be);
     const double t1 = sl_now();
-    st->busy += t1 - t0;
+    st->clock.busy += t1 - t0;
     sl_train_span(t, phase, name, t0, t1);
     progress(st);
 }
@@ -628,12 +555,13 @@ static void do_forward(sl_train *t, stage *st, const op *o)
     float *work = activ_alloc(t, st, full);
     map_block(m, c, rows, work, st->act_out[k], x, z);
     sl_k_memcpy(t->be, x[c->l0], st->act_in[k], in * sizeof(float), SL_K_D2D);
-    if (slept(t, st, c, 0, last, SL_PHASE_COMPUTE, "forward")) {
+    if (sl_compute_sleep_layers(t, &st->clock, c->l0, c->l1, 0, last, SL_PHASE_COMPUTE, "forward")) {
     } else if (chunk_forward(t, st, c, st->params, rows, x, z, SL_PHASE_COMPUTE), last) {
         sl_mlp_acts a = {.batch = rows};
         a.x[m->nlayers] = x[m->nlayers];
         a.dbuf[m->nlayers & 1] = st->grad_in[k];
-        TIMED(t, st, T_LOSS, SL_PHASE_COMPUTE, "loss", sl_train_loss(t, &a, st->target[k]));
+        SL_COMPUTE_PIECE(t, &st->clock, SL_COMPUTE_LOSS, SL_PHASE_COMPUTE, "loss",
+                         sl_train_loss(t, &a, st->target[k]));
     }
     keep_for_backward(t, st, k, work, full, in);
 }
@@ -671,8 +599,8 @@ static void do_backward(sl_train *t, stage *st, const op *o)
 static void stage_update(sl_train *t, stage *st, int count)
 {
     sl_optim so = sl_optim_for_step(&t->optim, count);
-    TIMED(t, st, T_OPTIM, SL_PHASE_COMPUTE, "optimizer",
-          sl_optim_step(t->be, &so, st->nparams, st->params, st->grads, st->optim));
+    SL_COMPUTE_PIECE(t, &st->clock, SL_COMPUTE_OPTIM, SL_PHASE_COMPUTE, "optimizer",
+                     sl_optim_step(t->be, &so, st->nparams, st->params, st->grads, st->optim));
     sl_k_memset0(t->be, st->grads, st->nparams * sizeof(float));
 }
 
@@ -709,12 +637,9 @@ static double wait_recv(sl_train *t, stage *st, sl_coll_req **rq)
 {
     if (!*rq) return 0;
     double t0 = sl_now();
-    for (int done = 0; st->sleeping && !done;) {
+    for (int done = 0; t->sleeping && !done;) {
         sl_train_coll_ok(sl_coll_test(*rq, &done), "poll a boundary receive");
-        if (!done) {
-            progress(st);
-            nanosleep(&(struct timespec){.tv_nsec = 20000}, NULL);
-        }
+        if (!done) sl_compute_nap(&st->clock);
     }
     sl_train_coll_ok(sl_coll_wait(*rq), "wait for a boundary receive");
     *rq = NULL;
@@ -764,10 +689,10 @@ static void run_op(sl_train *t, pline *pp, const op *o)
 static void wait_sends(sl_train *t, stage *st)
 {
     double t0 = sl_now();
-    for (int k = 0; st->sleeping && k < st->nslots; k++) /* without spinning (wait_recv) */
+    for (int k = 0; t->sleeping && k < st->nslots; k++) /* without spinning (wait_recv) */
         while (st->slots[k].sq_act || st->slots[k].sq_grad) {
             progress(st);
-            if (st->slots[k].sq_act || st->slots[k].sq_grad) nanosleep(&(struct timespec){.tv_nsec = 20000}, NULL);
+            if (st->slots[k].sq_act || st->slots[k].sq_grad) sl_compute_nap(&st->clock);
         }
     for (int k = 0; k < st->nslots; k++) {
         sl_coll_req *q[2] = {st->slots[k].sq_act, st->slots[k].sq_grad};
@@ -788,13 +713,13 @@ static void pipe_step(sl_train *t, pline *pp)
     }
     for (int i = first; i < first + count; i++) prefetch(t, st, &st->ops[i]);
     for (int i = first; i < first + count; i++) post_recv(t, pp, &st->ops[i]);
-    const double w0 = sl_now(), b0 = st->busy;
+    const double w0 = sl_now(), b0 = st->clock.busy;
     st->wait_b[0] = st->wait_b[1] = 0;
     st->nbackward = 0;
     for (int i = first; i < first + count; i++) run_op(t, pp, &st->ops[i]);
     if (st->recording && t->step < t->nsteps) {
         st->win[t->step] = sl_now() - w0;
-        st->work[t->step] = st->busy - b0;
+        st->work[t->step] = st->clock.busy - b0;
         st->wfirst[t->step] = st->wait_b[0];
         st->wlater[t->step] = st->wait_b[1];
     }
@@ -878,100 +803,36 @@ static void setup(sl_train *t)
     }
 }
 
-/* Sleep mode, after the warm-up steps: each rank in turn, the others waiting without spinning,
- * runs each of its layers forward and backward, the loss and the optimizer step a few times
- * alone on the largest micro-batch; each piece's sleep is the shortest of these and of the
- * warm-up steps. In the warm-up steps every rank computes at once on fewer cores than ranks,
- * and the shortest of them was still up to a fifth longer on some stages than on others for
- * the same layer, which made equal stages unequal. */
-static void calibrate(sl_train *t, pline *pp)
+/* Sleep mode's calibration (the driver runs it on each rank in turn, the others waiting): the
+ * stage's chunks, its loss if it holds the last, and its optimizer step, on the largest
+ * micro-batch. */
+static void calibrate(sl_train *t)
 {
-    stage *st = &pp->st;
-    const sl_mlp *m = t->m;
-    const size_t act = (size_t)st->rows_max * st->width_max;
-    float *buf[5];
-    for (int i = 0; i < 5; i++) {
-        buf[i] = sl_k_malloc(t->be, SL_MEM_OTHER, act * sizeof(float) + 1);
-        sl_k_memset0(t->be, buf[i], act * sizeof(float));
+    stage *st = &((pline *)t->state)->st;
+    int l0[MAX_CHUNKS], l1[MAX_CHUNKS];
+    const float *params[MAX_CHUNKS];
+    for (int c = 0; c < st->nchunks; c++) {
+        l0[c] = st->ch[c].l0;
+        l1[c] = st->ch[c].l1;
+        params[c] = st->params + st->ch[c].off;
     }
-    float *big = sl_k_malloc(t->be, SL_MEM_OTHER, 3 * st->nparams * sizeof(float) + 1);
-    sl_k_memset0(t->be, big, 3 * st->nparams * sizeof(float));
-    for (int turn = 0; turn < t->size; turn++) {
-        quiet_barrier(t->ctx->comm, 1000000); /* the others poll seldom while one measures */
-        if (turn != t->rank) continue;
-        for (int rep = 0; rep < 30; rep++) {
-            double t0, t1;
-            for (int c = 0; c < st->nchunks; c++)
-                for (int l = st->ch[c].l0; l < st->ch[c].l1; l++) {
-                    const float *lp = st->params + st->ch[c].off + (m->w_off[l] - m->w_off[st->ch[c].l0]);
-                    t0 = sl_now();
-                    sl_mlp_layer_forward(m, l, st->rows_max, lp, buf[0], buf[1], buf[2]);
-                    sl_k_sync(t->be);
-                    t1 = sl_now();
-                    if (t1 - t0 < st->times[2 * l]) st->times[2 * l] = t1 - t0;
-                    t0 = sl_now();
-                    sl_mlp_layer_backward(m, l, st->rows_max, lp, buf[0], buf[1], buf[3], big,
-                                          l > 0 ? buf[4] : NULL);
-                    sl_k_sync(t->be);
-                    t1 = sl_now();
-                    if (t1 - t0 < st->times[2 * l + 1]) st->times[2 * l + 1] = t1 - t0;
-                }
-            if (st->last) {
-                sl_mlp_acts a = {.batch = st->rows_max};
-                a.x[m->nlayers] = buf[0];
-                a.dbuf[m->nlayers & 1] = buf[1];
-                t0 = sl_now();
-                sl_train_loss(t, &a, buf[2]);
-                t1 = sl_now();
-                if (t1 - t0 < st->times[T_LOSS]) st->times[T_LOSS] = t1 - t0;
-            }
-            sl_optim so = sl_optim_for_step(&t->optim, 0);
-            t0 = sl_now();
-            sl_optim_step(t->be, &so, st->nparams, big, big + st->nparams, big + 2 * st->nparams);
-            sl_k_sync(t->be);
-            t1 = sl_now();
-            if (t1 - t0 < st->times[T_OPTIM]) st->times[T_OPTIM] = t1 - t0;
-        }
-    }
-    quiet_barrier(t->ctx->comm, 1000000);
-    for (int i = 0; i < 5; i++) sl_k_free(t->be, buf[i]);
-    sl_k_free(t->be, big);
+    sl_compute_calibrate_mlp(t, &st->clock, st->nchunks, l0, l1, params, st->rows_max, st->last, st->nparams);
 }
 
+/* A step of the driver's, or of sleep mode's replay (which records none of the row's figures). */
 static void step(sl_train *t)
 {
     pline *pp = t->state;
-    pp->st.sleeping = opt_compute == 1 && t->step >= (int)t->ctx->opt.warmup;
-    pp->st.recording = 1;
-    if (pp->st.sleeping) quiet_barrier(t->baseline ? MPI_COMM_SELF : t->ctx->comm, 20000); /* the driver's barrier released ranks apart */
+    pp->st.recording = !t->replaying;
     pipe_step(t, pp);
-    if (pp->st.sleeping) quiet_barrier(t->baseline ? MPI_COMM_SELF : t->ctx->comm, 20000); /* none spins in the next step's barrier */
-    pp->st.sleeping = pp->st.recording = 0;
-    if (opt_compute == 1 && !t->baseline && t->step == (int)t->ctx->opt.warmup - 1) calibrate(t, pp);
-    pp->sent = (double)(sl_comm_bytes_sent(pp->pipe_comm) + sl_comm_bytes_sent(pp->dp_comm));
-}
-
-/* Sleep mode: the timed steps trained nothing; train every step again, with real compute,
- * from the initial weights (collective: every rank asks for its weights). */
-static void replay(sl_train *t)
-{
-    pline *pp = t->state;
-    if (opt_compute != 1 || pp->replayed) return;
-    pp->replayed = 1;
-    reset_stage(t, &pp->st);
-    const int saved = t->step;
-    for (t->step = 0; t->step < t->nsteps; t->step++) {
-        SL_CHECK_MPI(MPI_Barrier(t->ctx->comm));
-        pipe_step(t, pp);
-    }
-    t->step = saved;
+    pp->st.recording = 0;
+    if (!t->replaying) pp->sent = (double)(sl_comm_bytes_sent(pp->pipe_comm) + sl_comm_bytes_sent(pp->dp_comm));
 }
 
 /* The stage's first chunk: [w_off[l0], w_off[l1]) (interleaved: its first chunk only). */
 static const float *weights(sl_train *t, size_t *first, size_t *count)
 {
     pline *pp = t->state;
-    replay(t);
     *first = t->m->w_off[pp->st.ch[0].l0];
     *count = pp->st.ch[0].count;
     return pp->st.params;
@@ -1229,7 +1090,6 @@ static void row(sl_train *t, sl_result *res)
     sl_result_param_num(res, "micro_batches", g->m);
     sl_result_param_num(res, "virtual", g->v);
     sl_result_param_num(res, "recompute", opt_recompute);
-    sl_result_param_str(res, "compute_mode", opt_compute ? "sleep" : "real");
     int base = one_rank_layers[st->sched]; /* rank 0's; 0 where no baseline ran */
     SL_CHECK_MPI(MPI_Bcast(&base, 1, MPI_INT, 0, t->ctx->comm));
     if (base) sl_result_param_num(res, "one_rank_layers", base);
@@ -1277,7 +1137,7 @@ static void row(sl_train *t, sl_result *res)
      * none in sleep mode, whose timed steps compute no loss (n/a) */
     double loss = 0;
     SL_CHECK_MPI(MPI_Allreduce(&t->loss, &loss, 1, MPI_DOUBLE, MPI_SUM, t->ctx->comm));
-    sl_result_metric(res, "final_loss", opt_compute == 1 ? NAN : loss, "loss");
+    sl_result_metric(res, "final_loss", sl_compute_sleep_mode() ? NAN : loss, "loss");
     if (st->mixed) pipe_mixed_row(t, st->mixed, res);
     free(mine);
     free(all);
@@ -1296,9 +1156,6 @@ static void validate(sl_ctx *ctx)
                            "(pipedream trains in f32); drop pipedream, or add f32 to -d");
         if (opt_schedules & (1u << S_PIPEDREAM))
             sl_note(ctx, "-d f16/bf16: gpipe, 1f1b and interleaved run in mixed precision; pipedream in f32 only");
-        if (opt_compute == 1)
-            sl_usage_error("--compute sleep: with -d f16|bf16 not available (it sleeps the f32 layers' "
-                           "measured times); use --compute real");
     }
     if (opt_stages == 0) opt_stages = P / opt_dp > 0 ? P / opt_dp : 1;
     if (opt_stages * opt_dp != P)
@@ -1333,11 +1190,6 @@ static void validate(sl_ctx *ctx)
     const long long B = sl_train_opt.scaling == 1 ? sl_train_opt.batch : sl_train_opt.batch * opt_dp;
     if (B / opt_dp < opt_micro)
         sl_usage_error("--micro-batches %lld: a replica's %lld samples of the batch are fewer", opt_micro, B / opt_dp);
-    if (opt_compute == 1 && ctx->opt.warmup < 1)
-        sl_usage_error("--compute sleep: needs -w 1 or more (the warm-up steps measure each layer)");
-    /* Sleeps of a tenth of a millisecond must end on time: Linux lets a sleep overrun by the
-     * thread's timer slack (50 us by default), as much as a small layer's compute. */
-    if (opt_compute == 1) prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
 }
 
 static const sl_column columns[] = {
@@ -1371,6 +1223,8 @@ static const sl_technique pipeline = {
     .data_ranks = data_ranks, .setup = setup, .step = step, .free = release,
     .weights = weights, .gather_weights = gather_weights, .reference = reference,
     .bytes_model = bytes_model, .row = row,
+    /* --compute sleep: the layers, the loss and the optimizer step slept in the timed steps */
+    .sleep_mode = 1, .reset = reset, .calibrate = calibrate,
     .columns = columns, .ncolumns = (int)(sizeof columns / sizeof columns[0]),
 };
 
@@ -1378,16 +1232,6 @@ static const sl_technique pipeline = {
  * bubble is the formula's on 2, 4 or 8 stages. */
 int main(int argc, char **argv)
 {
-    /* Sleep mode: Open MPI yields the core in every call that finds nothing to do when ranks
-     * outnumber cores (mpi_yield_when_idle defaults to 1 when oversubscribed), so a sleeping
-     * stage's poll of a message lost its core to another process for tens of microseconds after
-     * each operation (30-60 us gaps between a forward and its send in the trace). Sleep mode
-     * never blocks inside MPI in a timed step (it polls between sleeps), so it asks for no
-     * yield, unless the user chose (read at MPI_Init, hence before the options are parsed). */
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--compute=sleep") == 0 || (strcmp(argv[i], "--compute") == 0 && i + 1 < argc &&
-                                                        strcmp(argv[i + 1], "sleep") == 0))
-            setenv("OMPI_MCA_mpi_yield_when_idle", "0", 0);
     sl_train_opt.layers = 8;
     sl_train_opt.width = sl_train_opt.inputs = sl_train_opt.outputs = 1024;
     sl_train_opt.batch = 128;

@@ -12,7 +12,8 @@
  *     timed steps of the slowest rank;
  *   - the serial reference (cached per global batch), the check against it with the
  *     technique's tolerance, and the check that replicas are bit-identical;
- *   - the one-rank baseline for scaling efficiency;
+ *   - the one-rank baseline for scaling efficiency (the same global batch on one rank);
+ *   - sleep mode (--compute sleep, sl_compute.h) for a technique that sets .sleep_mode;
  *   - the common row: samples/s, TFLOP/s, memory by category as counted by the allocator (and
  *     the technique's analytic memory model beside it), bytes sent per step against the
  *     technique's model, the phases, the check.
@@ -92,6 +93,9 @@ typedef struct sl_train {
     size_t nparams;         /* the flat weight vector: m->nparams, or the technique's own model's */
     sl_dtype dtype;         /* f32, or f16/bf16: mixed-precision training (technique.dtypes) */
     double loss;            /* this rank's loss of the step being run (sl_train_loss adds to it) */
+    int sleeping;           /* sleep mode's timed step: compute is slept (sl_compute.h) */
+    int replaying;          /* sleep mode's replay of every step with real compute: not a driver
+                               step (the technique records none of its figures) */
     void *state;            /* the technique's */
     /* driver-private */
     double phase[SL_NPHASES];
@@ -185,6 +189,14 @@ typedef struct sl_technique {
      * tensor-parallel degrees): before each pass the driver calls sweep(ctx, pass) for pass = 0,
      * 1, ..., and stops at the first that returns 0. NULL: one pass. */
     int (*sweep)(sl_ctx *ctx, int pass);
+
+    /* Sleep mode (sl_compute.h, train_compute.c): the program takes --compute real|sleep.
+     * reset (required then) returns to the initial weights and optimizer state for the replay
+     * with real compute; calibrate (may be NULL) measures the rank's pieces alone, on each rank
+     * in turn after the warm-up steps. */
+    int sleep_mode;
+    void (*reset)(sl_train *t);
+    void (*calibrate)(sl_train *t);
 
     /* The stdout table. */
     const sl_column *columns;

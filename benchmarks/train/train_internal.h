@@ -38,14 +38,32 @@ void train_step_body(void *arg);
 void train_phase_medians(const sl_train *t, int timed, MPI_Comm comm, double med[SL_NPHASES],
                          unsigned *used);
 
-/* The one-rank run of a variant (rank 0 alone, the others wait): its median step time, on
- * every rank. Weak scaling keeps the per-rank batch, strong the global batch. */
-double train_one_rank_step(sl_ctx *ctx, const sl_technique *tech, int variant, sl_dtype dtype,
-                           const sl_mlp *m, sl_task *task, const sl_optim *o, int batch);
+/* The one-rank run behind scaling_eff: what it measured and the work it did, for the row. */
+typedef struct train_baseline {
+    double step;         /* median step time (0: not measured yet) */
+    double batch;        /* samples it trained per step: the run's global batch */
+    double mem_params;   /* parameter bytes its setup held: the whole model */
+} train_baseline;
+/* The one-rank run of a variant (rank 0 alone, the others wait) at the run's global batch:
+ * the same global work as the run, so that scaling_eff is the speedup over it divided by the
+ * ranks, whatever the technique partitions. On every rank. */
+train_baseline train_one_rank_step(sl_ctx *ctx, const sl_technique *tech, int variant, sl_dtype dtype,
+                                   const sl_mlp *m, sl_task *task, const sl_optim *o, int global_batch);
 
-/* Runs variant `variant` over collective impl on the world and emits its row. */
+/* Sleep mode (train_compute.c): the option group a .sleep_mode technique's program gets; the
+ * Open MPI setting made before MPI_Init; the option's checks; around each step (the step
+ * slept or not, the barriers, the calibration after the warm-up steps); the replay. */
+extern const sl_opt_group train_compute_option_group;
+void train_compute_env(int argc, char **argv);
+void train_compute_validate(sl_ctx *ctx);
+void train_compute_before_step(sl_train *t);
+void train_compute_after_step(sl_train *t);
+void train_compute_replay(sl_train *t);
+
+/* Runs variant `variant` over collective impl on the world and emits its row; baselines[v]
+ * caches variant v's one-rank run. */
 void train_run_variant(sl_ctx *ctx, const sl_technique *tech, int variant, sl_dtype dtype,
                        sl_coll impl, const sl_mlp *m, sl_task *task, const sl_optim *o,
-                       double *baselines);
+                       train_baseline *baselines);
 
 #endif

@@ -17,6 +17,7 @@ static void validate(sl_ctx *ctx)
     const sl_technique *tech = the_technique;
     const sl_train_options *o = &sl_train_opt;
     if (!isnan(o->lr) && (!(o->lr > 0) || o->lr > 1e6)) sl_usage_error("--lr: expected a learning rate in (0, 1e6], got %g", o->lr);
+    if (tech->sleep_mode) train_compute_validate(ctx);
     if (tech->program.validate) tech->program.validate(ctx);
     for (int d = 0; d < SL_NDTYPES; d++) /* a technique's validate may choose the precision */
         if (d != SL_F32 && (ctx->opt.dtypes & (1u << d)) &&
@@ -47,7 +48,13 @@ int sl_train_main(const sl_technique *tech, int argc, char **argv)
     prog = tech->program;
     int g = 0;
     while (g < SL_MAX_OPT_GROUPS - 1 && prog.groups[g]) g++;
-    prog.groups[g] = tech->model ? &sl_train_step_option_group : &sl_train_option_group;
+    prog.groups[g++] = tech->model ? &sl_train_step_option_group : &sl_train_option_group;
+    if (tech->sleep_mode) {
+        if (g >= SL_MAX_OPT_GROUPS - 1 || !tech->reset) /* groups stay NULL-ended */
+            SL_FATAL("%s: sleep mode needs a free option group and .reset", prog.name);
+        prog.groups[g] = &train_compute_option_group;
+        train_compute_env(argc, argv);
+    }
     prog.validate = validate;
     the_technique = tech;
 
@@ -81,17 +88,19 @@ int sl_train_main(const sl_technique *tech, int argc, char **argv)
                 o->layers, o->width, m.nparams, m.nparams * 4.0 / 1048576, o->scaling ? "strong" : "weak",
                 o->batch, o->scaling ? "in all" : "per data rank", sl_optim_name(optim.kind), o->lr,
                 lr_given ? "" : " (this shape's default)");
-    /* Say what the efficiency is measured against: the same variant on one rank, inside this
-     * run, on one rank's share of the cores, which is fewer than a program started alone gets. */
+    /* Say what the efficiency is measured against: the same variant on one rank training the
+     * same global batch, inside this run, on one rank's share of the cores, which is fewer than
+     * a program started alone gets. */
     char threads[48];
     snprintf(threads, sizeof threads, ", on %d GEMM thread%s", sl_k_cpu_threads(), sl_k_cpu_threads() == 1 ? "" : "s");
     if (P > 1 && o->baseline)
-        sl_note(&ctx, "eff: each variant against itself on one rank (rank 0 alone, in this run%s); "
-                      "compare variants by samples/s",
-                be == SL_BACKEND_CPU ? threads : "");
+        sl_note(&ctx, "eff: the speedup over one rank training the same global batch (the same variant on "
+                      "rank 0 alone, in this run%s), divided by the %d ranks: at most 100%% unless "
+                      "superlinear, which the row then says; compare variants by samples/s",
+                be == SL_BACKEND_CPU ? threads : "", P);
     sl_table_begin(&ctx, tech->columns, tech->ncolumns);
 
-    double *baselines = calloc((size_t)tech->nvariants, sizeof *baselines);
+    train_baseline *baselines = calloc((size_t)tech->nvariants, sizeof *baselines);
     if (!baselines) SL_FATAL("out of memory");
     const unsigned mask = *tech->variant_mask;
     for (int d = 0; d < SL_NDTYPES; d++) { /* f32 first: the 16-bit rows then read against it */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sl_compute.h"
 #include "train_internal.h"
 
 static int data_ranks_of(const sl_technique *tech, int variant, int nranks)
@@ -55,11 +56,13 @@ void train_step_body(void *arg)
     sl_train *t = arg;
     memset(t->phase, 0, sizeof t->phase);
     t->loss = 0;
+    train_compute_before_step(t);
     t->tech->step(t);
     /* exposed is the part of comm the step waited for (sl_train.h): never more than comm */
     if ((t->phases_used & (1u << SL_PHASE_COMM)) && t->phase[SL_PHASE_EXPOSED] > t->phase[SL_PHASE_COMM])
         t->phase[SL_PHASE_EXPOSED] = t->phase[SL_PHASE_COMM];
     if (t->step < t->nsteps) memcpy(t->phase_log + (size_t)t->step * SL_NPHASES, t->phase, sizeof t->phase);
+    train_compute_after_step(t);
     t->step++;
 }
 
@@ -81,20 +84,22 @@ void train_phase_medians(const sl_train *t, int timed, MPI_Comm comm, double med
     SL_CHECK_MPI(MPI_Allreduce(&t->phases_used, used, 1, MPI_UNSIGNED, MPI_BOR, comm));
 }
 
-double train_one_rank_step(sl_ctx *ctx, const sl_technique *tech, int variant, sl_dtype dtype,
-                           const sl_mlp *m, sl_task *task, const sl_optim *o, int batch)
+train_baseline train_one_rank_step(sl_ctx *ctx, const sl_technique *tech, int variant, sl_dtype dtype,
+                                   const sl_mlp *m, sl_task *task, const sl_optim *o, int global_batch)
 {
-    double median = 0;
+    double got[3] = {0}; /* train_baseline's fields, rank 0's */
     int tracing = sl_trace_enabled();
     sl_trace_enable(0); /* the one-rank run is not part of the timeline */
     if (ctx->rank == 0) {
+        const sl_mem_space space = m->be == SL_BACKEND_CUDA ? SL_MEM_DEVICE : SL_MEM_HOST;
         sl_comm *self;
-        sl_train_coll_ok(sl_comm_create(&self, MPI_COMM_SELF, SL_COLL_MPI,
-                                        m->be == SL_BACKEND_CUDA ? SL_MEM_DEVICE : SL_MEM_HOST),
-                         "sl_comm_create (one rank)");
+        sl_train_coll_ok(sl_comm_create(&self, MPI_COMM_SELF, SL_COLL_MPI, space), "sl_comm_create (one rank)");
         const int steps = (int)ctx->opt.warmup + (int)ctx->opt.iters;
         sl_train t;
-        train_open(&t, ctx, tech, variant, dtype, self, m, task, o, batch, steps, 1);
+        const size_t params0 = sl_mem_current(space, SL_MEM_PARAMS);
+        train_open(&t, ctx, tech, variant, dtype, self, m, task, o, global_batch, steps, 1);
+        got[1] = t.hi - t.lo;
+        got[2] = (double)sl_mem_current(space, SL_MEM_PARAMS) - (double)params0;
         double *times = malloc((size_t)steps * sizeof *times);
         if (!times) SL_FATAL("out of memory for %d step times", steps);
         /* not through sl_time_loop (rank 0 alone), and so never slowed by SL_TEST_SLOWDOWN:
@@ -106,7 +111,7 @@ double train_one_rank_step(sl_ctx *ctx, const sl_technique *tech, int variant, s
         }
         sl_stats st;
         sl_stats_compute(times + ctx->opt.warmup, (int)ctx->opt.iters, &st);
-        median = st.median;
+        got[0] = st.median;
         free(times);
         train_close(&t);
         sl_comm_destroy(self);
@@ -115,9 +120,9 @@ double train_one_rank_step(sl_ctx *ctx, const sl_technique *tech, int variant, s
     /* The other ranks wait without polling (a busy MPI_Bcast would take the cores rank 0 is
      * being measured on). */
     MPI_Request req;
-    SL_CHECK_MPI(MPI_Ibcast(&median, 1, MPI_DOUBLE, 0, ctx->comm, &req));
+    SL_CHECK_MPI(MPI_Ibcast(got, 3, MPI_DOUBLE, 0, ctx->comm, &req));
     sl_mpi_wait_quietly(&req, 1000000);
-    return median;
+    return (train_baseline){.step = got[0], .batch = got[1], .mem_params = got[2]};
 }
 
 /* What setup holds by category, as the allocator counted it. */
@@ -133,7 +138,7 @@ static size_t space_total(sl_mem_space space)
 
 /* The row every training benchmark shares. */
 static void common_row(sl_train *t, sl_result *res, const sl_stats *st, const double med[SL_NPHASES],
-                       unsigned used, double one_rank, double sent, const double held[NHELD],
+                       unsigned used, const train_baseline *one, double sent, const double held[NHELD],
                        double peak)
 {
     const sl_technique *tech = t->tech;
@@ -147,6 +152,7 @@ static void common_row(sl_train *t, sl_result *res, const sl_stats *st, const do
         sl_result_param_num(res, "width", (double)sl_train_opt.width);
     }
     sl_result_param_num(res, "params", (double)t->nparams);
+    if (tech->sleep_mode) sl_result_param_str(res, "compute_mode", sl_compute_sleep_mode() ? "sleep" : "real");
     sl_result_set_time(res, st);
     sl_result_metric(res, "samples_per_s", B / st->median, "samples/s");
     for (int p = 0; p < SL_NPHASES; p++)
@@ -156,12 +162,24 @@ static void common_row(sl_train *t, sl_result *res, const sl_stats *st, const do
         if (!isnan(overlap)) overlap = overlap < 0 ? 0 : overlap > 1 ? 1 : overlap;
         sl_result_metric(res, "overlap", overlap, "fraction");
     }
+    /* The one definition of eff, for every technique and both scalings: the speedup over one
+     * rank training the same global batch (the whole model, every sample of the step: the
+     * row's one_rank_batch and one_rank_mem_params say so), divided by the ranks. A baseline at
+     * the per-rank batch divided only by the step would credit a technique that splits the
+     * model (pipeline's stages, megatron_mlp's slices) with the other ranks' share of the work:
+     * 160-180 % on 2 ranks. Above 1 the ranks together beat P one-rank runs: superlinear, and
+     * the row says so rather than a reason this run did not establish. */
     double eff = NAN;
-    if (!isnan(one_rank)) eff = sl_train_opt.scaling == 0 ? one_rank / st->median : one_rank / (P * st->median);
+    if (one) eff = one->step / (P * st->median);
     sl_result_metric(res, "scaling_eff", eff, "fraction");
-    sl_result_metric(res, "one_rank_step", one_rank, "s");
+    sl_result_metric(res, "one_rank_step", one ? one->step : NAN, "s");
+    if (one) {
+        sl_result_param_num(res, "one_rank_batch", one->batch);
+        sl_result_metric(res, "one_rank_mem_params", one->mem_params, "bytes");
+        if (eff > 1) sl_result_param_str(res, "eff_note", "superlinear");
+    }
     /* the one-rank baseline ran inside this run, on this rank's threads only: say how many */
-    if (!isnan(one_rank) && m->be == SL_BACKEND_CPU) sl_result_param_num(res, "one_rank_threads", sl_k_cpu_threads());
+    if (one && m->be == SL_BACKEND_CPU) sl_result_param_num(res, "one_rank_threads", sl_k_cpu_threads());
     sl_result_metric(res, "bytes_model", tech->bytes_model ? tech->bytes_model(t) : NAN, "bytes");
     sl_result_metric(res, "bytes_sent", sent, "bytes");
     double flops = tech->model_flops ? tech->model_flops(B) : 3.0 * sl_mlp_flops_forward(m, B);
@@ -191,7 +209,7 @@ static void train_loss_metrics(sl_train *t, const train_check *c, sl_result *res
 
 void train_run_variant(sl_ctx *ctx, const sl_technique *tech, int variant, sl_dtype dtype,
                        sl_coll impl, const sl_mlp *m, sl_task *task, const sl_optim *o,
-                       double *baselines)
+                       train_baseline *baselines)
 {
     const int P = ctx->nranks;
     const int p2p = (tech->p2p_variants >> variant) & 1;
@@ -229,18 +247,20 @@ void train_run_variant(sl_ctx *ctx, const sl_technique *tech, int variant, sl_dt
     double med[SL_NPHASES];
     unsigned used;
     train_phase_medians(&t, (int)ctx->opt.iters, ctx->comm, med, &used);
+    train_compute_replay(&t); /* sleep mode: the weights the check and the row read */
 
     train_check c = {0};
     if (ctx->opt.check) c = train_check_run(&t);
 
-    double one_rank = NAN;
+    train_baseline self = {0}, *one = NULL;
     if (P == 1) {
-        one_rank = st.median; /* this run is the one-rank run */
+        /* this run is the one-rank run */
+        self = (train_baseline){.step = st.median, .batch = t.hi - t.lo, .mem_params = held[0]};
+        one = &self;
     } else if (sl_train_opt.baseline && !((tech->no_baseline_variants >> variant) & 1)) {
-        if (baselines[variant] == 0) /* once per variant: on one rank the collective is moot */
-            baselines[variant] = train_one_rank_step(ctx, tech, variant, dtype, m, task, o,
-                                                     sl_train_opt.scaling == 0 ? (int)sl_train_opt.batch : B);
-        one_rank = baselines[variant];
+        if (baselines[variant].step == 0) /* once per variant: on one rank the collective is moot */
+            baselines[variant] = train_one_rank_step(ctx, tech, variant, dtype, m, task, o, B);
+        one = &baselines[variant];
     }
 
     sl_result res;
@@ -248,7 +268,11 @@ void train_run_variant(sl_ctx *ctx, const sl_technique *tech, int variant, sl_dt
     res.backend = sl_backend_name(m->be);
     res.collective = p2p ? "p2p" : sl_coll_name(impl);
     res.dtype = sl_dtype_name(dtype);
-    common_row(&t, &res, &st, med, used, one_rank, opaque ? NAN : sent_max, held, peak);
+    common_row(&t, &res, &st, med, used, one, opaque ? NAN : sent_max, held, peak);
+    if (P > 1 && one && st.median * P < one->step)
+        sl_note(ctx, "%s, %s: eff %.1f%% is superlinear: the %d ranks trained the global batch more than %d "
+                     "times as fast as one rank",
+                tech->variants[variant], res.collective, 100 * one->step / (P * st.median), P, P);
     sl_result_metric(&res, "mem_device_used", dev_used >= 0 ? (double)dev_used : NAN, "bytes");
     if (tech->row) tech->row(&t, &res);
     sl_result_metric(&res, "weight_rel_err", c.diff.max_rel, "ratio");
