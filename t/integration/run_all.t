@@ -10,9 +10,9 @@ cd "$top" || exit 1
 rc=$?
 ok $rc "run_all.sh --quick --only mae_threads exits 0"
 [ $rc = 0 ] || tail -20 "$out/log" | sed 's/^/#   /' >&2
-python3 t/lib/validate_results.py manifest "$out/run/manifest.json" >/dev/null
+scripts/validate manifest "$out/run/manifest.json" >/dev/null
 ok $? "manifest.json written and valid"
-python3 t/lib/validate_results.py rows "$out/run/mae_threads.jsonl" --min-rows 5 >/dev/null
+scripts/validate rows "$out/run/mae_threads.jsonl" --min-rows 5 >/dev/null
 ok $? "mae_threads.jsonl rows valid"
 grep -q '^# summary of' "$out/log" && grep -q 'mae_threads *partial' "$out/log"
 ok $? "the summary table is printed"
