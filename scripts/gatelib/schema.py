@@ -225,6 +225,7 @@ def markdown():
         p = ", ".join(f"`{k}` ({t})" for k, t in sorted(params.items()))
         m = ", ".join(f"`{k}` ({u or '—'})" for k, u in sorted(metrics.items()))
         m += "".join(f", `{pt}` (pattern)" for pt in patterns)
-        out.append(f"| `{name[len('program_'):]}` | {p} | {m} |")
+        cells = [c.replace("|", "\\|") for c in (f"`{name[len('program_'):]}`", p, m)]
+        out.append(f"| {cells[0]} | {cells[1]} | {cells[2]} |")
     out.append("")
     return "\n".join(out)

@@ -64,8 +64,9 @@ ok $? "SL_LAUNCHER_ARGS split at whitespace, '*' not expanded: $(cat "$out/log")
 
 # A failing program: the suite carries on and exits non-zero (a program past its time limit
 # is killed the same way). A stand-in program that fails is placed in a copy of bin/.
-mkdir -p "$out/tree/bin" "$out/tree/scripts"
+mkdir -p "$out/tree/bin" "$out/tree/scripts" "$out/tree/results"
 cp run_all.sh "$out/tree/" && cp -r scripts/sl-launch scripts/report scripts/gatelib "$out/tree/scripts/"
+cp results/schema.json "$out/tree/results/"  # what the report validates the rows against
 printf '#!/bin/sh\nexit 1\n' >"$out/tree/bin/always_fails"
 printf '#!/bin/sh\nsleep 60\n' >"$out/tree/bin/hangs"
 cp bin/mae_threads "$out/tree/bin/"

@@ -51,30 +51,41 @@ for c in direct torus shm hier p2p; do mutate "c_$c" "r[\"collective\"] = \"$c\"
 ok $? "a new metric, param and top-level field are accepted; collectives direct, torus, shm, hier, p2p too"
 [ $? = 0 ] || diag "$(cat "$out/err")"
 
-# refused NAME FIELD-MESSAGE: validate, compare (against the good row) and report (a directory
-# holding the file) each exit 2 naming NAME.jsonl:2: FIELD-MESSAGE, without a traceback
-refused() {
-  local name=$1 want="$name.jsonl:2: .*$2" bad=0
-  "$V" rows "$out/$name.jsonl" >/dev/null 2>"$out/err"
-  [ $? = 2 ] && grep -q -- "$want" "$out/err" || { bad=1; diag "validate: $(cat "$out/err")"; }
-  "$top/scripts/compare" "$good" "$out/$name.jsonl" >/dev/null 2>"$out/err"
+# Each mutation named by scripts/validate (one run over them all: exit 2, every file:line: field).
+"$V" rows "$out"/{missing,wrongtype,coll,metric,unit,param,nogate,samples}.jsonl >/dev/null 2>"$out/all"
+rc=$?
+named() { # named NAME FIELD-MESSAGE DESCRIPTION
+  [ $rc = 2 ] && grep -q -- "$1.jsonl:2: $2" "$out/all" && ! grep -q "$1.jsonl:1:" "$out/all"
+  ok $? "$3: validate exits 2 naming $1.jsonl:2: $2"
+}
+named missing "run_id: missing (a required field)" "a row without run_id"
+named wrongtype 'ranks: "2" is a string, expected an integer' "ranks a string"
+named coll 'collective: "carrier-pigeon" is not one of "mpi", "nccl", "ring"' "an unknown collective"
+named metric 'metrics.bw_fraction.value: "0.9" is a string, expected a number or null' "a metric value a string"
+named unit 'metrics.bw_fraction.unit: "GB/s", expected "ratio"' "a known metric in another unit"
+named param 'params.threads: "two" is a string, expected a number' "a known numeric param a string"
+named nogate "gate: missing (a required field)" "a version 2 row without gate"
+named samples "time.samples: 9 numbers, expected min(iterations.timed = 10, 32)" "time.samples one short"
+[ "$(wc -l <"$out/all")" = 8 ] || diag "$(cat "$out/all")"
+
+# compare (against the good row: one line) and report (a run holding the file) on the same
+# validator: exit 2 naming NAME.jsonl:2: FIELD, never a traceback.
+refused() { # refused NAME FIELD-MESSAGE DESCRIPTION
+  local want="$1.jsonl:2: not a results row (results/schema.json): $2" bad=0
+  local in_run="dir/mae_threads.jsonl:2: not a results row (results/schema.json): $2"
+  "$top/scripts/compare" "$good" "$out/$1.jsonl" >/dev/null 2>"$out/err"
   [ $? = 2 ] && [ "$(wc -l <"$out/err")" = 1 ] && grep -q -- "$want" "$out/err" || { bad=1; diag "compare: $(cat "$out/err")"; }
   rm -rf "$out/dir" && mkdir "$out/dir" && cp "$base/round-01/manifest.json" "$out/dir/" &&
-    cp "$out/$name.jsonl" "$out/dir/mae_threads.jsonl"
+    cp "$out/$1.jsonl" "$out/dir/mae_threads.jsonl"
   "$top/scripts/report" "$out/dir" >"$out/log" 2>"$out/err"
-  [ $? = 2 ] && grep -q -- "$want" "$out/err" && grep -q "verdict: INVALID: 1 line" "$out/log" \
+  [ $? = 2 ] && grep -q -- "$in_run" "$out/err" && grep -q "verdict: INVALID: 1 line" "$out/log" \
     || { bad=1; diag "report: $(cat "$out/err" "$out/log" | tail -3)"; }
   ! grep -q Traceback "$out/err" "$out/log" && [ $bad = 0 ]
-  ok $? "$3: validate, compare and report exit 2 naming $name.jsonl:2: $2"
+  ok $? "$3: compare and report exit 2 naming the file, line 2 and $2"
 }
 refused missing "run_id: missing (a required field)" "a row without run_id"
 refused wrongtype 'ranks: "2" is a string, expected an integer' "ranks a string"
-refused coll 'collective: "carrier-pigeon" is not one of "mpi", "nccl", "ring"' "an unknown collective"
-refused metric 'metrics.bw_fraction.value: "0.9" is a string, expected a number or null' "a metric value a string"
-refused unit 'metrics.bw_fraction.unit: "GB/s", expected "ratio"' "a known metric in another unit"
-refused param 'params.threads: "two" is a string, expected a number' "a known numeric param a string"
-refused nogate "gate: missing (a required field)" "a version 2 row without gate"
-refused samples "time.samples: 9 numbers, expected min(iterations.timed = 10, 32)" "time.samples one short"
+refused coll 'collective: "carrier-pigeon" is not one of' "an unknown collective"
 
 cp "$base/round-01/manifest.json" "$out/manifest.json"
 python3 -c 'import json, sys; m = json.load(open(sys.argv[1])); m["rank_binding"][0]["ncpus"] = "1"; json.dump(m, open(sys.argv[1], "w"))' \
