@@ -227,5 +227,5 @@ def markdown():
         m += "".join(f", `{pt}` (pattern)" for pt in patterns)
         cells = [c.replace("|", "\\|") for c in (f"`{name[len('program_'):]}`", p, m)]
         out.append(f"| {cells[0]} | {cells[1]} | {cells[2]} |")
-    out.append("")
+    out += ["", ""]  # a blank line between the table and the end marker
     return "\n".join(out)
