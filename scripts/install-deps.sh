@@ -9,8 +9,10 @@
 # Debian/Ubuntu (apt-get) and Fedora/RHEL (dnf). Needs root (or sudo).
 set -euo pipefail
 
+# python3-jsonschema: scripts/compare, scripts/report and the tests validate results against
+# results/schema.json with it (scripts/gatelib/schema.py).
 apt_all=(build-essential make openssh-client openmpi-bin libopenmpi-dev libopenblas-dev libhwloc-dev hwloc
-         libpapi-dev perl python3 git gnuplot-nox)
+         libpapi-dev perl python3 python3-jsonschema git gnuplot-nox)
 # Optional, each on its own so that one the release lacks leaves the rest: plots in
 # scripts/report --html (python3-matplotlib), and, for tests that skip without them, a headless
 # browser that renders the report (chromium), a real one-node Slurm cluster (slurm-wlm: slurmctld,
@@ -18,7 +20,7 @@ apt_all=(build-essential make openssh-client openmpi-bin libopenmpi-dev libopenb
 # make SIMGRID=1 and scripts/simulate (libsimgrid-dev).
 apt_optional=(python3-matplotlib python3-pil chromium slurm-wlm munge iproute2 libsimgrid-dev)
 dnf_all=(gcc make openmpi-devel openblas-devel hwloc-devel hwloc papi-devel perl-Test-Harness
-         python3 git gnuplot)
+         python3 python3-jsonschema git gnuplot)
 
 sudo=""
 if [[ "$(id -u)" != 0 ]]; then

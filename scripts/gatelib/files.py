@@ -5,7 +5,7 @@ refuses the file, report names the line and goes on).
 
   read_file      a regular file's bytes (a directory, a FIFO or a device is refused, never waited on)
   json_lines     (line number, parsed object or None, why not) for each non-blank line
-  load_manifest  manifest.json, its fields' types checked against the schema
+  load_manifest  manifest.json, checked against results/schema.json (schema.py)
   load_status    run_all.sh's status.tsv: {program: (exit, seconds)} and one note per bad line
   write_file     what scripts write into a results directory, never through a planted link
   open_log       a log file for a child's output, the same way
@@ -19,6 +19,7 @@ import re
 import stat
 
 from .cli import Failure, UsageError
+from .schema import SCHEMA_NAME, manifest_error
 
 VERSIONS = (1, 2)
 DIGITS = re.compile(r"[0-9]+")  # str.isdigit() takes "²", which int() refuses
@@ -78,75 +79,18 @@ def json_lines(path):
         yield n, obj, None
 
 
-# The manifest's fields as results/schema.md types them (null is allowed anywhere: unknown).
-# A list [T] is a list of T; a dict is an object with those fields.
-MANIFEST = {
-    "schema_version": int, "run_id": str, "start_time": str, "command_line": str, "first_program": str,
-    "git_describe": str, "build_options": str, "ranks": int, "ranks_per_node": int, "cpus_per_node": int,
-    "oversubscribed": bool, "hosts": [str],
-    "cpu": {"model": str, "cores": int, "pus": int, "online_cpus": int, "topology": str},
-    "rank_binding": [{"rank": int, "host": str, "cpus": str, "ncpus": int}],
-    "mpi_library": str, "mpi_thread": {"requested": str, "provided": str},
-    "cuda": {"built": bool, "runtime": str, "driver": str, "cublas": str, "nccl": str, "devices": int,
-             "models": [str], "note": str},
-    "simulated": {},
-}
-# (singular, plural) names of the types, for the one line that says what was expected
-NAMES = {int: ("an integer", "integers"), str: ("a string", "strings"), bool: ("true or false", "booleans")}
-JSON_NAMES = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", int: "a number",
-              float: "a number"}
-
-
-def describe_type(spec, plural=False):
-    if isinstance(spec, list):
-        return "lists" if plural else f"a list of {describe_type(spec[0], True)}"
-    if isinstance(spec, dict):
-        return "objects" if plural else "an object"
-    return NAMES[spec][plural]
-
-
-def type_error(value, spec, name):
-    """Why value is not of the type spec describes (None: it is, or it is null)."""
-    if value is None:
-        return None
-    if isinstance(spec, list):
-        ok = isinstance(value, list)
-    elif isinstance(spec, dict):
-        ok = isinstance(value, dict)
-    elif spec is int:
-        ok = isinstance(value, int) and not isinstance(value, bool)
-    else:
-        ok = isinstance(value, spec)
-    if not ok:
-        return f"'{name}' is {JSON_NAMES.get(type(value), type(value).__name__)}, expected {describe_type(spec)}"
-    if isinstance(spec, list):
-        for i, item in enumerate(value):
-            why = type_error(item, spec[0], f"{name}[{i}]")
-            if why:
-                return why
-    elif isinstance(spec, dict):
-        for k, sub in spec.items():
-            why = type_error(value.get(k), sub, f"{name}.{k}")
-            if why:
-                return why
-    return None
-
-
 def load_manifest(path):
-    """manifest.json as a dict; UsageError naming the file when it cannot be read, is not a JSON
-    object, has a field of the wrong type or an unknown schema_version."""
+    """manifest.json as a dict; UsageError naming the file when it cannot be read, is of an unknown
+    schema_version or is not valid against results/schema.json (naming the field)."""
     try:
         m = json.loads(read_file(path).decode("utf-8"))
     except (ValueError, RecursionError) as e:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         raise UsageError(f"{path}: not a readable JSON manifest ({e})") from None
-    if not isinstance(m, dict):
-        raise UsageError(f"{path}: not a JSON object")
-    for k, spec in MANIFEST.items():
-        why = type_error(m.get(k), spec, k)
-        if why:
-            raise UsageError(f"{path}: {why} (results/schema.md)")
-    if m.get("schema_version") is not None and version_error(m["schema_version"]):
+    if isinstance(m, dict) and m.get("schema_version") is not None and version_error(m["schema_version"]):
         raise UsageError(f"{path}: {version_error(m['schema_version'])}")
+    why = manifest_error(m)
+    if why:
+        raise UsageError(f"{path}: not a manifest ({SCHEMA_NAME}): {why}")
     return m
 
 

@@ -6,7 +6,8 @@ A side of a comparison is one of
     `run_all.sh --rounds K` and `--ci`: the same suite run K times, one round after another,
   - a single .jsonl file (one round, no manifest).
 Rows are matched across rounds and sides on (benchmark, variant, dtype, collective, backend,
-ranks, params).
+ranks, params). Every line is validated against results/schema.json first (schema.py): one that
+is not a row refuses the side, naming file:line and the field.
 """
 import math
 import os
@@ -14,6 +15,7 @@ import sys
 
 from .cli import UsageError
 from .files import json_lines, load_manifest, load_status
+from .schema import SCHEMA_NAME, row_error
 
 
 class CompareError(UsageError):
@@ -22,34 +24,6 @@ class CompareError(UsageError):
 
 def is_num(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-def shape_error(r):
-    """Why a parsed line is not a results row, or None."""
-    if not isinstance(r, dict):
-        return f"a JSON {type(r).__name__}, not an object"
-    for k in ("benchmark", "variant"):
-        if not isinstance(r.get(k), str):
-            return f"'{k}' is not a string"
-    for k in ("dtype", "collective", "backend", "gate"):
-        if r.get(k) is not None and not isinstance(r[k], str):
-            return f"'{k}' is not a string"
-    if r.get("ranks") is not None and not (isinstance(r["ranks"], int) and not isinstance(r["ranks"], bool)):
-        return "'ranks' is not an integer"
-    for k in ("params", "metrics"):
-        if r.get(k) is not None and not isinstance(r[k], dict):
-            return f"'{k}' is not an object"
-    for name, m in (r.get("metrics") or {}).items():
-        if not isinstance(m, dict) or not (m.get("value") is None or is_num(m["value"])):
-            return f"metric '{name}' is not {{\"value\": number or null, ...}}"
-    if r.get("headline") is not None and not isinstance(r["headline"], str):
-        return "'headline' is not a string (the name of a metric)"
-    for k in ("time", "check"):
-        if r.get(k) is not None and not isinstance(r[k], dict):
-            return f"'{k}' is not an object"
-    if r.get("check") is not None and not isinstance(r["check"].get("status", ""), str):
-        return "'check.status' is not a string"
-    return None
 
 
 def key(r):
@@ -104,9 +78,9 @@ def _read_rows(files):
         for n, row, why in json_lines(f):
             if why:
                 raise CompareError(f"{f}:{n}: {why}")
-            why = shape_error(row)
+            why = row_error(row)
             if why:
-                raise CompareError(f"{f}:{n}: not a results row: {why}")
+                raise CompareError(f"{f}:{n}: not a results row ({SCHEMA_NAME}): {why}")
             rows.append(row)
     return rows
 

@@ -167,7 +167,8 @@ def head(title):
 
 
 def single(run):
-    """The page of one run and its exit status (the text summary's: 1 if anything failed)."""
+    """The page of one run and its exit status (the text summary's: 1 if anything failed, 2 if a
+    line is not a results row)."""
     out = head(f"scalelab report: {run.manifest.get('run_id', os.path.basename(run.path.rstrip('/')))}")
     out.append(kv_table(manifest_pairs(run.manifest)))
     out.append(status_html(run))
@@ -182,7 +183,7 @@ def single(run):
         out.append(f'<h2 id="{html.escape(prog)}">{html.escape(prog)}</h2>')
         out.append(program_html(run, prog))
     out.append("</body></html>")
-    return "\n".join(out), (1 if rc != 0 else 0)
+    return "\n".join(out), (rc if rc == 2 else 1 if rc != 0 else 0)  # 2: a line is not a row
 
 
 def comparison(base, new):

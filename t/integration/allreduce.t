@@ -17,7 +17,7 @@ run() {
   local rc=$?
   ok $rc "np=$np --op $op -d $dt -C all exits 0"
   [ $rc = 0 ] || sed 's/^/#   /' "$dir.txt" | tail -n 20 >&2
-  python3 "$top/t/lib/validate_results.py" rows "$dir/allreduce.jsonl" >/dev/null
+  "$top/scripts/validate" rows "$dir/allreduce.jsonl" >/dev/null
   ok $? "np=$np --op $op: rows validate against the schema"
   python3 - "$dir/allreduce.jsonl" "$np" "$op" "$dt" <<'PY'
 import json, sys

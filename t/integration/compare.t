@@ -79,7 +79,7 @@ expect2 "busbw is null" "a null headline in the new run" "$out/base.jsonl" "$out
 row steady 10 0.01 pass | sed 's/"busbw":{/"algbw":{/' >"$out/nometric.jsonl"
 expect2 "busbw is missing" "a headline metric missing from the new run" "$out/base.jsonl" "$out/nometric.jsonl"
 
-# Malformed lines: file:line, no traceback, in compare (exit 2) and report (reported, exit 1).
+# Malformed lines: file:line, no traceback, in compare (exit 2) and report (each named, exit 2).
 mkdir -p "$out/bad"
 printf '{"schema_version":1}\n' >"$out/m1.jsonl"
 printf '[1,2]\n' >"$out/m2.jsonl"
@@ -87,7 +87,7 @@ row steady 10 0.01 pass | sed 's/"headline":"busbw"/"headline":7/' >"$out/m3.jso
 row steady 10 0.01 pass | sed 's/"value":10/"value":"10"/' >"$out/m4.jsonl"
 { row steady 10 0.01 pass; printf '{"variant":"\xff"}\n'; } >"$out/m5.jsonl"
 expect2 "m1.jsonl:1: not a results row" "valid JSON of the wrong shape (no benchmark)" "$out/base.jsonl" "$out/m1.jsonl"
-expect2 "m2.jsonl:1: not a results row: a JSON list" "a JSON array line" "$out/m2.jsonl" "$out/base.jsonl"
+expect2 "m2.jsonl:1: not a results row (results/schema.json): a JSON list" "a JSON array line" "$out/m2.jsonl" "$out/base.jsonl"
 expect2 "m3.jsonl:1:.*headline" "a headline that is not a string" "$out/base.jsonl" "$out/m3.jsonl"
 expect2 "m4.jsonl:1:.*busbw" "a metric value that is a string" "$out/base.jsonl" "$out/m4.jsonl"
 expect2 "m5.jsonl:2: not UTF-8" "a non-UTF-8 byte" "$out/base.jsonl" "$out/m5.jsonl"
@@ -98,28 +98,28 @@ rc=$?
 [ $rc = 1 ] && grep -q 'status.tsv:2: malformed' "$out/log" && ! grep -q Traceback "$out/log"
 ok $? "compare: a malformed status.tsv line is named by file:line and fails (rc=$rc)"
 
-# report: every malformed line named, the good rows still summarised, exit 1, no traceback
-mkdir -p "$out/rep"
-echo '{"run_id":"r"}' >"$out/rep/manifest.json"
+# report: every malformed line named, the good rows still summarised, exit 2, no traceback
+manifest=$top/results/baselines/xeon-2core-ci/round-01/manifest.json
+mkdir -p "$out/rep" && cp "$manifest" "$out/rep/"
 { row steady 10 0.01 pass; printf '[1]\n'; row small 9 0.01 pass | sed 's/"headline":"busbw"/"headline":{}/';
   printf '{"x":"\xfe"}\n'; row noisy 8 0.01 pass | sed 's/"value":8/"value":"8"/'; } >"$out/rep/b.jsonl"
 printf 'program\texit\tseconds\nb\t0\tfast\nb\n' >"$out/rep/status.tsv"
 "$top/scripts/report" "$out/rep" >"$out/log" 2>"$out/err"
 rc=$?
-[ $rc = 1 ] && ! grep -q Traceback "$out/err" \
-  && grep -q 'b.jsonl:2: not a results row' "$out/err" && grep -q 'b.jsonl:3: .*headline' "$out/err" \
-  && grep -q 'b.jsonl:4: not UTF-8' "$out/err" && grep -q "b.jsonl:5: .*busbw" "$out/err" \
+[ $rc = 2 ] && ! grep -q Traceback "$out/err" \
+  && grep -q 'b.jsonl:2: not a results row' "$out/err" && grep -q 'b.jsonl:3: .*headline: {} is an object' "$out/err" \
+  && grep -q 'b.jsonl:4: not UTF-8' "$out/err" && grep -q 'b.jsonl:5: .*metrics.busbw.value: "8" is a string' "$out/err" \
   && grep -q 'status.tsv:2: malformed' "$out/err" && grep -q 'status.tsv:3: malformed' "$out/err" \
-  && grep -q ' steady .* 10.00' "$out/log"
-ok $? "report: each malformed line and status.tsv line named by file:line, the rest summarised, exit 1 (rc=$rc)"
-[ $rc = 1 ] || diag "$(cat "$out/err" "$out/log")"
-mkdir -p "$out/norows" && echo '{}' >"$out/norows/manifest.json"
+  && grep -q ' steady .* 10.00' "$out/log" && grep -q 'verdict: INVALID: 4 line(s) are not results rows' "$out/log"
+ok $? "report: each malformed line (file:line: field) and status.tsv line named, the rest summarised, exit 2 (rc=$rc)"
+[ $rc = 2 ] || diag "$(cat "$out/err" "$out/log")"
+mkdir -p "$out/norows" && cp "$manifest" "$out/norows/"
 "$top/scripts/report" "$out/norows" >"$out/log" 2>"$out/err"
 [ $? = 1 ] && grep -q 'no results rows' "$out/err"
 ok $? "report: a directory with no rows is not 'every check passed'"
 
 # report: "best" is taken over the quiet rows; a noisy row (time cv above 0.25) is counted, not picked
-mkdir -p "$out/best" && echo '{}' >"$out/best/manifest.json"
+mkdir -p "$out/best" && cp "$manifest" "$out/best/"
 { row v 10 0.05 pass; row v 30 1.93 pass; row v 12 0.10 pass; row w 7 0.90 pass; } >"$out/best/b.jsonl"
 "$top/scripts/report" "$out/best" >"$out/log" 2>"$out/err"
 grep -Eq ' v +f32 +ring +busbw +12\.00 +GB/s +3 +1 +pass' "$out/log" && grep -Eq ' w +f32 +ring +busbw +~7\.00 +GB/s +1 +1 +pass' "$out/log"

@@ -14,7 +14,7 @@ for np in 1 2; do
   rc=$?
   ok $rc "kernels on $np rank(s), all dtypes, exits 0"
   [ $rc = 0 ] || sed 's/^/#   /' "$dir.txt" >&2
-  python3 "$top/t/lib/validate_results.py" rows "$dir/kernels.jsonl" --min-rows 20 >/dev/null
+  "$top/scripts/validate" rows "$dir/kernels.jsonl" --min-rows 20 >/dev/null
   ok $? "np=$np: rows validate against the schema"
   python3 - "$dir/kernels.jsonl" <<'PY'
 import json, sys

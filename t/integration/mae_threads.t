@@ -12,9 +12,9 @@ for np in 1 2 3; do
   rc=$?
   ok $rc "mae_threads on $np rank(s) exits 0"
   [ $rc = 0 ] || sed 's/^/#   /' "$dir.txt" >&2
-  python3 "$top/t/lib/validate_results.py" rows "$dir/mae_threads.jsonl" --min-rows 24 >/dev/null
+  "$top/scripts/validate" rows "$dir/mae_threads.jsonl" --min-rows 24 >/dev/null
   ok $? "np=$np: rows validate against the schema"
-  python3 "$top/t/lib/validate_results.py" manifest "$dir/manifest.json" >/dev/null
+  "$top/scripts/validate" manifest "$dir/manifest.json" >/dev/null
   ok $? "np=$np: manifest validates"
   python3 - "$dir/mae_threads.jsonl" "$np" <<'PY'
 import json, sys
@@ -115,7 +115,7 @@ rows = [json.loads(l) for l in open(sys.argv[1])]
 sys.exit(0 if all(r["check"]["status"] in ("skipped", "none") for r in rows) else 1)
 PY
 ok $? "--check 0: rows are marked skipped"
-python3 "$top/t/lib/validate_results.py" trace "$out/nocheck/mae_threads.trace.json" >/dev/null
+"$top/scripts/validate" trace "$out/nocheck/mae_threads.trace.json" >/dev/null
 ok $? "--trace: one valid trace for the run"
 
 done_testing

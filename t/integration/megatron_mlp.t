@@ -82,9 +82,9 @@ sys.exit(0 if ok else 1)
 PY
 ok $? "t = 1: only the replicas' all-reduce; t = 4 (d = 1): only the group's"
 
-python3 "$top/t/lib/validate_results.py" rows "$out/tp2dp2/megatron_mlp.jsonl" --min-rows 9 >/dev/null &&
-  python3 "$top/t/lib/validate_results.py" manifest "$out/tp2dp2/manifest.json" >/dev/null &&
-  python3 "$top/t/lib/validate_results.py" trace "$out/tp2dp2/megatron_mlp.trace.json" >/dev/null &&
+"$top/scripts/validate" rows "$out/tp2dp2/megatron_mlp.jsonl" --min-rows 9 >/dev/null &&
+  "$top/scripts/validate" manifest "$out/tp2dp2/manifest.json" >/dev/null &&
+  "$top/scripts/validate" trace "$out/tp2dp2/megatron_mlp.trace.json" >/dev/null &&
   grep -q 'f: allreduce dX' "$out/tp2dp2/megatron_mlp.trace.json" && grep -q 'g: allreduce Z' "$out/tp2dp2/megatron_mlp.trace.json"
 ok $? "rows, manifest and trace follow the schema; the trace has the f and g all-reduces"
 

@@ -58,7 +58,7 @@ rc=$?
 ok $rc "default run (the scenario): every check passes, exit 0"
 [ $rc = 0 ] || tail -20 "$out/def.txt" | sed 's/^/#   /' >&2
 J="$out/def/precision.jsonl"
-python3 "$top/t/lib/validate_results.py" rows "$J" --min-rows 16 >/dev/null
+"$top/scripts/validate" rows "$J" --min-rows 16 >/dev/null
 ok $? "16 rows (3 range, 3 GEMM, 9 runs, the scenario), each valid against the schema"
 rows "$J" '
 all(r["range/" + t]["check"]["status"] == "pass" for t in ("f32", "f16", "bf16")) and

@@ -6,14 +6,14 @@
 . "$(dirname "$0")/../lib/common.sh"
 out=$(tmpdir)
 trap 'rm -rf "$out"' EXIT
-V="$top/t/lib/validate_results.py"
+V="$top/scripts/validate"
 
 # --- samples: -n 5 keeps all five in iteration order, -n 40 keeps 32 quantiles --------------
 mae="--threads 1 --variants partial -w 0 --samples 20011 --features 3"
 for n in 5 40; do
   launch 1 mae_threads $mae -n $n -o "$out/n$n" >"$out/n$n.txt" 2>&1
   ok $? "mae_threads -n $n exits 0"
-  python3 "$V" rows "$out/n$n/mae_threads.jsonl" >/dev/null
+  "$V" rows "$out/n$n/mae_threads.jsonl" >/dev/null
   ok $? "-n $n: rows validate (v2: samples and gate)"
 done
 python3 - "$out/n5/mae_threads.jsonl" "$out/n40/mae_threads.jsonl" <<'PY'
@@ -43,7 +43,7 @@ launch 2 allreduce -C mpi,ring,rhd -b 64 -e 4096 -f 8 -n 3 -w 1 -o "$out/ar" >"$
 ok $? "allreduce -C mpi,ring,rhd exits 0"
 launch 2 allreduce -C ring -b 64 -e 64 -n 3 -w 1 -o "$out/ar1" >"$out/ar1.txt" 2>&1
 ok $? "allreduce -C ring (no library reference) exits 0"
-python3 "$V" rows "$out/ar/allreduce.jsonl" >/dev/null && python3 "$V" rows "$out/ar1/allreduce.jsonl" >/dev/null
+"$V" rows "$out/ar/allreduce.jsonl" >/dev/null && "$V" rows "$out/ar1/allreduce.jsonl" >/dev/null
 ok $? "allreduce rows validate (v2)"
 python3 - "$out/ar/allreduce.jsonl" "$out/ar1/allreduce.jsonl" <<'PY'
 import json, sys
@@ -76,7 +76,7 @@ ok $? "allreduce: own rows gate vs_mpi, mpi rows of_copy, own models plateau_vs_
 launch 1 kernels -n 2 -w 0 --kernels gemm,relu,rng_normal --gemm-n 64 --elems 4096 --copy-bytes 8M \
   -o "$out/k" >"$out/k.txt" 2>&1
 ok $? "kernels exits 0"
-python3 "$V" rows "$out/k/kernels.jsonl" >/dev/null
+"$V" rows "$out/k/kernels.jsonl" >/dev/null
 ok $? "kernels rows validate (v2)"
 python3 - "$out/k/kernels.jsonl" <<'PY'
 import json, sys
@@ -116,7 +116,7 @@ launch 2 zero $small --batch 3 -C mpi -o "$out/zero" >/dev/null 2>&1 &&
 ok $? "zero, pipeline, halo_conv and checkpoint on 2 ranks exit 0"
 for f in "$out/ddp/ddp.jsonl" "$out/ddp1/ddp.jsonl" "$out/zero/zero.jsonl" "$out/pipe/pipeline.jsonl" \
          "$out/halo/halo_conv.jsonl" "$out/ck/checkpoint.jsonl"; do
-  python3 "$V" rows "$f" >/dev/null && python3 - "$f" <<'PY'
+  "$V" rows "$f" >/dev/null && python3 - "$f" <<'PY'
 import json, sys
 sys.exit(0 if all(r["gate"] == "scaling_eff" for r in map(json.loads, open(sys.argv[1]))
                   if r["ranks"] > 1 and r["variant"] != "ps") else 1)

@@ -10,9 +10,9 @@ cd "$top" || exit 1
 rc=$?
 ok $rc "run_all.sh --quick --only mae_threads exits 0"
 [ $rc = 0 ] || tail -20 "$out/log" | sed 's/^/#   /' >&2
-python3 t/lib/validate_results.py manifest "$out/run/manifest.json" >/dev/null
+scripts/validate manifest "$out/run/manifest.json" >/dev/null
 ok $? "manifest.json written and valid"
-python3 t/lib/validate_results.py rows "$out/run/mae_threads.jsonl" --min-rows 5 >/dev/null
+scripts/validate rows "$out/run/mae_threads.jsonl" --min-rows 5 >/dev/null
 ok $? "mae_threads.jsonl rows valid"
 grep -q '^# summary of' "$out/log" && grep -q 'mae_threads *partial' "$out/log"
 ok $? "the summary table is printed"
@@ -64,8 +64,9 @@ ok $? "SL_LAUNCHER_ARGS split at whitespace, '*' not expanded: $(cat "$out/log")
 
 # A failing program: the suite carries on and exits non-zero (a program past its time limit
 # is killed the same way). A stand-in program that fails is placed in a copy of bin/.
-mkdir -p "$out/tree/bin" "$out/tree/scripts"
+mkdir -p "$out/tree/bin" "$out/tree/scripts" "$out/tree/results"
 cp run_all.sh "$out/tree/" && cp -r scripts/sl-launch scripts/report scripts/gatelib "$out/tree/scripts/"
+cp results/schema.json "$out/tree/results/"  # what the report validates the rows against
 printf '#!/bin/sh\nexit 1\n' >"$out/tree/bin/always_fails"
 printf '#!/bin/sh\nsleep 60\n' >"$out/tree/bin/hangs"
 cp bin/mae_threads "$out/tree/bin/"

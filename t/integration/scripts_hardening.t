@@ -1,5 +1,5 @@
 #!/bin/bash
-# scripts/compare and scripts/report on inputs they cannot read as results/schema.md describes
+# scripts/compare and scripts/report on inputs they cannot read as results/schema.json describes
 # them: one line naming the file and what is wrong, exit 2, never a traceback (whose exit 1
 # would read as a regression or a failed run); options that are not finite numbers refused;
 # figures that are not finite, unknown schema versions and differing schemas said as such.
@@ -31,11 +31,13 @@ edit_manifest() { # edit_manifest DIR PYTHON-STATEMENT-ON-m
 # A manifest field of the wrong type: named, in compare, report and the two-run page.
 copy hosts5 && edit_manifest hosts5 'm["hosts"] = 5'
 copy cpux && edit_manifest cpux 'm["cpu"] = "x"'
-refused compare "hosts5/manifest.json: 'hosts' is a number, expected a list of strings" '"hosts": 5' "$run" "$out/hosts5"
-refused compare "cpux/manifest.json: 'cpu' is a string, expected an object" '"cpu": "x"' "$out/cpux" "$run"
-refused report "hosts5/manifest.json: 'hosts'" '"hosts": 5' "$out/hosts5"
-refused report "cpux/manifest.json: 'cpu'" '"cpu": "x" --html' "$out/cpux" --html "$out/cpux.html"
-refused report "cpux/manifest.json: 'cpu'" '"cpu": "x", two runs --html' "$run" "$out/cpux" --html "$out/two.html"
+refused compare "hosts5/manifest.json: not a manifest (results/schema.json): hosts: 5 is an integer, expected a list" \
+  '"hosts": 5' "$run" "$out/hosts5"
+refused compare "cpux/manifest.json: not a manifest (results/schema.json): cpu: \"x\" is a string, expected an object" \
+  '"cpu": "x"' "$out/cpux" "$run"
+refused report "hosts5/manifest.json: .*hosts: 5" '"hosts": 5' "$out/hosts5"
+refused report "cpux/manifest.json: .*cpu: " '"cpu": "x" --html' "$out/cpux" --html "$out/cpux.html"
+refused report "cpux/manifest.json: .*cpu: " '"cpu": "x", two runs --html' "$run" "$out/cpux" --html "$out/two.html"
 [ ! -e "$out/two.html" ]
 ok $? "report A B --html with a bad manifest writes no page (it would have embedded compare's traceback)"
 
@@ -58,18 +60,18 @@ refused compare "big.jsonl:1: not valid JSON" "an integer of 5000 digits" "$out/
 mkdir -p "$out/bigrun" && cp "$out/big.jsonl" "$out/bigrun/b.jsonl"
 "$top/scripts/report" "$out/bigrun" >"$out/log" 2>"$out/err"
 rc=$?
-[ $rc = 1 ] && grep -q "b.jsonl:1: not valid JSON" "$out/err" && ! grep -q Traceback "$out/err"
-ok $? "report an integer of 5000 digits: the line named as not JSON, exit 1 (rc=$rc)"
+[ $rc = 2 ] && grep -q "b.jsonl:1: not valid JSON" "$out/err" && ! grep -q Traceback "$out/err"
+ok $? "report an integer of 5000 digits: the line named as not JSON, exit 2 (rc=$rc)"
 
 # Schema versions: an unknown one refused by name (rows and manifest); 1 against 2 said.
 row() { # row VERSION VARIANT VALUE
-  printf '{"schema_version":%s,"run_id":"r","benchmark":"b","variant":"%s","backend":"cpu","collective":"ring","dtype":"f32","ranks":2,"params":{"bytes":1024},"iterations":{"timed":5,"warmup":1},"time":{"unit":"s","min":1,"median":1,"mean":1,"max":1,"p95":1,"cv":0.01},"metrics":{"busbw":{"value":%s,"unit":"GB/s"}},"headline":"busbw","gate":null,"check":{"status":"pass","error":0,"message":null},"counters":{}}\n' "$1" "$2" "$3"
+  printf '{"schema_version":%s,"run_id":"r","benchmark":"b","variant":"%s","backend":"cpu","collective":"ring","dtype":"f32","ranks":2,"params":{"bytes":1024},"iterations":{"timed":5,"warmup":1},"time":{"unit":"s","min":1,"median":1,"mean":1,"max":1,"p95":1,"cv":0.01,"samples":[1,1,1,1,1],"samples_kind":"all"},"metrics":{"busbw":{"value":%s,"unit":"GB/s"}},"headline":"busbw","gate":null,"check":{"status":"pass","error":0,"message":null},"counters":{}}\n' "$1" "$2" "$3"
 }
 row 1 s 10 >"$out/v1.jsonl"
 row 2 s 10 >"$out/v2.jsonl"
 row 99 s 10 >"$out/v99.jsonl"
 refused compare "v99.jsonl:1: schema_version 99: this reader knows versions 1 and 2" "rows of schema 99" "$out/v1.jsonl" "$out/v99.jsonl"
-mkdir -p "$out/rep99" && cp "$out/v99.jsonl" "$out/rep99/b.jsonl" && echo '{"schema_version":2}' >"$out/rep99/manifest.json"
+mkdir -p "$out/rep99" && cp "$out/v99.jsonl" "$out/rep99/b.jsonl" && cp "$run/manifest.json" "$out/rep99/"
 refused report "b.jsonl:1: schema_version 99: this reader knows versions 1 and 2" "rows of schema 99" "$out/rep99"
 copy m99 && edit_manifest m99 'm["schema_version"] = 99'
 refused compare "m99/manifest.json: schema_version 99: this reader knows versions 1 and 2" "a manifest of schema 99" "$run" "$out/m99"

@@ -40,10 +40,10 @@ check_run() {
   local name=$1 dir=$2 job=$3 mpiprog=$4; shift 4
   local p steps
   for p in "$@"; do
-    grep -q "^$p	0	" "$dir/status.tsv" && python3 t/lib/validate_results.py rows "$dir/$p.jsonl" >/dev/null
+    grep -q "^$p	0	" "$dir/status.tsv" && scripts/validate rows "$dir/$p.jsonl" >/dev/null
     ok $? "$name: $p exited 0 and its rows are valid"
   done
-  python3 t/lib/validate_results.py manifest "$dir/manifest.json" >/dev/null &&
+  scripts/validate manifest "$dir/manifest.json" >/dev/null &&
     python3 - "$dir/manifest.json" "$node" <<'PY'
 import json, sys
 m = json.load(open(sys.argv[1]))

@@ -68,9 +68,9 @@ ok $rc "ddp (mpi, ring) on 4 ranks over the two hosts: checked against serial tr
 [ $rc = 0 ] || tail -15 "$out/ddp.log" | sed 's/^/#   /' >&2
 tx1=$(tx)
 
-python3 t/lib/validate_results.py rows "$out/res/allreduce.jsonl" >/dev/null &&
-  python3 t/lib/validate_results.py rows "$out/res/ddp.jsonl" >/dev/null &&
-  python3 t/lib/validate_results.py manifest "$out/res/manifest.json" >/dev/null
+scripts/validate rows "$out/res/allreduce.jsonl" >/dev/null &&
+  scripts/validate rows "$out/res/ddp.jsonl" >/dev/null &&
+  scripts/validate manifest "$out/res/manifest.json" >/dev/null
 ok $? "rows and manifest valid"
 python3 - "$out/res" <<'PY'
 import json, sys

@@ -84,8 +84,8 @@ for L in 3 1 7; do
   [ $rc = 0 ] && [ "$got" = "conv:all/pf0:ran conv:all/pf1:ran conv:conv/pf0:ran conv:conv/pf1:ran conv:none:ran" ]
   ok $? "conv, $L layers: exit 0, every policy ran"
 done
-python3 "$top/t/lib/validate_results.py" rows "$out/conv3/vdnn.jsonl" --min-rows 7 >/dev/null &&
-  python3 "$top/t/lib/validate_results.py" rows "$out/mlp3/vdnn.jsonl" --min-rows 5 >/dev/null
+"$top/scripts/validate" rows "$out/conv3/vdnn.jsonl" --min-rows 7 >/dev/null &&
+  "$top/scripts/validate" rows "$out/mlp3/vdnn.jsonl" --min-rows 5 >/dev/null
 ok $? "rows validate against the schema"
 grep -q "EMULATED" "$out/mlp3.txt" && grep -q "emulated" "$out/mlp3.txt"
 ok $? "the output says the device is emulated, in the header and in the rows"

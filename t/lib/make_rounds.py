@@ -27,10 +27,13 @@ rng = random.Random(a.seed)
 for r in range(1, a.rounds + 1):
     d = a.dir if a.flat else os.path.join(a.dir, f"round-{r:02d}")
     os.makedirs(d, exist_ok=True)
-    manifest = {"schema_version": 2, "run_id": f"t-r{r}", "hosts": ["h"], "ranks_per_node": 2,
+    manifest = {"schema_version": 2, "run_id": f"t-r{r}", "start_time": "2026-01-01T00:00:00Z",
+                "command_line": "make_rounds.py", "git_describe": "t", "build_options": "",
+                "mpi_library": "t", "hosts": ["h"], "ranks_per_node": 2, "cpus_per_node": 2,
                 "oversubscribed": False, "cpu": {"model": a.cpu, "cores": 2, "pus": 2},
-                "rank_binding": [{"rank": 0, "cpus": "0"}, {"rank": 1, "cpus": "1"}],
-                "cuda": {"models": []}}
+                "rank_binding": [{"rank": 0, "host": "h", "cpus": "0", "ncpus": 1},
+                                 {"rank": 1, "host": "h", "cpus": "1", "ncpus": 1}],
+                "cuda": {"built": False, "models": []}}
     with open(os.path.join(d, "manifest.json"), "w") as f:
         json.dump(manifest, f)
     with open(os.path.join(d, "status.tsv"), "w") as f:
@@ -49,7 +52,8 @@ for r in range(1, a.rounds + 1):
             row = {"schema_version": 2, "run_id": f"t-r{r}", "benchmark": "b", "variant": variant,
                    "backend": "cpu", "collective": None, "dtype": "f32", "ranks": 2,
                    "params": {"bytes": 1024}, "iterations": {"timed": 5, "warmup": 1},
-                   "time": {"unit": "s", "min": 1, "median": 1, "mean": 1, "max": 1, "p95": 1, "cv": 0.01},
+                   "time": {"unit": "s", "min": 1, "median": 1, "mean": 1, "max": 1, "p95": 1, "cv": 0.01,
+                            "samples": [1] * 5, "samples_kind": "all"},
                    "metrics": metrics, "headline": "busbw", "gate": "vs_ref" if ratio != "-" else None,
                    "check": {"status": "pass", "error": 0, "message": None}, "counters": {}}
             f.write(json.dumps(row) + "\n")

@@ -49,7 +49,7 @@ int main(void)
     is_int(sl_trace_write(path, MPI_COMM_WORLD), 2, "two events written (the disabled one was not)");
     char cmd[512];
     const char *top = getenv("top");
-    snprintf(cmd, sizeof cmd, "python3 %s/t/lib/validate_results.py trace %s >&2", top ? top : ".", path);
+    snprintf(cmd, sizeof cmd, "%s/scripts/validate trace %s >&2", top ? top : ".", path);
     is_int(system(cmd), 0, "the trace is valid Trace Event Format JSON");
     FILE *f = fopen(path, "r");
     char buf[4096] = "";

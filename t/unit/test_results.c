@@ -1,6 +1,6 @@
 /* test_results.c — the JSON writer and the results rows: escaping, null for non-finite
  * numbers, --papi counters attached to timed rows, every emitted row valid against
- * results/schema.md (checked by t/lib/validate_results.py, an independent reader), and the
+ * results/schema.json (checked by scripts/validate, an independent reader), and the
  * training layer's error column printed in significant digits. */
 #include <math.h>
 #include <stdio.h>
@@ -18,7 +18,7 @@ static int validate(const char *kind, const char *path, const char *extra)
 {
     char cmd[1024];
     const char *top = getenv("top");
-    snprintf(cmd, sizeof cmd, "python3 %s/t/lib/validate_results.py %s %s %s >&2", top ? top : ".",
+    snprintf(cmd, sizeof cmd, "%s/scripts/validate %s %s %s >&2", top ? top : ".",
              kind, path, extra ? extra : "");
     return system(cmd);
 }
