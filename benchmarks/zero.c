@@ -47,8 +47,14 @@
  * driver) and stage 3 gathers its shards (dropping padding) for the check against serial
  * training on the whole batch, with the driver's tolerances.
  *
- * --precision mixed trains the paper's way instead: fp16 parameters and gradients, fp32 master
- * weights and Adam states (2 + 2 + 12 bytes per parameter), sharded as above (zero/mixed.c).
+ * -d f16|bf16 trains the paper's mixed-precision way through the same step (--precision mixed
+ * is -d f16): 16-bit parameters and gradients, and the f32 master weights counted with the
+ * optimizer states (2 + 2 + 12 bytes per parameter with AdamW), sharded as above; every
+ * collective, bucket and gathered layer holds 16-bit elements (half the bytes of f32). The
+ * training layer keeps the f32 master and unscaled gradient of the elements this rank steps
+ * (the latter outside the formula, category other) and takes the one loss-scale decision a
+ * step, OR-ed over the ranks: after stage 1 no rank sees the whole gradient. A skipped step
+ * all-gathers nothing in stages 1-2 (nothing was stepped).
  *
  * --analytic PARAMS --ranks N [--precision fp32|mixed] prints the per-device memory table of
  * the paper (mixed precision: 2 + 2 + 12 bytes per parameter) without running anything.
@@ -80,7 +86,8 @@ static const sl_opt zero_opts[] = {
     {"prefetch", 0, SL_OPT_INT, &opt_prefetch, 0, 1, NULL, 0,
      "stage 3: gather the next layer while this one computes (default 1; stages 0-2 ignore it)"},
     {"precision", 0, SL_OPT_CHOICE, &opt_precision, 0, 0, "fp32|mixed", 0,
-     "fp32, or mixed: fp16 parameters and gradients, fp32 master weights and optimizer states (default fp32)"},
+     "fp32, or mixed: the paper's fp16 parameters and gradients, fp32 master weights and optimizer states, "
+     "i.e. -d f16 (default fp32)"},
     {"analytic", 0, SL_OPT_DOUBLE, &opt_analytic, 0, 0, NULL, 0,
      "PARAMS: print the per-stage memory table for PARAMS parameters on --ranks N (no run)"},
     {"ranks", 0, SL_OPT_INT, &opt_ranks, 1, 1LL << 40, NULL, 0, "data-parallel ranks for --analytic"},

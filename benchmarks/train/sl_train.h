@@ -70,8 +70,9 @@ extern const sl_opt_group sl_train_option_group;
 /* Without --layers --width --inputs --outputs: what a technique with its own model takes. */
 extern const sl_opt_group sl_train_step_option_group;
 
-/* The scaler state a mixed-precision technique keeps beside its 16-bit model, and the
- * decision each step ends with, shared so that every technique takes it the same way:
+/* The scaler state of a mixed-precision run, and the decision each step ends with. The training
+ * layer keeps one in every sl_train (t->ms) and takes the decision itself (sl_train_decide,
+ * below); a technique that keeps its own 16-bit model beside the layer's uses it directly:
  *   sl_train_mixed_init(&ms, t->dtype);
  *   each step: backward at ms.sc.scale -> unscale (counting inf/NaN here: mine) ->
  *              if (sl_train_mixed_decide(t, &ms, mine, &o)) optimizer step with o;  (else skipped)
@@ -81,6 +82,7 @@ typedef struct sl_train_mixed_state {
     int applied;          /* optimizer steps taken (AdamW's count: a skipped step is not one) */
     long overflow_steps;  /* steps on which THIS rank saw inf/NaN itself (before the OR) */
 } sl_train_mixed_state;
+
 struct sl_technique;
 
 /* One run of one variant on one communicator: what a technique's callbacks see. The driver
@@ -359,7 +361,7 @@ int sl_train_mixed_decide(sl_train *t, sl_train_mixed_state *ms, int mine, sl_op
 /* sl_train_scaler_row of the state. Collective. */
 void sl_train_mixed_row(sl_train *t, const sl_train_mixed_state *ms, sl_result *res);
 
-/* The model in the run's precision (train_acts.c, train_precision.c) -------------------------
+/* The model in the run's precision (train_step.c, train_precision.c) -------------------------
  *
  * Precision is a property of the pieces below, not of the technique: a technique holds its
  * weights and gradients in t->dtype (f32, f16 or bf16), communicates them in t->dtype, and the
