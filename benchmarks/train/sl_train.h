@@ -447,6 +447,10 @@ typedef struct sl_replica {
 } sl_replica;
 void sl_replica_alloc(sl_train *t, int rows, sl_replica *r);
 void sl_replica_free(sl_train *t, sl_replica *r);
+/* Load samples [first, first + count) of the step, forward, loss, and backward into r->grads
+ * (accumulated in f32: see sl_acts_backward), with the hooks on every layer both ways. */
+void sl_replica_forward_backward(sl_train *t, sl_replica *r, int first, int count,
+                                 const sl_layer_hooks *h);
 /* This rank's samples of the step, [t->lo, t->hi), in `micro` micro-batches of at most the
  * replica's rows: forward, loss, backward, the gradients summed (in f32) into r->grads; the
  * hooks run on every layer of the last micro-batch. */

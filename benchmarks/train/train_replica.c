@@ -37,6 +37,15 @@ void sl_replica_free(sl_train *t, sl_replica *r)
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) sl_k_free(t->be, bufs[i]);
 }
 
+void sl_replica_forward_backward(sl_train *t, sl_replica *r, int first, int count,
+                                 const sl_layer_hooks *h)
+{
+    sl_acts_load(t, &r->acts, first, count);
+    sl_acts_forward(t, &r->acts, r->params, 0, t->m->nlayers, h);
+    sl_acts_loss(t, &r->acts);
+    sl_acts_backward(t, &r->acts, r->params, r->grads, h);
+}
+
 void sl_replica_gradients(sl_train *t, sl_replica *r, int micro, const sl_layer_hooks *h)
 {
     const sl_mlp *m = t->m;
@@ -50,10 +59,7 @@ void sl_replica_gradients(sl_train *t, sl_replica *r, int micro, const sl_layer_
         if (hi == lo) continue;
         a->first = !done++;
         a->last = k == micro - 1;
-        sl_acts_load(t, a, t->lo + (int)lo, (int)(hi - lo));
-        sl_acts_forward(t, a, r->params, 0, m->nlayers, a->last ? h : NULL);
-        sl_acts_loss(t, a);
-        sl_acts_backward(t, a, r->params, r->grads, a->last ? h : NULL);
+        sl_replica_forward_backward(t, r, t->lo + (int)lo, (int)(hi - lo), a->last ? h : NULL);
     }
     a->sum32 = NULL;
 }

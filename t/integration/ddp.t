@@ -1,8 +1,9 @@
 #!/bin/bash
 # ddp: every variant on 1-4 ranks trains to the serial reference's weights (the program's own
-# check, which this test requires to pass in every row); uneven strong-scaling splits; bad
-# inputs exit 2; --trace shows communication beside compute; exposed <= comm and the error column
-# prints 3 significant digits; a diverged AdamW run fails its check.
+# check, which this test requires to pass in every row), and in f16 and bf16 too on 2-4 ranks,
+# sending exactly half of f32's bytes; uneven strong-scaling splits; one rank's overflow skips
+# the step on all; bad inputs exit 2; --trace shows communication beside compute; exposed <= comm
+# and the error column prints 3 significant digits; a diverged AdamW run fails its check.
 . "$(dirname "$0")/../lib/common.sh"
 out=$(tmpdir)
 trap 'rm -rf "$out"' EXIT

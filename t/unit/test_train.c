@@ -52,13 +52,7 @@ static void step(sl_train *t)
     const size_t n = t->m->nparams;
     const sl_layer_hooks *h = t->variant == V_SHARDED ? &fetch_hooks : NULL;
     sl_k_memset0(t->be, r->rep.grads, n * sizeof(float));
-    if (t->hi > t->lo) {
-        sl_acts *a = &r->rep.acts;
-        sl_acts_load(t, a, t->lo + (t->variant == V_OFFBYONE), t->hi - t->lo);
-        sl_acts_forward(t, a, r->rep.params, 0, t->m->nlayers, h);
-        sl_acts_loss(t, a);
-        sl_acts_backward(t, a, r->rep.params, r->rep.grads, h);
-    }
+    if (t->hi > t->lo) sl_replica_forward_backward(t, &r->rep, t->lo + (t->variant == V_OFFBYONE), t->hi - t->lo, h);
     double t0 = sl_now();
     sl_train_coll_ok(sl_coll_allreduce(t->comm, r->rep.grads, r->rep.grads, n, SL_F32, SL_OP_SUM), "allreduce");
     sl_train_span(t, SL_PHASE_COMM, "allreduce", t0, sl_now());
