@@ -118,7 +118,7 @@ static void act_free(sl_train *t, float **p)
 /* Forward: before layer l its output x_{l+1} and its z are allocated; after it, in a dropped
  * segment, its z and its input are freed (not the segment's input: that is the checkpoint).
  * Backward: before layer l its dL/dx_l; after it, dL/dx_{l+1}, x_l and z_l are freed. */
-static const float *before_layer(sl_train *t, int l, int backward)
+static const void *before_layer(sl_train *t, int l, int backward)
 {
     ck *s = t->state;
     const sl_mlp *m = t->m;

@@ -19,14 +19,22 @@
  * exactly, even when B does not divide evenly across ranks. The training layer checks the
  * weights against one process trained on the whole batch and the replicas against each other.
  *
- * -d f16|bf16: mixed-precision data parallelism (sync: ddp/mixed.c; bucketed and accum:
- * ddp/mixed_layers.c): each replica computes in the 16-bit type with f32 master weights, and
- * the all-reduces move 16-bit gradients — half the bytes of f32. ps trains in f32 only.
+ * -d f16|bf16: mixed-precision data parallelism through the same step: the training layer
+ * holds each replica's weights and gradients in the 16-bit type with f32 master weights and
+ * optimizer state (sl_train.h), and every variant moves 16-bit gradients (ps: and weights) —
+ * half the bytes of f32. Where the sum is done: MPI has no 16-bit floating type, so the suite's
+ * collectives (and, for -C mpi, a user-defined MPI_Op on a 2-byte datatype) widen each pair of
+ * operands to f32, add, and round the partial sum back into 16 bits at each hop; widening before
+ * the all-reduce would double the bytes on the wire, which is what mixed-precision data
+ * parallelism exists to save (PyTorch's fp16_compress_hook makes the same choice). After N ranks
+ * a summed element carries at most about (N-1)·u of the partial sums' magnitude (u: 2^-11 for
+ * f16, 2^-8 for bf16), the order of the rounding each rank's gradient already had; the check
+ * against serial mixed-precision training bounds what that does to the weights
+ * (SL_TRAIN_TOL_MIXED_*).
  */
 #include <math.h>
 #include <stdlib.h>
 
-#include "ddp/mixed_layers.h"
 #include "sl_train.h"
 
 #define DDP_VARIANTS(X) X(V_SYNC, "sync") X(V_BUCKETED, "bucketed") X(V_ACCUM, "accum") X(V_PS, "ps")
@@ -58,10 +66,9 @@ typedef struct bucket {
 } bucket;
 
 typedef struct replica {
-    sl_replica rep;         /* params, grads, optimizer state, activations (f32) */
-    ddp_mixed mixed;        /* the 16-bit replica (-d f16|bf16) */
-    float *micro_gw32;      /* accum -d f16|bf16: a micro-batch's layer gradient, f32 */
-    float *ps_recv;         /* ps server: one worker's gradient shard */
+    sl_replica rep;         /* weights, gradients (t->dtype), f32 twins, optimizer state */
+    void *ps_recv;          /* ps server: one worker's gradient shard */
+    float *ps_view;         /* ps in 16 bits: the weights every rank holds, widened (the check) */
     int micro;              /* micro-batches per step (accum), else 1 */
     int servers, workers;   /* ps */
     int nbuckets;
@@ -116,41 +123,26 @@ static void setup(sl_train *t)
     int local = t->hi - t->lo;
     /* bucket sizes in bytes of the gradient's type, as PyTorch DDP's bucket_cap_mb */
     if (t->variant == V_BUCKETED)
-        r->nbuckets = make_buckets(t->m, opt_bucket_mb * 1048576.0, sl_dtype_size(t->dtype), r->buckets);
-    if (t->dtype != SL_F32) { /* sync, bucketed, accum (mixed_variants) */
-        ddp_mixed_setup(t, &r->mixed, r->micro);
-        if (r->micro > 1) r->micro_gw32 = ddp_mixed_layer_workspace(t);
-        return;
-    }
+        r->nbuckets = make_buckets(t->m, opt_bucket_mb * 1048576.0, sl_train_esize(t), r->buckets);
     sl_replica_alloc(t, (local + r->micro - 1) / r->micro, &r->rep);
     if (is_server(t)) {
         size_t off, cnt;
         server_shard(t, t->rank - r->workers, &off, &cnt);
-        r->ps_recv = sl_k_malloc(t->be, SL_MEM_COMM, cnt * sizeof(float) + 1);
+        r->ps_recv = sl_k_malloc(t->be, SL_MEM_COMM, cnt * sl_train_esize(t) + 1);
     }
+    if (t->variant == V_PS) r->ps_view = sl_train_twin(t, SL_MEM_OTHER, t->m->nparams);
 }
 
 static void release(sl_train *t)
 {
     replica *r = t->state;
-    if (t->dtype != SL_F32) {
-        ddp_mixed_free(t, &r->mixed);
-        sl_k_free(t->be, r->micro_gw32);
-        free(r);
-        return;
-    }
     sl_replica_free(t, &r->rep);
     sl_k_free(t->be, r->ps_recv);
+    sl_k_free(t->be, r->ps_view);
     free(r);
 }
 
 /* The steps --------------------------------------------------------------------------- */
-
-/* The gradient the collectives move: the f32 replica's, or the 16-bit one's (-d f16|bf16). */
-static void *grads_of(const sl_train *t, replica *r)
-{
-    return t->dtype == SL_F32 ? (void *)r->rep.grads : r->mixed.mx.g16;
-}
 
 /* Progresses bucket bk's all-reduce; records when it is seen complete. */
 static void bucket_poll(bucket *bk, int wait)
@@ -179,7 +171,7 @@ static void bucket_hook(sl_train *t, int layer, int backward)
         if (bk->l0 == layer) {
             bk->t_start = sl_now();
             bk->t_done = 0;
-            void *g = (char *)grads_of(t, r) + bk->off * sl_dtype_size(t->dtype);
+            void *g = sl_train_at(t, r->rep.grads, bk->off);
             sl_train_coll_ok(sl_coll_iallreduce(t->comm, g, g, bk->count, t->dtype, SL_OP_SUM, &bk->req),
                              "sl_coll_iallreduce");
             /* An implementation that cannot overlap finishes inside the start: record its end
@@ -213,24 +205,8 @@ static void step(sl_train *t)
         return;
     }
     replica *r = t->state;
-    if (t->dtype != SL_F32 && t->variant == V_SYNC) {
-        ddp_mixed_step(t, &r->mixed);
-        return;
-    }
     const size_t n = t->m->nparams;
-    if (t->dtype != SL_F32) { /* 16-bit gradients, summed in f32 over micro-batches (ddp/mixed_layers.c) */
-        ddp_mixed_backward(t, &r->mixed, r->micro, r->micro_gw32, t->variant == V_BUCKETED ? &bucket_hooks : NULL);
-    } else {
-        sl_k_memset0(t->be, r->rep.grads, n * sizeof(float));
-        for (int k = 0; k < r->micro; k++) {
-            size_t a, b;
-            sl_share((size_t)(t->hi - t->lo), r->micro, k, &a, &b);
-            if (b == a) continue;
-            int last = k == r->micro - 1;
-            sl_replica_forward_backward(t, &r->rep, t->lo + (int)a, (int)(b - a),
-                                        t->variant == V_BUCKETED && last ? &bucket_hooks : NULL);
-        }
-    }
+    sl_replica_gradients(t, &r->rep, r->micro, t->variant == V_BUCKETED ? &bucket_hooks : NULL);
     double t0 = sl_now();
     if (t->variant == V_BUCKETED) {
         for (int b = 0; b < r->nbuckets; b++)
@@ -238,55 +214,61 @@ static void step(sl_train *t)
         sl_train_span(t, SL_PHASE_EXPOSED, "wait for buckets", t0, sl_now());
         sl_train_record(t, SL_PHASE_COMM, buckets_span(r));
     } else {
-        void *g = grads_of(t, r);
-        sl_train_coll_ok(sl_coll_allreduce(t->comm, g, g, n, t->dtype, SL_OP_SUM), "sl_coll_allreduce");
+        sl_train_coll_ok(sl_coll_allreduce(t->comm, r->rep.grads, r->rep.grads, n, t->dtype, SL_OP_SUM),
+                         "sl_coll_allreduce");
         sl_train_blocking(t, "all-reduce (blocking)", t0);
     }
     /* after every bucket: the one unscale, overflow flag and loss-scale decision of the step */
-    if (t->dtype != SL_F32)
-        ddp_mixed_update(t, &r->mixed);
-    else
-        sl_train_optimize(t, r->rep.params, r->rep.grads, r->rep.optim, 0, n);
+    sl_replica_update(t, &r->rep, 0, n, r->rep.optim);
 }
 
 /* ps: workers compute and push gradient shards; each server sums its shard over the workers
- * in a fixed order, steps its shard of the master weights and sends it back to every worker. */
+ * in a fixed order (in t->dtype, rounded at each add as an all-reduce's hop is), steps its shard
+ * of the master weights and sends it back to every worker. Every rank takes part in the step's
+ * decision: the workers' loss scale follows the servers'. */
 static void step_ps(sl_train *t)
 {
     replica *r = t->state;
+    sl_replica *rep = &r->rep;
     size_t off, cnt;
     if (!is_server(t)) {
-        sl_k_memset0(t->be, r->rep.grads, t->m->nparams * sizeof(float));
-        sl_replica_forward_backward(t, &r->rep, t->lo, t->hi - t->lo, NULL);
+        sl_replica_gradients(t, rep, 1, NULL);
         double c0 = sl_now();
         for (int s = 0; s < r->servers; s++) {
             server_shard(t, s, &off, &cnt);
-            sl_train_coll_ok(sl_coll_send(t->comm, r->rep.grads + off, cnt, SL_F32, r->workers + s, 1), "push");
+            sl_train_coll_ok(sl_coll_send(t->comm, sl_train_at(t, rep->grads, off), cnt, t->dtype, r->workers + s, 1),
+                             "push");
         }
+        sl_train_blocking(t, "push", c0);
+        const int applied = sl_train_decide(t);
+        (void)applied; /* the servers send the weights either way: stepped, or as they were */
+        c0 = sl_now();
         for (int s = 0; s < r->servers; s++) {
             server_shard(t, s, &off, &cnt);
-            sl_train_coll_ok(sl_coll_recv(t->comm, r->rep.params + off, cnt, SL_F32, r->workers + s, 2), "pull");
+            sl_train_coll_ok(sl_coll_recv(t->comm, sl_train_at(t, rep->params, off), cnt, t->dtype, r->workers + s, 2),
+                             "pull");
         }
-        sl_train_blocking(t, "push+pull", c0);
+        sl_train_blocking(t, "pull", c0);
         return;
     }
     server_shard(t, t->rank - r->workers, &off, &cnt);
-    sl_k_memset0(t->be, r->rep.grads + off, cnt * sizeof(float));
+    void *g = sl_train_at(t, rep->grads, off);
+    sl_k_memset0(t->be, g, cnt * sl_train_esize(t));
     double c0 = sl_now(), comm = 0;
     for (int w = 0; w < r->workers; w++) {
         double r0 = sl_now();
-        sl_train_coll_ok(sl_coll_recv(t->comm, r->ps_recv, cnt, SL_F32, w, 1), "push (server)");
+        sl_train_coll_ok(sl_coll_recv(t->comm, r->ps_recv, cnt, t->dtype, w, 1), "push (server)");
         double a0 = sl_now();
         comm += a0 - r0;
-        sl_k_add(t->be, SL_F32, cnt, r->ps_recv, r->rep.grads + off);
+        sl_k_add(t->be, t->dtype, cnt, r->ps_recv, g);
         sl_k_sync(t->be);
         sl_train_record(t, SL_PHASE_COMPUTE, sl_now() - a0);
     }
     /* the server's optimizer state covers its shard only */
-    sl_train_optimize(t, r->rep.params, r->rep.grads, r->rep.optim, off, cnt);
+    sl_replica_update(t, rep, off, cnt, rep->optim);
     double s0 = sl_now();
     for (int w = 0; w < r->workers; w++)
-        sl_train_coll_ok(sl_coll_send(t->comm, r->rep.params + off, cnt, SL_F32, w, 2), "pull (server)");
+        sl_train_coll_ok(sl_coll_send(t->comm, sl_train_at(t, rep->params, off), cnt, t->dtype, w, 2), "pull (server)");
     double s1 = sl_now();
     comm += s1 - s0;
     sl_train_record(t, SL_PHASE_COMM, comm);
@@ -294,28 +276,31 @@ static void step_ps(sl_train *t)
     sl_trace_event("serve", "comm", 1, c0, s1);
 }
 
-/* Every worker holds the whole model; a server its shard. */
+/* The f32 weights: every worker's whole model, a server's shard. The master copy in 16 bits;
+ * but a ps worker holds only the 16-bit weights the servers send (its master is never stepped),
+ * so ps gives the 16-bit weights, widened, on every rank: identical bits on workers and servers. */
 static const float *weights(sl_train *t, size_t *first, size_t *count)
 {
     replica *r = t->state;
     *first = 0;
     *count = t->m->nparams;
-    if (t->dtype != SL_F32) return r->mixed.mx.master;
     if (is_server(t)) server_shard(t, t->rank - r->workers, first, count);
-    return r->rep.params + *first;
+    if (t->variant == V_PS)
+        return sl_train_widen(t, sl_train_at(t, r->rep.params, *first), sl_f32_at(r->ps_view, *first), *count);
+    return (r->rep.master ? r->rep.master : (const float *)r->rep.params) + *first;
 }
 
 /* Bytes the busiest rank sends per step by the textbook volume: ring all-reduce sends
- * 2(N-1)/N of the gradient (2-byte elements with -d f16|bf16); a parameter-server worker
- * pushes the whole gradient, a server sends its shard (the first is the largest) back to
- * every worker. */
+ * 2(N-1)/N of the gradient; a parameter-server worker pushes the whole gradient, a server sends
+ * its shard of the weights (the first is the largest) back to every worker. Elements of
+ * t->dtype: 2 bytes with -d f16|bf16. */
 static double bytes_model(const sl_train *t)
 {
     double psi = (double)t->m->nparams * (double)sl_dtype_size(t->dtype);
     if (t->variant != V_PS) return t->size > 1 ? 2.0 * (t->size - 1) / t->size * psi : 0.0;
     size_t off, cnt;
     server_shard(t, 0, &off, &cnt);
-    double server = (double)t->data_ranks * (double)cnt * sizeof(float);
+    double server = (double)t->data_ranks * (double)cnt * (double)sl_train_esize(t);
     return server > psi ? server : psi;
 }
 
@@ -324,7 +309,7 @@ static double bytes_model(const sl_train *t)
 static void memory_model(const sl_train *t, double bytes[SL_MEM_NCATS])
 {
     const replica *r = t->state;
-    sl_mlp_bytes b = t->dtype != SL_F32 ? ddp_mixed_memory(t, &r->mixed) : sl_mlp_memory(t->m, r->rep.rows, &t->optim);
+    sl_mlp_bytes b = sl_replica_memory(t, r->rep.acts.rows);
     bytes[SL_MEM_PARAMS] = (double)b.params;
     bytes[SL_MEM_GRADS] = (double)b.grads;
     bytes[SL_MEM_OPTIM] = (double)b.optim;
@@ -334,14 +319,15 @@ static void memory_model(const sl_train *t, double bytes[SL_MEM_NCATS])
 static void row(sl_train *t, sl_result *res)
 {
     replica *r = t->state;
-    if (t->dtype != SL_F32) ddp_mixed_row(t, &r->mixed, res);
+    if (t->dtype != SL_F32) /* as the f32 sum is not: say where the 16-bit one rounds */
+        sl_result_param_str(res, "grad_allreduce", "16-bit, summed pairwise in f32 and rounded at each hop");
     if (t->variant == V_BUCKETED) {
         sl_result_param_num(res, "bucket_mb", opt_bucket_mb);
         sl_result_param_num(res, "buckets", r->nbuckets);
         sl_result_param_num(res, "nonblocking_overlaps", sl_coll_iallreduce_overlaps(t->comm));
     }
     if (t->variant == V_ACCUM) sl_result_param_num(res, "accum", (double)opt_accum);
-    if (t->variant == V_ACCUM && t->dtype != SL_F32) /* ddp/mixed_layers.c says why f32 */
+    if (t->variant == V_ACCUM && t->dtype != SL_F32) /* train_replica.c says why f32 */
         sl_result_param_str(res, "accum_sum", "f32, rounded once into 16 bits for the all-reduce");
     if (t->variant == V_PS) sl_result_param_num(res, "servers", (double)opt_servers);
 }
@@ -352,18 +338,6 @@ static void validate(sl_ctx *ctx)
     const int P = ctx->nranks;
     const long long batch = sl_train_opt.batch;
     if (opt_bucket_mb <= 0) sl_usage_error("--bucket-mb: expected a size in MiB > 0, got %g", opt_bucket_mb);
-    /* ps stays f32: its servers own the weights, which in 16 bits would be an f32 master shard
-     * per server and 16-bit copies on the workers, not the replica the other variants share */
-    if ((ctx->opt.dtypes & ~(1u << SL_F32)) && (opt_variants & (1u << V_PS))) {
-        const int f32 = (ctx->opt.dtypes >> SL_F32) & 1;
-        if (opt_variants != ~0u && !f32)
-            sl_usage_error("-d: ddp's ps variant trains in f32 only (sync, bucketed and accum train in "
-                           "f16/bf16); drop ps from --variants, or add f32 to -d");
-        sl_note(ctx, f32 ? "-d f16/bf16: sync, bucketed and accum train in 16 bits; ps runs in f32 only"
-                         : "-d f16/bf16: sync, bucketed and accum train in 16 bits; ps trains in f32 only "
-                           "and is not run (add f32 to -d)");
-        if (!f32) opt_variants &= ~(1u << V_PS);
-    }
     /* A variant that cannot run is a usage error when it was asked for: named in --variants,
      * or its own option given (which would otherwise be silently unused); a note when it came
      * only with the defaults. */
@@ -421,7 +395,7 @@ static const sl_technique ddp = {
     .p2p_variants = 1u << V_PS,
     .no_baseline_variants = 1u << V_PS,
     .sums_loss = 1,
-    .mixed_variants = (1u << V_SYNC) | (1u << V_BUCKETED) | (1u << V_ACCUM),
+    .mixed_variants = (1u << NVARIANTS) - 1,
     .tol_mixed_sgd_max = {[SL_F16] = SL_TRAIN_TOL_MIXED_SGD_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_SGD_BF16},
     .tol_mixed_adamw_l2 = {[SL_F16] = SL_TRAIN_TOL_MIXED_ADAMW_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_ADAMW_BF16},
     .data_ranks = data_ranks,

@@ -47,8 +47,14 @@
  * driver) and stage 3 gathers its shards (dropping padding) for the check against serial
  * training on the whole batch, with the driver's tolerances.
  *
- * --precision mixed trains the paper's way instead: fp16 parameters and gradients, fp32 master
- * weights and Adam states (2 + 2 + 12 bytes per parameter), sharded as above (zero/mixed.c).
+ * -d f16|bf16 trains the paper's mixed-precision way through the same step (--precision mixed
+ * is -d f16): 16-bit parameters and gradients, and the f32 master weights counted with the
+ * optimizer states (2 + 2 + 12 bytes per parameter with AdamW), sharded as above; every
+ * collective, bucket and gathered layer holds 16-bit elements (half the bytes of f32). The
+ * training layer keeps the f32 master and unscaled gradient of the elements this rank steps
+ * (the latter outside the formula, category other) and takes the one loss-scale decision a
+ * step, OR-ed over the ranks: after stage 1 no rank sees the whole gradient. A skipped step
+ * all-gathers nothing in stages 1-2 (nothing was stepped).
  *
  * --analytic PARAMS --ranks N [--precision fp32|mixed] prints the per-device memory table of
  * the paper (mixed precision: 2 + 2 + 12 bytes per parameter) without running anything.
@@ -60,7 +66,6 @@
 #include <string.h>
 
 #include "sl_train.h"
-#include "zero/mixed.h"
 
 enum { NSTAGES = 4 };
 static const char *const stage_names[NSTAGES] = {"stage0", "stage1", "stage2", "stage3"};
@@ -81,7 +86,8 @@ static const sl_opt zero_opts[] = {
     {"prefetch", 0, SL_OPT_INT, &opt_prefetch, 0, 1, NULL, 0,
      "stage 3: gather the next layer while this one computes (default 1; stages 0-2 ignore it)"},
     {"precision", 0, SL_OPT_CHOICE, &opt_precision, 0, 0, "fp32|mixed", 0,
-     "fp32, or mixed: fp16 parameters and gradients, fp32 master weights and optimizer states (default fp32)"},
+     "fp32, or mixed: the paper's fp16 parameters and gradients, fp32 master weights and optimizer states, "
+     "i.e. -d f16 (default fp32)"},
     {"analytic", 0, SL_OPT_DOUBLE, &opt_analytic, 0, 0, NULL, 0,
      "PARAMS: print the per-stage memory table for PARAMS parameters on --ranks N (no run)"},
     {"ranks", 0, SL_OPT_INT, &opt_ranks, 1, 1LL << 40, NULL, 0, "data-parallel ranks for --analytic"},
@@ -102,19 +108,24 @@ typedef struct op {
 } op;
 
 typedef struct zero {
-    sl_replica rep;        /* params: the replica (stages 0-2); grads: the full gradient
-                              (stages 0-1); optim: replica (0) or shard (1-3); target, acts */
     int stage, nd, r, K;
     size_t c[SL_MLP_MAX_LAYERS];        /* slice of layer l per rank */
     size_t soff[SL_MLP_MAX_LAYERS + 1]; /* layer l's slice in a shard; soff[L] = S */
-    float *pshard, *gshard;             /* parameter shard (stage 3), gradient shard (2-3) */
-    float *staging;                     /* stage 1: one padded layer */
-    float *bucket[2];                   /* stages 2-3: filled / being reduced, alternately */
+    /* The model states, in t->dtype (f32 twins: NULL in f32, where the weights are the master) */
+    void *params;                       /* the replica [Ψ] (stages 0-2), the shard [S] (3) */
+    void *grads;                        /* the full gradient [Ψ] (0-1), the shard [S] (2-3) */
+    float *master;                      /* f32 master of the elements this rank steps: [Ψ]
+                                           (stage 0) or [S] — an optimizer state (the paper's K) */
+    float *g32;                         /* f32 unscaled gradient of the same elements */
+    float *optim;                       /* K floats per stepped element */
+    sl_acts acts;
+    void *staging;                      /* stage 1: one padded layer */
+    void *bucket[2];                    /* stages 2-3: filled / being reduced, alternately */
     size_t bucket_elems;
     int nbuckets, blo[SL_MLP_MAX_LAYERS], bhi[SL_MLP_MAX_LAYERS], bucket_of[SL_MLP_MAX_LAYERS];
     size_t bpos[SL_MLP_MAX_LAYERS];     /* layer l's padded block in its bucket's buffer */
     op rs[SL_MLP_MAX_LAYERS];           /* layer l's gradient reduce-scatter */
-    float *slot[2];                     /* stage 3: gathered layers */
+    void *slot[2];                      /* stage 3: gathered layers */
     int nslots, slot_use[2];            /* the use (below) a slot holds, -1 when free */
     op slot_op[2];
     sl_layer_hooks hooks;
@@ -122,7 +133,6 @@ typedef struct zero {
     double iv[MAX_IV][2];
     /* setup's allocations, measured */
     double held, mem_comm, mem_bucket, mem_staging, mem_gather;
-    zero_mixed mixed;                   /* --precision mixed: everything above but the partition */
 } zero;
 
 /* Closes o's interval if it has completed (wait: once it has). */
@@ -142,10 +152,10 @@ static void op_complete(zero *z, op *o, int wait)
 }
 
 /* Starts a sum (all-reduce: stage 0, after backward, blocking) or a non-blocking reduce-scatter
- * or all-gather of n elements per rank. The time inside is exposed communication; an
+ * or all-gather of n elements (t->dtype) per rank. The time inside is exposed communication; an
  * implementation that cannot progress in the background completes here, and no overlap is
  * credited to it. */
-static void op_start(sl_train *t, op *o, int kind, const float *send, float *recv, size_t n)
+static void op_start(sl_train *t, op *o, int kind, const void *send, void *recv, size_t n)
 {
     zero *z = t->state;
     const double t0 = sl_now();
@@ -154,11 +164,11 @@ static void op_start(sl_train *t, op *o, int kind, const float *send, float *rec
     z->iv[o->iv][0] = t0;
     int rc;
     if (kind == OP_ALLREDUCE)
-        rc = sl_coll_allreduce(t->comm, send, recv, n, SL_F32, SL_OP_SUM);
+        rc = sl_coll_allreduce(t->comm, send, recv, n, t->dtype, SL_OP_SUM);
     else if (kind == OP_REDUCE_SCATTER)
-        rc = sl_coll_ireduce_scatter(t->comm, send, recv, n, SL_F32, SL_OP_SUM, &o->req);
+        rc = sl_coll_ireduce_scatter(t->comm, send, recv, n, t->dtype, SL_OP_SUM, &o->req);
     else
-        rc = sl_coll_iallgather(t->comm, send, recv, n, SL_F32, &o->req);
+        rc = sl_coll_iallgather(t->comm, send, recv, n, t->dtype, &o->req);
     sl_train_coll_ok(rc, op_names[kind]);
     op_complete(z, o, 0);
     /* completed inside: the wait ends where its interval does (one clock reading) */
@@ -205,19 +215,33 @@ static size_t real_elems(const sl_mlp *m, const zero *z, int l, int r)
     return first >= size ? 0 : size - first < z->c[l] ? size - first : z->c[l];
 }
 
-/* Copies layer l's block into buf (Nd·c_l elements) and zeroes the padding after it. */
-static void pad_copy(sl_train *t, float *buf, const float *block, int l)
+/* Layer l's elements this rank steps: from element *first of the layer's block (the whole
+ * layer in stage 0), and their offset in the stepped elements' vectors (master, g32, optim). */
+static size_t stepped(const sl_train *t, const zero *z, int l, size_t *first, size_t *off)
+{
+    if (z->stage == 0) {
+        *first = 0;
+        *off = t->m->w_off[l];
+        return sl_mlp_layer_size(t->m, l);
+    }
+    *first = (size_t)z->r * z->c[l];
+    *off = z->soff[l];
+    return real_elems(t->m, z, l, z->r);
+}
+
+/* Copies layer l's block (t->dtype) into buf (Nd·c_l elements) and zeroes the padding after it. */
+static void pad_copy(sl_train *t, void *buf, const void *block, int l)
 {
     const zero *z = t->state;
     size_t size = sl_mlp_layer_size(t->m, l), padded = (size_t)z->nd * z->c[l];
-    sl_k_memcpy(t->be, buf, block, size * sizeof(float), SL_K_D2D);
-    if (padded > size) sl_k_memset0(t->be, buf + size, (padded - size) * sizeof(float));
+    sl_k_memcpy(t->be, buf, block, size * sl_train_esize(t), SL_K_D2D);
+    if (padded > size) sl_k_memset0(t->be, sl_train_at(t, buf, size), (padded - size) * sl_train_esize(t));
 }
 
 /* Gradient buckets of whole layers in reverse order, each closed once it holds bucket_bytes of
- * padded gradients (a larger layer is a bucket of its own). Bucket b holds layers [blo, bhi);
- * the highest layer's block comes first in the buffer. */
-static void make_buckets(zero *z, const sl_mlp *m, double bucket_bytes)
+ * padded gradients in the run's type (a larger layer is a bucket of its own). Bucket b holds
+ * layers [blo, bhi); the highest layer's block comes first in the buffer. */
+static void make_buckets(zero *z, const sl_mlp *m, double bucket_bytes, size_t es)
 {
     size_t fill = 0;
     z->nbuckets = 0;
@@ -227,7 +251,7 @@ static void make_buckets(zero *z, const sl_mlp *m, double bucket_bytes)
         z->bucket_of[l] = b;
         z->bpos[l] = fill;
         fill += (size_t)z->nd * z->c[l];
-        if ((double)fill * sizeof(float) >= bucket_bytes || l == 0) {
+        if ((double)fill * (double)es >= bucket_bytes || l == 0) {
             z->blo[b] = l;
             z->nbuckets++;
             if (fill > z->bucket_elems) z->bucket_elems = fill;
@@ -236,14 +260,14 @@ static void make_buckets(zero *z, const sl_mlp *m, double bucket_bytes)
     }
 }
 
-static const float *gather_before(sl_train *t, int layer, int backward);
+static const void *gather_before(sl_train *t, int layer, int backward);
 static void after_layer(sl_train *t, int layer, int backward);
-static float *bucket_slot(sl_train *t, int layer);
+static void *bucket_slot(sl_train *t, int layer);
 
-static void *alloc_counted(sl_train *t, sl_mem_cat cat, size_t elems, double *counter)
+static void *alloc_counted(sl_train *t, sl_mem_cat cat, size_t bytes, double *counter)
 {
-    if (counter) *counter += (double)elems * sizeof(float);
-    return sl_k_malloc(t->be, cat, elems * sizeof(float));
+    if (counter) *counter += (double)bytes;
+    return sl_k_malloc(t->be, cat, bytes);
 }
 
 static void setup(sl_train *t)
@@ -261,52 +285,58 @@ static void setup(sl_train *t)
         z->c[l] = (sl_mlp_layer_size(m, l) + (size_t)z->nd - 1) / (size_t)z->nd;
         z->soff[l + 1] = z->soff[l] + z->c[l];
     }
-    const size_t n = m->nparams, S = z->soff[L];
-    z->rep.rows = t->hi - t->lo > 0 ? t->hi - t->lo : 1;
-    if (t->dtype != SL_F32) {
-        zero_mixed_setup(t, &z->mixed, (zero_part){.stage = z->stage, .nd = z->nd, .r = z->r, .K = z->K,
-                                                   .c = z->c, .soff = z->soff});
-        z->held = z->mixed.held;
-        z->mem_comm = z->mixed.mem_comm;
-        return;
-    }
+    const size_t n = m->nparams, S = z->soff[L], es = sl_train_esize(t), mine = z->stage ? S : n;
     const sl_mem_space space = t->be == SL_BACKEND_CUDA ? SL_MEM_DEVICE : SL_MEM_HOST;
     const double comm0 = (double)sl_mem_current(space, SL_MEM_COMM);
-    double held = 0;
 
-    sl_replica *rep = &z->rep;
-    if (z->stage < 3) rep->params = alloc_counted(t, SL_MEM_PARAMS, n, &held);
-    else z->pshard = alloc_counted(t, SL_MEM_PARAMS, S, &held);
-    if (z->stage < 2) rep->grads = alloc_counted(t, SL_MEM_GRADS, n, &held);
-    else z->gshard = alloc_counted(t, SL_MEM_GRADS, S, &held);
-    if (z->K) rep->optim = alloc_counted(t, SL_MEM_OPTIM, (size_t)z->K * (z->stage ? S : n), &held);
-    rep->target = sl_k_malloc(t->be, SL_MEM_DATA, (size_t)rep->rows * m->dims[L] * sizeof(float));
-    sl_mlp_acts_alloc(m, rep->rows, &rep->acts);
-    z->held = held;
+    z->params = alloc_counted(t, SL_MEM_PARAMS, (z->stage < 3 ? n : S) * es, &z->held);
+    z->grads = alloc_counted(t, SL_MEM_GRADS, (z->stage < 2 ? n : S) * es, &z->held);
+    z->master = sl_train_twin(t, SL_MEM_OPTIM, mine);
+    if (z->master) z->held += (double)mine * sizeof(float);
+    /* the unscaled gradient the optimizer reads: outside the paper's formula (category other) */
+    z->g32 = sl_train_twin(t, SL_MEM_OTHER, mine);
+    if (z->K) z->optim = alloc_counted(t, SL_MEM_OPTIM, (size_t)z->K * mine * sizeof(float), &z->held);
+    sl_acts_alloc(t, t->hi - t->lo, &z->acts);
 
+    /* The weights from the seed, in f32 (the master, or the weights themselves in f32), then
+     * the replica or shard cast from them. */
     const uint64_t seed = (uint64_t)sl_train_opt.seed;
-    if (z->stage < 3)
-        sl_mlp_init_params(m, seed, 0, n, rep->params);
-    else
-        for (int l = 0; l < L; l++) {
+    float *w32 = z->master ? z->master : z->params;
+    if (z->stage == 0) {
+        sl_mlp_init_params(m, seed, 0, n, w32);
+    } else {
+        if (z->master) sl_k_memset0(t->be, z->master, S * sizeof(float)); /* padding */
+        for (int l = 0; l < L && (z->master || z->stage == 3); l++) {
             size_t own = real_elems(m, z, l, z->r);
-            if (own) sl_mlp_init_params(m, seed, m->w_off[l] + (size_t)z->r * z->c[l], own, z->pshard + z->soff[l]);
+            if (own) sl_mlp_init_params(m, seed, m->w_off[l] + (size_t)z->r * z->c[l], own, w32 + z->soff[l]);
         }
+    }
+    if (z->stage == 1 || z->stage == 2) { /* the whole replica */
+        float *full = z->master ? sl_k_malloc(t->be, SL_MEM_OTHER, n * sizeof(float)) : z->params;
+        sl_mlp_init_params(m, seed, 0, n, full);
+        if (z->master) {
+            sl_k_cast(t->be, n, full, SL_F32, z->params, t->dtype, NULL);
+            sl_k_sync(t->be);
+            sl_k_free(t->be, full);
+        }
+    } else if (z->master) {
+        sl_k_cast(t->be, mine, z->master, SL_F32, z->params, t->dtype, NULL);
+    }
 
     size_t widest = 0; /* the largest padded layer */
     for (int l = 0; l < L; l++) widest = (size_t)z->nd * z->c[l] > widest ? (size_t)z->nd * z->c[l] : widest;
-    if (z->stage == 1) z->staging = alloc_counted(t, SL_MEM_COMM, widest, &z->mem_staging);
+    if (z->stage == 1) z->staging = alloc_counted(t, SL_MEM_COMM, widest * es, &z->mem_staging);
     if (z->stage >= 2) {
         z->hooks = (sl_layer_hooks){.before = z->stage == 3 ? gather_before : NULL, .after = after_layer,
                                     .grads = bucket_slot};
-        make_buckets(z, m, opt_bucket_mb * 1048576.0);
+        make_buckets(z, m, opt_bucket_mb * 1048576.0, es);
         for (int i = 0; i < (z->nbuckets > 1 ? 2 : 1); i++)
-            z->bucket[i] = alloc_counted(t, SL_MEM_COMM, z->bucket_elems, &z->mem_bucket);
+            z->bucket[i] = alloc_counted(t, SL_MEM_COMM, z->bucket_elems * es, &z->mem_bucket);
     }
     if (z->stage == 3) {
         z->nslots = opt_prefetch ? 2 : 1;
         for (int s = 0; s < z->nslots; s++) {
-            z->slot[s] = alloc_counted(t, SL_MEM_COMM, widest, &z->mem_gather);
+            z->slot[s] = alloc_counted(t, SL_MEM_COMM, widest * es, &z->mem_gather);
             z->slot_use[s] = -1;
         }
     }
@@ -316,14 +346,9 @@ static void setup(sl_train *t)
 static void release(sl_train *t)
 {
     zero *z = t->state;
-    if (t->dtype != SL_F32) {
-        zero_mixed_free(t, &z->mixed);
-        free(z);
-        return;
-    }
-    sl_mlp_acts_free(t->m, &z->rep.acts);
-    float *bufs[] = {z->rep.params, z->rep.grads, z->rep.optim, z->rep.target, z->pshard, z->gshard,
-                     z->staging, z->bucket[0], z->bucket[1], z->slot[0], z->slot[1]};
+    sl_acts_free(t, &z->acts);
+    void *bufs[] = {z->params, z->grads, z->master, z->g32, z->optim, z->staging,
+                    z->bucket[0], z->bucket[1], z->slot[0], z->slot[1]};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) sl_k_free(t->be, bufs[i]);
     free(z);
 }
@@ -351,12 +376,12 @@ static void gather_start(sl_train *t, int u)
     const int s = slot_holding(z, -1), l = layer_of_use(t, u);
     if (s < 0) SL_FATAL("no free slot to gather layer %d", l);
     z->slot_use[s] = u;
-    op_start(t, &z->slot_op[s], OP_ALLGATHER, z->pshard + z->soff[l], z->slot[s], z->c[l]);
+    op_start(t, &z->slot_op[s], OP_ALLGATHER, sl_train_at(t, z->params, z->soff[l]), z->slot[s], z->c[l]);
 }
 
 /* Before a layer's forward or backward: its gathered parameters (padded layer block: W, b,
  * zeros), gathered now unless prefetched; with --prefetch the next use's gather starts first. */
-static const float *gather_before(sl_train *t, int layer, int backward)
+static const void *gather_before(sl_train *t, int layer, int backward)
 {
     zero *z = t->state;
     const int u = use_of(t, layer, backward);
@@ -377,130 +402,131 @@ static void after_layer(sl_train *t, int layer, int backward)
     if (!backward || layer != z->blo[z->bucket_of[layer]]) return;
     const int b = z->bucket_of[layer];
     for (int l = z->blo[b]; l < z->bhi[b]; l++)
-        op_start(t, &z->rs[l], OP_REDUCE_SCATTER, z->bucket[b & 1] + z->bpos[l], z->gshard + z->soff[l], z->c[l]);
+        op_start(t, &z->rs[l], OP_REDUCE_SCATTER, sl_train_at(t, z->bucket[b & 1], z->bpos[l]),
+                 sl_train_at(t, z->grads, z->soff[l]), z->c[l]);
 }
 
 /* The steps ----------------------------------------------------------------------------- */
 
-/* Stages 2-3: backward one layer at a time into the bucket buffers. The training layer
- * accumulates layer l's gradient at grads + w_off[l]; the base handed to it is placed so that
- * this lands on the layer's block in its bucket (address arithmetic only: nothing outside the
- * block is touched). */
-/* The grads hook of stages 2 and 3: layer l's gradients accumulate into its slot of the bucket
- * being filled (two buffers alternate, so the full gradient is never held). Before a bucket's
- * first layer, the reduce-scatters that last used its buffer must be done. */
-static float *bucket_slot(sl_train *t, int l)
+/* The grads hook of stages 2 and 3: layer l's gradients go to its slot of the bucket being
+ * filled (two buffers alternate, so the full gradient is never held). Before a bucket's first
+ * layer, the reduce-scatters that last used its buffer must be done. */
+static void *bucket_slot(sl_train *t, int l)
 {
     zero *z = t->state;
     const int b = z->bucket_of[l];
-    float *buf = z->bucket[b & 1];
+    void *buf = z->bucket[b & 1];
     if (l == z->bhi[b] - 1) {
         if (b >= 2)
             for (int k = z->blo[b - 2]; k < z->bhi[b - 2]; k++) op_finish(t, &z->rs[k]);
-        sl_k_memset0(t->be, buf, z->bucket_elems * sizeof(float));
+        sl_k_memset0(t->be, buf, z->bucket_elems * sl_train_esize(t));
     }
-    return buf + z->bpos[l];
+    return sl_train_at(t, buf, z->bpos[l]);
 }
 
-/* Steps this rank's slice of layer l with gradient slice g and its optimizer state. */
-static void update_slice(sl_train *t, int l, const float *g)
+/* Layer l's gradient elements this rank steps: in the full gradient (stages 0-1, stage 1's
+ * reduced slice put back in place) or the shard. */
+static void *own_grads(sl_train *t, int l, size_t first)
 {
     zero *z = t->state;
-    const size_t own = real_elems(t->m, z, l, z->r);
-    if (!own) return;
-    float *p = z->stage == 3 ? z->pshard + z->soff[l] : z->rep.params + t->m->w_off[l] + (size_t)z->r * z->c[l];
-    sl_train_optimize(t, p, g, z->rep.optim + (size_t)z->K * z->soff[l], 0, own);
+    return z->stage < 2 ? sl_train_at(t, z->grads, t->m->w_off[l] + first) : sl_train_at(t, z->grads, z->soff[l]);
+}
+
+/* ... and its weights: in the replica (stages 0-2) or the shard. */
+static void *own_params(sl_train *t, int l, size_t first)
+{
+    zero *z = t->state;
+    return z->stage < 3 ? sl_train_at(t, z->params, t->m->w_off[l] + first) : sl_train_at(t, z->params, z->soff[l]);
 }
 
 /* Stages 1-2: every rank's stepped slice of layer l into every replica (buf: Nd·c_l). */
-static void gather_into_replica(sl_train *t, int l, float *buf)
+static void gather_into_replica(sl_train *t, int l, void *buf)
 {
     zero *z = t->state;
-    float *block = z->rep.params + t->m->w_off[l];
+    void *block = sl_train_at(t, z->params, t->m->w_off[l]);
     pad_copy(t, buf, block, l);
     op o;
-    op_start(t, &o, OP_ALLGATHER, buf + (size_t)z->r * z->c[l], buf, z->c[l]);
+    op_start(t, &o, OP_ALLGATHER, sl_train_at(t, buf, (size_t)z->r * z->c[l]), buf, z->c[l]);
     op_finish(t, &o);
-    sl_k_memcpy(t->be, block, buf, sl_mlp_layer_size(t->m, l) * sizeof(float), SL_K_D2D);
+    sl_k_memcpy(t->be, block, buf, sl_mlp_layer_size(t->m, l) * sl_train_esize(t), SL_K_D2D);
 }
 
 static void step(sl_train *t)
 {
     zero *z = t->state;
-    if (t->dtype != SL_F32) {
-        zero_mixed_step(t, &z->mixed);
-        return;
-    }
-    sl_replica *rep = &z->rep;
     const sl_mlp *m = t->m;
-    const int L = m->nlayers, count = t->hi - t->lo;
+    const int L = m->nlayers;
+    sl_acts *a = &z->acts;
     z->niv = 0;
+    sl_acts_load(t, a, t->lo, t->hi - t->lo);
     if (z->stage < 2) {
-        sl_k_memset0(t->be, rep->grads, m->nparams * sizeof(float));
-        sl_replica_forward_backward(t, rep, t->lo, count, NULL);
+        sl_k_memset0(t->be, z->grads, m->nparams * sl_train_esize(t));
+        sl_acts_forward(t, a, z->params, 0, L, NULL);
+        sl_acts_loss(t, a);
+        sl_acts_backward(t, a, z->params, z->grads, NULL);
     } else {
-        const float *params = z->stage == 3 ? NULL : rep->params; /* stage 3: from the hooks */
-        rep->acts.batch = count;
-        sl_train_load(t, t->lo, count, rep->acts.x[0], rep->target);
-        sl_train_forward(t, &rep->acts, params, 0, L, &z->hooks);
-        sl_train_loss(t, &rep->acts, rep->target);
-        sl_train_backward(t, &rep->acts, params, NULL, sl_train_dout(t, &rep->acts), 0, L, &z->hooks);
+        sl_acts_forward(t, a, z->stage == 3 ? NULL : z->params, 0, L, &z->hooks); /* 3: the hooks' */
+        sl_acts_loss(t, a);
+        sl_acts_backward(t, a, z->stage == 3 ? NULL : z->params, NULL, &z->hooks);
         for (int l = 0; l < L; l++) op_finish(t, &z->rs[l]);
     }
     op o;
-    switch (z->stage) {
-    case 0:
-        op_start(t, &o, OP_ALLREDUCE, rep->grads, rep->grads, m->nparams);
+    if (z->stage == 0) {
+        op_start(t, &o, OP_ALLREDUCE, z->grads, z->grads, m->nparams);
         op_finish(t, &o);
-        sl_train_optimize(t, rep->params, rep->grads, rep->optim, 0, m->nparams);
-        break;
-    case 1: /* layer by layer through one padded buffer: reduce in place, step, gather in place */
+    } else if (z->stage == 1) { /* layer by layer through one padded buffer, the slice kept in place */
         for (int l = 0; l < L; l++) {
-            float *own = z->staging + (size_t)z->r * z->c[l];
-            pad_copy(t, z->staging, rep->grads + m->w_off[l], l);
+            void *own = sl_train_at(t, z->staging, (size_t)z->r * z->c[l]);
+            pad_copy(t, z->staging, sl_train_at(t, z->grads, m->w_off[l]), l);
             op_start(t, &o, OP_REDUCE_SCATTER, z->staging, own, z->c[l]);
             op_finish(t, &o);
-            update_slice(t, l, own);
-            gather_into_replica(t, l, z->staging);
+            size_t first, off, cnt = stepped(t, z, l, &first, &off);
+            sl_k_memcpy(t->be, own_grads(t, l, first), own, cnt * sl_train_esize(t), SL_K_D2D);
         }
-        break;
-    default:
+    }
+    /* the elements this rank steps, unscaled; one decision; the optimizer, layer by layer */
+    const float *g32[SL_MLP_MAX_LAYERS];
+    for (int l = 0; l < L; l++) {
+        size_t first, off, cnt = stepped(t, z, l, &first, &off);
+        g32[l] = cnt ? sl_train_unscale(t, own_grads(t, l, first), sl_f32_at(z->g32, off), cnt) : NULL;
+    }
+    if (sl_train_decide(t)) {
         for (int l = 0; l < L; l++) {
-            update_slice(t, l, z->gshard + z->soff[l]);
-            if (z->stage == 2) gather_into_replica(t, l, z->bucket[0]);
+            size_t first, off, cnt = stepped(t, z, l, &first, &off);
+            if (cnt)
+                sl_train_apply(t, own_params(t, l, first), sl_f32_at(z->master, off), g32[l],
+                               sl_f32_at(z->optim, (size_t)z->K * off), cnt);
+            if (z->stage == 1 || z->stage == 2)
+                gather_into_replica(t, l, z->stage == 1 ? z->staging : z->bucket[0]);
         }
     }
     sl_train_record(t, SL_PHASE_COMM, comm_time(z));
 }
 
-/* Weights: stages 0-2 a full replica; stage 3 no contiguous slice of the flat vector. */
+/* Weights: the f32 weights this rank holds whole — every stage 0 replica, stages 1-2's in f32
+ * (in 16 bits their f32 master is sharded) — or none: then gather_weights. */
 static const float *weights(sl_train *t, size_t *first, size_t *count)
 {
     zero *z = t->state;
     *first = 0;
-    if (t->dtype != SL_F32) { /* the f32 master weights: whole in stage 0 only */
-        *count = z->stage == 0 ? t->m->nparams : 0;
-        return z->mixed.opt;
-    }
-    *count = z->stage < 3 ? t->m->nparams : 0;
-    return z->rep.params;
+    *count = z->stage == 0 || (z->stage < 3 && !z->master) ? t->m->nparams : 0;
+    return z->master ? z->master : z->params;
 }
 
-/* Stage 3 for the check: every layer's shards gathered, padding dropped, on rank 0. */
+/* Every layer's f32 shards gathered, padding dropped, on rank 0 (for the check). */
 static void gather_weights(sl_train *t, float *full)
 {
     zero *z = t->state;
     const sl_mlp *m = t->m;
-    if (t->dtype != SL_F32) {
-        zero_mixed_gather(t, &z->mixed, full);
-        return;
-    }
+    const float *shard = z->master ? z->master : z->params;
+    float *buf = sl_k_malloc(t->be, SL_MEM_OTHER, (size_t)z->nd * z->soff[m->nlayers] * sizeof(float));
     for (int l = 0; l < m->nlayers; l++) {
-        sl_train_coll_ok(sl_coll_allgather(t->comm, z->pshard + z->soff[l], z->slot[0], z->c[l], SL_F32),
+        sl_train_coll_ok(sl_coll_allgather(t->comm, shard + z->soff[l], buf, z->c[l], SL_F32),
                          "allgather (weights for the check)");
         if (t->rank == 0)
-            sl_k_memcpy(t->be, full + m->w_off[l], z->slot[0], sl_mlp_layer_size(m, l) * sizeof(float), SL_K_D2H);
+            sl_k_memcpy(t->be, full + m->w_off[l], buf, sl_mlp_layer_size(m, l) * sizeof(float), SL_K_D2H);
     }
+    sl_k_free(t->be, buf);
 }
 
 /* Models ---------------------------------------------------------------------------------- */
@@ -510,9 +536,8 @@ static void gather_weights(sl_train *t, float *full)
  * with Adam). */
 static void bytes_per_param(const sl_train *t, const zero *z, double pgo[3])
 {
-    const int mixed = t->dtype != SL_F32;
-    pgo[0] = pgo[1] = mixed ? (double)sl_dtype_size(t->dtype) : 4.0;
-    pgo[2] = 4.0 * z->K + (mixed ? 4.0 : 0.0);
+    pgo[0] = pgo[1] = (double)sl_train_esize(t);
+    pgo[2] = 4.0 * z->K + (z->master ? 4.0 : 0.0);
 }
 
 /* The ZeRO formula for this run's stage (header), shards at their padded size S. */
@@ -525,21 +550,19 @@ static void memory_model(const sl_train *t, double bytes[SL_MEM_NCATS])
     bytes[SL_MEM_PARAMS] = pgo[0] * (z->stage == 3 ? S : psi);
     bytes[SL_MEM_GRADS] = pgo[1] * (z->stage >= 2 ? S : psi);
     bytes[SL_MEM_OPTIM] = pgo[2] * (z->stage >= 1 ? S : psi);
-    bytes[SL_MEM_ACTIV] = t->dtype != SL_F32
-                              ? (double)sl_mixed_memory(t->m, t->dtype, 1, z->rep.rows, &t->optim).activ
-                              : (double)sl_mlp_acts_bytes(t->m, z->rep.rows);
+    bytes[SL_MEM_ACTIV] = (double)sl_acts_bytes(t, z->acts.rows);
 }
 
-/* The busiest rank's bytes per step (header): the ring sends (N-1)/N of each vector. With
- * --precision mixed, a step the loss scaler skips sends no all-gather of stepped parameters
- * (stages 1-2): the model is the mean over the run's steps, as the measurement is. */
+/* The busiest rank's bytes per step (header): the ring sends (N-1)/N of each vector, of
+ * t->dtype elements. A step the loss scaler skips (f16) sends no all-gather of stepped
+ * parameters (stages 1-2): the model is the mean over the run's steps, as the measurement is. */
 static double bytes_model(const sl_train *t)
 {
     const zero *z = t->state;
     const double N = t->size, padded = N * (double)z->soff[t->m->nlayers], es = (double)sl_dtype_size(t->dtype);
     if (z->stage == 0) return 2.0 * (N - 1) / N * es * (double)t->m->nparams;
     if (z->stage == 3) return 3.0 * (N - 1) / N * es * padded;
-    const double applied = t->dtype != SL_F32 ? 1.0 - (double)z->mixed.sc.skipped / t->nsteps : 1.0;
+    const double applied = 1.0 - (double)t->ms.sc.skipped / t->nsteps;
     return (1.0 + applied) * (N - 1) / N * es * padded;
 }
 
@@ -548,15 +571,14 @@ static void row(sl_train *t, sl_result *res)
     zero *z = t->state;
     const sl_mlp *m = t->m;
     sl_result_param_num(res, "stage", z->stage);
-    sl_result_param_str(res, "precision", t->dtype != SL_F32 ? "mixed" : "fp32");
-    if (t->dtype != SL_F32) sl_train_scaler_row(t, &z->mixed.sc, z->mixed.overflow_steps, res);
+    if (!t->scaled) sl_result_param_str(res, "precision", "fp32"); /* else the driver's "mixed" */
     sl_result_param_num(res, "shard_elems", (double)z->soff[m->nlayers]);
     sl_result_param_num(res, "padded_params", (double)z->nd * (double)z->soff[m->nlayers]);
-    if (z->stage >= 2 && t->dtype == SL_F32) {
+    if (z->stage >= 2) {
         sl_result_param_num(res, "bucket_mb", opt_bucket_mb);
         sl_result_param_num(res, "buckets", z->nbuckets);
     }
-    if (z->stage == 3 && t->dtype == SL_F32) sl_result_param_num(res, "prefetch", (double)opt_prefetch);
+    if (z->stage == 3) sl_result_param_num(res, "prefetch", (double)opt_prefetch);
     sl_result_param_num(res, "nonblocking_overlaps", sl_coll_iallreduce_overlaps(t->comm));
     double model[SL_MEM_NCATS] = {0};
     memory_model(t, model);
@@ -659,10 +681,12 @@ static int analytic(int argc, char **argv)
 static void validate(sl_ctx *ctx)
 {
     if (!(opt_bucket_mb > 0)) sl_usage_error("--bucket-mb: expected a size in MiB > 0, got %g", opt_bucket_mb);
-    if (opt_precision == 1) { /* the paper's fp16 (the driver runs the rows in this dtype) */
+    if (opt_precision == 1) { /* the paper's fp16: -d f16 (the driver runs the rows in this dtype) */
+        if (sl_option_given(&ctx->opt, "dtype"))
+            sl_usage_error("--precision: mixed is the paper's fp16 training, i.e. -d f16; give one of them");
         ctx->opt.dtypes = 1u << SL_F16;
         sl_note(ctx, "--precision mixed: fp16 parameters and gradients, fp32 master weights and optimizer "
-                     "states; collectives one layer at a time, blocking (--bucket-mb and --prefetch do not apply)");
+                     "states (as -d f16)");
     }
     if (opt_ranks) sl_usage_error("--ranks: only with --analytic PARAMS (the run's ranks are the launcher's)");
     if (sl_option_given(&ctx->opt, "prefetch") && (opt_stages & 7u))
@@ -681,14 +705,15 @@ static const sl_column columns[] = {
 static sl_technique zero_technique = {
     .program = {.name = "zero",
                 .summary = "ZeRO stages 0-3: optimizer state, gradients and parameters sharded over data-parallel ranks",
-                .uses = SL_USES_BACKEND | SL_USES_COLL, .default_coll = SL_COLL_MPI, /* .colls: main */
+                .uses = SL_USES_BACKEND | SL_USES_COLL | SL_USES_DTYPE, .default_coll = SL_COLL_MPI, /* .colls: main */
+                .dtypes = (1u << SL_F32) | (1u << SL_F16) | (1u << SL_BF16), .default_dtype = SL_F32,
                 .default_iters = 10, .default_warmup = 2, .extra = zero_opts, .validate = validate},
     .variants = stage_names, .nvariants = NSTAGES, .variant_mask = &opt_stages,
     .setup = setup, .step = step, .weights = weights, .gather_weights = gather_weights, .free = release,
     .memory_model = memory_model, .bytes_model = bytes_model, .row = row,
     .sums_loss = 1, .mixed_variants = (1u << NSTAGES) - 1,
-    .tol_mixed_sgd_max = {[SL_F16] = SL_TRAIN_TOL_MIXED_SGD_F16},
-    .tol_mixed_adamw_l2 = {[SL_F16] = SL_TRAIN_TOL_MIXED_ADAMW_F16},
+    .tol_mixed_sgd_max = {[SL_F16] = SL_TRAIN_TOL_MIXED_SGD_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_SGD_BF16},
+    .tol_mixed_adamw_l2 = {[SL_F16] = SL_TRAIN_TOL_MIXED_ADAMW_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_ADAMW_BF16},
     .columns = columns, .ncolumns = (int)(sizeof columns / sizeof columns[0]),
 };
 

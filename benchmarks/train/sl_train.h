@@ -32,6 +32,7 @@
 #include "kernels.h"
 #include "loss_scale.h"
 #include "mlp.h"
+#include "mlp_mixed.h"
 #include "scalelab.h"
 #include "sl_coll.h"
 #include "train_ref.h"
@@ -70,6 +71,19 @@ extern const sl_opt_group sl_train_option_group;
 /* Without --layers --width --inputs --outputs: what a technique with its own model takes. */
 extern const sl_opt_group sl_train_step_option_group;
 
+/* The scaler state of a mixed-precision run, and the decision each step ends with. The training
+ * layer keeps one in every sl_train (t->ms) and takes the decision itself (sl_train_decide,
+ * below); a technique that keeps its own 16-bit model beside the layer's uses it directly:
+ *   sl_train_mixed_init(&ms, t->dtype);
+ *   each step: backward at ms.sc.scale -> unscale (counting inf/NaN here: mine) ->
+ *              if (sl_train_mixed_decide(t, &ms, mine, &o)) optimizer step with o;  (else skipped)
+ *   row: sl_train_mixed_row(t, &ms, res). */
+typedef struct sl_train_mixed_state {
+    sl_loss_scaler sc;    /* sl_train_scaler(dtype): dynamic for f16, none for bf16 */
+    int applied;          /* optimizer steps taken (AdamW's count: a skipped step is not one) */
+    long overflow_steps;  /* steps on which THIS rank saw inf/NaN itself (before the OR) */
+} sl_train_mixed_state;
+
 struct sl_technique;
 
 /* One run of one variant on one communicator: what a technique's callbacks see. The driver
@@ -101,6 +115,12 @@ typedef struct sl_train {
     double phase[SL_NPHASES];
     unsigned phases_used;
     double *phase_log;      /* [nsteps][SL_NPHASES] */
+    sl_train_mixed_state ms; /* the run's loss scaler and optimizer steps (train_precision.c) */
+    size_t nonfinite;       /* inf/NaN this rank's unscaled gradients held this step */
+    sl_optim optim_now;     /* the optimizer of the step sl_train_decide applied */
+    int scaled;             /* steps went through sl_train_decide in 16 bits: the driver adds
+                               precision "mixed" and the scaler's part (sl_train_mixed_row) to
+                               the row */
 } sl_train;
 
 /* The callbacks of a technique. Only setup, step and weights are required. */
@@ -290,12 +310,13 @@ double sl_train_blocking(sl_train *t, const char *name, double t0);
 /* Called before and after each layer of a range, forward (backward = 0) or backward (1).
  * `before` may return the parameter block the layer should use (a gathered copy: ZeRO-3), or
  * NULL for params + m->w_off[l]. `grads`, in backward after `before`, may return the block
- * layer l's gradients accumulate into (a slot of a communication bucket: ZeRO-2/3, which never
- * hold the full gradient), or NULL for grads + m->w_off[l]. Any may be NULL. */
+ * layer l's gradients go to (a slot of a communication bucket: ZeRO-2/3, which never hold the
+ * full gradient), or NULL for grads + m->w_off[l]. Blocks are in the run's dtype (t->dtype,
+ * f32 for the f32-only functions below). Any may be NULL. */
 typedef struct sl_layer_hooks {
-    const float *(*before)(sl_train *t, int layer, int backward);
+    const void *(*before)(sl_train *t, int layer, int backward);
     void (*after)(sl_train *t, int layer, int backward);
-    float *(*grads)(sl_train *t, int layer);
+    void *(*grads)(sl_train *t, int layer);
 } sl_layer_hooks;
 
 /* Samples [first, first + count) of the current step's batch into x[count, in] and
@@ -344,17 +365,6 @@ int sl_train_overflow_any(sl_train *t, int mine, long *seen);
  * overflow_seen (the sum over ranks of their *seen: rank-steps). Collective. */
 void sl_train_scaler_row(sl_train *t, const sl_loss_scaler *s, long seen, sl_result *res);
 
-/* The scaler state a mixed-precision technique keeps beside its 16-bit model, and the
- * decision each step ends with, shared so that every technique takes it the same way:
- *   sl_train_mixed_init(&ms, t->dtype);
- *   each step: backward at ms.sc.scale -> unscale (counting inf/NaN here: mine) ->
- *              if (sl_train_mixed_decide(t, &ms, mine, &o)) optimizer step with o;  (else skipped)
- *   row: sl_train_mixed_row(t, &ms, res). */
-typedef struct sl_train_mixed_state {
-    sl_loss_scaler sc;    /* sl_train_scaler(dtype): dynamic for f16, none for bf16 */
-    int applied;          /* optimizer steps taken (AdamW's count: a skipped step is not one) */
-    long overflow_steps;  /* steps on which THIS rank saw inf/NaN itself (before the OR) */
-} sl_train_mixed_state;
 void sl_train_mixed_init(sl_train_mixed_state *ms, sl_dtype dt);
 /* The step's verdict: the OR over every rank of `mine` (sl_train_overflow_any), fed to the
  * scaler. Returns 1 when the step is applied, with *o the optimizer for it (the step count
@@ -363,23 +373,105 @@ int sl_train_mixed_decide(sl_train *t, sl_train_mixed_state *ms, int mine, sl_op
 /* sl_train_scaler_row of the state. Collective. */
 void sl_train_mixed_row(sl_train *t, const sl_train_mixed_state *ms, sl_result *res);
 
+/* The model in the run's precision (train_step.c, train_precision.c) -------------------------
+ *
+ * Precision is a property of the pieces below, not of the technique: a technique holds its
+ * weights and gradients in t->dtype (f32, f16 or bf16), communicates them in t->dtype, and the
+ * same step runs in every dtype. In 16 bits the layers compute through kernels/mlp_mixed.h
+ * (16-bit operands, f32 accumulation), an f32 master copy of the weights and f32 optimizer state
+ * are kept, the loss is scaled (sl_train_scaler) and a step is applied or skipped on every rank
+ * alike. In f32 the same calls are the f32 reference's operations, with no copy: the "f32
+ * twins" below are NULL and the 16-bit buffers are the f32 ones.
+ *
+ * A step, in every dtype:
+ *   load, forward, loss, backward (sl_acts_*: the gradient in t->dtype, loss-scaled)
+ *   communicate the gradients (t->dtype elements: sl_train_esize)
+ *   g32 = sl_train_unscale(t, g, twin, n)  for each slice this rank steps (counts inf/NaN)
+ *   if (sl_train_decide(t))                 the OR of the flags over the ranks, the scaler
+ *       sl_train_apply(t, w, master, g32, state, n)  for each slice: optimizer, cast back */
+
+/* Bytes of one element of t->dtype, and element e of a buffer of t->dtype. */
+size_t sl_train_esize(const sl_train *t);
+void *sl_train_at(const sl_train *t, const void *p, size_t e);
+/* An f32 twin of n elements (the master weights, the unscaled gradients) that only a 16-bit
+ * run needs, under category cat: NULL in f32. sl_f32_at(twin, off) offsets one (NULL stays). */
+float *sl_train_twin(sl_train *t, sl_mem_cat cat, size_t n);
+static inline float *sl_f32_at(float *p, size_t off) { return p ? p + off : NULL; }
+/* w[n] (t->dtype) as f32: w itself in f32, else widened into the f32 twin view. */
+const float *sl_train_widen(sl_train *t, const void *w, float *view, size_t n);
+
+/* The activations of up to `rows` samples in t->dtype, the samples themselves (f32, as the task
+ * makes them) and, in 16 bits, the f32 workspaces of the layers. */
+typedef struct sl_acts {
+    int rows;
+    float *x, *y;     /* input and target of the samples loaded (x is f.x[0] in f32) */
+    sl_mlp_acts f;    /* f32: the store-all activations */
+    sl_mixed mx;      /* 16-bit: the activations in t->dtype, the layers' f32 workspaces */
+    float *gw32;      /* 16-bit: one layer's weight gradient in f32 before it is rounded */
+    /* Micro-batches (16-bit): their gradients are summed in f32 into sum32 (the flat f32
+     * twin, NULL with one micro-batch) and rounded into t->dtype after the last. In f32 the
+     * gradients accumulate in place (+=), as the f32 reference's. */
+    float *sum32;
+    int first, last;
+} sl_acts;
+void sl_acts_alloc(sl_train *t, int rows, sl_acts *a);
+void sl_acts_free(sl_train *t, sl_acts *a);
+/* What sl_acts_alloc holds under activ (the model's: sl_mlp_acts_bytes or sl_mixed_memory). */
+size_t sl_acts_bytes(const sl_train *t, int rows);
+/* Samples [first, first + count) of the step into a (phase data; the cast into t->dtype is
+ * compute). */
+void sl_acts_load(sl_train *t, sl_acts *a, int first, int count);
+/* Forward of layers [l0, l1), params in t->dtype (or the hooks' blocks). Phase compute. */
+void sl_acts_forward(sl_train *t, sl_acts *a, const void *params, int l0, int l1,
+                     const sl_layer_hooks *h);
+/* The loss of the output against the target, times the loss scale into dL/d(output) in
+ * t->dtype; returns the unscaled loss (added to t->loss). Phase compute. */
+double sl_acts_loss(sl_train *t, sl_acts *a);
+/* Backward of layers [0, nlayers) from the loss's gradient into grads (t->dtype, or the hooks'
+ * blocks): accumulated in f32, written (first micro-batch) or summed (later ones) in 16 bits.
+ * Each layer is synced before `after` runs, so its gradients are final there. Phase compute. */
+void sl_acts_backward(sl_train *t, sl_acts *a, const void *params, void *grads,
+                      const sl_layer_hooks *h);
+
+/* The unscaled f32 gradient of g[n] (t->dtype) for the optimizer: in 16 bits g / scale into
+ * g32 (an f32 twin), counting inf/NaN into the step's flag; in f32 g itself (g32 NULL).
+ * Phase compute. */
+const float *sl_train_unscale(sl_train *t, const void *g, float *g32, size_t n);
+/* The step's verdict, once a step after every sl_train_unscale: in 16 bits the OR over the ranks
+ * of their flags (sl_train_overflow_any: collective, the world) fed to the loss scaler; in f32
+ * always 1, without communication. 1: apply the step (sl_train_apply), 0: every rank skips it. */
+int sl_train_decide(sl_train *t);
+/* The optimizer on master[n] (f32 twin; NULL in f32: w itself) from g32 with state, then the
+ * weights w (t->dtype) cast from it. Phase compute. */
+void sl_train_apply(sl_train *t, void *w, float *master, const float *g32, float *state, size_t n);
+
 /* A full replica ------------------------------------------------------------------------- */
 
-/* What data parallelism holds on a rank: the parameters (initialised from the seed), their
- * gradients and optimizer state, a target buffer and the activations of up to `rows` samples,
- * each counted under its category. */
+/* What data parallelism holds on a rank: the weights (initialised from the seed) and their
+ * gradients in t->dtype with their f32 twins (master weights, unscaled gradients: NULL in
+ * f32), the optimizer state (f32), and the activations of up to `rows` samples, each counted
+ * under its category. */
 typedef struct sl_replica {
-    float *params, *grads, *optim, *target;
-    sl_mlp_acts acts;
-    int rows;
+    void *params, *grads;
+    float *master, *g32;
+    float *optim;
+    sl_acts acts;
 } sl_replica;
 void sl_replica_alloc(sl_train *t, int rows, sl_replica *r);
 void sl_replica_free(sl_train *t, sl_replica *r);
-/* Load samples [first, first + count) of the step, forward, loss, and backward accumulating
- * into r->grads, with the hooks on every layer both ways. */
+/* Load samples [first, first + count) of the step, forward, loss, and backward into r->grads
+ * (accumulated in f32: see sl_acts_backward), with the hooks on every layer both ways. */
 void sl_replica_forward_backward(sl_train *t, sl_replica *r, int first, int count,
                                  const sl_layer_hooks *h);
-
+/* This rank's samples of the step, [t->lo, t->hi), in `micro` micro-batches of at most the
+ * replica's rows: forward, loss, backward, the gradients summed (in f32) into r->grads; the
+ * hooks run on every layer of the last micro-batch. */
+void sl_replica_gradients(sl_train *t, sl_replica *r, int micro, const sl_layer_hooks *h);
+/* The update of flat elements [off, off + count) after their gradients are summed: unscale,
+ * the decision, the optimizer (state: that slice's). Collective in 16 bits (the decision). */
+void sl_replica_update(sl_train *t, sl_replica *r, size_t off, size_t count, float *state);
+/* The replica's bytes by category (params, grads, optim: the whole vector's; activ: rows'). */
+sl_mlp_bytes sl_replica_memory(const sl_train *t, int rows);
 /* Helpers ------------------------------------------------------------------------------- */
 
 /* Contiguous share [lo, hi) of n items for part p of parts: the first n % parts get one more. */

@@ -1,39 +1,82 @@
 /* train_replica.c — a full replica of the model on one rank, as data parallelism (ddp, ZeRO
- * stage 0, a pipeline stage's data-parallel copy) holds it, and the forward-loss-backward of
- * some of a step's samples on it. */
+ * stages 0-1, a parameter server's workers) holds it, in the run's dtype, and the
+ * forward-loss-backward of a rank's samples on it over micro-batches.
+ *
+ * Where micro-batches' gradients are summed: in f32. In 16 bits that is what mixed-precision
+ * training with an f32 master does in practice: under PyTorch autocast the parameters, hence
+ * .grad, are f32, and accumulation under DDP's no_sync() adds into f32 (fp16_compress_hook
+ * rounds to 16 bits only for the all-reduce); Megatron-LM keeps an f32 main_grad for its 16-bit
+ * parameters, DeepSpeed's bf16 optimizer sums in f32 too. Summing in 16 bits would round the
+ * running sum K times: in bf16 a micro-batch's contribution below 2^-9 of the sum so far
+ * vanishes. Summed in f32 (in the replica's f32 twin, which receives the unscaled gradient
+ * later anyway) it is rounded once into 16 bits after the last micro-batch, as the full batch's
+ * gradient is in the serial reference. One loss scale for every micro-batch of a step; an inf
+ * or NaN of any micro-batch survives the sum, so the one check after it sees it. */
 #include "sl_train.h"
 
 void sl_replica_alloc(sl_train *t, int rows, sl_replica *r)
 {
     const sl_mlp *m = t->m;
-    const size_t n = m->nparams;
-    r->rows = rows > 0 ? rows : 1;
-    r->params = sl_k_malloc(t->be, SL_MEM_PARAMS, n * sizeof(float));
-    r->grads = sl_k_malloc(t->be, SL_MEM_GRADS, n * sizeof(float));
+    const size_t n = m->nparams, es = sl_train_esize(t);
+    r->params = sl_k_malloc(t->be, SL_MEM_PARAMS, n * es);
+    r->grads = sl_k_malloc(t->be, SL_MEM_GRADS, n * es);
+    r->master = sl_train_twin(t, SL_MEM_PARAMS, n);
+    r->g32 = sl_train_twin(t, SL_MEM_GRADS, n);
     /* + 1: SGD without momentum has no state, and a zero-byte allocation is not a buffer */
     r->optim = sl_k_malloc(t->be, SL_MEM_OPTIM, (size_t)sl_optim_state_per_param(&t->optim) * n * sizeof(float) + 1);
-    r->target = sl_k_malloc(t->be, SL_MEM_DATA, (size_t)r->rows * m->dims[m->nlayers] * sizeof(float));
-    sl_mlp_acts_alloc(m, r->rows, &r->acts);
-    sl_mlp_init_params(m, (uint64_t)sl_train_opt.seed, 0, n, r->params);
+    sl_acts_alloc(t, rows, &r->acts);
+    float *w32 = r->master ? r->master : r->params; /* the weights from the seed, in f32 */
+    sl_mlp_init_params(m, (uint64_t)sl_train_opt.seed, 0, n, w32);
+    if (r->master) sl_k_cast(t->be, n, r->master, SL_F32, r->params, t->dtype, NULL);
 }
 
 void sl_replica_free(sl_train *t, sl_replica *r)
 {
-    sl_mlp_acts_free(t->m, &r->acts);
-    sl_k_free(t->be, r->params);
-    sl_k_free(t->be, r->grads);
-    sl_k_free(t->be, r->optim);
-    sl_k_free(t->be, r->target);
+    sl_acts_free(t, &r->acts);
+    void *bufs[] = {r->params, r->grads, r->master, r->g32, r->optim};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) sl_k_free(t->be, bufs[i]);
 }
 
 void sl_replica_forward_backward(sl_train *t, sl_replica *r, int first, int count,
                                  const sl_layer_hooks *h)
 {
-    const int L = t->m->nlayers;
-    if (count > r->rows) SL_FATAL("%d samples on a replica sized for %d", count, r->rows);
-    r->acts.batch = count;
-    sl_train_load(t, first, count, r->acts.x[0], r->target);
-    sl_train_forward(t, &r->acts, r->params, 0, L, h);
-    sl_train_loss(t, &r->acts, r->target);
-    sl_train_backward(t, &r->acts, r->params, r->grads, sl_train_dout(t, &r->acts), 0, L, h);
+    sl_acts_load(t, &r->acts, first, count);
+    sl_acts_forward(t, &r->acts, r->params, 0, t->m->nlayers, h);
+    sl_acts_loss(t, &r->acts);
+    sl_acts_backward(t, &r->acts, r->params, r->grads, h);
+}
+
+void sl_replica_gradients(sl_train *t, sl_replica *r, int micro, const sl_layer_hooks *h)
+{
+    const sl_mlp *m = t->m;
+    sl_acts *a = &r->acts;
+    sl_k_memset0(t->be, r->grads, m->nparams * sl_train_esize(t));
+    a->sum32 = micro > 1 ? r->g32 : NULL;
+    int done = 0;
+    for (int k = 0; k < micro; k++) {
+        size_t lo, hi;
+        sl_share((size_t)(t->hi - t->lo), micro, k, &lo, &hi);
+        if (hi == lo) continue;
+        a->first = !done++;
+        a->last = k == micro - 1;
+        sl_replica_forward_backward(t, r, t->lo + (int)lo, (int)(hi - lo), a->last ? h : NULL);
+    }
+    a->sum32 = NULL;
+}
+
+void sl_replica_update(sl_train *t, sl_replica *r, size_t off, size_t count, float *state)
+{
+    const float *g = sl_train_unscale(t, sl_train_at(t, r->grads, off), sl_f32_at(r->g32, off), count);
+    if (sl_train_decide(t)) sl_train_apply(t, sl_train_at(t, r->params, off), sl_f32_at(r->master, off), g, state, count);
+}
+
+sl_mlp_bytes sl_replica_memory(const sl_train *t, int rows)
+{
+    sl_mlp_bytes b = sl_mlp_memory(t->m, rows > 0 ? rows : 1, &t->optim);
+    const double n = (double)t->m->nparams, es = (double)sl_train_esize(t);
+    const size_t twin = t->dtype == SL_F32 ? 0 : (size_t)(4 * n); /* the f32 twins */
+    b.params = (size_t)(n * es) + twin;
+    b.grads = (size_t)(n * es) + twin;
+    b.activ = sl_acts_bytes(t, rows);
+    return b;
 }

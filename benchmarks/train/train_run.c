@@ -39,6 +39,7 @@ void train_open(sl_train *t, sl_ctx *ctx, const sl_technique *tech, int variant,
         t->hi = (int)hi;
     }
     t->nsteps = nsteps;
+    sl_train_mixed_init(&t->ms, dtype);
     t->phase_log = calloc((size_t)nsteps * SL_NPHASES, sizeof *t->phase_log);
     if (!t->phase_log) SL_FATAL("out of memory for %d steps' phases", nsteps);
     tech->setup(t);
@@ -275,6 +276,10 @@ void train_run_variant(sl_ctx *ctx, const sl_technique *tech, int variant, sl_dt
                 tech->variants[variant], res.collective, 100 * one->step / (P * st.median), P, P);
     sl_result_metric(&res, "mem_device_used", dev_used >= 0 ? (double)dev_used : NAN, "bytes");
     if (tech->row) tech->row(&t, &res);
+    if (t.scaled) { /* the training layer's loss scaler took the steps (train_precision.c) */
+        sl_result_param_str(&res, "precision", "mixed");
+        sl_train_mixed_row(&t, &t.ms, &res);
+    }
     sl_result_metric(&res, "weight_rel_err", c.diff.max_rel, "ratio");
     sl_result_metric(&res, "weight_l2_err", c.diff.l2_rel, "ratio");
     sl_result_metric(&res, "ref_weight_rms", ctx->opt.check ? c.ref_rms : NAN, "weight");

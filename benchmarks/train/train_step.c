@@ -1,7 +1,8 @@
 /* train_step.c — the pieces of a training step, each recording its phase: the batch, forward
  * and backward over a layer range with per-layer hooks (pipeline stages run a range, ZeRO-3
  * gathers a layer's parameters before it, checkpointing recomputes a range, vDNN prefetches
- * the next layer's input), the loss and the optimizer. */
+ * the next layer's input), the loss and the optimizer; in f32 (sl_mlp_acts) or in the run's
+ * dtype (sl_acts), through the same loops. */
 #include "sl_train.h"
 
 static const char *const phase_names[SL_NPHASES] = {
@@ -50,27 +51,75 @@ void sl_train_load(sl_train *t, int first, int count, float *x, float *y)
     sl_train_span(t, SL_PHASE_DATA, "data", t0, sl_now());
 }
 
-static const float *layer_params(sl_train *t, const float *params, int l, int backward,
-                                 const sl_layer_hooks *h)
+/* The layer loops, for the f32 store (f) or the 16-bit one (a->mx) alike: the hooks, the
+ * phases and the trace are the same; only the kernel of a layer differs. */
+static const void *layer_params(sl_train *t, const void *params, int l, int backward,
+                                const sl_layer_hooks *h, size_t es)
 {
-    const float *lp = h && h->before ? h->before(t, l, backward) : NULL;
-    return lp ? lp : params + t->m->w_off[l];
+    const void *lp = h && h->before ? h->before(t, l, backward) : NULL;
+    return lp ? lp : (const char *)params + t->m->w_off[l] * es;
+}
+
+static void forward_layers(sl_train *t, sl_mlp_acts *f, sl_mixed *mx, const void *params, int l0,
+                           int l1, const sl_layer_hooks *h)
+{
+    const sl_mlp *m = t->m;
+    for (int l = l0; l < l1; l++) {
+        const void *lp = layer_params(t, params, l, 0, h, mx ? sl_dtype_size(mx->dt) : sizeof(float));
+        double t0 = sl_now();
+        if (mx)
+            sl_mixed_layer_forward(mx, l, lp);
+        else
+            sl_mlp_layer_forward(m, l, f->batch, lp, f->x[l], f->z[l], f->x[l + 1]);
+        sl_k_sync(t->be);
+        char name[40]; /* named by layer, counted from 1, so the trace reads as the model */
+        snprintf(name, sizeof name, "forward L%d%s", l + 1, mx ? " (16-bit)" : "");
+        sl_train_span(t, SL_PHASE_COMPUTE, name, t0, sl_now());
+        if (h && h->after) h->after(t, l, 0);
+    }
+}
+
+/* One layer's 16-bit backward: the f32 dW either rounded at once into lg, or (micro-batches)
+ * summed in f32 at sum and rounded into lg after the last. */
+static void backward16(sl_train *t, sl_acts *a, int l, void *dy, void *dx, const void *lp, void *lg)
+{
+    float *sum = sl_f32_at(a->sum32, t->m->w_off[l]);
+    const size_t size = sl_mlp_layer_size(t->m, l);
+    sl_mixed_layer_backward(&a->mx, l, dy, dx, lp, sum && a->first ? sum : a->gw32, lg);
+    if (!sum || a->first) return;
+    sl_k_add(t->be, SL_F32, size, a->gw32, sum);
+    if (a->last) sl_k_cast(t->be, size, sum, SL_F32, lg, t->dtype, NULL);
+}
+
+static void *backward_layers(sl_train *t, sl_mlp_acts *f, sl_acts *a, const void *params,
+                             void *grads, void *dy, int l0, int l1, const sl_layer_hooks *h)
+{
+    const sl_mlp *m = t->m;
+    const size_t es = a ? sl_train_esize(t) : sizeof(float);
+    for (int l = l1 - 1; l >= l0; l--) {
+        const void *lp = layer_params(t, params, l, 1, h, es);
+        void *lg = h && h->grads ? h->grads(t, l) : NULL;
+        if (!lg) lg = (char *)grads + m->w_off[l] * es;
+        void *dx = a ? sl_mixed_dx(&a->mx, l) : l > 0 ? f->dbuf[l & 1] : NULL;
+        double t0 = sl_now();
+        if (a)
+            backward16(t, a, l, dy, dx, lp, lg);
+        else
+            sl_mlp_layer_backward(m, l, f->batch, lp, f->x[l], f->z[l], dy, lg, dx);
+        sl_k_sync(t->be); /* the layer's gradients are final before a hook communicates them */
+        char name[40];
+        snprintf(name, sizeof name, "backward L%d%s", l + 1, a ? " (16-bit)" : "");
+        sl_train_span(t, SL_PHASE_COMPUTE, name, t0, sl_now());
+        if (h && h->after) h->after(t, l, 1);
+        dy = dx;
+    }
+    return dy;
 }
 
 void sl_train_forward(sl_train *t, sl_mlp_acts *a, const float *params, int l0, int l1,
                       const sl_layer_hooks *h)
 {
-    const sl_mlp *m = t->m;
-    for (int l = l0; l < l1; l++) {
-        const float *lp = layer_params(t, params, l, 0, h);
-        double t0 = sl_now();
-        sl_mlp_layer_forward(m, l, a->batch, lp, a->x[l], a->z[l], a->x[l + 1]);
-        sl_k_sync(t->be);
-        char name[32]; /* named by layer, counted from 1, so the trace reads as the model */
-        snprintf(name, sizeof name, "forward L%d", l + 1);
-        sl_train_span(t, SL_PHASE_COMPUTE, name, t0, sl_now());
-        if (h && h->after) h->after(t, l, 0);
-    }
+    forward_layers(t, a, NULL, params, l0, l1, h);
 }
 
 float *sl_train_dout(const sl_train *t, sl_mlp_acts *a) { return a->dbuf[t->m->nlayers & 1]; }
@@ -90,22 +139,50 @@ double sl_train_loss(sl_train *t, sl_mlp_acts *a, const float *y)
 float *sl_train_backward(sl_train *t, sl_mlp_acts *a, const float *params, float *grads,
                          float *dy, int l0, int l1, const sl_layer_hooks *h)
 {
-    const sl_mlp *m = t->m;
-    for (int l = l1 - 1; l >= l0; l--) {
-        const float *lp = layer_params(t, params, l, 1, h);
-        float *lg = h && h->grads ? h->grads(t, l) : NULL;
-        if (!lg) lg = grads + m->w_off[l];
-        float *dx = l > 0 ? a->dbuf[l & 1] : NULL;
-        double t0 = sl_now();
-        sl_mlp_layer_backward(m, l, a->batch, lp, a->x[l], a->z[l], dy, lg, dx);
-        sl_k_sync(t->be); /* the layer's gradients are final before a hook communicates them */
-        char name[32];
-        snprintf(name, sizeof name, "backward L%d", l + 1);
-        sl_train_span(t, SL_PHASE_COMPUTE, name, t0, sl_now());
-        if (h && h->after) h->after(t, l, 1);
-        dy = dx;
-    }
-    return dy;
+    return backward_layers(t, a, NULL, params, grads, dy, l0, l1, h);
+}
+
+/* The same in t->dtype (sl_acts) ------------------------------------------------------------ */
+
+void sl_acts_load(sl_train *t, sl_acts *a, int first, int count)
+{
+    if (count > a->rows) SL_FATAL("%d samples on activations sized for %d", count, a->rows);
+    a->f.batch = a->mx.batch = count;
+    sl_train_load(t, first, count, a->x, a->y);
+    if (t->dtype == SL_F32) return; /* the input is the layers' */
+    double t0 = sl_now();
+    sl_mixed_input(&a->mx, a->x);
+    sl_k_sync(t->be);
+    sl_train_span(t, SL_PHASE_COMPUTE, "input (16-bit)", t0, sl_now());
+}
+
+void sl_acts_forward(sl_train *t, sl_acts *a, const void *params, int l0, int l1,
+                     const sl_layer_hooks *h)
+{
+    const int f32 = t->dtype == SL_F32;
+    forward_layers(t, f32 ? &a->f : NULL, f32 ? NULL : &a->mx, params, l0, l1, h);
+}
+
+double sl_acts_loss(sl_train *t, sl_acts *a)
+{
+    if (t->dtype == SL_F32) return sl_train_loss(t, &a->f, a->y);
+    double t0 = sl_now();
+    /* normalised over the global batch: micro-batches and ranks sum to its gradient */
+    double loss = sl_mixed_loss(&a->mx, a->y, sl_task_loss_norm(t->task, t->global_batch), (float)t->ms.sc.scale);
+    sl_k_sync(t->be);
+    sl_train_span(t, SL_PHASE_COMPUTE, "loss", t0, sl_now());
+    t->loss += loss;
+    return loss;
+}
+
+void sl_acts_backward(sl_train *t, sl_acts *a, const void *params, void *grads,
+                      const sl_layer_hooks *h)
+{
+    const int L = t->m->nlayers;
+    if (t->dtype == SL_F32)
+        backward_layers(t, &a->f, NULL, params, grads, sl_train_dout(t, &a->f), 0, L, h);
+    else
+        backward_layers(t, NULL, a, params, grads, sl_mixed_dout(&a->mx), 0, L, h);
 }
 
 void sl_train_optimize(sl_train *t, float *params, const float *grads, float *state, size_t off,

@@ -1,12 +1,12 @@
 #!/bin/bash
-# zero: every stage x mpi/ring on 1-4 ranks passes the program's check (stage 0-2 replicas
-# bit-identical, stage 3's gathered weights against serial training); a parameter count that no
-# rank count divides (padding); per-rank memory == the ZeRO formula (padded shards) exactly, and
-# the communication buffers == the ones the row lists; the ring's bytes per step == the model;
-# the analytic table on the paper's example; --precision mixed: every stage passes, memory ==
-# the paper's mixed-precision formula (2 + 2 + 12 bytes per parameter) exactly, bytes == half of
-# f32's, one rank's overflow skips the step on all; exposed <= comm and the error columns print 3
-# significant digits; AdamW's default learning rate trains a model that 0.01 diverges on, and a
+# zero: every stage x f32/f16/bf16 x mpi/ring on 1-4 ranks passes the program's check (stage 0-2
+# replicas bit-identical, stage 3's gathered weights against serial training in the row's dtype);
+# a parameter count that no rank count divides (padding); per-rank memory == the ZeRO formula
+# (padded shards; 16 bits: the paper's 2 + 2 + 12 bytes per parameter) exactly, and the
+# communication buffers == the ones the row lists; the ring's bytes per step == the model, and
+# 16-bit bytes == half of f32's; --precision mixed is -d f16; the analytic table on the paper's
+# example; one rank's overflow skips the step on all; exposed <= comm and the error columns print
+# 3 significant digits; AdamW's default learning rate trains a model that 0.01 diverges on, and a
 # diverged reference fails the check; usage errors exit 2.
 . "$(dirname "$0")/../lib/common.sh"
 out=$(tmpdir)
@@ -14,42 +14,57 @@ trap 'rm -rf "$out"' EXIT
 # layers of 12x48, 48x48, 48x5 (+ biases): 624, 2352 and 245 elements; 245 divides by none of 2, 3, 4
 small="--layers 3 --width 48 --inputs 12 --outputs 5 --bucket-mb 0.004 -n 2 -w 1 --baseline 0"
 
-rows_exact() { # rows_exact FILE NP: checks, memory and bytes against the formulas, recomputed here
+rows_exact() { # rows_exact FILE NP DTYPES [K]: checks, memory and bytes against the formulas, recomputed here
   python3 - "$@" <<'PY'
 import json, sys
-path, N = sys.argv[1], int(sys.argv[2])
+path, N, D, K = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(","), int(sys.argv[4]) if len(sys.argv) > 4 else 2
 sizes = [48 * 13, 48 * 49, 5 * 49]
 psi = sum(sizes)
 S = sum(-(-s // N) for s in sizes)          # a rank's shard: ceil(size_l / N) per layer
 rows = [json.loads(l) for l in open(path)]
 bad = []
-if sorted((r["variant"], r["collective"]) for r in rows) != sorted((f"stage{s}", c) for s in range(4) for c in ("mpi", "ring")):
-    bad.append("not every stage x collective ran")
+key = lambda r: (r["variant"], r["dtype"], r["collective"])
+if sorted(map(key, rows)) != sorted((f"stage{s}", d, c) for s in range(4) for d in D for c in ("mpi", "ring")):
+    bad.append(f"not every stage x dtype x collective ran: {sorted(map(key, rows))}")
+by = {key(r): r for r in rows}
 for r in rows:
     m = {k: v["value"] for k, v in r["metrics"].items()}
-    v, s, K = r["variant"], int(r["variant"][-1]), 2  # AdamW: m and v
-    if r["check"]["status"] != "pass": bad.append(f"{v}/{r['collective']}: {r['check']}")
-    if r["params"]["params"] != psi or r["params"]["padded_params"] != N * S: bad.append(f"{v}: sizes {r['params']}")
-    want = {"mem_params": 4 * (S if s == 3 else psi), "mem_grads": 4 * (S if s >= 2 else psi),
-            "mem_optim": 4 * K * (S if s >= 1 else psi)}
+    v, d, s = r["variant"], r["dtype"], int(r["variant"][-1])
+    at = f"{v}/{d}/{r['collective']}"
+    # bytes per element; the f32 master weights are an optimizer state in 16 bits (the paper's K = 12)
+    es, master = (4, 0) if d == "f32" else (2, 4)
+    if r["check"]["status"] != "pass": bad.append(f"{at}: {r['check']}")
+    if r["params"]["params"] != psi or r["params"]["padded_params"] != N * S: bad.append(f"{at}: sizes {r['params']}")
+    if d != "f32" and (r["params"]["precision"] != "mixed" or r["params"]["loss_scale"] != ("dynamic" if d == "f16" else "none")):
+        bad.append(f"{at}: params {r['params']}")
+    want = {"mem_params": es * (S if s == 3 else psi), "mem_grads": es * (S if s >= 2 else psi),
+            "mem_optim": (4 * K + master) * (S if s >= 1 else psi)}
     for k, w in want.items():
-        if m[k] != w or m["model_" + k[4:]] != w: bad.append(f"{v}: {k} {m[k]} model {m['model_' + k[4:]]} formula {w}")
+        if m[k] != w or m["model_" + k[4:]] != w: bad.append(f"{at}: {k} {m[k]} model {m['model_' + k[4:]]} formula {w}")
     total = sum(want.values())
-    if not (m["mem_total"] == m["mem_model_total"] == total): bad.append(f"{v}: mem_total {m['mem_total']} formula {total}")
+    if not (m["mem_total"] == m["mem_model_total"] == total): bad.append(f"{at}: mem_total {m['mem_total']} formula {total}")
     listed = m["mem_staging"] + m["mem_bucket"] + m["mem_gather"]
-    if m["mem_comm"] != listed: bad.append(f"{v}: communication buffers {m['mem_comm']} != listed {listed}")
-    widest = 4 * N * max(-(-x // N) for x in sizes)
+    if m["mem_comm"] != listed: bad.append(f"{at}: communication buffers {m['mem_comm']} != listed {listed}")
+    widest = es * N * max(-(-x // N) for x in sizes)
     expect = {0: (0, 0, 0), 1: (widest, 0, 0), 2: (0, None, 0), 3: (0, None, 2 * widest)}[s]
     for k, e in zip(("mem_staging", "mem_bucket", "mem_gather"), expect):
-        if (e is None and not m[k] > 0) or (e is not None and m[k] != e): bad.append(f"{v}: {k} {m[k]}, expected {e}")
-    model = (3 if s == 3 else 2) * (N - 1) / N * 4 * (psi if s == 0 else N * S)
-    if abs(m["bytes_model"] - model) > 1e-6 * model + 1e-9: bad.append(f"{v}: bytes_model {m['bytes_model']} != {model}")
+        if (e is None and not m[k] > 0) or (e is not None and m[k] != e): bad.append(f"{at}: {k} {m[k]}, expected {e}")
+    # stages 1-2: a step the loss scaler skipped all-gathers nothing (3 steps: -w 1 -n 2)
+    skipped = m.get("skipped_steps") or 0
+    passes = 3 if s == 3 else 2 if s == 0 else 1 + (3 - skipped) / 3
+    model = passes * (N - 1) / N * es * (psi if s == 0 else N * S)
+    if abs(m["bytes_model"] - model) > 1e-6 * model + 1e-9: bad.append(f"{at}: bytes_model {m['bytes_model']} != {model}")
     if r["collective"] == "ring" and N > 1:
         if m["bytes_sent"] is None or abs(m["bytes_sent"] - model) > 0.01 * model:
-            bad.append(f"{v}: ring sent {m['bytes_sent']} bytes/step, model {model}")
-    if r["collective"] == "mpi" and m["bytes_sent"] is not None: bad.append(f"{v}: mpi bytes should be n/a")
+            bad.append(f"{at}: ring sent {m['bytes_sent']} bytes/step, model {model}")
+    if r["collective"] == "mpi" and m["bytes_sent"] is not None: bad.append(f"{at}: mpi bytes should be n/a")
+    f = by.get((v, "f32", r["collective"]))
+    if d != "f32" and f and not skipped:  # 16 bits: exactly half of f32's bytes, stage by stage
+        fm = {k: x["value"] for k, x in f["metrics"].items()}
+        if m["bytes_model"] * 2 != fm["bytes_model"] or (N > 1 and r["collective"] == "ring" and m["bytes_sent"] * 2 != fm["bytes_sent"]):
+            bad.append(f"{at}: sent {m['bytes_sent']} model {m['bytes_model']}, f32 {fm['bytes_sent']} {fm['bytes_model']}")
     for k in ("compute", "exposed_comm", "samples_per_s", "weight_l2_err"):
-        if m.get(k) is None: bad.append(f"{v}: {k} missing")
+        if m.get(k) is None: bad.append(f"{at}: {k} missing")
 print("\n".join(bad), file=sys.stderr)
 sys.exit(1 if bad else 0)
 PY
@@ -57,12 +72,12 @@ PY
 
 for np in 1 2 3 4; do
   # shellcheck disable=SC2086
-  launch $np zero $small --batch 3 -C mpi,ring -o "$out/np$np" >"$out/np$np.txt" 2>&1
+  launch $np zero $small --batch 3 -C mpi,ring -d f32,f16,bf16 -o "$out/np$np" >"$out/np$np.txt" 2>&1
   rc=$?
-  ok $rc "zero on $np rank(s): every stage x mpi/ring passes its check"
+  ok $rc "zero on $np rank(s): every stage x f32/f16/bf16 x mpi/ring passes its check"
   [ $rc = 0 ] || tail -15 "$out/np$np.txt" | sed 's/^/#   /' >&2
-  rows_exact "$out/np$np/zero.jsonl" $np
-  ok $? "np=$np: memory == formula (padded shards) + listed buffers, exactly; ring bytes == model"
+  rows_exact "$out/np$np/zero.jsonl" $np f32,f16,bf16
+  ok $? "np=$np: memory == formula (padded shards; 16 bits: 2 + 2 + 12 bytes) + listed buffers, exactly; ring bytes == model; 16-bit bytes == half of f32's"
   python3 "$top/t/lib/train_rows.py" phases "$out/np$np/zero.jsonl"
   ok $? "np=$np: exposed_comm <= comm in every row"
 done
@@ -92,64 +107,29 @@ sys.exit(0 if all(n("allgather", p) == 2 * L * steps and n("reduce_scatter", p) 
 PY
 ok $? "--trace: stage 3's 2L all-gathers and L reduce-scatters per step on the comm row of both ranks"
 
-# --precision mixed on 3 ranks, the np3 run's sizes: fp16 params and grads, K = 12 bytes of
-# fp32 master + Adam states (8 with SGD's momentum), sharded per stage; the f16 collectives send
-# exactly half of what the f32 run above sent, stage by stage (no step skipped there; where one
-# is, stages 1-2 have no all-gather for it, and the model counts that).
-mixed_exact() { # mixed_exact FILE F32FILE N K
-  python3 - "$@" <<'PY'
-import json, sys
-path, f32path, N, K = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-sizes = [48 * 13, 48 * 49, 5 * 49]
-psi, S = sum(sizes), sum(-(-s // N) for s in sizes)
-widest = N * max(-(-x // N) for x in sizes)
-f32 = {(r["variant"], r["collective"]): r for r in map(json.loads, open(f32path))} if f32path != "-" else {}
-bad, rows = [], [json.loads(l) for l in open(path)]
-if not rows: bad.append("no rows")
-for r in rows:
-    m = {k: v["value"] for k, v in r["metrics"].items()}
-    v, s = r["variant"], int(r["variant"][-1])
-    if r["check"]["status"] != "pass": bad.append(f"{v}/{r['collective']}: {r['check']}")
-    if r["dtype"] != "f16" or r["params"]["precision"] != "mixed" or r["params"]["loss_scale"] != "dynamic":
-        bad.append(f"{v}: dtype {r['dtype']} params {r['params']}")
-    want = {"mem_params": 2 * (S if s == 3 else psi), "mem_grads": 2 * (S if s >= 2 else psi),
-            "mem_optim": K * (S if s >= 1 else psi)}
-    for k, w in want.items():
-        if m[k] != w or m["model_" + k[4:]] != w: bad.append(f"{v}: {k} {m[k]} model {m['model_' + k[4:]]} formula {w}")
-    if not (m["mem_total"] == m["mem_model_total"] == sum(want.values())): bad.append(f"{v}: mem_total {m['mem_total']}")
-    if m["mem_comm"] != 2 * widest * (0, 1, 1, 2)[s]: bad.append(f"{v}: mem_comm {m['mem_comm']}")
-    # stages 1-2: a step the loss scaler skipped all-gathers nothing (3 steps: -w 1 -n 2)
-    passes = 3 if s == 3 else 2 if s == 0 else 1 + (3 - m["skipped_steps"]) / 3
-    model = passes * (N - 1) / N * 2 * (psi if s == 0 else N * S)
-    if abs(m["bytes_model"] - model) > 1e-6 * model: bad.append(f"{v}: bytes_model {m['bytes_model']} != {model}")
-    if r["collective"] == "ring" and abs(m["bytes_sent"] - model) > 0.01 * model: bad.append(f"{v}: sent {m['bytes_sent']} vs {model}")
-    ref = f32.get((v, r["collective"]))
-    if ref and r["collective"] == "ring":
-        if m["bytes_sent"] * 2 != ref["metrics"]["bytes_sent"]["value"] or m["bytes_model"] * 2 != ref["metrics"]["bytes_model"]["value"]:
-            bad.append(f"{v}: sent {m['bytes_sent']} model {m['bytes_model']}, f32 {ref['metrics']['bytes_sent']['value']}")
-    if not m["final_loss"] > 0 or not m["f32_final_loss"] > 0: bad.append(f"{v}: losses {m['final_loss']} {m['f32_final_loss']}")
-print("\n".join(bad), file=sys.stderr)
-sys.exit(1 if bad else 0)
-PY
-}
+# --precision mixed is the paper's fp16 training: -d f16 (the rows of the np3 run above, bit for bit)
 # shellcheck disable=SC2086
-launch 3 zero $small --batch 3 -C mpi,ring --precision mixed -o "$out/mixed" >"$out/mixed.txt" 2>&1
-ok $? "--precision mixed on 3 ranks: every stage x mpi/ring passes its check"
-mixed_exact "$out/mixed/zero.jsonl" "$out/np3/zero.jsonl" 3 12
-ok $? "--precision mixed: memory == 2Ψ + 2Ψ + 12Ψ sharded per stage, exactly; f16 bytes == half of f32's"
+launch 3 zero $small --batch 3 -C ring --precision mixed -o "$out/mixed" >"$out/mixed.txt" 2>&1
+ok $? "--precision mixed on 3 ranks: every stage passes its check"
+python3 - "$out/mixed/zero.jsonl" "$out/np3/zero.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+f16 = {r["variant"]: r for r in map(json.loads, open(sys.argv[2])) if r["dtype"] == "f16" and r["collective"] == "ring"}
+ok = len(rows) == 4 and all(r["dtype"] == "f16" and r["metrics"]["weight_l2_err"]["value"] == f16[r["variant"]]["metrics"]["weight_l2_err"]["value"] for r in rows)
+sys.exit(0 if ok else 1)
+PY
+ok $? "--precision mixed: the f16 rows, with the errors of -d f16's"
 grep -q ' f16 ' "$out/mixed.txt"
 ok $? "the table's rows say f16"
-# the f16 rows' errors (1e-5 to 1e-4 here) in the table to 3 significant digits, never "0.00"
-python3 "$top/t/lib/train_rows.py" cells "$out/mixed.txt" "$out/mixed/zero.jsonl" "L2 err=weight_l2_err" \
+# the 16-bit rows' errors (1e-5 to 1e-2 here) in the table to 3 significant digits, never "0.00"
+python3 "$top/t/lib/train_rows.py" cells "$out/np3.txt" "$out/np3/zero.jsonl" "L2 err=weight_l2_err" \
   "error=weight_rel_err"
-ok $? "--precision mixed: the table's L2 err and error columns show each row's error to 3 significant digits"
-python3 "$top/t/lib/train_rows.py" phases "$out/mixed/zero.jsonl"
-ok $? "--precision mixed: exposed_comm <= comm in every row (blocking collectives: equal)"
+ok $? "-d f32,f16,bf16: the table's L2 err and error columns show each row's error to 3 significant digits"
 # shellcheck disable=SC2086
-launch 2 zero $small --batch 3 --stage 1,2,3 --optim sgd -C ring --precision mixed -o "$out/mixed_sgd" >/dev/null 2>&1
-ok $? "--precision mixed --optim sgd (stricter check) passes stages 1-3"
-mixed_exact "$out/mixed_sgd/zero.jsonl" - 2 8
-ok $? "--precision mixed --optim sgd: optimizer states 8 bytes per parameter (master + momentum), sharded"
+launch 2 zero $small --batch 3 -d f16,bf16 --optim sgd -C mpi,ring -o "$out/mixed_sgd" >/dev/null 2>&1
+ok $? "-d f16,bf16 --optim sgd (stricter check) passes every stage"
+rows_exact "$out/mixed_sgd/zero.jsonl" 2 f16,bf16 1
+ok $? "-d f16,bf16 --optim sgd: optimizer states 8 bytes per parameter (master + momentum), sharded"
 
 # One rank's overflow (SL_TEST_CORRUPT=1, last rank, step 0): with sharded gradients no rank
 # sees the whole gradient, so the flag is OR-ed: every rank skips, and the check then fails.
@@ -212,7 +192,8 @@ expect_usage 1 --stage --stage 4
 expect_usage 1 --bucket-mb --bucket-mb 0
 expect_usage 1 --bucket-mb --bucket-mb -1
 expect_usage 1 --precision --precision half
-expect_usage 1 "does not apply" -d f16
+expect_usage 1 "give one of them" --precision mixed -d f16
+expect_usage 1 "accepts f32|f16|bf16|all" -d f8
 expect_usage 1 --coll -C tree
 expect_usage 1 --ranks --ranks 4
 expect_usage 0 --ranks --analytic 7.5e9

@@ -37,12 +37,12 @@ static void setup(sl_train *t)
     t->state = r;
 }
 
-static const float *fetch_layer(sl_train *t, int layer, int backward)
+static const void *fetch_layer(sl_train *t, int layer, int backward)
 {
     (void)backward;
     replica *r = t->state;
     r->hook_calls++;
-    return r->rep.params + t->m->w_off[layer];
+    return (const float *)r->rep.params + t->m->w_off[layer];
 }
 static const sl_layer_hooks fetch_hooks = {.before = fetch_layer};
 
@@ -50,14 +50,13 @@ static void step(sl_train *t)
 {
     replica *r = t->state;
     const size_t n = t->m->nparams;
+    const sl_layer_hooks *h = t->variant == V_SHARDED ? &fetch_hooks : NULL;
     sl_k_memset0(t->be, r->rep.grads, n * sizeof(float));
-    if (t->hi > t->lo)
-        sl_replica_forward_backward(t, &r->rep, t->lo + (t->variant == V_OFFBYONE), t->hi - t->lo,
-                                    t->variant == V_SHARDED ? &fetch_hooks : NULL);
+    if (t->hi > t->lo) sl_replica_forward_backward(t, &r->rep, t->lo + (t->variant == V_OFFBYONE), t->hi - t->lo, h);
     double t0 = sl_now();
     sl_train_coll_ok(sl_coll_allreduce(t->comm, r->rep.grads, r->rep.grads, n, SL_F32, SL_OP_SUM), "allreduce");
     sl_train_span(t, SL_PHASE_COMM, "allreduce", t0, sl_now());
-    sl_train_optimize(t, r->rep.params, r->rep.grads, r->rep.optim, 0, n);
+    sl_replica_update(t, &r->rep, 0, n, r->rep.optim);
     if (t->variant == V_DRIFT && t->rank == 1 && t->step == t->nsteps - 1) {
         float w;
         sl_k_memcpy(t->be, &w, r->rep.params, sizeof w, SL_K_D2H);
@@ -73,7 +72,7 @@ static const float *weights(sl_train *t, size_t *first, size_t *count)
     if (t->variant == V_SHARDED) sl_share(t->m->nparams, t->size, t->rank, &lo, &hi);
     *first = lo;
     *count = hi - lo;
-    return r->rep.params + lo;
+    return (const float *)r->rep.params + lo;
 }
 
 /* The shards, gathered to rank 0 as a sharded technique would (the driver calls this only

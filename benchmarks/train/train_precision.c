@@ -1,0 +1,111 @@
+/* train_precision.c — the run's precision, owned by the training layer: the activations in
+ * t->dtype, the f32 twins a 16-bit run keeps (master weights, unscaled gradients), and the one
+ * unscale -> decision -> optimizer sequence every technique's step ends with (sl_train.h).
+ *
+ * Why the decision is agreed over the ranks: with loss scaling a step whose gradients hold inf or
+ * NaN must be skipped, and every rank must decide alike or the replicas (or the shards) part for
+ * good. A sum carries inf and NaN to every rank, but a rank may see an overflow the sum does not
+ * (its own cast into 16 bits), and a sharded technique's rank sees only its shard. So each rank
+ * flags what it unscaled and the flags are OR-ed (sl_train_overflow_any, one int, outside the
+ * technique's collective so that bytes_sent stays the gradients'). f32 has no scaler: the
+ * decision is 1 without communication, and the step is the f32 reference's, bit for bit. */
+#include <string.h>
+
+#include "sl_train.h"
+
+size_t sl_train_esize(const sl_train *t) { return sl_dtype_size(t->dtype); }
+
+void *sl_train_at(const sl_train *t, const void *p, size_t e)
+{
+    return (char *)p + e * sl_train_esize(t);
+}
+
+float *sl_train_twin(sl_train *t, sl_mem_cat cat, size_t n)
+{
+    return t->dtype == SL_F32 ? NULL : sl_k_malloc(t->be, cat, n * sizeof(float));
+}
+
+const float *sl_train_widen(sl_train *t, const void *w, float *view, size_t n)
+{
+    if (t->dtype == SL_F32) return w;
+    sl_k_cast(t->be, n, w, t->dtype, view, SL_F32, NULL);
+    sl_k_sync(t->be);
+    return view;
+}
+
+static size_t largest_layer(const sl_mlp *m)
+{
+    size_t big = 0;
+    for (int l = 0; l < m->nlayers; l++) big = sl_mlp_layer_size(m, l) > big ? sl_mlp_layer_size(m, l) : big;
+    return big;
+}
+
+void sl_acts_alloc(sl_train *t, int rows, sl_acts *a)
+{
+    const sl_mlp *m = t->m;
+    memset(a, 0, sizeof *a);
+    a->rows = rows > 0 ? rows : 1;
+    a->first = a->last = 1;
+    a->y = sl_k_malloc(t->be, SL_MEM_DATA, (size_t)a->rows * m->dims[m->nlayers] * sizeof(float));
+    if (t->dtype == SL_F32) {
+        sl_mlp_acts_alloc(m, a->rows, &a->f);
+        a->x = a->f.x[0];
+        return;
+    }
+    sl_mixed_init_layers(&a->mx, m, t->dtype, a->rows);
+    a->x = sl_k_malloc(t->be, SL_MEM_DATA, (size_t)a->rows * m->dims[0] * sizeof(float));
+    a->gw32 = sl_k_malloc(t->be, SL_MEM_OTHER, largest_layer(m) * sizeof(float));
+}
+
+void sl_acts_free(sl_train *t, sl_acts *a)
+{
+    sl_k_free(t->be, a->y);
+    if (t->dtype == SL_F32) {
+        sl_mlp_acts_free(t->m, &a->f);
+        return;
+    }
+    sl_mixed_free(&a->mx);
+    sl_k_free(t->be, a->x);
+    sl_k_free(t->be, a->gw32);
+}
+
+size_t sl_acts_bytes(const sl_train *t, int rows)
+{
+    rows = rows > 0 ? rows : 1;
+    return t->dtype == SL_F32 ? sl_mlp_acts_bytes(t->m, rows)
+                              : sl_mixed_memory(t->m, t->dtype, 1, rows, &t->optim).activ;
+}
+
+const float *sl_train_unscale(sl_train *t, const void *g, float *g32, size_t n)
+{
+    if (t->dtype == SL_F32) return g;
+    if (!g32) SL_FATAL("sl_train_unscale: a %s run needs an f32 twin", sl_dtype_name(t->dtype));
+    const double t0 = sl_now();
+    sl_k_cast(t->be, n, g, t->dtype, g32, SL_F32, NULL);
+    /* 1/scale is exact for the powers of two scalers use */
+    t->nonfinite += sl_k_scale_check(t->be, n, g32, 1.0f / (float)t->ms.sc.scale);
+    sl_k_sync(t->be);
+    sl_train_span(t, SL_PHASE_COMPUTE, "unscale, inf/NaN check", t0, sl_now());
+    return g32;
+}
+
+int sl_train_decide(sl_train *t)
+{
+    if (t->dtype == SL_F32) {
+        t->optim_now = sl_optim_for_step(&t->optim, t->ms.applied++);
+        return 1;
+    }
+    t->scaled = 1;
+    const int mine = t->nonfinite > 0;
+    t->nonfinite = 0;
+    return sl_train_mixed_decide(t, &t->ms, mine, &t->optim_now);
+}
+
+void sl_train_apply(sl_train *t, void *w, float *master, const float *g32, float *state, size_t n)
+{
+    const double t0 = sl_now();
+    sl_optim_step(t->be, &t->optim_now, n, master ? master : (float *)w, g32, state);
+    if (master) sl_k_cast(t->be, n, master, SL_F32, w, t->dtype, NULL);
+    sl_k_sync(t->be);
+    sl_train_span(t, SL_PHASE_COMPUTE, "optimizer", t0, sl_now());
+}
