@@ -178,6 +178,7 @@ typedef struct bench {
     char *arena;
     size_t stride, half;/* buffer set k: [arena + k stride, + half) and [.. + half, + 2 half) */
     int nsets, next;
+    void *s, *r;        /* set next's buffers, found before the timed call rather than in it */
     int nops;           /* throughput mode: operations per timed repetition */
     double membw;       /* copy bandwidth per rank (reads + writes), for shm's bound */
     double scratch;     /* the collective's own scratch for one operation, largest over ranks */
@@ -198,10 +199,8 @@ static void buffers(const bench *b, int k, void **s, void **r)
     }
 }
 
-static int call(bench *b, int k)
+static int call_on(bench *b, void *s, void *r)
 {
-    void *s, *r;
-    buffers(b, k, &s, &r);
     switch (b->op) {
     case OP_ALLREDUCE: return sl_coll_allreduce(b->c, s, r, b->count, b->t, (sl_redop)opt_redop);
     case OP_REDUCE_SCATTER:
@@ -211,12 +210,24 @@ static int call(bench *b, int k)
     }
 }
 
+static int call(bench *b, int k)
+{
+    void *s, *r;
+    buffers(b, k, &s, &r);
+    return call_on(b, s, r);
+}
+
+/* The timed operation: the collective on the buffers found beforehand, and nothing else for
+ * warm buffers; a --cold rotation finds the next set's after the call. */
 static void one_op(bench *b)
 {
-    int rc = call(b, b->next);
+    int rc = call_on(b, b->s, b->r);
     if (rc) SL_FATAL("%s %s: %s", sl_coll_name(sl_comm_impl(b->c)), sl_collective_name(op_coll[b->op]),
                      sl_coll_strerror(rc));
-    b->next = (b->next + 1) % b->nsets;
+    if (b->nsets > 1) {
+        if (++b->next == b->nsets) b->next = 0;
+        buffers(b, b->next, &b->s, &b->r);
+    }
 }
 
 static void body_latency(void *arg) { one_op(arg); }
@@ -578,6 +589,7 @@ static void run_config(sl_ctx *ctx, sl_comm *c, sl_backend be, sl_dtype t, char 
         cs = wrong ? SL_CHECK_FAIL : SL_CHECK_PASS;
     }
     b.arena = arena;
+    buffers(&b, b.next, &b.s, &b.r);
     sl_k_free(be, real_set);
     /* Under the simulator with sampling the timed calls' sums may be sampled: no check
      * reads them. */
