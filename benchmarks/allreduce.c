@@ -178,6 +178,7 @@ typedef struct bench {
     char *arena;
     size_t stride, half;/* buffer set k: [arena + k stride, + half) and [.. + half, + 2 half) */
     int nsets, next;
+    void *s, *r;        /* set next's buffers, found before the timed call rather than in it */
     int nops;           /* throughput mode: operations per timed repetition */
     double membw;       /* copy bandwidth per rank (reads + writes), for shm's bound */
     double scratch;     /* the collective's own scratch for one operation, largest over ranks */
@@ -198,10 +199,8 @@ static void buffers(const bench *b, int k, void **s, void **r)
     }
 }
 
-static int call(bench *b, int k)
+static int call_on(bench *b, void *s, void *r)
 {
-    void *s, *r;
-    buffers(b, k, &s, &r);
     switch (b->op) {
     case OP_ALLREDUCE: return sl_coll_allreduce(b->c, s, r, b->count, b->t, (sl_redop)opt_redop);
     case OP_REDUCE_SCATTER:
@@ -211,12 +210,24 @@ static int call(bench *b, int k)
     }
 }
 
+static int call(bench *b, int k)
+{
+    void *s, *r;
+    buffers(b, k, &s, &r);
+    return call_on(b, s, r);
+}
+
+/* The timed operation: the collective on the buffers found beforehand, and nothing else for
+ * warm buffers; a --cold rotation finds the next set's after the call. */
 static void one_op(bench *b)
 {
-    int rc = call(b, b->next);
+    int rc = call_on(b, b->s, b->r);
     if (rc) SL_FATAL("%s %s: %s", sl_coll_name(sl_comm_impl(b->c)), sl_collective_name(op_coll[b->op]),
                      sl_coll_strerror(rc));
-    b->next = (b->next + 1) % b->nsets;
+    if (b->nsets > 1) {
+        if (++b->next == b->nsets) b->next = 0;
+        buffers(b, b->next, &b->s, &b->r);
+    }
 }
 
 static void body_latency(void *arg) { one_op(arg); }
@@ -404,8 +415,87 @@ static void gate_metric(sl_ctx *ctx, const bench *b, const char *mode, const sl_
     }
 }
 
+/* ---- the reference loop --------------------------------------------------------------------- */
+
+/* OSU's loop, as plain as it can be, in this process: the all-reduce called directly (the
+ * library's MPI_Allreduce for mpi on host buffers of f32/f64 and sum/max/min; otherwise the
+ * implementation through sl_coll_allreduce), timed per call with MPI_Wtime, a barrier after
+ * each, on send and receive buffers of its own, page-aligned, as osu_allreduce allocates them.
+ * Its statistics, as the harness's: rank_mean (OSU's avg: the mean over the calls on each rank,
+ * averaged over the ranks), whose ratio to the harness's avg, minus 1, is the row's
+ * harness_overhead; and the median of each call's slowest rank beside the harness's time. */
+static void reference_loop(bench *b, int warmup, int iters, sl_stats *st)
+{
+    sl_comm *c = b->c;
+    size_t bytes = b->count * sl_dtype_size(b->t);
+    char *s, *r;
+    if (b->be == SL_BACKEND_CPU) {
+        size_t len = (bytes + 4095) & ~(size_t)4095;
+        if (posix_memalign((void **)&s, 4096, len) || posix_memalign((void **)&r, 4096, len))
+            SL_FATAL("out of memory for the reference loop's buffers of %zu bytes", bytes);
+        memset(s, 0, len);
+        memset(r, 0, len);
+    } else {
+        s = sl_k_malloc(b->be, SL_MEM_COMM, bytes);
+        r = sl_k_malloc(b->be, SL_MEM_COMM, bytes);
+    }
+    double *dt = malloc((size_t)iters * sizeof *dt);
+    if (!dt) SL_FATAL("out of memory for %d reference times", iters);
+    char *recv = b->inplace ? s : r;
+    MPI_Datatype ty = b->t == SL_F32 ? MPI_FLOAT : b->t == SL_F64 ? MPI_DOUBLE : MPI_DATATYPE_NULL;
+    MPI_Op op = opt_redop == SL_OP_SUM ? MPI_SUM : opt_redop == SL_OP_MAX ? MPI_MAX
+              : opt_redop == SL_OP_MIN ? MPI_MIN : MPI_OP_NULL;
+    int library = sl_comm_impl(c) == SL_COLL_MPI && b->be == SL_BACKEND_CPU &&
+                  ty != MPI_DATATYPE_NULL && op != MPI_OP_NULL;
+    const void *send = b->inplace ? MPI_IN_PLACE : s;
+    int n = (int)b->count, rc = 0;
+    for (int i = 0; i < warmup + iters; i++) {
+        double t0 = MPI_Wtime();
+        if (library) rc |= MPI_Allreduce(send, recv, n, ty, op, b->ctx->comm);
+        else rc |= sl_coll_allreduce(c, s, recv, b->count, b->t, (sl_redop)opt_redop);
+        double t1 = MPI_Wtime();
+        if (i >= warmup) dt[i - warmup] = t1 - t0;
+        MPI_Barrier(b->ctx->comm);
+    }
+    if (rc) SL_FATAL("%s allreduce in the reference loop failed", sl_coll_name(sl_comm_impl(c)));
+    sl_stats_over_ranks(dt, iters, b->ctx->comm, st);
+    free(dt);
+    if (b->be == SL_BACKEND_CPU) {
+        free(s);
+        free(r);
+    } else {
+        sl_k_free(b->be, s);
+        sl_k_free(b->be, r);
+    }
+}
+
+/* The sizes that get a reference loop: every fourth of the sweep from the first, and the last
+ * (4 B, 64 B, 1 KiB, ... with -f 2), of --op allreduce on real hosts (a simulated run's times
+ * are the model's, and its large buffers are folded: the loop's own would not be). */
+static int reference_size(int si, int nsizes)
+{
+    return opt_op == OP_ALLREDUCE && !sl_sim_active() && (si % 4 == 0 || si == nsizes - 1);
+}
+
+/* The largest harness_overhead of the run and where it was, on the avg (OSU's statistic) and
+ * on the median, for the note after the table. */
+typedef struct overhead_worst {
+    int n;
+    double worst;
+    char where[96];
+} overhead_worst;
+static overhead_worst overhead[2];
+
+static void note_overhead(overhead_worst *o, double h, const bench *b)
+{
+    if (o->n++ && !(h > o->worst)) return;
+    o->worst = h;
+    snprintf(o->where, sizeof o->where, "%s %s %s %zu B", sl_coll_name(sl_comm_impl(b->c)),
+             sl_dtype_name(b->t), b->inplace ? "in" : "out", b->bytes);
+}
+
 static void emit_row(sl_ctx *ctx, bench *b, const char *mode, const sl_stats *st, int iters,
-                     sl_check_status cs, double err, const char *msg)
+                     sl_check_status cs, double err, const char *msg, const sl_stats *ref)
 {
     sl_result r;
     sl_result_init(ctx, &r, sl_coll_name(sl_comm_impl(b->c)));
@@ -450,6 +540,15 @@ static void emit_row(sl_ctx *ctx, bench *b, const char *mode, const sl_stats *st
     sl_result_metric(&r, "sent_bytes", opaque ? NAN : b->sent, "B");
     snprintf(r.headline, sizeof r.headline, "busbw");
     gate_metric(ctx, b, mode, st, algbw * bus_factor(b->op, ctx->nranks), &r);
+    if (ref) { /* a size with a reference loop */
+        double h = st->rank_mean / ref->rank_mean - 1, hm = st->median / ref->median - 1;
+        sl_result_metric(&r, "reference_avg", ref->rank_mean, "s");
+        sl_result_metric(&r, "reference_median", ref->median, "s");
+        sl_result_metric(&r, "harness_overhead", h, "ratio");
+        sl_result_metric(&r, "harness_overhead_median", hm, "ratio");
+        note_overhead(&overhead[0], h, b);
+        note_overhead(&overhead[1], hm, b);
+    }
     if (cs == SL_CHECK_SKIPPED) sl_result_check(&r, cs, 0, NULL);
     else sl_result_check(&r, cs, err, "%s", msg);
     sl_result_emit(ctx, &r);
@@ -458,8 +557,8 @@ static void emit_row(sl_ctx *ctx, bench *b, const char *mode, const sl_stats *st
 /* Runs one implementation at one placement and size, in every mode asked for: its check, then
  * its timed rows; the point goes into the implementation's series. */
 static void run_config(sl_ctx *ctx, sl_comm *c, sl_backend be, sl_dtype t, char *arena,
-                       size_t arena_bytes, int place, size_t size, int si, double membw,
-                       series *ser)
+                       size_t arena_bytes, int place, size_t size, int si, int nsizes,
+                       double membw, series *ser)
 {
     size_t es = sl_dtype_size(t), nr = (size_t)ctx->nranks;
     int per_rank = opt_op == OP_REDUCE_SCATTER || opt_op == OP_ALLGATHER;
@@ -494,6 +593,7 @@ static void run_config(sl_ctx *ctx, sl_comm *c, sl_backend be, sl_dtype t, char 
         cs = wrong ? SL_CHECK_FAIL : SL_CHECK_PASS;
     }
     b.arena = arena;
+    buffers(&b, b.next, &b.s, &b.r);
     sl_k_free(be, real_set);
     /* Under the simulator with sampling the timed calls' sums may be sampled: no check
      * reads them. */
@@ -514,7 +614,10 @@ static void run_config(sl_ctx *ctx, sl_comm *c, sl_backend be, sl_dtype t, char 
     sl_stats st;
     if (opt_modes & MODE_LATENCY) {
         sl_time_loop_n(ctx, 0, iters, body_latency, &b, &st);
-        emit_row(ctx, &b, "latency", &st, iters, cs, err, msg);
+        sl_stats ref;
+        int referenced = reference_size(si, nsizes);
+        if (referenced) reference_loop(&b, (int)ctx->opt.warmup, iters, &ref);
+        emit_row(ctx, &b, "latency", &st, iters, cs, err, msg, referenced ? &ref : NULL);
         if (place == PLACE_OUT || opt_op == OP_BROADCAST || !(opt_places & PLACE_OUT)) {
             ser->S[ser->n] = (double)b.bytes;
             ser->t_lat[ser->n] = st.median;
@@ -524,7 +627,7 @@ static void run_config(sl_ctx *ctx, sl_comm *c, sl_backend be, sl_dtype t, char 
         b.nops = iters;
         sl_time_loop_n(ctx, 0, (int)opt_reps, body_throughput, &b, &st);
         sl_stats_scale(&st, 1.0 / iters);
-        emit_row(ctx, &b, "throughput", &st, iters * (int)opt_reps, cs, err, msg);
+        emit_row(ctx, &b, "throughput", &st, iters * (int)opt_reps, cs, err, msg, NULL);
     }
     if (place == PLACE_OUT || opt_op == OP_BROADCAST || !(opt_places & PLACE_OUT)) {
         if (!(opt_modes & MODE_LATENCY)) {
@@ -778,6 +881,16 @@ int main(int argc, char **argv)
                     sizes[nsizes - 1] < ((size_t)64 << 20) ? sizes[nsizes - 1] : (size_t)64 << 20,
                     gamma[t] * 1e9, 1 / gamma[t] / 1e9);
     }
+    if (reference_size(0, nsizes) && (opt_modes & MODE_LATENCY)) {
+        char at[160] = "";
+        size_t l = 0;
+        for (int si = 0; si < nsizes && l < sizeof at - 24; si++)
+            if (reference_size(si, nsizes))
+                l += (size_t)snprintf(at + l, sizeof at - l, "%s%zu", l ? "," : "", sizes[si]);
+        sl_note(&ctx, "harness_overhead: latency rows at %s B are also timed by a plain loop "
+                      "(MPI_Wtime around each call, a barrier after it, no harness code between); "
+                      "the worst is said after the table", at);
+    }
     sl_table_begin(&ctx, columns, (int)(sizeof columns / sizeof columns[0]));
 
     char *arena = sl_k_malloc((sl_backend)be, SL_MEM_COMM, arena_bytes);
@@ -831,7 +944,7 @@ int main(int argc, char **argv)
                     int library = i == SL_COLL_MPI || i == SL_COLL_NCCL;
                     if (library) sl_slowdown_ceiling(1);
                     run_config(&ctx, comms[i], (sl_backend)be, (sl_dtype)t, arena, arena_bytes, place,
-                               sizes[si], si, membw, &ser[i]);
+                               sizes[si], si, nsizes, membw, &ser[i]);
                     if (library) sl_slowdown_ceiling(0);
                 }
         }
@@ -840,5 +953,10 @@ int main(int argc, char **argv)
         summary(&ctx, ser, membw, gamma[t]);
     }
     sl_k_free((sl_backend)be, arena);
+    if (overhead[0].n)
+        sl_note(&ctx, "harness_overhead (the row against a plain MPI_Wtime loop in this process, "
+                      "%d latency rows): worst %+.1f%% on avg (%s), %+.1f%% on the median (%s)",
+                overhead[0].n, 100 * overhead[0].worst, overhead[0].where, 100 * overhead[1].worst,
+                overhead[1].where);
     return sl_finalize(&ctx);
 }

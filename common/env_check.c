@@ -56,11 +56,23 @@ int sl_env_check(char *err, size_t len)
                  "of the checks) or 0 (off)", v);
         return SL_EXIT_USAGE;
     }
+    v = getenv("SL_NO_PHASES");
+    if (v && *v && strcmp(v, "0") != 0 && strcmp(v, "1") != 0) {
+        snprintf(err, len, "SL_NO_PHASES '%.64s': expected 1 (the training programs record no "
+                 "phases, to measure what recording them costs) or 0 (record them)", v);
+        return SL_EXIT_USAGE;
+    }
     return 0;
 }
 
 int sl_test_corrupt(void)
 {
     const char *v = getenv("SL_TEST_CORRUPT");
+    return v && strcmp(v, "1") == 0;
+}
+
+int sl_no_phases(void)
+{
+    const char *v = getenv("SL_NO_PHASES");
     return v && strcmp(v, "1") == 0;
 }

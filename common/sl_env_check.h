@@ -6,6 +6,7 @@
  *   OMP_NUM_THREADS       read by libgomp, which only warns and falls back to its default
  *   OPENBLAS_NUM_THREADS  read by OpenBLAS, which reads garbage as 0 (its default, every core)
  *   SL_TEST_CORRUPT       the tests' switch that spoils one result so that a check must fail
+ *   SL_NO_PHASES          the training programs' phase recording off (its cost, measured)
  * SL_TEST_SLOWDOWN is checked by sl_slowdown_init (sl_slowdown.h), SL_COLL_SEGMENT and
  * SL_COLL_RANKS_PER_NODE by sl_init with the communication layer's parsers.
  */
@@ -23,5 +24,10 @@ int sl_env_check(char *err, size_t len);
 /* SL_TEST_CORRUPT=1: the tests of a check ask a program to spoil one result (checked by
  * sl_env_check: 0, 1 or unset). */
 int sl_test_corrupt(void);
+
+/* SL_NO_PHASES=1: the training programs record no phases of a step (sl_train_record and
+ * sl_train_span do nothing), so that a step with them can be timed against one without: the
+ * phase timers' own cost. Checked by sl_env_check: 0, 1 or unset. */
+int sl_no_phases(void);
 
 #endif

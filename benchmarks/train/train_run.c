@@ -155,6 +155,7 @@ static void common_row(sl_train *t, sl_result *res, const sl_stats *st, const do
     sl_result_param_num(res, "params", (double)t->nparams);
     if (tech->sleep_mode) sl_result_param_str(res, "compute_mode", sl_compute_sleep_mode() ? "sleep" : "real");
     sl_result_set_time(res, st);
+    if (sl_no_phases()) sl_result_param_str(res, "phases", "off"); /* SL_NO_PHASES=1: none below */
     sl_result_metric(res, "samples_per_s", B / st->median, "samples/s");
     for (int p = 0; p < SL_NPHASES; p++)
         if (used & (1u << p)) sl_result_metric(res, sl_phase_name((sl_phase)p), med[p], "s");

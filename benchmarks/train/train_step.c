@@ -3,6 +3,7 @@
  * gathers a layer's parameters before it, checkpointing recomputes a range, vDNN prefetches
  * the next layer's input), the loss and the optimizer; in f32 (sl_mlp_acts) or in the run's
  * dtype (sl_acts), through the same loops. */
+#include "sl_env_check.h"
 #include "sl_train.h"
 
 static const char *const phase_names[SL_NPHASES] = {
@@ -10,14 +11,24 @@ static const char *const phase_names[SL_NPHASES] = {
 };
 const char *sl_phase_name(sl_phase p) { return p < SL_NPHASES ? phase_names[p] : "?"; }
 
+/* SL_NO_PHASES=1 (sl_env_check.h): nothing recorded, read once. */
+static int phases_off(void)
+{
+    static int off = -1;
+    if (off < 0) off = sl_no_phases();
+    return off;
+}
+
 void sl_train_record(sl_train *t, sl_phase p, double seconds)
 {
+    if (phases_off()) return;
     t->phase[p] += seconds;
     t->phases_used |= 1u << p;
 }
 
 void sl_train_span(sl_train *t, sl_phase p, const char *name, double t0, double t1)
 {
+    if (phases_off()) return;
     sl_train_record(t, p, t1 - t0);
     int comm_row = p == SL_PHASE_COMM || p == SL_PHASE_EXPOSED || p == SL_PHASE_TRANSFER;
     sl_trace_event(name, p == SL_PHASE_EXPOSED ? "comm" : sl_phase_name(p), comm_row, t0, t1);
