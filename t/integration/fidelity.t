@@ -14,7 +14,7 @@ launch 2 allreduce -C mpi,ring -d f32,f16 -b 4 -e 1K -f 4 -n 10 -w 2 --reps 1 -o
 rc=$?
 ok $rc "allreduce -C mpi,ring -d f32,f16 over 5 sizes exits 0"
 [ $rc = 0 ] || sed 's/^/#   /' "$out/ar.txt" | tail -n 20 >&2
-python3 "$top/t/lib/validate_results.py" rows "$out/ar/allreduce.jsonl" >/dev/null
+"$top/scripts/validate" rows "$out/ar/allreduce.jsonl" >/dev/null
 ok $? "rows validate against the schema"
 python3 - "$out/ar/allreduce.jsonl" <<'PY'
 import json, math, sys
