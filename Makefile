@@ -245,6 +245,8 @@ install: all
 	install -m 755 scripts/sl-launch scripts/report scripts/compare $(DESTDIR)$(PREFIX)/share/scalelab/scripts/
 	install -m 644 benchmarks/labs/*.md $(DESTDIR)$(PREFIX)/share/scalelab/labs/
 	install -m 644 results/schema.md README.md $(DESTDIR)$(PREFIX)/share/scalelab/
+	install -d $(DESTDIR)$(PREFIX)/share/scalelab/docs
+	install -m 644 docs/*.md $(DESTDIR)$(PREFIX)/share/scalelab/docs/
 endif
 
 # Build rules ---------------------------------------------------------------------------------
@@ -318,7 +320,8 @@ clean:
 	rm -rf $(BUILD) $(BIN)
 
 # The compiler, flags and libraries a program outside benchmarks/ needs to build against the
-# suite (t/integration/readme.t builds the README's skeleton with them), one per line.
+# suite (t/integration/readme.t builds the skeletons of docs/adding-a-benchmark.md with them),
+# one per line.
 print-build:
 	@echo '$(MPICC)'
 	@echo '$(CFLAGS)'

@@ -110,7 +110,7 @@ declare -A ranks_per_node=(
 # The thread counts every program would refuse (scripts/sl-launch checks them): once, up front.
 "$launch" --check-env || exit 2
 
-mapfile -t available < <(find "$bindir" -maxdepth 1 -type f -perm -u+x ! -name 'sl-*' -printf '%f\n' 2>/dev/null | sort)
+mapfile -t available < <(find -H "$bindir" -maxdepth 1 -type f -perm -u+x ! -name 'sl-*' -printf '%f\n' 2>/dev/null | sort)
 if [[ ${#available[@]} -eq 0 ]]; then
   echo "run_all.sh: no programs in $bindir; run make first" >&2
   exit 2
