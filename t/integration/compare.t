@@ -135,4 +135,17 @@ mkdir -p "$out/best" && echo '{}' >"$out/best/manifest.json"
 grep -Eq ' v +f32 +ring +busbw +12\.00 +GB/s +3 +1 +pass' "$out/log" && grep -Eq ' w +f32 +ring +busbw +~7\.00 +GB/s +1 +1 +pass' "$out/log"
 ok $? "report: best over quiet rows only (12, not the noisy 30); a group with only noisy rows marked ~"
 
+# Parameters a program derives from its measurements (allreduce's iterations, kernels' bound,
+# pipeline's idle_stages) differ between identical runs: they do not tell rows apart.
+for side in a b; do
+  it=$([ $side = a ] && echo 5 || echo 4); bd=$([ $side = a ] && echo memory || echo compute)
+  row steady 10 0.01 pass | sed "s/\"params\":{\"bytes\":1024}/\"params\":{\"bytes\":1024,\"iterations\":$it,\"bound\":\"$bd\",\"idle_stages\":\"3$it.1\"}/" >"$out/measured_$side.jsonl"
+done
+grep -q '"iterations":4' "$out/measured_b.jsonl"
+"$top/scripts/compare" --absolute yes "$out/measured_a.jsonl" "$out/measured_b.jsonl" >"$out/log" 2>&1
+rc=$?
+[ $rc = 0 ] && ! grep -q MISSING "$out/log" && grep -q 'b/steady.*ok' "$out/log"
+ok $? "rows that differ only in measured parameters (iterations, bound, idle_stages) are the same row (rc=$rc)"
+[ $rc = 0 ] || diag "$(cat "$out/log")"
+
 done_testing
