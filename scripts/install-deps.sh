@@ -46,21 +46,21 @@ if [[ "$(id -u)" != 0 ]]; then
   fi
 fi
 
-apt() { $sudo env DEBIAN_FRONTEND=noninteractive apt-get "$@"; }
+apt_get() { $sudo env DEBIAN_FRONTEND=noninteractive apt-get "$@"; }
 if command -v apt-get >/dev/null 2>&1; then
   if ((all)); then
     pkgs=("${apt_all[@]}") optional=("${apt_optional[@]}")
   fi
   if [[ ${#pkgs[@]} -gt 0 ]]; then
     echo "install-deps.sh: apt-get install ${pkgs[*]}"
-    apt update -qq
-    apt install -y -qq "${pkgs[@]}"
+    apt_get update -qq
+    apt_get install -y -qq "${pkgs[@]}"
   elif [[ ${#optional[@]} -gt 0 ]]; then
     # only optional ones: an index that cannot be updated (no network) leaves them out
-    apt update -qq || echo "install-deps.sh: apt-get update failed; trying the optional packages anyway" >&2
+    apt_get update -qq || echo "install-deps.sh: apt-get update failed; trying the optional packages anyway" >&2
   fi
   for p in "${optional[@]}"; do
-    if apt install -y -qq "$p" >/dev/null; then
+    if apt_get install -y -qq "$p" >/dev/null; then
       ((all)) || echo "install-deps.sh: installed optional $p"
     else
       echo "install-deps.sh: optional $p could not be installed: what needs it is skipped, saying why" >&2
