@@ -135,6 +135,22 @@ mkdir -p "$out/best" && echo '{}' >"$out/best/manifest.json"
 grep -Eq ' v +f32 +ring +busbw +12\.00 +GB/s +3 +1 +pass' "$out/log" && grep -Eq ' w +f32 +ring +busbw +~7\.00 +GB/s +1 +1 +pass' "$out/log"
 ok $? "report: best over quiet rows only (12, not the noisy 30); a group with only noisy rows marked ~"
 
+# Two single runs of identical code, recorded on the quiet CI machine (rounds 1 and 2, and 2 and
+# 3, of results/baselines/xeon-2core-ci: each round is a whole run): figures moved by up to -39%
+# and +123% between them, which one round cannot tell from a change; nothing is flagged, exit 0,
+# and compare says to run --ci. (The single-run rule before flagged 1 and 2 rows of these pairs.)
+B="$top/results/baselines/xeon-2core-ci"
+for pair in "01 02" "02 03"; do
+  set -- $pair
+  "$top/scripts/compare" "$B/round-$1" "$B/round-$2" >"$out/log" 2>&1
+  rc=$?
+  [ $rc = 0 ] && ! grep -q '  REGRESSION' "$out/log" && grep -q '  INCONCLUSIVE' "$out/log" \
+    && grep -q 'figure(s) INCONCLUSIVE: for a decision, run both sides with ./run_all.sh --ci' "$out/log" \
+    && grep -q 'verdict: no regression (one round a side: not a decision)' "$out/log"
+  ok $? "identical code, one round a side (baseline rounds $1 and $2): no REGRESSION, INCONCLUSIVE rows, exit 0 (rc=$rc)"
+  [ $rc = 0 ] || diag "$(grep '  REGRESSION' "$out/log")"
+done
+
 # Parameters a program derives from its measurements (allreduce's iterations, kernels' bound,
 # pipeline's idle_stages) differ between identical runs: they do not tell rows apart.
 for side in a b; do
