@@ -7,6 +7,7 @@
 #   make install PREFIX=/opt/scalelab
 #
 #   make SIMGRID=1       also the MPI programs SimGrid's SMPI can run, into build/smpi/bin/
+#   make NO_OPTIONAL=1   do not install the optional packages (below) as root on Debian/Ubuntu
 # Overrides: CUDA=0|1 NCCL=0|1 PAPI=0|1 CUDA_HOME=... MPICC=... SANITIZE=1 DEBUG=1 CUDA_ARCH="80 90"
 # V=1 prints every command.
 # Every dependency is probed below; one line per dependency says what it enables or disables.
@@ -57,6 +58,10 @@ SMPI_PROGRAMS := allreduce ddp zero pipeline
 HAVE_SMPICC   := $(shell command -v smpicc >/dev/null 2>&1 && echo 1 || echo 0)
 HAVE_PROVE   := $(shell command -v prove >/dev/null 2>&1 && echo 1 || echo 0)
 HAVE_PYTHON3 := $(shell command -v python3 >/dev/null 2>&1 && echo 1 || echo 0)
+# matplotlib draws the plots of report.html; scripts/report falls back on the system's python3
+# (Debian's python3-matplotlib) where python3 is another interpreter, and so does this probe.
+HAVE_MPL     := $(shell (python3 -c 'import matplotlib' || /usr/bin/python3 -c 'import matplotlib') \
+                  >/dev/null 2>&1 && echo 1 || echo 0)
 NVCC         := $(CUDA_HOME)/bin/nvcc
 CUDA_FOUND   := $(shell test -x $(NVCC) && test -e $(CUDA_HOME)/include/cublas_v2.h && \
                   ls $(CUDA_HOME)/lib64/libcublas.so >/dev/null 2>&1 && echo 1 || echo 0)
@@ -99,6 +104,23 @@ MISSING_APT += libhwloc-dev
 MISSING_DNF += hwloc-devel
 endif
 
+# What the main job's output uses, optional for the build: the plots of run_all.sh's
+# report.html and --papi's counters. As root on Debian/Ubuntu make installs them with the
+# required ones (NO_OPTIONAL=1: not); PAPI=0 given is not asked for. One that cannot be
+# installed is remembered in build/optional-deps.tried, so that make does not try it again
+# (make clean forgets).
+NO_OPTIONAL    ?= 0
+OPT_TRIED_FILE := $(BUILD)/optional-deps.tried
+OPT_TRIED      := $(shell cat $(OPT_TRIED_FILE) 2>/dev/null)
+MISSING_OPT_APT :=
+ifeq ($(PAPI_FOUND)$(filter command line environment,$(origin PAPI)),0)
+MISSING_OPT_APT += libpapi-dev
+endif
+ifneq ($(HAVE_MPL),1)
+MISSING_OPT_APT += python3-matplotlib
+endif
+OPT_TO_INSTALL := $(if $(filter 1,$(NO_OPTIONAL)),,$(filter-out $(OPT_TRIED),$(MISSING_OPT_APT)))
+
 mark = $(if $(filter 1,$(1)),✓,✗)
 ifeq ($(SIMGRID)$(HAVE_SMPICC),10)
 $(error SIMGRID=1 was asked for but smpicc was not found (apt: libsimgrid-dev))
@@ -107,7 +129,8 @@ ifeq ($(filter clean print-build,$(MAKECMDGOALS))$(SMPI_TREE),)
 $(info $(call mark,$(HAVE_MPICC)) MPI compiler ($(MPICC))      required: every program)
 $(info $(call mark,$(HAVE_CBLAS)) OpenBLAS CBLAS              required: CPU GEMM)
 $(info $(call mark,$(HAVE_HWLOC)) hwloc                       required: topology and rank binding in the manifest)
-$(info $(call mark,$(PAPI)) PAPI                        optional: --papi hardware counters$(if $(filter 1,$(PAPI)),, (disabled: --papi will say it was not built)))
+$(info $(call mark,$(PAPI)) PAPI                        optional: --papi hardware counters$(if $(filter 1,$(PAPI)),, (disabled: --papi will say it was not built$(if $(filter 0,$(PAPI_FOUND)),; apt: libpapi-dev, dnf: papi-devel))))
+$(info $(call mark,$(HAVE_MPL)) matplotlib (python3)        optional: the plots of report.html (run_all.sh, scripts/report --html)$(if $(filter 1,$(HAVE_MPL)),, (disabled: tables only; apt/dnf: python3-matplotlib)))
 $(info $(call mark,$(CUDA)) CUDA nvcc + cuBLAS          optional: -B cuda backend$(if $(filter 1,$(CUDA)),, (disabled: -B cuda will say it was not built)))
 $(info $(call mark,$(NCCL)) NCCL                        optional: -C nccl collective$(if $(filter 1,$(NCCL)),, (disabled: -C nccl will say it was not built)))
 $(info $(call mark,$(HAVE_SMPICC)) SimGrid SMPI (smpicc)       optional: make SIMGRID=1 builds $(SMPI_PROGRAMS) into build/smpi/bin for scripts/simulate$(if $(filter 1,$(HAVE_SMPICC)),, (disabled)))
@@ -181,16 +204,19 @@ LIBS       := $(BUILD)/libsl_train.a $(BUILD)/libsl_kernels.a $(BUILD)/libsl_com
 .SECONDARY:
 .DEFAULT_GOAL := all
 
-# A missing required dependency: install it where we can (Debian/Ubuntu as root), else stop
-# with the package names. The install runs once, then make starts again with fresh probes.
-ifneq ($(strip $(MISSING_APT)),)
-CAN_AUTO_INSTALL := $(shell test "$$(id -u)" = 0 && command -v apt-get >/dev/null && echo 1 || echo 0)
+# A missing dependency: install it where we can (Debian/Ubuntu as root), else stop with the
+# package names (a required one) or build without it (an optional one: its ✗ line names the
+# package). The install runs once, then make starts again with fresh probes.
+CAN_AUTO_INSTALL := $(if $(strip $(MISSING_APT) $(OPT_TO_INSTALL)),$(shell test "$$(id -u)" = 0 && \
+                      command -v apt-get >/dev/null && echo 1 || echo 0),0)
 ifeq ($(CAN_AUTO_INSTALL)$(SL_DEPS_TRIED),1)
 all check install:
-	@echo "scalelab: installing missing packages with scripts/install-deps.sh: $(strip $(MISSING_APT))"
-	scripts/install-deps.sh $(MISSING_APT)
+	@echo "scalelab: installing missing packages with scripts/install-deps.sh:" \
+	  "$(strip $(MISSING_APT) $(if $(OPT_TO_INSTALL),(optional: $(strip $(OPT_TO_INSTALL)))))"
+	scripts/install-deps.sh $(MISSING_APT) $(if $(OPT_TO_INSTALL),--optional $(OPT_TO_INSTALL))
+	$(if $(OPT_TO_INSTALL),@mkdir -p $(BUILD) && echo $(OPT_TRIED) $(OPT_TO_INSTALL) >$(OPT_TRIED_FILE))
 	@$(MAKE) --no-print-directory SL_DEPS_TRIED=1 $@
-else
+else ifneq ($(strip $(MISSING_APT)),)
 all check install:
 	@echo "scalelab: missing required dependencies." >&2
 	@echo "  Debian/Ubuntu: apt-get install $(strip $(MISSING_APT))" >&2
@@ -198,7 +224,6 @@ all check install:
 	@echo "  Spack/modules: spack load openmpi openblas hwloc   (or: module load openmpi openblas hwloc)" >&2
 	@echo "  Then run make again (MPICC=... points at another MPI compiler wrapper)." >&2
 	@exit 1
-endif
 else
 
 all: $(PROGRAMS) $(TESTS) $(if $(filter 1,$(SIMGRID)),smpi)
@@ -220,6 +245,8 @@ install: all
 	install -m 755 scripts/sl-launch scripts/report scripts/compare $(DESTDIR)$(PREFIX)/share/scalelab/scripts/
 	install -m 644 benchmarks/labs/*.md $(DESTDIR)$(PREFIX)/share/scalelab/labs/
 	install -m 644 results/schema.md README.md $(DESTDIR)$(PREFIX)/share/scalelab/
+	install -d $(DESTDIR)$(PREFIX)/share/scalelab/docs
+	install -m 644 docs/*.md $(DESTDIR)$(PREFIX)/share/scalelab/docs/
 endif
 
 # Build rules ---------------------------------------------------------------------------------
@@ -293,7 +320,8 @@ clean:
 	rm -rf $(BUILD) $(BIN)
 
 # The compiler, flags and libraries a program outside benchmarks/ needs to build against the
-# suite (t/integration/readme.t builds the README's skeleton with them), one per line.
+# suite (t/integration/readme.t builds the skeletons of docs/adding-a-benchmark.md with them),
+# one per line.
 print-build:
 	@echo '$(MPICC)'
 	@echo '$(CFLAGS)'

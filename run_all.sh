@@ -110,7 +110,7 @@ declare -A ranks_per_node=(
 # The thread counts every program would refuse (scripts/sl-launch checks them): once, up front.
 "$launch" --check-env || exit 2
 
-mapfile -t available < <(find "$bindir" -maxdepth 1 -type f -perm -u+x ! -name 'sl-*' -printf '%f\n' 2>/dev/null | sort)
+mapfile -t available < <(find -H "$bindir" -maxdepth 1 -type f -perm -u+x ! -name 'sl-*' -printf '%f\n' 2>/dev/null | sort)
 if [[ ${#available[@]} -eq 0 ]]; then
   echo "run_all.sh: no programs in $bindir; run make first" >&2
   exit 2
@@ -246,13 +246,22 @@ fi
 
 echo
 if command -v python3 >/dev/null 2>&1; then
-  if (( rounds == 1 )); then
-    python3 "$top/scripts/report" "$out" || failed=1
-  else
-    python3 "$top/scripts/report" "$(dirname "$status_file")" || failed=1
+  # The summary (of the last round) on the terminal and in OUT/summary.txt, then the same run as
+  # one page of plots and tables, OUT/report.html: the one file to open (or attach) after a run.
+  # Without matplotlib the page has the tables and says why there are no plots.
+  python3 "$top/scripts/report" "$(dirname "$status_file")" >"$out/summary.txt" 2>&1 || failed=1
+  cat "$out/summary.txt"
+  if (( rounds > 1 )); then
     echo "# $rounds rounds in $out (the summary above is of the last): compare them with" \
       "scripts/compare BASELINE $out"
   fi
+  python3 "$top/scripts/report" "$out" --html "$out/report.html" >"$out/report.log" 2>&1
+  case $? in
+    0|1) sed 's/^/# /' "$out/report.log"   # "report: wrote OUT/report.html (N KiB, M plot(s))"
+         echo "# the summary above is in $out/summary.txt; open $out/report.html for the plots" ;;
+    *) cat "$out/report.log"; echo "# report: $out/report.html was not written (above)"; failed=1 ;;
+  esac
+  rm -f "$out/report.log"
 else
   echo "# python3 not found: no summary table; exit codes are in $status_file"
   cat "$status_file"

@@ -18,8 +18,8 @@
  *     the technique's analytic memory model beside it), bytes sent per step against the
  *     technique's model, the phases, the check.
  * A technique file holds the technique: what it partitions, what it communicates when, which
- * part of the weights each rank holds. The skeleton is in README.md ("Adding a training
- * benchmark").
+ * part of the weights each rank holds. The skeleton is in docs/adding-a-benchmark.md ("A
+ * training technique").
  *
  *   static const sl_technique ddp = { .program = {...}, .setup = ..., .step = ..., ... };
  *   int main(int argc, char **argv) { return sl_train_main(&ddp, argc, argv); }

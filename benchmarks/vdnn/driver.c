@@ -24,8 +24,9 @@ static const sl_opt vdnn_opts[] = {
      "whose inputs go to the host: none, all operations, conv only (default every policy)"},
     {"prefetch", 0, SL_OPT_INT, &opt_prefetch, 0, 1, NULL, 0,
      "1: fetch the next offloaded input during backward (default both 0 and 1)"},
-    {"device-mem", 0, SL_OPT_SIZE, &opt_device_mem, 1, 1LL << 40, NULL, 0,
-     "device (arena) capacity in bytes, K/M/G (default 16M: fits only with offload)"},
+    /* at least one unit of the arena: a smaller capacity would round down to 0 bytes */
+    {"device-mem", 0, SL_OPT_SIZE, &opt_device_mem, ARENA_ALIGN, 1LL << 40, NULL, 0,
+     "device (arena) capacity in bytes, K/M/G, at least 256 (default 16M: fits only with offload)"},
     {"layers", 'L', SL_OPT_INT, &opt_layers, 1, SL_MLP_MAX_LAYERS, NULL, 0,
      "layers: Linear or Conv, each but the last followed by a ReLU (default 8)"},
     {"width", 0, SL_OPT_INT, &opt_width, 1, 65536, NULL, 0, "mlp width (default 256)"},

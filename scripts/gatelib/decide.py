@@ -11,9 +11,11 @@ layout and the load of that minute). A drop is a REGRESSION when
     beyond max_limit.
 Before that, each side may set aside one round that lies far from its own run's other rounds
 (set_aside): one descheduled round must not hide a shift that the other rounds all show.
-With one round on a side there is no rank test: the drop must exceed the minimum effect and
-noise_k times the rows' combined iteration cv (the rule of single runs, which shared machines
-defeat; compare says so).
+With one round on a side there is no rank test, and one round cannot tell noise from a change:
+two identical --quick runs on a shared machine differ by 20-40% in some rows. A change beyond
+the minimum effect and noise_k times the rows' combined iteration cv is then INCONCLUSIVE (it
+does not fail), and only a drop beyond max_limit, which no noise explains, is a REGRESSION
+(decided by one round: Decision.one_round says so).
 """
 import math
 from statistics import median
@@ -83,11 +85,12 @@ def set_aside(values, min_dev):
 
 
 class Decision:
-    __slots__ = ("base", "new", "change", "limit", "p", "verdict", "aside")
+    __slots__ = ("base", "new", "change", "limit", "p", "verdict", "aside", "one_round")
 
-    def __init__(self, base, new, change, limit, p, verdict, aside=(0, 0)):
+    def __init__(self, base, new, change, limit, p, verdict, aside=(0, 0), one_round=False):
         self.base, self.new, self.change, self.limit, self.p, self.verdict = base, new, change, limit, p, verdict
         self.aside = aside  # rounds set aside (baseline, new)
+        self.one_round = one_round  # no rank test: one round on a side
 
 
 def decide(bvals, nvals, bcv, ncv, opt, gated=True, floor=0.0):
@@ -111,7 +114,8 @@ def decide(bvals, nvals, bcv, ncv, opt, gated=True, floor=0.0):
     if mb == 0:
         return None
     change = (mn - mb) / abs(mb)
-    if len(bvals) >= 2 and len(nvals) >= 2:
+    one_round = len(bvals) < 2 or len(nvals) < 2
+    if not one_round:
         # standard error of a median is about 1.2533 sd / sqrt(k) for normal data
         se = 1.2533 * math.sqrt(rel_spread(bvals) ** 2 / len(bvals) + rel_spread(nvals) ** 2 / len(nvals))
         limit = min(max(opt.min_effect, opt.noise_k * se, floor), opt.max_limit)
@@ -119,13 +123,16 @@ def decide(bvals, nvals, bcv, ncv, opt, gated=True, floor=0.0):
         significant = p <= opt.alpha
     else:
         limit = min(max(opt.min_effect, opt.noise_k * math.hypot(bcv, ncv)), opt.max_limit)
-        p, significant = None, True
+        p, significant = None, False
     if not gated:
         verdict = "shown"
+    elif one_round:
+        verdict = ("REGRESSION" if change < -opt.max_limit else
+                   "INCONCLUSIVE" if abs(change) > limit else "ok")
     elif change < -limit and significant:
         verdict = "REGRESSION"
     elif change > limit and significant:
         verdict = "improved"
     else:
         verdict = "ok"
-    return Decision(mb, mn, change, limit, p, verdict, aside)
+    return Decision(mb, mn, change, limit, p, verdict, aside, one_round)

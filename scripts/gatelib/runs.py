@@ -26,8 +26,16 @@ def is_num(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+# Parameters a program derives from what it measured, not from its arguments: they differ
+# between identical runs, so a row keyed on them would go MISSING on one side. allreduce's
+# iterations (a time budget per size), kernels' bound (which side of the measured ridge point),
+# pipeline's idle_stages (each stage's idle share).
+MEASURED_PARAMS = frozenset({"iterations", "bound", "idle_stages"})
+
+
 def key(r):
-    params = tuple(sorted((k, str(v)) for k, v in (r.get("params") or {}).items()))
+    params = tuple(sorted((k, str(v)) for k, v in (r.get("params") or {}).items()
+                          if k not in MEASURED_PARAMS))
     return (r.get("benchmark"), r.get("variant"), r.get("dtype"), r.get("collective"),
             r.get("backend"), r.get("ranks"), params)
 

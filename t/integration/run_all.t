@@ -1,14 +1,15 @@
 #!/bin/bash
-# ./run_all.sh --quick --only mae_threads writes a manifest and valid rows, prints the summary
-# and exits 0; its own bad options exit 2.
+# ./run_all.sh --quick --only mae_threads,checkpoint writes a manifest and valid rows, prints the
+# summary, ends by writing the summary and report.html (a plot for checkpoint) into the results
+# directory and printing its path, and exits 0; its own bad options exit 2.
 . "$(dirname "$0")/../lib/common.sh"
 out=$(tmpdir)
 trap 'rm -rf "$out"' EXIT
 cd "$top" || exit 1
 
-./run_all.sh --quick --only mae_threads --out "$out/run" >"$out/log" 2>&1
+./run_all.sh --quick --only mae_threads,checkpoint --out "$out/run" >"$out/log" 2>&1
 rc=$?
-ok $rc "run_all.sh --quick --only mae_threads exits 0"
+ok $rc "run_all.sh --quick --only mae_threads,checkpoint exits 0"
 [ $rc = 0 ] || tail -20 "$out/log" | sed 's/^/#   /' >&2
 scripts/validate manifest "$out/run/manifest.json" >/dev/null
 ok $? "manifest.json written and valid"
@@ -20,6 +21,20 @@ grep -q 'verdict: every program ran and every check passed' "$out/log"
 ok $? "the verdict says every check passed"
 [ -s "$out/run/mae_threads.log" ] && grep -q 'mae_threads	0	' "$out/run/status.tsv"
 ok $? "per-program log and exit status recorded"
+# The run ends with one file to open: report.html beside the rows, its path printed last.
+grep -q 'verdict: every program ran' "$out/run/summary.txt" && grep -q 'mae_threads *partial' "$out/run/summary.txt"
+ok $? "the summary is also written to OUT/summary.txt"
+tail -2 "$out/log" | grep -q "^# report: wrote $out/run/report.html (" \
+  && tail -1 "$out/log" | grep -q "open $out/run/report.html"
+ok $? "the last lines print the report's path: $(tail -2 "$out/log" | head -1)"
+imgs=$(grep -o 'data:image/png;base64,' "$out/run/report.html" | wc -l)
+if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null || python3 -c 'import matplotlib' 2>/dev/null; then
+  [ "$imgs" -ge 1 ] && grep -q 'id="checkpoint"' "$out/run/report.html" && grep -q 'id="mae_threads"' "$out/run/report.html"
+  ok $? "report.html has both programs and checkpoint's memory plot ($imgs plot(s))"
+else
+  [ "$imgs" = 0 ] && grep -q 'install python3-matplotlib for plots' "$out/run/report.html"
+  ok $? "report.html without matplotlib: tables, and it says why there are no plots"
+fi
 
 touch "$out/a_file"
 ./run_all.sh --quick --only mae_threads --out "$out/a_file" >"$out/log" 2>&1

@@ -108,4 +108,19 @@ rc=$?
 ok $? "report: NaN and Infinity headlines are named as not finite, verdict FAILED, exit 1 (rc=$rc)"
 [ $rc = 1 ] || diag "$(cat "$out/log" "$out/err")"
 
+# report on a directory that holds no run, or that cannot be read: a usage error (exit 2, one
+# line), not a failed run (exit 1).
+mkdir -p "$out/empty"
+refused report "empty: not a results directory" "an empty directory" "$out/empty"
+refused report "empty: not a results directory" "an empty directory --html" "$out/empty" --html "$out/e.html"
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+  mkdir -p "$out/unread" && chmod 000 "$out/unread" && chmod a+rx "$out"
+  setpriv --reuid=65534 --regid=65534 --clear-groups "$top/scripts/report" "$out/unread" >"$out/log" 2>"$out/err"
+  rc=$?
+  [ $rc = 2 ] && [ "$(wc -l <"$out/err")" = 1 ] && grep -q "unread: cannot read the results directory" "$out/err"
+  ok $? "report on an unreadable directory (as nobody): exit 2, one line (rc=$rc: $(cat "$out/err"))"
+else
+  echo "ok $((tap_n += 1)) # SKIP report on an unreadable directory: needs root and setpriv to drop to another user"
+fi
+
 done_testing

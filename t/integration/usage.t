@@ -97,6 +97,7 @@ expect_usage_of megatron_mlp "--tp: '1' is given twice; list each value once" $m
 expect_usage_of allreduce "--coll (-C): 'ring' is given twice" -n 1 -e 64 -C ring,ring
 expect_usage_of allreduce "--coll (-C): 'all' already names every value" -n 1 -e 64 -C all,ring
 expect_usage_of kernels "--kernels (-k): 'relu' is given twice" -k relu,gemm,relu
+expect_usage_of ddp "--variants: 'sync' is given twice; list each value once" --variants sync,sync
 # kernels --elems: checked against the memory there is before the probes run (a cgroup limit
 # of 1 GiB, faked through SL_CGROUP_ROOT, makes it refuse on any machine)
 cgv2=$(awk -F: '$1 == "0" && $2 == "" {print $3}' /proc/self/cgroup)

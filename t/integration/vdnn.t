@@ -143,6 +143,15 @@ expect_usage --prefetch --prefetch 2
 expect_usage --model --model rnn
 expect_usage --device-mem --device-mem 0
 expect_usage --device-mem --device-mem lots
+# below the arena's 256-byte unit the capacity would round down to a 0-byte arena: refused,
+# in one line
+for m in 1 255; do
+  launch 1 vdnn --device-mem $m -o "$out/bad" >"$out/stdout" 2>"$out/stderr"
+  rc=$?
+  [ $rc = 2 ] && [ "$(wc -l <"$out/stderr")" = 1 ] &&
+    grep -q -- "--device-mem: expected a size in bytes in \[256," "$out/stderr"
+  ok $? "vdnn --device-mem $m -> exit 2, one line naming --device-mem and its minimum 256 (rc=$rc)"
+done
 expect_usage --layers --layers 0
 expect_usage --layers --layers 257
 expect_usage --lr --lr 0

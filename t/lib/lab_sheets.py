@@ -40,9 +40,12 @@ TIMEOUT_S = 300
 
 
 def parse_sheet(path):
-    """(commands, quick, as_written, columns) of one sheet; commands are (line number, text)."""
+    """(commands, quick, as_written, columns) of one sheet; commands are (line number, text,
+    tag): the tag is what follows `sh` on the block's opening line ("" for none; the README and
+    docs/ mark blocks that cannot run here: t/lib/doc_commands.py)."""
     commands, quick, as_written, columns = [], {}, set(), []
     in_sh = in_block = False
+    tag = ""
     table_is_columns = False
     with open(path, encoding="utf-8") as f:
         lines = f.read().split("\n")
@@ -53,13 +56,15 @@ def parse_sheet(path):
                 in_block = in_sh = False
             else:
                 in_block = True
-                in_sh = stripped[3:].strip().split(" ")[0] == "sh"
+                info = stripped[3:].split()
+                in_sh = info[:1] == ["sh"]
+                tag = " ".join(info[1:])
             continue
         if in_block:
             if in_sh:
                 text = strip_comment(stripped)
                 if text:
-                    commands.append((no, text))
+                    commands.append((no, text, tag))
             continue
         for program, args in QUICK_RE.findall(line):
             quick[program] = shlex.split(args)
@@ -104,10 +109,10 @@ SIMULATORS = ("scripts/simulate", "scripts/scaling-study")  # they run the SMPI 
 
 
 def program_of(words):
-    """The program a command runs: bin/NAME, possibly behind scripts/sl-launch, or one of the
-    simulation scripts (named by their basename, for the quick markers)."""
+    """The program a command runs: bin/NAME, possibly behind scripts/sl-launch, one of the
+    simulation scripts or run_all.sh (named by their basename, for the quick markers)."""
     for w in words:
-        if w.startswith("bin/") or w in SIMULATORS:
+        if w.startswith("bin/") or w in SIMULATORS or os.path.basename(w) == "run_all.sh":
             return os.path.basename(w)
     return None
 
@@ -155,12 +160,38 @@ def output_words(text, outdir):
     return words
 
 
+def prepare(cmd, quick, as_written, gpu, smpi):
+    """(words, why not): the command as the test runs it (the quick pairs of its program
+    applied, unless it is run as written), and why it is skipped here, or None."""
+    words = shlex.split(cmd)
+    prog = program_of(words)
+    if prog in quick and not as_written & set(words):
+        words = apply_quick(words, quick[prog])
+    if wants_gpu(words) and not gpu:
+        return words, "no CUDA device visible"
+    if any(w in SIMULATORS for w in words) and not smpi:
+        return words, "no SMPI build (make SIMGRID=1)"
+    return words, None
+
+
+def run_command(words, cwd, env):
+    """(exit status, or "timeout" / "not started"; its output)."""
+    try:
+        p = subprocess.run(words, cwd=cwd, env=env, capture_output=True, text=True,
+                           errors="replace", timeout=TIMEOUT_S)
+        return p.returncode, p.stdout + p.stderr
+    except subprocess.TimeoutExpired as e:
+        return "timeout", str(e.stdout or "")
+    except OSError as e:
+        return "not started", str(e)
+
+
 def main(argv):
     sheets = argv or sorted(glob.glob(os.path.join(TOP, "benchmarks", "labs", "*.md")))
     sheets = [s for s in sheets if os.path.basename(s) != "README.md"]
     if "--list" in argv:
         for s in sorted(glob.glob(os.path.join(TOP, "benchmarks", "labs", "*.md"))):
-            for no, cmd in parse_sheet(s)[0]:
+            for no, cmd, _ in parse_sheet(s)[0]:
                 print(f"{os.path.relpath(s, TOP)}:{no}: {cmd}")
         return 0
     n = failed = 0
@@ -183,29 +214,14 @@ def main(argv):
         commands, quick, as_written, columns = parse_sheet(sheet)
         ok(len(commands) > 0, f"{name}: has commands in ```sh blocks")
         seen, texts = set(), []
-        for no, cmd in commands:
-            words = shlex.split(cmd)
-            prog = program_of(words)
-            if prog in quick and not as_written & set(words):
-                words = apply_quick(words, quick[prog])
-            if wants_gpu(words) and not gpu:
+        for no, cmd, _ in commands:
+            words, skip = prepare(cmd, quick, as_written, gpu, smpi)
+            if skip:
                 n += 1
-                print(f"ok {n} - {name}:{no}: {shlex.join(words)} # SKIP no CUDA device visible")
-                continue
-            if any(w in SIMULATORS for w in words) and not smpi:
-                n += 1
-                print(f"ok {n} - {name}:{no}: {shlex.join(words)} # SKIP no SMPI build (make SIMGRID=1)")
+                print(f"ok {n} - {name}:{no}: {shlex.join(words)} # SKIP {skip}")
                 continue
             with tempfile.TemporaryDirectory(prefix="scalelab-lab.") as outdir:
-                env = dict(os.environ, SL_RESULTS=outdir)
-                try:
-                    p = subprocess.run(words, cwd=TOP, env=env, capture_output=True, text=True,
-                                       errors="replace", timeout=TIMEOUT_S)
-                    rc, text = p.returncode, p.stdout + p.stderr
-                except subprocess.TimeoutExpired as e:
-                    rc, text = "timeout", str(e.stdout or "")
-                except OSError as e:
-                    rc, text = "not started", str(e)
+                rc, text = run_command(words, TOP, dict(os.environ, SL_RESULTS=outdir))
                 seen |= output_words(text, outdir)
                 texts.append(text)
             ok(rc == 0, f"{name}:{no}: {shlex.join(words)}", f"exit {rc}\n{text}")
