@@ -62,6 +62,10 @@ HAVE_PYTHON3 := $(shell command -v python3 >/dev/null 2>&1 && echo 1 || echo 0)
 # (Debian's python3-matplotlib) where python3 is another interpreter, and so does this probe.
 HAVE_MPL     := $(shell (python3 -c 'import matplotlib' || /usr/bin/python3 -c 'import matplotlib') \
                   >/dev/null 2>&1 && echo 1 || echo 0)
+# jsonschema validates results against results/schema.json (scripts/compare, scripts/report,
+# run_all.sh's summary, the tests): required, found the same way as matplotlib.
+HAVE_JSONSCHEMA := $(shell (python3 -c 'import jsonschema' || /usr/bin/python3 -c 'import jsonschema') \
+                     >/dev/null 2>&1 && echo 1 || echo 0)
 NVCC         := $(CUDA_HOME)/bin/nvcc
 CUDA_FOUND   := $(shell test -x $(NVCC) && test -e $(CUDA_HOME)/include/cublas_v2.h && \
                   ls $(CUDA_HOME)/lib64/libcublas.so >/dev/null 2>&1 && echo 1 || echo 0)
@@ -103,6 +107,10 @@ ifneq ($(HAVE_HWLOC),1)
 MISSING_APT += libhwloc-dev
 MISSING_DNF += hwloc-devel
 endif
+ifneq ($(HAVE_JSONSCHEMA),1)
+MISSING_APT += python3-jsonschema
+MISSING_DNF += python3-jsonschema
+endif
 
 # What the main job's output uses, optional for the build: the plots of run_all.sh's
 # report.html and --papi's counters. As root on Debian/Ubuntu make installs them with the
@@ -136,6 +144,7 @@ $(info $(call mark,$(NCCL)) NCCL                        optional: -C nccl collec
 $(info $(call mark,$(HAVE_SMPICC)) SimGrid SMPI (smpicc)       optional: make SIMGRID=1 builds $(SMPI_PROGRAMS) into build/smpi/bin for scripts/simulate$(if $(filter 1,$(HAVE_SMPICC)),, (disabled)))
 $(info $(call mark,$(HAVE_PROVE)) prove (perl)                required: make check)
 $(info $(call mark,$(HAVE_PYTHON3)) python3                     required: scripts/compare, scripts/report, run_all.sh summary)
+$(info $(call mark,$(HAVE_JSONSCHEMA)) jsonschema (python3)        required: results checked against results/schema.json (compare, report, tests))
 endif
 
 # Flags ---------------------------------------------------------------------------------------
