@@ -1,7 +1,8 @@
 /* allreduce.c — collective communication: all-reduce, reduce-scatter, all-gather and broadcast
  * over a size sweep, for each implementation of the communication layer (common/coll/sl_coll.h):
  * the MPI library, NCCL, ring, binomial tree, double binary tree, recursive halving/doubling,
- * a shared-memory window (shm) and the hierarchical all-reduce (hier).
+ * a shared-memory window (shm), the hierarchical all-reduce (hier), the fully connected one
+ * (direct) and the 2-D torus (torus).
  *
  * What is measured, as nccl-tests does:
  *   latency mode     every operation starts together (barrier) and is timed on its own; the
@@ -29,7 +30,8 @@
  * squares on relative error over the latency sweep, and for the ring, the fully connected
  * (direct) and the torus algorithms the analytic model's terms read off it: alpha = steps x the
  * cost of one step (ring 2(n-1), direct 2 with n-1 messages in flight each, torus 2(R-1 + C-1))
- * and beta = 2(n-1)/n x the time per byte of one rank's link, the three sending the same bytes; the size range in which each implementation
+ * and beta = 2(n-1)/n x the time per byte of one rank's link, the three sending the same bytes;
+ * the size range in which each implementation
  * is the fastest; small-message latency and plateau busbw; and, from a large-copy probe run in
  * the same job, plateau busbw as a fraction of the memory bandwidth each rank gets; and for
  * shm, which moves nothing but memory, its time against its memory bound: the bytes each rank
@@ -91,7 +93,7 @@ static const sl_opt extra_opts[] = {
      "throughput mode: timed repetitions of the back-to-back operations (default 3; iters = reps x"
      " the latency row's)"},
     {"segment", 0, SL_OPT_SIZE, &opt_segment, 8, 1 << 30, NULL, 0,
-     "pipelining segment of ring, tree, dbtree and rhd messages (default 256K or $SL_COLL_SEGMENT)"},
+     "pipelining segment of the suite's algorithms' messages (default 256K or $SL_COLL_SEGMENT)"},
     {"cold", 0, SL_OPT_FLAG, &opt_cold, 0, 0, NULL, 0,
      "rotate the buffers through a pool (--pool) so that each call finds them out of cache "
      "(default: one warm pair, as OSU and nccl-tests)"},
@@ -144,7 +146,7 @@ static void validate(sl_ctx *ctx)
 static const sl_program program = {
     .name = "allreduce",
     .summary = "collectives over a size sweep: ring, trees, recursive halving/doubling, shared "
-               "memory, hierarchical, MPI, NCCL",
+               "memory, hierarchical, fully connected, 2-D torus, MPI, NCCL",
     .uses = SL_USES_SIZES | SL_USES_DTYPE | SL_USES_BACKEND | SL_USES_COLL,
     .dtypes = (1u << SL_F32) | (1u << SL_F64) | (1u << SL_F16) | (1u << SL_BF16),
     .default_dtype = SL_F32,
@@ -460,8 +462,10 @@ static void emit_row(sl_ctx *ctx, bench *b, const char *mode, const sl_stats *st
         sl_result_param_num(&r, "segment_bytes", (double)sl_comm_segment(b->c));
     if (b->op == OP_BROADCAST) sl_result_param_num(&r, "root", b->root);
     char grid[32];
-    if (sl_comm_impl(b->c) == SL_COLL_TORUS) sl_result_param_str(&r, "torus_grid", grid_name(b->c, grid, sizeof grid));
-    if (sl_comm_impl(b->c) == SL_COLL_DIRECT) sl_result_param_num(&r, "max_inflight", sl_comm_max_inflight(b->c));
+    if (sl_comm_impl(b->c) == SL_COLL_TORUS)
+        sl_result_param_str(&r, "torus_grid", grid_name(b->c, grid, sizeof grid));
+    if (sl_comm_impl(b->c) == SL_COLL_DIRECT)
+        sl_result_param_num(&r, "max_inflight", sl_comm_max_inflight(b->c));
     sl_result_set_time(&r, st);
     sl_result_param_num(&r, "iterations", iters);
     double algbw = (double)b->bytes / st->median / 1e9;
@@ -801,7 +805,7 @@ int main(int argc, char **argv)
         size_t seg = opt_segment;
         if (!seg && sl_coll_env_segment(&seg) != 0) seg = 0;
         if (seg)
-            sl_note(&ctx, "segment: %zu %s for ring, tree, dbtree and rhd (--segment)",
+            sl_note(&ctx, "segment: %zu %s for ring, tree, dbtree, rhd, direct and torus (--segment)",
                     seg % 1024 ? seg : seg >> 10, seg % 1024 ? "B" : "KiB");
     }
     int vnode = 0; /* hier's virtual nodes (a testing aid), also in the manifest */

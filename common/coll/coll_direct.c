@@ -102,7 +102,8 @@ int slc_direct_schedule(const sl_comm *c, size_t count, size_t block, int parts,
     for (int d = 1; (parts & SLC_PART_RS) && d < n; d++) {
         int to = (r + d) % n, from = (r + n - d) % n;
         slc_step st = {.to = to, .from = from, .send_buf = SLC_BUF_S,
-                       .send_off = piece(c, count, block, to), .send_len = piece_len(c, count, block, to),
+                       .send_off = piece(c, count, block, to),
+                       .send_len = piece_len(c, count, block, to),
                        .recv_off = mine, .recv_len = mlen, .reduce = 1,
                        .a_buf = d == 1 ? SLC_BUF_S : SLC_BUF_R};
         if (d == n - 1) {

@@ -116,7 +116,8 @@ static int block_schedule(const sl_comm *c, size_t n, int parts, slc_step *out)
     case SL_COLL_RING: return slc_ring_schedule(c, 0, n, parts, out);
     case SL_COLL_DIRECT: return slc_direct_schedule(c, 0, n, parts, out);
     case SL_COLL_TORUS: return slc_torus_schedule(c, 0, n, parts, out);
-    default: return parts == SLC_PART_RS ? slc_rhd_rs_schedule(c, n, out) : slc_rhd_ag_schedule(c, n, out);
+    default:
+        return parts == SLC_PART_RS ? slc_rhd_rs_schedule(c, n, out) : slc_rhd_ag_schedule(c, n, out);
     }
 }
 
@@ -146,8 +147,12 @@ void slc_nb_schedule(sl_coll_req *q, sl_collective w, const void *s, void *r, si
         case SL_COLL_RING: q->nsteps = slc_ring_schedule(c, n, 0, SLC_PART_RS | SLC_PART_AG, q->steps); break;
         case SL_COLL_RHD: q->nsteps = slc_rhd_schedule(c, n, q->steps); break;
         case SL_COLL_TREE: q->nsteps = slc_tree_schedule(c, n, q->steps); break;
-        case SL_COLL_DIRECT: q->nsteps = slc_direct_schedule(c, n, 0, SLC_PART_RS | SLC_PART_AG, q->steps); break;
-        case SL_COLL_TORUS: q->nsteps = slc_torus_schedule(c, n, 0, SLC_PART_RS | SLC_PART_AG, q->steps); break;
+        case SL_COLL_DIRECT:
+            q->nsteps = slc_direct_schedule(c, n, 0, SLC_PART_RS | SLC_PART_AG, q->steps);
+            break;
+        case SL_COLL_TORUS:
+            q->nsteps = slc_torus_schedule(c, n, 0, SLC_PART_RS | SLC_PART_AG, q->steps);
+            break;
         default: q->nsteps = slc_dbtree_schedule(c, n, q->steps); break;
         }
     }

@@ -30,8 +30,10 @@ static grid grid_of(const sl_comm *c, size_t count, size_t block)
 {
     int R = c->torus_rows, C = c->torus_cols, i = c->rank % R, j = c->rank / R;
     grid g;
-    g.row = (slc_ring){.n = C, .pos = j, .right = i + (j + 1) % C * R, .left = i + (j + C - 1) % C * R};
-    g.col = (slc_ring){.n = R, .pos = i, .right = j * R + (i + 1) % R, .left = j * R + (i + R - 1) % R};
+    g.row = (slc_ring){.n = C, .pos = j, .right = i + (j + 1) % C * R,
+                       .left = i + (j + C - 1) % C * R};
+    g.col = (slc_ring){.n = R, .pos = i, .right = j * R + (i + 1) % R,
+                       .left = j * R + (i + R - 1) % R};
     g.lrow = (slc_layout){.count = count, .block = block, .pieces = R * C, .group = R, .n = C};
     g.lcol = (slc_layout){.count = count, .block = block, .pieces = R * C, .first = j * R,
                           .group = 1, .n = R};
@@ -45,8 +47,8 @@ static void torus_rs(sl_comm *c, const grid *g, const void *src, void *work, voi
                      sl_dtype t, sl_redop op)
 {
     const void *col_src = g->row.n > 1 ? work : src;
-    void *row_final = g->col.n > 1 ? slc_at(work, slc_layout_piece(&g->lrow, g->row.pos * g->col.n), t)
-                                   : final;
+    void *row_final = final;
+    if (g->col.n > 1) row_final = slc_at(work, slc_layout_piece(&g->lrow, g->row.pos * g->col.n), t);
     slc_ring_rs(c, &g->row, src, work, row_final, &g->lrow, t, op, SL_TAG_TORUS);
     slc_ring_rs(c, &g->col, col_src, work, final, &g->lcol, t, op, SL_TAG_TORUS);
 }
@@ -60,7 +62,8 @@ static void torus_ag(sl_comm *c, const grid *g, void *buf, sl_dtype t)
 int slc_torus_allreduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t, sl_redop op)
 {
     grid g = grid_of(c, n, 0);
-    size_t off = slc_layout_piece(&g.lrow, c->rank), len = slc_layout_piece(&g.lrow, c->rank + 1) - off;
+    size_t off = slc_layout_piece(&g.lrow, c->rank);
+    size_t len = slc_layout_piece(&g.lrow, c->rank + 1) - off;
     void *mine = slc_at(r, off, t);
     torus_rs(c, &g, s, r, mine, t, op);
     slc_finish_avg(c, mine, len, t, op); /* each rank divides only the piece it owns */

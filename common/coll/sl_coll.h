@@ -22,7 +22,8 @@
  * A communicator (sl_comm, opaque: sl_comm_create / sl_comm_destroy and accessors) carries the
  * implementation and where the buffers live (host or device), so a call site does not change
  * with either; sl_coll_available says beforehand whether a combination can run, and why not.
- * The suite's own algorithms (ring, tree, dbtree, rhd, direct, torus) run over MPI point-to-point: on host buffers directly; on device buffers through
+ * The suite's own algorithms (ring, tree, dbtree, rhd, direct, torus) run over MPI
+ * point-to-point: on host buffers directly; on device buffers through
  * CUDA-aware MPI where the library has it, otherwise staged segment by segment through pinned
  * host memory with the reductions done on the device by a CUDA kernel.
  *
@@ -140,11 +141,12 @@ int sl_comm_rank(const sl_comm *c);
 int sl_comm_size(const sl_comm *c);
 sl_coll sl_comm_impl(const sl_comm *c);
 sl_mem_space sl_comm_space(const sl_comm *c);
-/* Pipelining segment of ring, tree, dbtree and rhd messages (default 256 KiB, or the environment's
+/* Pipelining segment of the suite's algorithms' messages (default 256 KiB, or the environment's
  * SL_COLL_SEGMENT); may be changed between calls (at least 1 byte; whole elements are used). */
 size_t sl_comm_segment(const sl_comm *c);
 void sl_comm_set_segment(sl_comm *c, size_t bytes);
-/* Bytes this rank has sent through the suite's own transport (ring, tree, dbtree, rhd, send and
+/* Bytes this rank has sent through the suite's own transport (ring, tree, dbtree, rhd, direct,
+ * torus, send and
  * isend of every implementation, nccl send/isend); not the MPI library's or NCCL's collectives,
  * which cannot be observed from here. */
 unsigned long long sl_comm_bytes_sent(const sl_comm *c);
@@ -201,7 +203,8 @@ int sl_coll_barrier(sl_comm *c);
  *   ring, rhd, tree, dbtree, direct, torus   on host buffers: the algorithm's steps as a
  *           schedule (all-reduce for all six; reduce-scatter and all-gather, the two halves of
  *           the all-reduce, for ring, rhd, direct and torus; direct's exchanges one peer per
- *           step, so one in flight whatever max_inflight); a step's messages travel in the communicator's segments, as the
+ *           step, so one in flight whatever max_inflight); a step's messages travel in the
+ *           communicator's segments, as the
  *           blocking transport's do, and each sl_coll_test reduces the segments that have
  *           arrived and, once the step is complete, posts the next, so the collective advances
  *           as often as the caller tests (dbtree runs its two trees one after the other).
