@@ -56,10 +56,12 @@ for np in 2 3 4 5 6 7; do
     SL_COLL_RANKS_PER_NODE=$k run "$np" "[$nodes virtual nodes of up to $k] " --quick --only shm,hier
   done
 done
-# The torus on 9 ranks (3x3) and on a grid taller than wide (4x2: rows of 2), direct on 9 ranks
-# and with at most 2 exchanges in flight; 1..8 ranks above took the default grids (1x1, 1x2, 1x3,
-# 2x2, 1x5, 2x3, 1x7, 2x4) and every exchange at once.
+# The torus on 9 ranks (3x3), on 8 as 2x4 and as a grid taller than wide (4x2: rows of 2) and on
+# 7 (1x7), direct on 9, 8 and on 7 with at most 3 exchanges in flight, each with the count
+# 10^6 + 3 that the --quick runs of 6..8 ranks above leave out; 1..8 ranks above took the default
+# grids (1x1, 1x2, 1x3, 2x2, 1x5, 2x3, 1x7, 2x4) and every exchange at once.
 run 9 "[default grid 3x3, 8 in flight] " --counts-only --only direct,torus
-run 8 "[--grid 4x2] " --counts-only --only torus --grid 4x2
-run 5 "[--max-inflight 2] " --counts-only --only direct --max-inflight 2
+run 8 "[--grid 4x2] " --counts-only --only direct,torus --grid 4x2
+run 8 "[default grid 2x4] " --counts-only --only torus
+run 7 "[default grid 1x7, --max-inflight 3] " --counts-only --only direct,torus --max-inflight 3
 echo "1..$n"
