@@ -125,14 +125,12 @@ expect_usage 1 --dtype -d int8
 expect_usage 1 --redop --redop prod
 expect_usage 1 --pool --cold --pool 1K
 expect_usage 1 --mpi-thread --mpi-thread many
-expect_usage 3 --torus -C torus --torus 2x2
-expect_usage 4 --torus -C torus --torus 2x
+# --torus and --max-inflight: the cases coll_direct_torus.t's (a grid of the wrong size, a
+# malformed grid, a bound above ranks - 1 or without direct) are not repeated here
 expect_usage 4 --torus -C torus --torus 2x+2
 expect_usage 4 --torus -C ring --torus 2x2
 expect_usage 3 --coll -C ring,torus
-expect_usage 4 --max-inflight -C direct --max-inflight 4
 expect_usage 4 --max-inflight -C direct --max-inflight 0
-expect_usage 4 --max-inflight -C ring,torus --max-inflight 2
 
 # direct and torus on a prime rank count: the torus runs when its 1 x n grid is given; each rank
 # sends 2(n-1)/n S, the ring's bytes, in both (12 and 48 KiB divide into 3 equal pieces); the rows
