@@ -1,7 +1,8 @@
 /* allreduce.c — collective communication: all-reduce, reduce-scatter, all-gather and broadcast
  * over a size sweep, for each implementation of the communication layer (common/coll/sl_coll.h):
  * the MPI library, NCCL, ring, binomial tree, double binary tree, recursive halving/doubling,
- * a shared-memory window (shm) and the hierarchical all-reduce (hier).
+ * a shared-memory window (shm), the hierarchical all-reduce (hier), the fully connected one
+ * (direct) and the 2-D torus (torus).
  *
  * What is measured, as nccl-tests does:
  *   latency mode     every operation starts together (barrier) and is timed on its own; the
@@ -26,7 +27,11 @@
  * reference computed here from the generator, outside the timed region.
  *
  * What is derived: an alpha-beta model t = alpha + beta * S per implementation, fitted by least
- * squares on relative error over the latency sweep; the size range in which each implementation
+ * squares on relative error over the latency sweep, and for the ring, the fully connected
+ * (direct) and the torus algorithms the analytic model's terms read off it: alpha = steps x the
+ * cost of one step (ring 2(n-1), direct 2 with n-1 messages in flight each, torus 2(R-1 + C-1))
+ * and beta = 2(n-1)/n x the time per byte of one rank's link, the three sending the same bytes;
+ * the size range in which each implementation
  * is the fastest; small-message latency and plateau busbw; and, from a large-copy probe run in
  * the same job, plateau busbw as a fraction of the memory bandwidth each rank gets; and for
  * shm, which moves nothing but memory, its time against its memory bound: the bytes each rank
@@ -88,7 +93,7 @@ static const sl_opt extra_opts[] = {
      "throughput mode: timed repetitions of the back-to-back operations (default 3; iters = reps x"
      " the latency row's)"},
     {"segment", 0, SL_OPT_SIZE, &opt_segment, 8, 1 << 30, NULL, 0,
-     "pipelining segment of ring, tree, dbtree and rhd messages (default 256K or $SL_COLL_SEGMENT)"},
+     "pipelining segment of the suite's algorithms' messages (default 256K or $SL_COLL_SEGMENT)"},
     {"cold", 0, SL_OPT_FLAG, &opt_cold, 0, 0, NULL, 0,
      "rotate the buffers through a pool (--pool) so that each call finds them out of cache "
      "(default: one warm pair, as OSU and nccl-tests)"},
@@ -141,7 +146,7 @@ static void validate(sl_ctx *ctx)
 static const sl_program program = {
     .name = "allreduce",
     .summary = "collectives over a size sweep: ring, trees, recursive halving/doubling, shared "
-               "memory, hierarchical, MPI, NCCL",
+               "memory, hierarchical, fully connected, 2-D torus, MPI, NCCL",
     .uses = SL_USES_SIZES | SL_USES_DTYPE | SL_USES_BACKEND | SL_USES_COLL,
     .dtypes = (1u << SL_F32) | (1u << SL_F64) | (1u << SL_F16) | (1u << SL_BF16),
     .default_dtype = SL_F32,
@@ -331,6 +336,37 @@ static void fit_alpha_beta(const double *S, const double *t, int n, double *alph
     }
 }
 
+/* The analytic model of the ring, direct and torus (coll_ring.c, coll_direct.c, coll_torus.c):
+ * the steps one operation takes one after the other, the messages each rank has in flight in a
+ * step, and the bytes each rank sends as a fraction of S; 0 for the other implementations. The
+ * all-reduce is both halves, reduce-scatter and all-gather one. */
+static int model_shape(sl_comm *c, int op, int *steps, int *in_flight, double *bytes)
+{
+    int n = sl_comm_size(c), rows, cols, halves = op == OP_ALLREDUCE ? 2 : 1;
+    sl_coll impl = sl_comm_impl(c);
+    if (n < 2 || op == OP_BROADCAST) return 0;
+    sl_comm_torus(c, &rows, &cols);
+    switch (impl) {
+    case SL_COLL_RING: *steps = halves * (n - 1), *in_flight = 1; break;
+    case SL_COLL_DIRECT: *steps = halves, *in_flight = sl_comm_max_inflight(c); break;
+    case SL_COLL_TORUS: *steps = halves * (rows - 1 + cols - 1), *in_flight = 1; break;
+    default: return 0;
+    }
+    if (impl == SL_COLL_DIRECT && *in_flight < n - 1) /* rounds of in_flight exchanges each */
+        *steps = halves * ((n - 2) / *in_flight + 1);
+    *bytes = halves * (double)(n - 1) / n;
+    return 1;
+}
+
+/* The grid of a torus row ("2x4"), for its params and notes. */
+static const char *grid_name(sl_comm *c, char *buf, size_t len)
+{
+    int rows, cols;
+    sl_comm_torus(c, &rows, &cols);
+    snprintf(buf, len, "%dx%d", rows, cols);
+    return buf;
+}
+
 /* ---- the run ------------------------------------------------------------------------------ */
 
 #define MAX_SIZES 64
@@ -515,6 +551,11 @@ static void emit_row(sl_ctx *ctx, bench *b, const char *mode, const sl_stats *st
     if (sl_comm_impl(b->c) != SL_COLL_MPI && sl_comm_impl(b->c) != SL_COLL_NCCL)
         sl_result_param_num(&r, "segment_bytes", (double)sl_comm_segment(b->c));
     if (b->op == OP_BROADCAST) sl_result_param_num(&r, "root", b->root);
+    char grid[32];
+    if (sl_comm_impl(b->c) == SL_COLL_TORUS)
+        sl_result_param_str(&r, "torus_grid", grid_name(b->c, grid, sizeof grid));
+    if (sl_comm_impl(b->c) == SL_COLL_DIRECT)
+        sl_result_param_num(&r, "max_inflight", sl_comm_max_inflight(b->c));
     sl_result_set_time(&r, st);
     sl_result_param_num(&r, "iterations", iters);
     double algbw = (double)b->bytes / st->median / 1e9;
@@ -690,7 +731,7 @@ static double reduction_gamma(sl_ctx *ctx, sl_dtype t, size_t bytes)
     return st.median / (double)(g.n * es);
 }
 
-static void summary(sl_ctx *ctx, series *ser, double membw, double gamma)
+static void summary(sl_ctx *ctx, series *ser, sl_comm **comms, double membw, double gamma)
 {
     sl_note(ctx, "model t = alpha + beta*S (least squares on relative error, %s sweep, %s)",
             (opt_modes & MODE_LATENCY) ? "latency" : "throughput",
@@ -752,11 +793,35 @@ static void summary(sl_ctx *ctx, series *ser, double membw, double gamma)
                     S, t * 1e6, bound * 1e6, membw, ctx->nranks, 100 * bound / t);
         }
 
+        /* The analytic model's terms: alpha per step, and the link's bandwidth from beta over the
+         * bytes each rank sends (the ring, direct and the torus send the same 2(n-1)/n S). */
+        int steps = 0, in_flight = 0;
+        double frac = NAN, per_step = NAN, link_bw = NAN;
+        char grid[32] = "";
+        if (s->n < 2 || !comms[i] || !model_shape(comms[i], opt_op, &steps, &in_flight, &frac)) {
+            steps = 0; /* no fit, or no analytic model */
+        } else {
+            per_step = alpha / steps;
+            link_bw = frac / beta / 1e9;
+            if (i == SL_COLL_TORUS) grid_name(comms[i], grid, sizeof grid);
+            sl_note(ctx, "%-7s analytic: %d step%s%s%s%s x %.2f us + %.3f S / %.3f GB/s (%d message%s in "
+                         "flight per step; each rank sends %.3f S)", sl_coll_name(i), steps,
+                    steps == 1 ? "" : "s", grid[0] ? " (grid " : "", grid, grid[0] ? ")" : "",
+                    per_step * 1e6, frac, link_bw, in_flight, in_flight == 1 ? "" : "s", frac);
+        }
+
         sl_result r;
         sl_result_init(ctx, &r, "model");
         r.collective = sl_coll_name(i);
         sl_result_param_str(&r, "op", sl_collective_name(op_coll[opt_op]));
         sl_result_param_num(&r, "ranks", ctx->nranks);
+        if (steps) {
+            if (grid[0]) sl_result_param_str(&r, "torus_grid", grid);
+            sl_result_param_num(&r, "steps", steps);
+            sl_result_param_num(&r, "in_flight", in_flight);
+            sl_result_metric(&r, "alpha_per_step", per_step, "s");
+            sl_result_metric(&r, "link_bw", link_bw, "GB/s");
+        }
         sl_result_param_num(&r, "sizes", s->n);
         sl_result_metric(&r, "alpha", alpha, "s");
         sl_result_metric(&r, "beta", beta, "s/B");
@@ -843,7 +908,7 @@ int main(int argc, char **argv)
         size_t seg = opt_segment;
         if (!seg && sl_coll_env_segment(&seg) != 0) seg = 0;
         if (seg)
-            sl_note(&ctx, "segment: %zu %s for ring, tree, dbtree and rhd (--segment)",
+            sl_note(&ctx, "segment: %zu %s for ring, tree, dbtree, rhd, direct and torus (--segment)",
                     seg % 1024 ? seg : seg >> 10, seg % 1024 ? "B" : "KiB");
     }
     int vnode = 0; /* hier's virtual nodes (a testing aid), also in the manifest */
@@ -948,9 +1013,9 @@ int main(int argc, char **argv)
                     if (library) sl_slowdown_ceiling(0);
                 }
         }
+        summary(&ctx, ser, comms, membw, gamma[t]);
         for (int i = 0; i < SL_NCOLLS; i++)
             if (comms[i]) sl_comm_destroy(comms[i]);
-        summary(&ctx, ser, membw, gamma[t]);
     }
     sl_k_free((sl_backend)be, arena);
     if (overhead[0].n)

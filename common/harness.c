@@ -359,6 +359,38 @@ static void resolve_backend_and_colls(sl_ctx *ctx)
     }
 }
 
+/* --torus and --max-inflight against -C and the rank count, then handed to the communication
+ * layer as the defaults of the communicators the program makes. A prime rank count has no
+ * grid but 1 x N: asked for by name, torus then needs --torus 1xN; within "all" (or the
+ * program's default list) it is left out with a note. */
+static void resolve_torus_and_inflight(sl_ctx *ctx)
+{
+    sl_options *o = &ctx->opt;
+    if (!(ctx->prog->uses & SL_USES_COLL)) return;
+    int n = ctx->nranks, rows, cols, torus = (o->colls >> SL_COLL_TORUS) & 1;
+    if (o->torus && !torus)
+        sl_usage_error("--torus applies to -C torus only (this run does not measure it)");
+    if (o->torus && o->torus_rows * o->torus_cols != n)
+        sl_usage_error("--torus %s: a grid of %d ranks, this run has %d (RxC must equal the rank "
+                       "count)", o->torus, o->torus_rows * o->torus_cols, n);
+    if (torus && !o->torus && sl_coll_torus_grid(n, &rows, &cols)) {
+        if ((o->colls_named >> SL_COLL_TORUS) & 1 || o->colls == (1u << SL_COLL_TORUS))
+            sl_usage_error("--coll (-C) torus: %d ranks is prime, so the only grid is 1x%d (the "
+                           "ring); give --torus 1x%d to run it", n, n, n);
+        o->colls &= ~(1u << SL_COLL_TORUS);
+        sl_note(ctx, "skipping the torus collective: %d ranks is prime (only 1x%d, the ring; "
+                     "--torus 1x%d runs it)", n, n, n);
+    }
+    if (sl_option_given(o, "max-inflight") && !((o->colls >> SL_COLL_DIRECT) & 1))
+        sl_usage_error("--max-inflight applies to -C direct only (this run does not measure it)");
+    if (o->max_inflight > (n > 1 ? n - 1 : 1))
+        sl_usage_error("--max-inflight %lld: at most %d exchange%s can be in flight on %d rank%s "
+                       "(ranks - 1)", o->max_inflight, n > 1 ? n - 1 : 1, n > 2 ? "s" : "", n,
+                       n == 1 ? "" : "s");
+    sl_coll_set_torus(o->torus_rows, o->torus_cols);
+    sl_coll_set_max_inflight((int)o->max_inflight);
+}
+
 static void print_header(sl_ctx *ctx)
 {
     if (ctx->rank != 0 || ctx->opt.quiet) return;
@@ -447,6 +479,7 @@ void sl_init(sl_ctx *ctx, const sl_program *prog, int argc, char **argv)
 
     sl_placement_capture(ctx); /* before the manifest, which records it */
     resolve_backend_and_colls(ctx);
+    resolve_torus_and_inflight(ctx);
     if (prog->validate) prog->validate(ctx);
     /* counters before the results directory: a bad event name leaves nothing behind */
     char note[256] = "";

@@ -375,6 +375,8 @@ int sl_options_parse(const sl_program *p, int argc, char **argv, sl_options *o, 
         {{"check", 'c', SL_OPT_INT, &o->check, 0, 1, 0, 0, "validate against the reference (default 1)"}, K_PLAIN, 0},
         {{"backend", 'B', SL_OPT_STRING, NULL, 0, 0, 0, 0, SL_BACKEND_CHOICES}, K_BACKEND, SL_USES_BACKEND},
         {{"coll", 'C', SL_OPT_STRING, NULL, 0, 0, 0, 0, "collective implementation(s), comma-separated"}, K_COLL, SL_USES_COLL},
+        {{"torus", 0, SL_OPT_STRING, &o->torus, 0, 0, 0, 0, "torus grid RxC"}, K_PLAIN, SL_USES_COLL},
+        {{"max-inflight", 0, SL_OPT_INT, &o->max_inflight, 1, 1 << 20, 0, 0, "direct: exchanges in flight"}, K_PLAIN, SL_USES_COLL},
         {{"out", 'o', SL_OPT_STRING, &o->out, 0, 0, 0, 0, "results directory (default $SL_RESULTS or results/<run-id>)"}, K_PLAIN, 0},
         {{"trace", 0, SL_OPT_FLAG, &o->trace, 0, 0, 0, 0, "write a Chrome trace of every rank's events"}, K_PLAIN, 0},
         {{"papi", 0, SL_OPT_STRING, &o->papi_events, 0, 0, 0, 0, "PAPI events to read around the timed region"}, K_PLAIN, 0},
@@ -488,6 +490,7 @@ int sl_options_parse(const sl_program *p, int argc, char **argv, sl_options *o, 
             int bad = parse_name_list(v, accepted, dt ? sl_dtype_from_name : sl_coll_from_name,
                                       dt ? &o->dtypes : &o->colls, dup, sizeof dup);
             if (bad == LIST_DUP) return dup_error(err, errlen, label, dup);
+            if (!dt && !bad && strcmp(v, "all") != 0) o->colls_named = o->colls;
             if (bad) {
                 mask_names(accepted, dt ? SL_NDTYPES : SL_NCOLLS, dt ? dtype_name_i : coll_name_i,
                            names, sizeof names);
@@ -515,6 +518,23 @@ int sl_options_parse(const sl_program *p, int argc, char **argv, sl_options *o, 
                  o->papi_events);
             return SL_EXIT_USAGE;
         }
+    }
+    if (o->torus) { /* RxC: two whole numbers of at least 1, an x between them */
+        const char *x = strchr(o->torus, 'x');
+        size_t l = strlen(o->torus), digits = strspn(o->torus, "0123456789");
+        long long rows = -1, cols = -1;
+        if (x && digits == (size_t)(x - o->torus) && digits > 0 && digits < 8 &&
+            strspn(x + 1, "0123456789") == l - digits - 1 && l - digits - 1 > 0 && l - digits - 1 < 8) {
+            rows = atoll(o->torus);
+            cols = atoll(x + 1);
+        }
+        if (rows < 1 || cols < 1 || rows * cols > (1 << 20)) {
+            errf(err, errlen, "--torus: expected a grid RxC of whole numbers of ranks (e.g. 2x4), "
+                 "got '%s'", o->torus);
+            return SL_EXIT_USAGE;
+        }
+        o->torus_rows = (int)rows;
+        o->torus_cols = (int)cols;
     }
     if ((p->uses & SL_USES_SIZES) && o->minbytes > o->maxbytes) {
         errf(err, errlen, "--minbytes (-b) %zu is larger than --maxbytes (-e) %zu", o->minbytes,
@@ -593,6 +613,10 @@ void sl_options_print_help(const sl_program *p)
             snprintf(defaults, sizeof defaults, "%s", sl_coll_name(p->default_coll));
         printf("  -C, --coll LIST        %s|all (default %s)\n", names,
                p->default_colls == p->colls ? "all" : defaults);
+        printf("      --torus RxC        -C torus: the grid, R x C = the rank count (default the most\n"
+               "                         square; a prime rank count needs 1xN, which is the ring)\n");
+        printf("      --max-inflight K   -C direct: exchanges in flight at once, 1..ranks-1 (default\n"
+               "                         ranks-1: all of them)\n");
     }
     printf("  -o, --out DIR          results directory (default $SL_RESULTS or results/<run-id>)\n");
     printf("      --trace            write a Chrome trace (<benchmark>.trace.json)\n");

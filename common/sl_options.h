@@ -108,6 +108,10 @@ typedef struct sl_options {
     long long check;           /* 1: validate against the reference (default) */
     sl_backend backend;
     unsigned colls;            /* bit (1 << sl_coll) for each requested collective */
+    unsigned colls_named;      /* those of them -C named (not through "all" or the default) */
+    const char *torus;         /* --torus RxC as given (NULL: the most square grid) */
+    int torus_rows, torus_cols;/* parsed from it */
+    long long max_inflight;    /* --max-inflight: direct's exchanges in flight (0: nranks - 1) */
     const char *out;           /* results directory, NULL = default */
     int trace;
     const char *papi_events;   /* NULL = no counters */

@@ -13,7 +13,8 @@
 #define SL_BACKEND_LIST(X) X(SL_BACKEND_CPU, "cpu") X(SL_BACKEND_CUDA, "cuda") X(SL_BACKEND_AUTO, "auto")
 #define SL_COLL_LIST(X)                                                                      \
     X(SL_COLL_MPI, "mpi") X(SL_COLL_NCCL, "nccl") X(SL_COLL_RING, "ring") X(SL_COLL_TREE, "tree") \
-    X(SL_COLL_DBTREE, "dbtree") X(SL_COLL_RHD, "rhd") X(SL_COLL_SHM, "shm") X(SL_COLL_HIER, "hier")
+    X(SL_COLL_DBTREE, "dbtree") X(SL_COLL_RHD, "rhd") X(SL_COLL_SHM, "shm") X(SL_COLL_HIER, "hier") \
+    X(SL_COLL_DIRECT, "direct") X(SL_COLL_TORUS, "torus")
 
 SL_ENUM(sl_dtype, SL_DTYPE_LIST, SL_NDTYPES);
 SL_ENUM(sl_backend, SL_BACKEND_LIST, SL_NBACKENDS);
@@ -21,7 +22,7 @@ SL_ENUM(sl_coll, SL_COLL_LIST, SL_NCOLLS);
 
 #define SL_DTYPE_CHOICES SL_ENUM_CHOICES(SL_DTYPE_LIST)     /* "f32|f64|f16|bf16" */
 #define SL_BACKEND_CHOICES SL_ENUM_CHOICES(SL_BACKEND_LIST) /* "cpu|cuda|auto" */
-#define SL_COLL_CHOICES SL_ENUM_CHOICES(SL_COLL_LIST)       /* "mpi|nccl|ring|...|shm|hier" */
+#define SL_COLL_CHOICES SL_ENUM_CHOICES(SL_COLL_LIST)       /* "mpi|nccl|ring|...|direct|torus" */
 
 const char *sl_dtype_name(sl_dtype t);     /* "f32" ... */
 size_t sl_dtype_size(sl_dtype t);          /* bytes per element */

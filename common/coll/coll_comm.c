@@ -31,6 +31,8 @@ static int run_allreduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype 
     case SL_COLL_RHD: return slc_rhd_allreduce(c, s, r, n, t, op);
     case SL_COLL_SHM: return slc_shm_allreduce(c, s, r, n, t, op);
     case SL_COLL_HIER: return slc_hier_allreduce(c, s, r, n, t, op);
+    case SL_COLL_DIRECT: return slc_direct_allreduce(c, s, r, n, t, op);
+    case SL_COLL_TORUS: return slc_torus_allreduce(c, s, r, n, t, op);
     default: return SL_COLL_ENOTSUP;
     }
 }
@@ -44,8 +46,12 @@ static int run_reduce_scatter(sl_comm *c, const void *s, void *r, size_t n, sl_d
     default: break;
     }
     if (c->size == 1) return single_rank_copy(c, r, s, n, t);
-    if (c->impl == SL_COLL_RING) return slc_ring_reduce_scatter(c, s, r, n, t, op);
-    return slc_rhd_reduce_scatter(c, s, r, n, t, op);
+    switch (c->impl) {
+    case SL_COLL_RING: return slc_ring_reduce_scatter(c, s, r, n, t, op);
+    case SL_COLL_DIRECT: return slc_direct_reduce_scatter(c, s, r, n, t, op);
+    case SL_COLL_TORUS: return slc_torus_reduce_scatter(c, s, r, n, t, op);
+    default: return slc_rhd_reduce_scatter(c, s, r, n, t, op);
+    }
 }
 
 static int run_allgather(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t)
@@ -56,8 +62,12 @@ static int run_allgather(sl_comm *c, const void *s, void *r, size_t n, sl_dtype 
     default: break;
     }
     if (c->size == 1) return single_rank_copy(c, r, s, n, t);
-    if (c->impl == SL_COLL_RING) return slc_ring_allgather(c, s, r, n, t);
-    return slc_rhd_allgather(c, s, r, n, t);
+    switch (c->impl) {
+    case SL_COLL_RING: return slc_ring_allgather(c, s, r, n, t);
+    case SL_COLL_DIRECT: return slc_direct_allgather(c, s, r, n, t);
+    case SL_COLL_TORUS: return slc_torus_allgather(c, s, r, n, t);
+    default: return slc_rhd_allgather(c, s, r, n, t);
+    }
 }
 
 /* ---- sl_coll.h: blocking --------------------------------------------------------------- */

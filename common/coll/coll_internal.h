@@ -55,6 +55,20 @@ int slc_nccl_ip2p(sl_comm *c, int send, const void *buf, size_t n, sl_dtype t, i
 void slc_nccl_flush(sl_comm *c);
 int slc_nccl_recv(sl_comm *c, void *buf, size_t n, sl_dtype t, int peer);
 
+/* A ring of n members (the suite's ring, or one row or column of the torus): this rank's
+ * position on it and its neighbours' ranks. */
+typedef struct slc_ring { int n, pos, right, left; } slc_ring;
+/* How a vector is cut into a ring's n chunks: it is first cut into `pieces` pieces (an even
+ * split of count, sizes differing by at most one element, or fixed blocks of `block`), and
+ * chunk i is the `group` consecutive pieces from piece first + i * group. The plain ring:
+ * pieces = n, first 0, group 1. Offsets are from the start of the vector. */
+typedef struct slc_layout { size_t count, block; int pieces, first, group, n; } slc_layout;
+size_t slc_layout_piece(const slc_layout *L, int p); /* first element of piece p */
+/* Ring reduce-scatter and all-gather over ring g (coll_ring.c), on messages tagged `tag`. */
+void slc_ring_rs(sl_comm *c, const slc_ring *g, const void *src, void *work, void *final,
+                 const slc_layout *L, sl_dtype t, sl_redop op, int tag);
+void slc_ring_ag(sl_comm *c, const slc_ring *g, void *buf, const slc_layout *L, sl_dtype t, int tag);
+
 int slc_ring_allreduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t, sl_redop op);
 int slc_ring_reduce_scatter(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t,
                             sl_redop op);
@@ -73,6 +87,18 @@ int slc_dbtree_allreduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype 
 /* Tree `which` (0 or 1) of the double binary tree over n ranks: rank's parent and children
  * (-1 where absent). Exposed for the unit test of its shape. */
 void slc_dbtree_shape(int n, int rank, int which, int *parent, int *child0, int *child1);
+
+/* The fully connected algorithm (coll_direct.c): each phase one round of nranks - 1
+ * exchanges, at most c->max_inflight in flight. */
+int slc_direct_allreduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t, sl_redop op);
+int slc_direct_reduce_scatter(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t,
+                              sl_redop op);
+int slc_direct_allgather(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t);
+/* The 2-D torus (coll_torus.c): rings along the rows of c's grid, then along its columns. */
+int slc_torus_allreduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t, sl_redop op);
+int slc_torus_reduce_scatter(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t,
+                             sl_redop op);
+int slc_torus_allgather(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t);
 
 /* shm and hier (coll_shm.c, coll_hier.c). slc_node_create makes the shared-memory window of
  * the node communicator `node` (which it then owns), for vectors cut into nslices slices per
@@ -113,6 +139,14 @@ typedef struct slc_step {
  * (R the whole vector; this rank's block of R is the result) and all-gather on blocks of n. */
 enum { SLC_PART_RS = 1, SLC_PART_AG = 2 };
 int slc_ring_schedule(const sl_comm *c, size_t count, size_t block, int parts, slc_step *out);
+/* One ring's steps over layout L (the torus runs four): `own` is the buffer holding this
+ * rank's contribution (SLC_BUF_S, or SLC_BUF_R after an earlier phase); avg: divide the chunk
+ * the reduce-scatter completes. */
+int slc_ring_steps(const slc_ring *g, const slc_layout *L, int parts, int own, int avg, slc_step *out);
+/* direct and torus: all-reduce over an even split of count (block 0), or reduce-scatter /
+ * all-gather (parts) over nranks blocks of `block`, as the ring's. */
+int slc_direct_schedule(const sl_comm *c, size_t count, size_t block, int parts, slc_step *out);
+int slc_torus_schedule(const sl_comm *c, size_t count, size_t block, int parts, slc_step *out);
 int slc_rhd_schedule(const sl_comm *c, size_t n, slc_step *out);
 int slc_rhd_rs_schedule(const sl_comm *c, size_t n, slc_step *out);
 int slc_rhd_ag_schedule(const sl_comm *c, size_t n, slc_step *out);

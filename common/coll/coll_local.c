@@ -100,6 +100,8 @@ int sl_coll_supports(sl_coll impl, sl_collective w)
     case SL_COLL_SHM:
     case SL_COLL_HIER: return w == SL_CO_ALLREDUCE;
     case SL_COLL_RHD:
+    case SL_COLL_DIRECT:
+    case SL_COLL_TORUS:
         return w == SL_CO_ALLREDUCE || w == SL_CO_REDUCE_SCATTER || w == SL_CO_ALLGATHER;
     default: return 0;
     }

@@ -7,6 +7,7 @@
  *
  *   sl_coll.h API      coll_comm.c (dispatch), coll_setup.c (communicators, queries)
  *   algorithms         coll_mpi.c coll_nccl.c coll_ring.c coll_tree.c coll_dbtree.c coll_rhd.c
+ *                      coll_direct.c coll_torus.c coll_shm.c coll_hier.c
  *                      coll_nb.c (the non-blocking engine)            coll_internal.h
  *   transport          coll_xfer.c                                    coll_xfer.h
  *   local operations   coll_local.c coll_reduce_ops.c (host), coll_device.h (device)
@@ -48,6 +49,8 @@ struct sl_comm {
     struct sl_coll_req *nccl_pending; /* nccl isend/irecv not yet enqueued (coll_nccl.c) */
     struct slc_node *node;  /* shm, hier: the shared-memory window of this rank's node */
     struct slc_hier *hier;  /* hier: the inter-node communicators, one per slice */
+    int torus_rows, torus_cols; /* torus: the grid (rows x cols = size) */
+    int max_inflight;     /* direct: exchanges in flight at once; 0: size - 1 */
     unsigned long long bytes_sent; /* bytes this rank has sent through the suite's own transport
                                       (ring, tree, dbtree, rhd, send; not the MPI library's or
                                       NCCL's collectives, which cannot be observed from here) */

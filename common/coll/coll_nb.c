@@ -109,6 +109,18 @@ static void advance(sl_coll_req *q)
     else finish(q);
 }
 
+/* The reduce-scatter or all-gather half (parts) of c's algorithm on blocks of n elements. */
+static int block_schedule(const sl_comm *c, size_t n, int parts, slc_step *out)
+{
+    switch (c->impl) {
+    case SL_COLL_RING: return slc_ring_schedule(c, 0, n, parts, out);
+    case SL_COLL_DIRECT: return slc_direct_schedule(c, 0, n, parts, out);
+    case SL_COLL_TORUS: return slc_torus_schedule(c, 0, n, parts, out);
+    default:
+        return parts == SLC_PART_RS ? slc_rhd_rs_schedule(c, n, out) : slc_rhd_ag_schedule(c, n, out);
+    }
+}
+
 void slc_nb_schedule(sl_coll_req *q, sl_collective w, const void *s, void *r, size_t n)
 {
     sl_comm *c = q->c;
@@ -117,7 +129,6 @@ void slc_nb_schedule(sl_coll_req *q, sl_collective w, const void *s, void *r, si
     q->r = r;
     q->steps = malloc((size_t)(2 * c->size + 64) * sizeof *q->steps);
     if (!q->steps) SL_FATAL("out of memory for a schedule");
-    int ring = c->impl == SL_COLL_RING;
     if (w == SL_CO_REDUCE_SCATTER) {
         /* Partial sums need the whole vector: R is a work vector, this rank's block of it is
          * copied to the result at the end (after the input has been read for the last time,
@@ -127,17 +138,21 @@ void slc_nb_schedule(sl_coll_req *q, sl_collective w, const void *s, void *r, si
         q->copy_from = slc_at(q->r, (size_t)c->rank * n, q->t);
         q->copy_to = r;
         q->copy_bytes = n * es;
-        q->nsteps = ring ? slc_ring_schedule(c, 0, n, SLC_PART_RS, q->steps)
-                         : slc_rhd_rs_schedule(c, n, q->steps);
+        q->nsteps = block_schedule(c, n, SLC_PART_RS, q->steps);
     } else if (w == SL_CO_ALLGATHER) {
         slc_copy(c, slc_at(r, (size_t)c->rank * n, q->t), s, n * es); /* no-op in place */
-        q->nsteps = ring ? slc_ring_schedule(c, 0, n, SLC_PART_AG, q->steps)
-                         : slc_rhd_ag_schedule(c, n, q->steps);
+        q->nsteps = block_schedule(c, n, SLC_PART_AG, q->steps);
     } else {
         switch (c->impl) {
         case SL_COLL_RING: q->nsteps = slc_ring_schedule(c, n, 0, SLC_PART_RS | SLC_PART_AG, q->steps); break;
         case SL_COLL_RHD: q->nsteps = slc_rhd_schedule(c, n, q->steps); break;
         case SL_COLL_TREE: q->nsteps = slc_tree_schedule(c, n, q->steps); break;
+        case SL_COLL_DIRECT:
+            q->nsteps = slc_direct_schedule(c, n, 0, SLC_PART_RS | SLC_PART_AG, q->steps);
+            break;
+        case SL_COLL_TORUS:
+            q->nsteps = slc_torus_schedule(c, n, 0, SLC_PART_RS | SLC_PART_AG, q->steps);
+            break;
         default: q->nsteps = slc_dbtree_schedule(c, n, q->steps); break;
         }
     }

@@ -10,76 +10,83 @@
  * in n. Each step's chunk moves in pipelined segments (coll_xfer.c). */
 #include "coll_internal.h"
 
-/* Chunk i of the vector: an even split of `count`, or fixed blocks of `block` elements
- * (reduce-scatter and all-gather, where block i belongs to rank i). */
-typedef struct layout { size_t count, block; int n; } layout;
-
-static size_t off_of(const layout *L, int i)
+size_t slc_layout_piece(const slc_layout *L, int p)
 {
-    return L->block ? (size_t)i * L->block : slc_chunk_off(L->count, L->n, i);
+    return L->block ? (size_t)p * L->block : slc_chunk_off(L->count, L->pieces, p);
 }
-static size_t len_of(const layout *L, int i)
+static size_t off_of(const slc_layout *L, int i) { return slc_layout_piece(L, L->first + i * L->group); }
+static size_t len_of(const slc_layout *L, int i) { return off_of(L, i + 1) - off_of(L, i); }
+
+/* The whole communicator as one ring, its vector cut into one chunk per rank. */
+static slc_ring whole_ring(const sl_comm *c)
 {
-    return L->block ? L->block : slc_chunk_len(L->count, L->n, i);
+    return (slc_ring){.n = c->size, .pos = c->rank, .right = (c->rank + 1) % c->size,
+                      .left = (c->rank + c->size - 1) % c->size};
+}
+static slc_layout whole_layout(const sl_comm *c, size_t count, size_t block)
+{
+    return (slc_layout){.count = count, .block = block, .pieces = c->size, .group = 1, .n = c->size};
 }
 
-/* Ring reduce-scatter. src: this rank's contribution (whole vector); partial sums are written
- * into `work` (whole-vector layout) and the final chunk r into `final`. Reading the own
- * contribution from src at every step lets the out-of-place case run without first copying
- * src into the result. */
-static void ring_rs(sl_comm *c, const void *src, void *work, void *final, const layout *L,
-                    sl_dtype t, sl_redop op)
+/* Ring reduce-scatter. src: this rank's contribution; partial sums are written into `work`
+ * (the layout's offsets) and the final chunk (the one at this rank's position) into `final`.
+ * Reading the own contribution from src at every step lets the out-of-place case run without
+ * first copying src into the result; src may be work (the torus's second dimension). */
+void slc_ring_rs(sl_comm *c, const slc_ring *g, const void *src, void *work, void *final,
+                 const slc_layout *L, sl_dtype t, sl_redop op, int tag)
 {
-    int n = c->size, r = c->rank, right = (r + 1) % n, left = (r + n - 1) % n;
+    int n = g->n, r = g->pos;
     for (int s = 0; s < n - 1; s++) {
         int si = slc_mod(r - s - 1, n), ri = slc_mod(r - s - 2, n);
         const void *sptr = slc_at(s == 0 ? src : work, off_of(L, si), t);
         void *dst = s == n - 2 ? final : slc_at(work, off_of(L, ri), t);
-        slx_xchg(c, sptr, len_of(L, si), right, dst, slc_at(src, off_of(L, ri), t),
-                 len_of(L, ri), left, t, op, SL_TAG_RING);
+        slx_xchg(c, sptr, len_of(L, si), g->right, dst, slc_at(src, off_of(L, ri), t),
+                 len_of(L, ri), g->left, t, op, tag);
     }
 }
 
-/* Ring all-gather on buf, where this rank's chunk r is already in place. */
-static void ring_ag(sl_comm *c, void *buf, const layout *L, sl_dtype t)
+/* Ring all-gather on buf, where the chunk at this rank's position is already in place. */
+void slc_ring_ag(sl_comm *c, const slc_ring *g, void *buf, const slc_layout *L, sl_dtype t, int tag)
 {
-    int n = c->size, r = c->rank, right = (r + 1) % n, left = (r + n - 1) % n;
+    int n = g->n, r = g->pos;
     for (int s = 0; s < n - 1; s++) {
         int si = slc_mod(r - s, n), ri = slc_mod(r - s - 1, n);
-        slx_xchg(c, slc_at(buf, off_of(L, si), t), len_of(L, si), right,
-                 slc_at(buf, off_of(L, ri), t), NULL, len_of(L, ri), left, t, SL_NREDOPS,
-                 SL_TAG_RING);
+        slx_xchg(c, slc_at(buf, off_of(L, si), t), len_of(L, si), g->right,
+                 slc_at(buf, off_of(L, ri), t), NULL, len_of(L, ri), g->left, t, SL_NREDOPS, tag);
     }
 }
 
 int slc_ring_allreduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t, sl_redop op)
 {
-    layout L = {.count = n, .n = c->size};
+    slc_ring g = whole_ring(c);
+    slc_layout L = whole_layout(c, n, 0);
     void *mine = slc_at(r, off_of(&L, c->rank), t);
-    ring_rs(c, s, r, mine, &L, t, op);
+    slc_ring_rs(c, &g, s, r, mine, &L, t, op, SL_TAG_RING);
     /* avg: each rank divides only the chunk it owns, before it is gathered. */
     slc_finish_avg(c, mine, len_of(&L, c->rank), t, op);
-    ring_ag(c, r, &L, t);
+    slc_ring_ag(c, &g, r, &L, t, SL_TAG_RING);
     return SL_COLL_OK;
 }
 
 int slc_ring_reduce_scatter(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t,
                             sl_redop op)
 {
-    layout L = {.block = n, .n = c->size};
+    slc_ring g = whole_ring(c);
+    slc_layout L = whole_layout(c, 0, n);
     /* Partial sums of chunks this rank does not own need a whole-vector work area: the
      * result buffer holds one block, and the input is not ours to overwrite. */
     void *work = slc_scratch(c, SLC_WORK, (size_t)c->size * n * sl_dtype_size(t));
-    ring_rs(c, s, work, r, &L, t, op);
+    slc_ring_rs(c, &g, s, work, r, &L, t, op, SL_TAG_RING);
     slc_finish_avg(c, r, n, t, op);
     return SL_COLL_OK;
 }
 
 int slc_ring_allgather(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t)
 {
-    layout L = {.block = n, .n = c->size};
+    slc_ring g = whole_ring(c);
+    slc_layout L = whole_layout(c, 0, n);
     slc_copy(c, slc_at(r, off_of(&L, c->rank), t), s, n * sl_dtype_size(t));
-    ring_ag(c, r, &L, t);
+    slc_ring_ag(c, &g, r, &L, t, SL_TAG_RING);
     return SL_COLL_OK;
 }
 
@@ -143,27 +150,35 @@ int slc_chain_reduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t, s
     return SL_COLL_OK;
 }
 
-/* The ring as a schedule for the non-blocking engine (coll_nb.c): the same steps as
- * ring_rs and ring_ag, one chunk per step (the engine cuts it into segments). The all-reduce
- * is both halves over an even split; the reduce-scatter is the first half and the all-gather
- * the second over blocks. */
-int slc_ring_schedule(const sl_comm *c, size_t count, size_t block, int parts, slc_step *out)
+/* A ring's steps as a schedule for the non-blocking engine (coll_nb.c): the same steps as
+ * slc_ring_rs and slc_ring_ag, one chunk per step (the engine cuts it into segments). The own
+ * contribution is read from buffer `own` (SLC_BUF_S, or SLC_BUF_R where an earlier phase left
+ * it in the result); with `avg`, the chunk the reduce-scatter completes is divided. */
+int slc_ring_steps(const slc_ring *g, const slc_layout *L, int parts, int own, int avg, slc_step *out)
 {
-    layout L = {.count = count, .block = block, .n = c->size};
-    int p = c->size, r = c->rank, right = (r + 1) % p, left = (r + p - 1) % p, k = 0;
+    int p = g->n, r = g->pos, k = 0;
     int first = parts & SLC_PART_RS ? 0 : p - 1, last = parts & SLC_PART_AG ? 2 * (p - 1) : p - 1;
     for (int s = first; s < last; s++) {
         int rs = s < p - 1, j = rs ? s : s - (p - 1);
         int si = slc_mod(rs ? r - j - 1 : r - j, p), ri = slc_mod(rs ? r - j - 2 : r - j - 1, p);
-        slc_step st = {.to = right, .from = left, .send_buf = s == 0 ? SLC_BUF_S : SLC_BUF_R,
-                       .send_off = off_of(&L, si), .send_len = len_of(&L, si),
-                       .recv_off = off_of(&L, ri), .recv_len = len_of(&L, ri),
-                       .reduce = rs, .a_buf = SLC_BUF_S};
-        if (s == p - 2) { /* the last reduce-scatter step completes chunk r */
+        slc_step st = {.to = g->right, .from = g->left, .send_buf = s == 0 ? own : SLC_BUF_R,
+                       .send_off = off_of(L, si), .send_len = len_of(L, si),
+                       .recv_off = off_of(L, ri), .recv_len = len_of(L, ri),
+                       .reduce = rs, .a_buf = own};
+        if (s == p - 2 && avg) { /* the last reduce-scatter step completes chunk r */
             st.avg_off = st.recv_off;
             st.avg_len = st.recv_len;
         }
         out[k++] = st;
     }
     return k;
+}
+
+/* The ring all-reduce (both halves over an even split), reduce-scatter (the first half over
+ * blocks) or all-gather (the second half over blocks) as a schedule. */
+int slc_ring_schedule(const sl_comm *c, size_t count, size_t block, int parts, slc_step *out)
+{
+    slc_ring g = whole_ring(c);
+    slc_layout L = whole_layout(c, count, block);
+    return slc_ring_steps(&g, &L, parts, SLC_BUF_S, 1, out);
 }

@@ -118,6 +118,17 @@ int sl_coll_available(sl_coll impl, sl_mem_space space, char *why, size_t whylen
     return rc;
 }
 
+/* The defaults of sl_coll_set_torus and sl_coll_set_max_inflight. */
+static int torus_rows, torus_cols, max_inflight;
+
+void sl_coll_set_torus(int rows, int cols)
+{
+    torus_rows = rows;
+    torus_cols = cols;
+}
+
+void sl_coll_set_max_inflight(int k) { max_inflight = k > 0 ? k : 0; }
+
 int sl_comm_create(sl_comm **out, MPI_Comm comm, sl_coll impl, sl_mem_space space)
 {
     if (!out) return SL_COLL_EINVAL;
@@ -135,6 +146,13 @@ int sl_comm_create(sl_comm **out, MPI_Comm comm, sl_coll impl, sl_mem_space spac
     SL_CHECK_MPI(MPI_Comm_dup(comm, &c->nb_comm));
     MPI_Comm_rank(c->comm, &c->rank);
     MPI_Comm_size(c->comm, &c->size);
+    if (torus_rows > 0 && torus_cols > 0 && torus_rows * torus_cols == c->size) {
+        c->torus_rows = torus_rows;
+        c->torus_cols = torus_cols;
+    } else {
+        sl_coll_torus_grid(c->size, &c->torus_rows, &c->torus_cols);
+    }
+    c->max_inflight = max_inflight && max_inflight < c->size - 1 ? max_inflight : c->size - 1;
     if (space == SL_MEM_DEVICE) {
         c->mpi_device_ok = mpi_is_cuda_aware();
         c->stream = sl_cdev_stream_create();
@@ -173,6 +191,12 @@ sl_mem_space sl_comm_space(const sl_comm *c) { return c->space; }
 size_t sl_comm_segment(const sl_comm *c) { return c->seg_bytes; }
 void sl_comm_set_segment(sl_comm *c, size_t bytes) { c->seg_bytes = bytes ? bytes : 1; }
 unsigned long long sl_comm_bytes_sent(const sl_comm *c) { return c->bytes_sent; }
+void sl_comm_torus(const sl_comm *c, int *rows, int *cols)
+{
+    *rows = c->torus_rows;
+    *cols = c->torus_cols;
+}
+int sl_comm_max_inflight(const sl_comm *c) { return c->max_inflight; }
 size_t sl_comm_scratch_bytes(const sl_comm *c)
 {
     return c->work_bytes + c->work_host_bytes + c->seg_scratch_bytes + c->stage_bytes;

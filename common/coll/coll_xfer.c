@@ -113,6 +113,83 @@ void slx_xchg(sl_comm *c, const void *sbuf, size_t sn, int to, void *dst, const 
     SL_CHECK_MPI(MPI_Waitall(2, sreq, MPI_STATUSES_IGNORE));
 }
 
+/* slx_fan: one slot per exchange in flight, each with the requests of its segments (receives
+ * first) and, where needed, room for the received data and pinned stages. */
+typedef struct fan {
+    xfer x;
+    int window;
+    size_t per;          /* requests per slot */
+    MPI_Request *req;    /* window * per */
+    char *slot, *stage;  /* window x maxr elements (reductions); window x (maxr + maxs) staged */
+    size_t maxr, maxs;
+} fan;
+
+static void fan_post(fan *f, const slx_msg *m, int k, int tag, int reduce)
+{
+    xfer *x = &f->x;
+    int w = k % f->window;
+    MPI_Request *rq = f->req + (size_t)w * f->per;
+    for (size_t i = 0; i < f->per; i++) rq[i] = MPI_REQUEST_NULL;
+    char *rbase = x->staged ? f->stage + (size_t)w * (f->maxr + f->maxs) * x->esize
+                  : reduce ? f->slot + (size_t)w * f->maxr * x->esize : (char *)m->dst;
+    size_t nr = m->from == MPI_PROC_NULL ? 0 : nsegs(x, m->rn);
+    size_t ns = m->to == MPI_PROC_NULL ? 0 : nsegs(x, m->sn);
+    for (size_t i = 0; i < nr; i++)
+        SL_CHECK_MPI(MPI_Irecv(rbase + i * x->seg * x->esize, (int)(seg_len(x, m->rn, i) * x->esize),
+                               MPI_BYTE, m->from, tag, x->c->comm, &rq[i]));
+    const char *src = m->sbuf;
+    if (ns && x->staged) {
+        char *st = f->stage + ((size_t)w * (f->maxr + f->maxs) + f->maxr) * x->esize;
+        sl_cdev_memcpy(st, src, m->sn * x->esize, SL_CDEV_D2H, x->c->stream);
+        src = st;
+    }
+    for (size_t i = 0; i < ns; i++)
+        SL_CHECK_MPI(MPI_Isend(src + i * x->seg * x->esize, (int)(seg_len(x, m->sn, i) * x->esize),
+                               MPI_BYTE, m->to, tag, x->c->comm, &rq[nr + i]));
+    if (ns) x->c->bytes_sent += m->sn * x->esize;
+}
+
+void slx_fan(sl_comm *c, const slx_msg *m, int nm, int window, sl_dtype t, sl_redop op, int tag)
+{
+    if (nm <= 0) return;
+    fan f = {.x = {.c = c, .t = t, .esize = sl_dtype_size(t)}};
+    f.x.seg = slc_seg_elems(c, t);
+    f.x.staged = c->space == SL_MEM_DEVICE && !c->mpi_device_ok;
+    f.window = window < 1 ? 1 : window > nm ? nm : window;
+    int reduce = op != SL_NREDOPS;
+    for (int k = 0; k < nm; k++) {
+        if (m[k].rn > f.maxr) f.maxr = m[k].rn;
+        if (m[k].sn > f.maxs) f.maxs = m[k].sn;
+    }
+    f.per = nsegs(&f.x, f.maxr) + nsegs(&f.x, f.maxs);
+    if (f.per == 0) return;
+    f.req = malloc((size_t)f.window * f.per * sizeof *f.req);
+    if (!f.req) SL_FATAL("out of memory for %zu requests", (size_t)f.window * f.per);
+    if (reduce && f.maxr) f.slot = slc_scratch(c, SLC_SEG, (size_t)f.window * f.maxr * f.x.esize);
+    if (f.x.staged)
+        f.stage = slc_scratch(c, SLC_STAGE, (size_t)f.window * (f.maxr + f.maxs) * f.x.esize);
+
+    for (int k = 0; k < f.window; k++) fan_post(&f, &m[k], k, tag, reduce);
+    for (int k = 0; k < nm; k++) {
+        int w = k % f.window;
+        MPI_Request *rq = f.req + (size_t)w * f.per;
+        size_t nr = m[k].from == MPI_PROC_NULL ? 0 : nsegs(&f.x, m[k].rn);
+        SL_CHECK_MPI(MPI_Waitall((int)nr, rq, MPI_STATUSES_IGNORE));
+        if (nr) {
+            size_t bytes = m[k].rn * f.x.esize;
+            char *slot = reduce ? f.slot + (size_t)w * f.maxr * f.x.esize : NULL;
+            if (f.x.staged) /* up to the device: into the slot to be reduced, or its place */
+                sl_cdev_memcpy(reduce ? (void *)slot : m[k].dst,
+                               f.stage + (size_t)w * (f.maxr + f.maxs) * f.x.esize, bytes,
+                               SL_CDEV_H2D, c->stream);
+            if (reduce) slc_reduce(c, m[k].dst, m[k].a, slot, m[k].rn, t, op);
+        }
+        SL_CHECK_MPI(MPI_Waitall((int)(f.per - nr), rq + nr, MPI_STATUSES_IGNORE));
+        if (k + f.window < nm) fan_post(&f, &m[k + f.window], k + f.window, tag, reduce);
+    }
+    free(f.req);
+}
+
 /* Room for the requests of nseg segments in q. */
 static MPI_Request *req_slots(struct sl_coll_req *q, size_t nseg)
 {

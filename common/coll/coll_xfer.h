@@ -11,7 +11,8 @@
  * get SL_TAG_USER + tag so they can never match a collective's. */
 enum {
     SL_TAG_RING = 1, SL_TAG_TREE, SL_TAG_DBTREE_UP, SL_TAG_DBTREE_DOWN = SL_TAG_DBTREE_UP + 2,
-    SL_TAG_RHD = SL_TAG_DBTREE_DOWN + 2, SL_TAG_RHD_FOLD, SL_TAG_CHAIN,
+    SL_TAG_RHD = SL_TAG_DBTREE_DOWN + 2, SL_TAG_RHD_FOLD, SL_TAG_CHAIN, SL_TAG_DIRECT,
+    SL_TAG_TORUS,
     SL_TAG_USER = 1 << 10,
 };
 
@@ -37,6 +38,23 @@ static inline void slx_recv_reduce(sl_comm *c, void *dst, const void *a, size_t 
 {
     slx_xchg(c, NULL, 0, MPI_PROC_NULL, dst, a, n, from, t, op, tag);
 }
+
+/* A round of exchanges with several peers at once (the fully connected algorithm): exchange k
+ * sends m[k].sn elements of m[k].sbuf to rank m[k].to while receiving m[k].rn elements from
+ * m[k].from, into m[k].dst, or with op != SL_NREDOPS as dst = a op received. At most `window`
+ * exchanges are in flight; the received data are combined in the order k = 0, 1, ... whatever
+ * the order of arrival, so that the result's bits do not depend on timing. Every message is
+ * cut into the communicator's segments, all posted at once. Blocking. */
+typedef struct slx_msg {
+    const void *sbuf;
+    size_t sn;
+    int to;
+    void *dst;
+    const void *a;
+    size_t rn;
+    int from;
+} slx_msg;
+void slx_fan(sl_comm *c, const slx_msg *m, int nm, int window, sl_dtype t, sl_redop op, int tag);
 
 /* An operation in flight (sl_coll_req of sl_coll.h): the MPI requests it waits for, or the
  * device event, or the schedule it runs (coll_nb.c), and what is left to do once its messages

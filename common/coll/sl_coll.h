@@ -13,11 +13,17 @@
  *   hier    shm inside each node, rhd across nodes on each slice, shm again to gather
  *           (host buffers; SL_COLL_RANKS_PER_NODE=k splits a host into virtual nodes of k
  *           ranks, a testing aid)
+ *   direct  fully connected: reduce-scatter as one step of N-1 simultaneous exchanges (each
+ *           rank sends piece j to rank j and sums the N-1 copies of its own piece), then
+ *           all-gather as one step of N-1 exchanges; at most max_inflight exchanges in flight
+ *   torus   the ranks as a 2-D grid (R x C): ring reduce-scatter along the rows, then along the
+ *           columns, then the all-gathers back; a 1 x N grid is the ring
  *
  * A communicator (sl_comm, opaque: sl_comm_create / sl_comm_destroy and accessors) carries the
  * implementation and where the buffers live (host or device), so a call site does not change
  * with either; sl_coll_available says beforehand whether a combination can run, and why not.
- * The suite's own algorithms (ring, tree, dbtree, rhd) run over MPI point-to-point: on host buffers directly; on device buffers through
+ * The suite's own algorithms (ring, tree, dbtree, rhd, direct, torus) run over MPI
+ * point-to-point: on host buffers directly; on device buffers through
  * CUDA-aware MPI where the library has it, otherwise staged segment by segment through pinned
  * host memory with the reductions done on the device by a CUDA kernel.
  *
@@ -74,7 +80,8 @@ const char *sl_coll_strerror(int rc);
  * in its blocking and (for allreduce, reduce_scatter, allgather) non-blocking form alike.
  * mpi and nccl provide all five; ring: allreduce, reduce_scatter, allgather, broadcast (a
  * pipelined chain) and reduce (the chain reversed); tree: allreduce, broadcast, reduce; rhd:
- * allreduce, reduce_scatter, allgather; dbtree, shm, hier: allreduce. Send, recv (blocking
+ * allreduce, reduce_scatter, allgather; direct and torus: the same three; dbtree, shm, hier:
+ * allreduce. Send, recv (blocking
  * and not) and barrier exist for all. */
 int sl_coll_supports(sl_coll impl, sl_collective w);
 
@@ -109,6 +116,18 @@ double sl_coll_shm_memory_traffic(double bytes);
  * of every rank (-1 at the root) and the ranks that are inner nodes of both trees. */
 void sl_coll_dbtree_describe(int n, char *buf, size_t len);
 
+/* The torus's grid for n ranks: the most square factorisation rows x cols (rows <= cols; 8 ->
+ * 2 x 4, 9 -> 3 x 3). Returns 1 where n is prime (only 1 x n, the ring), 0 otherwise. */
+int sl_coll_torus_grid(int n, int *rows, int *cols);
+
+/* Defaults for the communicators made afterwards (a program's --torus and --max-inflight):
+ * the torus grid rows x cols, used by communicators of rows * cols ranks (others, such as a
+ * training program's sub-groups, take sl_coll_torus_grid of their size); and direct's bound on
+ * exchanges in flight (0: nranks - 1, every exchange at once; a communicator with fewer ranks
+ * uses at most nranks - 1). Not collective; every rank must set the same. */
+void sl_coll_set_torus(int rows, int cols);
+void sl_coll_set_max_inflight(int k);
+
 /* The communicator: opaque; made and queried by the calls below. */
 typedef struct sl_comm sl_comm;
 
@@ -122,14 +141,19 @@ int sl_comm_rank(const sl_comm *c);
 int sl_comm_size(const sl_comm *c);
 sl_coll sl_comm_impl(const sl_comm *c);
 sl_mem_space sl_comm_space(const sl_comm *c);
-/* Pipelining segment of ring, tree, dbtree and rhd messages (default 256 KiB, or the environment's
+/* Pipelining segment of the suite's algorithms' messages (default 256 KiB, or the environment's
  * SL_COLL_SEGMENT); may be changed between calls (at least 1 byte; whole elements are used). */
 size_t sl_comm_segment(const sl_comm *c);
 void sl_comm_set_segment(sl_comm *c, size_t bytes);
-/* Bytes this rank has sent through the suite's own transport (ring, tree, dbtree, rhd, send and
+/* Bytes this rank has sent through the suite's own transport (ring, tree, dbtree, rhd, direct,
+ * torus, send and
  * isend of every implementation, nccl send/isend); not the MPI library's or NCCL's collectives,
  * which cannot be observed from here. */
 unsigned long long sl_comm_bytes_sent(const sl_comm *c);
+/* The torus grid of c (rows x cols = nranks), and direct's bound on exchanges in flight
+ * (1..nranks-1; 0 on one rank). */
+void sl_comm_torus(const sl_comm *c, int *rows, int *cols);
+int sl_comm_max_inflight(const sl_comm *c);
 /* Scratch the communicator holds now: buffers the algorithms allocated for intermediate data
  * (and staging copies), kept between calls and grown as needed. After sl_comm_scratch_free and
  * one operation, the scratch that operation needed. Not the MPI library's or NCCL's own. */
@@ -176,9 +200,11 @@ int sl_coll_barrier(sl_comm *c);
  *           per operation). isend/irecv are enqueued together, as one NCCL group, at the next
  *           sl_coll_test/wait or operation on the communicator, so that an exchange with both
  *           neighbours started by several calls cannot deadlock in stream order.
- *   ring, rhd, tree, dbtree   on host buffers: the algorithm's steps as a schedule (all-reduce
- *           for all four; reduce-scatter and all-gather, the two halves of the all-reduce, for
- *           ring and rhd); a step's messages travel in the communicator's segments, as the
+ *   ring, rhd, tree, dbtree, direct, torus   on host buffers: the algorithm's steps as a
+ *           schedule (all-reduce for all six; reduce-scatter and all-gather, the two halves of
+ *           the all-reduce, for ring, rhd, direct and torus; direct's exchanges one peer per
+ *           step, so one in flight whatever max_inflight); a step's messages travel in the
+ *           communicator's segments, as the
  *           blocking transport's do, and each sl_coll_test reduces the segments that have
  *           arrived and, once the step is complete, posts the next, so the collective advances
  *           as often as the caller tests (dbtree runs its two trees one after the other).

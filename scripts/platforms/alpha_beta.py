@@ -38,6 +38,25 @@ the link one after the other: a step of m bytes costs s(m) alpha + m beta, s(m) 
   dbtree  two binary trees, half the vector each, pipelined in segments of c bytes: the fill
           (up and down the depth d) plus each rank's links carrying 2n in all:
                                  2 d (alpha_max + c beta) + 2 n beta
+  direct  fully connected: 2 steps, each of p-1 messages of n/p in flight at once (every segment
+          of every message posted together), so a step pays one latency (the farthest partner's)
+          and its link carries (p-1)/p n:
+                                 2 (alpha_max + (p-1)/p n beta)
+          With --max-inflight K the p-1 exchanges go in ceil((p-1)/K) rounds, each paying the
+          latency; the link still carries (p-1)/p n:
+                                 2 (ceil((p-1)/K) alpha_max + (p-1)/p n beta)
+          This holds where the network gives every rank its link's bandwidth to all the others at
+          once (a non-blocking fat-tree); on a torus the p-1 flows share the links between, and
+          the model is a lower bound. With fewer elements than ranks (8 B) only the ranks owning
+          an element's piece send in the first step and receive in the second: the same 2 alpha.
+  torus   an R x C grid (common/coll/coll_torus.c: columns of R consecutive ranks, rows of ranks R
+          apart): the ring's steps along the rows on chunks of n/C, then along the columns on
+          pieces of n/p, and back:
+                                 2 (C-1) (s(n/C) alpha_row + n/C beta) + 2 (R-1) (s(n/p) alpha_col + n/p beta)
+                                 = 2 (R-1 + C-1) alpha + 2 (p-1)/p n beta
+          alpha_row and alpha_col: the slowest hop of the row rings and of the column rings. With
+          fewer elements than ranks, each dimension's rings carry the few chunks as the ring's do
+          (ring_chain), the rows' then the columns'.
 """
 
 import math
@@ -74,7 +93,13 @@ def ring_chain(hops, count):
     return max(done)
 
 
-def model(coll, p, n, plat, segment=256 << 10, esize=4):
+def torus_grid(p):
+    """The torus's default grid for p ranks (sl_coll_torus_grid): the most square R x C, R <= C."""
+    rows = max(d for d in range(1, int(p ** 0.5) + 1) if p % d == 0)
+    return rows, p // rows
+
+
+def model(coll, p, n, plat, segment=256 << 10, esize=4, grid=None, inflight=None):
     """Predicted seconds for an all-reduce of n bytes on ranks 0..p-1 of plat (rank i on host
     i), or None for an implementation without a model (the MPI library's)."""
     beta = 1.0 / plat.bw
@@ -132,6 +157,23 @@ def model(coll, p, n, plat, segment=256 << 10, esize=4):
                         default=0.0)
             t += 2 * (segs(n) * worst + n * beta)
         return t
+    if coll == "direct":
+        alpha_max = max(plat.route_latency(0, r) for r in range(1, p))
+        rounds = math.ceil((p - 1) / min(inflight or p - 1, p - 1))
+        return 2 * (rounds * alpha_max + (p - 1) / p * n * beta)
+    if coll == "torus":
+        R, C = grid or torus_grid(p)
+        row_hops = [[plat.route_latency(i + j * R, i + (j + 1) % C * R) for j in range(C)] for i in range(R)]
+        col_hops = [[plat.route_latency(j * R + i, j * R + (i + 1) % R) for i in range(R)] for j in range(C)]
+        a_row = max(max(h) for h in row_hops) if C > 1 else 0.0
+        a_col = max(max(h) for h in col_hops) if R > 1 else 0.0
+        count = int(n // esize)
+        if count < p:  # few chunks: each dimension's rings as the ring's with `count` chunks
+            t = max(ring_chain(h, -(-count // R)) for h in row_hops) if C > 1 else 0.0
+            t += max(ring_chain(h, min(count, R)) for h in col_hops[:1]) if R > 1 else 0.0
+            return t + 2 * (p - 1) / p * n * beta
+        return (2 * (C - 1) * (segs(n / C) * a_row + n / C * beta)
+                + 2 * (R - 1) * (segs(n / p) * a_col + n / p * beta))
     if coll == "dbtree":
         depth = math.ceil(math.log2(p))
         alpha_max = max(plat.route_latency(0, r) for r in range(p))

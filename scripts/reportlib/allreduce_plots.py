@@ -4,8 +4,10 @@ which the fastest fitted implementation changes (the crossovers) marked.
 
 Rows read (allreduce.jsonl): measured rows (variant = implementation, params op, mode, bytes;
 time.median, metrics busbw) and the fit rows (variant 'model', collective = implementation,
-params op; metrics alpha, beta). The fit was made by the program on the latency sweep, so the
-latency panel draws the latency-mode rows beside it."""
+params op; metrics alpha, beta; for ring, direct and torus also params steps, in_flight and
+torus_grid and metric alpha_per_step, the analytic model's terms read off the fit). The fit was
+made by the program on the latency sweep, so the latency panel draws the latency-mode rows
+beside it, and labels the ring's, direct's and the torus's lines with their steps."""
 import math
 
 from . import figures as F
@@ -60,12 +62,18 @@ def plot(rows, ranks_note):
         meas, dtype = pick(meas, lambda r: r.get("dtype"), "f32")
         meas, redop = pick(meas, lambda r: param(r, "redop"), "sum")
         impls = sorted({r.get("variant") for r in meas}, key=lambda v: (F.NAMED.get(v, 99), v))
-        fits = {}
+        fits, steps = {}, {}
         for r in rows:
             if r.get("variant") == "model" and param(r, "op") == op:
                 a, b = metric(r, "alpha"), metric(r, "beta")
                 if a is not None and b is not None and r.get("collective") in impls:
                     fits[r.get("collective")] = (a, b)
+                k, per = param(r, "steps"), metric(r, "alpha_per_step")
+                if k and per is not None:  # "2 steps x 30.4 us (3 in flight)"
+                    grid = param(r, "torus_grid")
+                    fl = param(r, "in_flight")
+                    steps[r.get("collective")] = (f"{k:g} steps{f' of {grid}' if grid else ''} x "
+                                                  f"{per * 1e6:.2f} us{f' ({fl:g} in flight)' if fl and fl > 1 else ''}")
         fig, (ax_bw, ax_t) = F.new(12, 4.6, 2)
         any_bw = False
         for i, impl in enumerate(impls):
@@ -89,10 +97,11 @@ def plot(rows, ranks_note):
                 continue
             a, b = fits[impl]
             line = [(s, (a + b * s) * 1e6) for s in grid if a + b * s > 0]
+            lat = steps.get(impl, f"{a * 1e6:.2f} us")
             if line:
                 ax_t.plot([s for s, _ in line], [t for _, t in line], "--", lw=1, color=F.colour(impl, i),
-                          label=f"{impl} fit: {a * 1e6:.2f} us + S / {1 / b / 1e9:.2f} GB/s" if b > 0
-                          else f"{impl} fit: {a * 1e6:.2f} us + {b:.3g} s/B * S")
+                          label=f"{impl} fit: {lat} + S / {1 / b / 1e9:.2f} GB/s" if b > 0
+                          else f"{impl} fit: {lat} + {b:.3g} s/B * S")
         cross = crossovers(fits, lo, hi)
         for s, frm, to in cross:
             for ax in (ax_bw, ax_t):
@@ -118,7 +127,9 @@ def plot(rows, ranks_note):
                          if x is not None)
         cap = (f"{op} ({what}) on {ranks_note}: busbw = S/t x the nccl-tests factor (solid: each operation timed "
                "alone; dotted: back to back). Right: latency-mode medians (points) and each "
-               "implementation's least-squares fit t = alpha + beta*S (dashed, from the 'model' rows).")
+               "implementation's least-squares fit t = alpha + beta*S (dashed, from the 'model' rows); "
+               "for ring, direct and torus alpha is shown as steps x alpha per step (ring 2(p-1) steps, "
+               "direct 2 of p-1 messages in flight, torus 2(R-1 + C-1)).")
         if cross:
             cap += " Crossovers of the fitted lines (dash-dot): " + ", ".join(
                 f"{frm}→{to} at {human_bytes(s)}" for s, frm, to in cross) + "."

@@ -19,6 +19,7 @@ except ImportError as e:               # the page is still written, with tables 
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
            "#7f7f7f", "#bcbd22", "#17becf"]
 NAMED = {"mpi": 0, "ring": 1, "tree": 2, "dbtree": 3, "rhd": 4, "nccl": 5, "shm": 6, "hier": 7,
+         "direct": 8, "torus": 9,
          "data": 8, "compute": 0, "recompute": 6, "transfer": 9, "exposed_comm": 3, "comm": 3,
          "bubble": 5, "other": 7, "forward": 0, "backward": 2, "loss": 9, "optimizer": 4,
          "wait": 7, "idle": 7, "send": 3, "sends": 3, "recv": 1}

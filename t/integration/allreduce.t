@@ -23,10 +23,13 @@ run() {
 import json, sys
 path, np, op, dts = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4].split(",")
 rows = [json.loads(l) for l in open(path)]
-provides = {"allreduce": {"mpi", "ring", "tree", "dbtree", "rhd", "shm", "hier"},
-            "reduce_scatter": {"mpi", "ring", "rhd"},
-            "allgather": {"mpi", "ring", "rhd"},
+provides = {"allreduce": {"mpi", "ring", "tree", "dbtree", "rhd", "shm", "hier", "direct", "torus"},
+            "reduce_scatter": {"mpi", "ring", "rhd", "direct", "torus"},
+            "allgather": {"mpi", "ring", "rhd", "direct", "torus"},
             "broadcast": {"mpi", "ring", "tree"}}[op]
+# -C all leaves the torus out where the rank count is prime (its only grid, 1 x n, is the ring)
+if np in (2, 3, 5):
+    provides = provides - {"torus"}
 places = {"in"} if op == "broadcast" else {"in", "out"}
 bad, seen, models = [], set(), set()
 for r in rows:
@@ -122,6 +125,42 @@ expect_usage 1 --dtype -d int8
 expect_usage 1 --redop --redop prod
 expect_usage 1 --pool --cold --pool 1K
 expect_usage 1 --mpi-thread --mpi-thread many
+# --torus and --max-inflight: the cases coll_direct_torus.t's (a grid of the wrong size, a
+# malformed grid, a bound above ranks - 1 or without direct) are not repeated here
+expect_usage 4 --torus -C torus --torus 2x+2
+expect_usage 4 --torus -C ring --torus 2x2
+expect_usage 3 --coll -C ring,torus
+expect_usage 4 --max-inflight -C direct --max-inflight 0
+
+# direct and torus on a prime rank count: the torus runs when its 1 x n grid is given; each rank
+# sends 2(n-1)/n S, the ring's bytes, in both (12 and 48 KiB divide into 3 equal pieces); the rows
+# carry the grid and the bound, the model rows the analytic model's terms.
+launch 3 allreduce -C ring,direct,torus --torus 1x3 --max-inflight 1 -b 12K -e 48K -f 4 -n 2 -w 0 \
+  --mode latency --place out -o "$out/dt3" >"$out/dt3.txt" 2>&1
+rc=$?
+python3 - "$out/dt3/allreduce.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+bad = []
+for r in rows:
+    p, m = r["params"], r["metrics"]
+    if r["variant"] == "model":
+        want = {"ring": 4, "direct": 4, "torus": 4}[r["collective"]]  # direct: 2 halves x 2 rounds of 1
+        if p.get("steps") != want or not m["alpha_per_step"]["value"]:
+            bad.append(f"model {r['collective']}: steps {p.get('steps')} (expected {want})")
+        continue
+    if r["variant"] == "memcpy": continue
+    if r["check"]["status"] != "pass": bad.append(f"{r['variant']}: check {r['check']}")
+    if m["sent_bytes"]["value"] != 2 * 2 * p["bytes"] // 3:
+        bad.append(f"{r['variant']} {p['bytes']} B: sent_bytes {m['sent_bytes']['value']}, expected 4/3 of it")
+    if r["variant"] == "torus" and p.get("torus_grid") != "1x3": bad.append(f"torus_grid {p.get('torus_grid')}")
+    if r["variant"] == "direct" and p.get("max_inflight") != 1: bad.append(f"max_inflight {p.get('max_inflight')}")
+print("\n".join(bad), file=sys.stderr)
+sys.exit(1 if bad or len(rows) != 10 else 0)
+PY
+ok $? "3 ranks, -C ring,direct,torus --torus 1x3 --max-inflight 1: exact, 2(n-1)/n S sent by each, grid and bound in the rows, steps in the model rows (rc=$rc)"
+grep -q '^# torus   analytic: 4 steps (grid 1x3) x ' "$out/dt3.txt" && grep -q '^# direct  analytic: 4 steps x .*(1 message in flight per step' "$out/dt3.txt"
+ok $? "the summary prints the analytic models' terms (steps, alpha per step, link bandwidth)"
 
 # The check can fail: one spoiled element on the last rank is reported and exits 1.
 SL_TEST_CORRUPT=1 launch 3 allreduce -C ring,rhd -b 48 -e 48 -n 2 -w 0 -o "$out/corrupt" \

@@ -3,7 +3,8 @@
 # collective, dtype, op, count, in and out of place; blocking and non-blocking, point to point)
 # under the launcher for each rank count and merges the TAP streams into one, numbering the
 # tests across runs. A run that exits non-zero or prints no tests is itself a failed test.
-# Then shm and hier again on virtual nodes (SL_COLL_RANKS_PER_NODE, hier's testing aid).
+# Then shm and hier again on virtual nodes (SL_COLL_RANKS_PER_NODE, hier's testing aid), and
+# direct and torus on the grids and bounds the 1..8 runs leave out (their counts and bytes only).
 . "$(dirname "$0")/../lib/common.sh"
 prog="$top/build/t/test_coll"
 [ -x "$prog" ] || { echo "1..0 # SKIP $prog not built"; exit 0; }
@@ -55,4 +56,12 @@ for np in 2 3 4 5 6 7; do
     SL_COLL_RANKS_PER_NODE=$k run "$np" "[$nodes virtual nodes of up to $k] " --quick --only shm,hier
   done
 done
+# The torus on 9 ranks (3x3), on 8 as 2x4 and as a grid taller than wide (4x2: rows of 2) and on
+# 7 (1x7), direct on 9, 8 and on 7 with at most 3 exchanges in flight, each with the count
+# 10^6 + 3 that the --quick runs of 6..8 ranks above leave out; 1..8 ranks above took the default
+# grids (1x1, 1x2, 1x3, 2x2, 1x5, 2x3, 1x7, 2x4) and every exchange at once.
+run 9 "[default grid 3x3, 8 in flight] " --counts-only --only direct,torus
+run 8 "[--grid 4x2] " --counts-only --only direct,torus --grid 4x2
+run 8 "[default grid 2x4] " --counts-only --only torus
+run 7 "[default grid 1x7, --max-inflight 3] " --counts-only --only direct,torus --max-inflight 3
 echo "1..$n"

@@ -183,6 +183,24 @@ sys.exit(0 if ok else 1)
 PY
 ok $? "the binomial tree at p = 3, 8 B: model 2 us (one hop each way), simulated within 0.1 us of it"
 
+# The fully connected all-reduce on the fat-tree and the 2-D torus on the torus, the platforms
+# they suit: both asserted within 15% (+ one route latency) of their models at 8 B and 8 MiB on
+# 16 ranks; on the torus simulate lays the grid along the platform's first dimension (2x2x4:
+# --torus 2x8, said in its options line), and on a prime rank count gives the 1xP grid.
+for pc in "fat-tree direct" "torus torus"; do
+  set -- $pc
+  timeout 300 scripts/simulate --platform $1 --ranks 16 allreduce -C $2 -b 8 -e 8M -f 1024 \
+    -o "$out/dt-$2" >"$out/dt.log" 2>&1
+  rc=$?
+  [ $rc = 0 ] && grep -q "alpha-beta: 2 of 2 asserted rows within 15%" "$out/dt.log" \
+    && { [ $2 = direct ] || grep -q "options for a simulation .*--torus 2x8" "$out/dt.log"; }
+  ok $? "simulate --platform $1 --ranks 16 -C $2: both sizes asserted within tolerance of the model (rc=$rc)"
+  [ $rc = 0 ] || grep -v WARNING "$out/dt.log" | tail -5 | sed 's/^/# /' >&2
+done
+timeout 300 scripts/simulate --platform fat-tree --ranks 3 allreduce -C torus -b 12 -e 12 -o "$out/dt3" \
+  >"$out/dt.log" 2>&1
+ok $? "simulate -C torus on 3 ranks: --torus 1x3 given, exit 0 ($(grep -o -- '--torus [0-9x]*' "$out/dt.log" | head -1))"
+
 # scaling-study: options checked before any point runs; no point measured is exit 3.
 refused "--platform: expected fat-tree or torus, got 'bogus'" "scaling-study --platform bogus" \
   scripts/scaling-study --platform bogus --out "$out/ss-bogus"
@@ -193,6 +211,8 @@ refused "--max-ranks: expected an integer in \[2, 4096\], got '0'" "scaling-stud
   scripts/scaling-study --max-ranks 0 --out "$out/ss0"
 refused "--point-timeout: expected a whole number of seconds >= 1, got '0'" "scaling-study --point-timeout 0" \
   scripts/scaling-study --point-timeout 0 --out "$out/ss0"
+refused "--colls: expected a comma-separated list of ring, rhd, tree, dbtree, direct, torus, each once, got 'ring,mesh'" \
+  "scaling-study --colls ring,mesh" scripts/scaling-study --colls ring,mesh --out "$out/ss0"
 # every point refused: each point's directory already holds another run
 for d in allreduce-p2-8B allreduce-p2-268435456B; do
   mkdir -p "$out/ssx/$d" && echo '{"run_id":"another"}' >"$out/ssx/$d/manifest.json"

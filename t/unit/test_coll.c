@@ -456,7 +456,10 @@ static void sweep_nb_rs_ag(sl_comm *c, const char *space)
     bufs rs, ag;
     bufs_init(&rs, c, maxn * sizeof(double));
     bufs_init(&ag, c, maxn * sizeof(double));
-    int ring_host = sl_comm_impl(c) == SL_COLL_RING && sl_coll_iallreduce_overlaps(c);
+    /* the ring's, direct's and the torus's schedules send (n-1) blocks per half */
+    sl_coll impl = sl_comm_impl(c);
+    int ring_host = (impl == SL_COLL_RING || impl == SL_COLL_DIRECT || impl == SL_COLL_TORUS) &&
+                    sl_coll_iallreduce_overlaps(c);
     for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++) {
         for (int v = 0; v < 4; v++) {
             size_t n = counts[ci], total = n * (size_t)g_size, mine = (size_t)g_rank * n;
@@ -827,6 +830,68 @@ static void check_node_bytes(sl_comm *c)
     free(x);
 }
 
+/* direct and torus: exact at the counts 0, 1, 3 (fewer than most rank counts) and, unless quick,
+ * 10^6 + 3 (a prime) in every dtype, the blocking all-reduce in and out of place, and the
+ * non-blocking one at the small counts (sweep_nonblocking runs its schedules on 100003); and
+ * each rank sends 2 (n-1)/n of the vector S in the all-reduce ((n-1)/n in reduce-scatter and
+ * in all-gather), the ring's volume, on a count that every grid divides evenly. */
+static void check_direct_torus(sl_comm *c, const char *space, int quick)
+{
+    sl_coll impl = sl_comm_impl(c);
+    if (impl != SL_COLL_DIRECT && impl != SL_COLL_TORUS) return;
+    static const size_t counts[] = {0, 1, 3, 1000003};
+    tally ty = {0};
+    bufs b;
+    bufs_init(&b, c, 1000003 * sizeof(double));
+    int rows, cols;
+    sl_comm_torus(c, &rows, &cols);
+    char grid[64];
+    if (impl == SL_COLL_TORUS) snprintf(grid, sizeof grid, "grid %dx%d", rows, cols);
+    else snprintf(grid, sizeof grid, "%d in flight", sl_comm_max_inflight(c));
+    if (rows * cols != g_size) fail(&ty, "grid %dx%d on %d ranks", rows, cols, g_size);
+    size_t ncounts = sizeof counts / sizeof counts[0] - (quick ? 1 : 0);
+    for (int t = 0; t < SL_NDTYPES; t++)
+        for (size_t k = 0; k < ncounts; k++) {
+            size_t n = counts[k];
+            do_allreduce(&ty, &b, (sl_dtype)t, SL_OP_SUM, n, (int)(k + (size_t)t) % 2, t);
+            if (n > 1000) continue;
+            /* the non-blocking form, out of place */
+            for (size_t i = 0; i < n; i++) sl_elem_put(b.h[0], i, (sl_dtype)t, val(g_rank, i, 40 + t));
+            poison(b.h[1], b.bytes);
+            upload(&b);
+            sl_coll_req *q;
+            int rc = sl_coll_iallreduce(c, b.d[0], b.d[1], n, (sl_dtype)t, SL_OP_AVG, &q);
+            if (rc || sl_coll_wait(q)) fail(&ty, "iallreduce count %zu: rc %d", n, rc);
+            download(&b);
+            for (size_t i = 0; i < n; i++)
+                if (sl_elem_get(b.h[1], i, (sl_dtype)t) != expect(i, 40 + t, (sl_dtype)t, SL_OP_AVG)) {
+                    fail(&ty, "iallreduce avg count %zu %s: element %zu is %g", n,
+                         sl_dtype_name((sl_dtype)t), i, sl_elem_get(b.h[1], i, (sl_dtype)t));
+                    break;
+                }
+        }
+    verdict(&ty, "%s %s (%s) allreduce exact at counts 0 1 3%s in every dtype, blocking and not",
+            space, sl_coll_name(impl), grid, quick ? "" : " 1000003");
+
+    size_t per = 4096, n = per * (size_t)g_size, es = sizeof(float);
+    unsigned long long s0 = sl_comm_bytes_sent(c);
+    int rc = sl_coll_allreduce(c, b.d[0], b.d[1], n, SL_F32, SL_OP_SUM);
+    unsigned long long ar = sl_comm_bytes_sent(c) - s0;
+    s0 = sl_comm_bytes_sent(c);
+    rc |= sl_coll_reduce_scatter(c, b.d[0], b.d[1], per, SL_F32, SL_OP_SUM);
+    unsigned long long rs = sl_comm_bytes_sent(c) - s0;
+    s0 = sl_comm_bytes_sent(c);
+    rc |= sl_coll_allgather(c, b.d[0], b.d[1], per, SL_F32);
+    unsigned long long ag = sl_comm_bytes_sent(c) - s0;
+    size_t S = n * es, want = 2 * (size_t)(g_size - 1) * S / (size_t)g_size;
+    if (rc || ar != want || rs != want / 2 || ag != want / 2)
+        fail(&ty, "rc %d; bytes sent: allreduce %llu (expected %zu), reduce_scatter %llu and "
+             "allgather %llu (expected %zu each)", rc, ar, want, rs, ag, want / 2);
+    verdict(&ty, "%s %s (%s): bytes sent per rank = 2(n-1)/n S = %zu for S = %zu (all-reduce), "
+            "half of it in reduce-scatter and in all-gather", space, sl_coll_name(impl), grid, want, S);
+    bufs_free(&b);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -835,10 +900,18 @@ int main(int argc, char **argv)
     sl_set_program_name("test_coll");
     /* --quick: skip the large counts; --only a,b: these implementations only (coll.t runs
      * shm and hier again on virtual nodes) */
-    int quick = 0;
+    int quick = 0, counts_only = 0;
     unsigned only = ~0u;
     for (int a = 1; a < argc; a++) {
         if (!strcmp(argv[a], "--quick")) quick = 1;
+        /* --counts-only: direct's and the torus's counts and bytes, nothing else (coll.t's
+         * extra grids); --grid RxC, --max-inflight K: as the programs' --torus, --max-inflight */
+        if (!strcmp(argv[a], "--counts-only")) counts_only = 1;
+        if (!strcmp(argv[a], "--grid") && a + 1 < argc) {
+            int r = 0, k = 0;
+            if (sscanf(argv[++a], "%dx%d", &r, &k) == 2) sl_coll_set_torus(r, k);
+        }
+        if (!strcmp(argv[a], "--max-inflight") && a + 1 < argc) sl_coll_set_max_inflight(atoi(argv[++a]));
         if (!strcmp(argv[a], "--only") && a + 1 < argc) {
             only = 0;
             for (char *name = strtok(argv[++a], ","); name; name = strtok(NULL, ","))
@@ -846,9 +919,11 @@ int main(int argc, char **argv)
         }
     }
 
-    check_setup();
-    check_reference();
-    check_dbtree_shapes();
+    if (!counts_only) {
+        check_setup();
+        check_reference();
+        check_dbtree_shapes();
+    }
     for (int space = 0; space < 2; space++) {
         if (space == SL_MEM_DEVICE && sl_cdev_count() == 0) {
             if (g_rank == 0) skip(1, "device buffers: no CUDA device");
@@ -872,6 +947,15 @@ int main(int argc, char **argv)
             }
             segments[0] = sl_comm_segment(c);
             segments[1] = TINY_SEGMENT;
+            check_direct_torus(c, sname, quick);
+            /* A torus of one row or one column (1 x n: every prime rank count) runs the ring's
+             * steps: the sweeps below are the ring's there, and cost time on 2 cores. */
+            int rows, cols;
+            sl_comm_torus(c, &rows, &cols);
+            if (counts_only || (impl == SL_COLL_TORUS && (rows == 1 || cols == 1))) {
+                sl_comm_destroy(c);
+                continue;
+            }
             sweep_collectives(c, sname);
             if (!quick) sweep_large(c, sname);
             sweep_nonblocking(c, sname, 0);

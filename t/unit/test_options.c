@@ -116,6 +116,18 @@ int main(void)
     is_int(o.minbytes, 4096, "K suffix is 1024");
     is_int(parse(&prog, &o, err, sizeof err, "-e", "2M", NULL), 0, "-e 2M");
     is_int(o.maxbytes, 2 << 20, "M suffix");
+    /* --torus RxC: two whole numbers and an x; the rank count is checked once MPI is up */
+    is_int(parse(&prog, &o, err, sizeof err, "--torus", "2x4", NULL), 0, "--torus 2x4");
+    ok(o.torus_rows == 2 && o.torus_cols == 4, "--torus 2x4: 2 rows of 4");
+    is_int(parse(&prog, &o, err, sizeof err, "--torus=1x7", "--max-inflight", "3"), 0,
+           "--torus=1x7 --max-inflight 3");
+    ok(o.torus_rows == 1 && o.torus_cols == 7 && o.max_inflight == 3, "--torus 1x7, --max-inflight 3");
+    static const char *const bad_grids[] = {"2x",  "x4",   "0x4", "2x0",  "2x4x1",
+                                            " 2x4", "2x+4", "2X4", "-1x4", "99999999x1"};
+    for (size_t i = 0; i < sizeof bad_grids / sizeof bad_grids[0]; i++)
+        bad(&prog, "--torus", bad_grids[i], "--torus", "RxC");
+    bad(&prog, "--max-inflight", "0", "--max-inflight", NULL);
+    bad(&narrow, "--torus", "2x2", "--torus", "does not apply");
     is_int(parse(&prog, &o, err, sizeof err, "-d", "f64,bf16", NULL), 0, "dtype list");
     ok(o.dtypes == ((1u << SL_F64) | (1u << SL_BF16)), "dtype list mask");
     is_int(parse(&prog, &o, err, sizeof err, "-d", "all", NULL), 0, "dtype all");

@@ -1,0 +1,56 @@
+#!/bin/bash
+# coll_direct_torus.t — the fully connected (direct) and 2-D torus collectives reach every
+# program that takes -C through the shared collective list: ddp (a training program) trains to
+# the serial reference's weights with -C direct,torus on 4 ranks (a 2x2 grid, 3 exchanges in
+# flight) and on 3 ranks (--torus 1x3, --max-inflight 1); --help names both options; and a
+# training program refuses the same bad --torus / --max-inflight as allreduce (exit 2, one line).
+# The collectives' own exactness is coll.t's (test_coll on 1..9 ranks), allreduce's is
+# allreduce.t's.
+. "$(dirname "$0")/../lib/common.sh"
+out=$(tmpdir)
+trap 'rm -rf "$out"' EXIT
+small="--layers 3 --width 48 --inputs 12 --outputs 5 --bucket-mb 0.004 --accum 3 -n 2 -w 1 --baseline 0 --batch 5"
+
+# rows_pass FILE COLLS...: every row's check passed and every collective named has rows
+rows_pass() {
+  python3 - "$@" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+bad = [f"{r['variant']}/{r['collective']}: {r['check']}" for r in rows if r["check"]["status"] != "pass"]
+seen = {r["collective"] for r in rows}
+if not set(sys.argv[2:]) <= seen: bad.append(f"collectives {sorted(seen)}")
+print("\n".join(bad), file=sys.stderr)
+sys.exit(1 if bad or not rows else 0)
+PY
+}
+
+launch 4 ddp $small -C direct,torus -o "$out/ddp4" >"$out/ddp4.txt" 2>&1
+rc=$?
+rows_pass "$out/ddp4/ddp.jsonl" direct torus
+ok $? "ddp -C direct,torus on 4 ranks (grid 2x2): every variant's check passes (rc=$rc)"
+[ $rc = 0 ] || tail -n 15 "$out/ddp4.txt" | sed 's/^/#   /' >&2
+
+launch 3 ddp $small -C direct,torus --torus 1x3 --max-inflight 1 -o "$out/ddp3" >"$out/ddp3.txt" 2>&1
+rc=$?
+rows_pass "$out/ddp3/ddp.jsonl" direct torus
+ok $? "ddp -C direct,torus --torus 1x3 --max-inflight 1 on 3 ranks: every variant's check passes (rc=$rc)"
+
+bin/ddp --help | grep -q -- '--torus RxC' && bin/ddp --help | grep -q -- '--max-inflight K'
+ok $? "ddp --help lists --torus and --max-inflight"
+
+# expect_usage NP WANT ARGS...: exit 2, one line naming WANT, no results directory
+n=0
+expect_usage() {
+  local np=$1 want=$2; shift 2
+  n=$((n + 1))
+  launch "$np" ddp $small "$@" -o "$out/bad$n" >"$out/stdout" 2>"$out/stderr"
+  local rc=$?
+  [ $rc = 2 ] && [ "$(wc -l < "$out/stderr")" = 1 ] && grep -q -- "$want" "$out/stderr" && [ ! -e "$out/bad$n" ]
+  ok $? "ddp $* on $np ranks -> exit 2, one line naming $want (rc=$rc: $(head -n 1 "$out/stderr"))"
+}
+expect_usage 3 "--coll (-C) torus: 3 ranks is prime" -C torus
+expect_usage 4 "--torus 3x2: a grid of 6 ranks" -C torus --torus 3x2
+expect_usage 4 "--torus: expected a grid RxC" -C torus --torus 2by2
+expect_usage 4 "--max-inflight 5: at most 3" -C direct --max-inflight 5
+expect_usage 4 "--max-inflight applies to -C direct only" -C ring --max-inflight 2
+done_testing
