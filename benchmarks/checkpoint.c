@@ -29,6 +29,10 @@
  * On several ranks every rank is a data-parallel replica: it checkpoints its slice of the
  * batch, and the gradients are summed with the -C collective before the optimizer step.
  *
+ * The step is written once for every precision (-d f32,f16,bf16): weights, gradients and every
+ * activation are in the run's dtype (sl_train.h: the replica, its f32 master and the loss
+ * scaler), so in 16 bits each activation tensor is half f32's bytes and so is the peak.
+ *
  * The check (beside the driver's against serial training): recomputation repeats the same
  * arithmetic in the same order, so the first step's gradients and the weights after every
  * step must equal store-all's bit for bit; the measured peak must equal the model to the
@@ -50,6 +54,7 @@ static const char *const variant_names[] = SL_ENUM_NAMES(VARIANTS);
 static unsigned opt_variants = ~0u;
 static sl_int_list opt_segments; /* nothing given: ceil(sqrt(layers)); the word: sweep */
 static size_t opt_budget = 0;
+static int plan_rows; /* the busiest rank's samples, for which every rank plans */
 
 static const sl_opt ck_opts[] = {
     {"variants", 0, SL_OPT_CHOICE_LIST, &opt_variants, 0, 0, SL_ENUM_CHOICES(VARIANTS), 0,
@@ -69,8 +74,6 @@ static const sl_opt ck_opts[] = {
 static struct { int kind, k; } runs[MAX_RUNS];
 static const char *run_names[MAX_RUNS];
 static unsigned run_mask;
-static double budget_bytes;
-static ck_plan budget_plan;
 
 static sl_technique checkpoint_technique; /* defined at the end; validate sets its variants */
 
@@ -83,11 +86,12 @@ static float *store_all_weights;
 typedef struct ck {
     ck_plan plan;
     int rows;
+    double budget;           /* the budget variant's activation bytes */
     sl_mem_space space;
-    float *params, *grads, *optim, *target;
+    sl_replica rep;          /* weights and gradients in t->dtype, f32 twins, optimizer state; its
+                                activations placed while alive (a slot is NULL otherwise) */
     ck_pool pool;            /* every activation buffer comes from it */
     size_t pool_held;        /* what it held after the training steps */
-    sl_mlp_acts acts;        /* a pointer is set while its buffer is alive */
     sl_layer_hooks hooks;
     int seg_lo, keep;        /* the segment running forward; whether it is kept */
     size_t activ0;           /* the allocator's activation bytes when the pass began */
@@ -100,19 +104,29 @@ typedef struct ck {
 
 /* Activation buffers ------------------------------------------------------------------- */
 
-static float *act_alloc(sl_train *t, int rows, int width)
+static void *act_alloc(sl_train *t, int rows, int width)
 {
     ck *s = t->state;
-    float *p = ck_pool_get(&s->pool, (size_t)rows * width * sizeof(float));
+    void *p = ck_pool_get(&s->pool, (size_t)rows * width * sl_train_esize(t));
     const double live = (double)sl_mem_current(s->space, SL_MEM_ACTIV) - (double)s->activ0;
     if (live > s->peak) s->peak = live;
     return p;
 }
 
-static void act_free(sl_train *t, float **p)
+/* A buffer of rows x width taken and put in activation slot (which, i). */
+static void *place(sl_train *t, sl_acts_slot which, int i, int width)
 {
-    ck_pool_put(&((ck *)t->state)->pool, *p);
-    *p = NULL;
+    ck *s = t->state;
+    void *p = act_alloc(t, s->rows, width);
+    sl_acts_set(&s->rep.acts, which, i, p);
+    return p;
+}
+
+static void act_free(sl_train *t, sl_acts_slot which, int i)
+{
+    ck *s = t->state;
+    ck_pool_put(&s->pool, sl_acts_get(&s->rep.acts, which, i));
+    sl_acts_set(&s->rep.acts, which, i, NULL);
 }
 
 /* Forward: before layer l its output x_{l+1} and its z are allocated; after it, in a dropped
@@ -122,12 +136,11 @@ static const void *before_layer(sl_train *t, int l, int backward)
 {
     ck *s = t->state;
     const sl_mlp *m = t->m;
-    sl_mlp_acts *a = &s->acts;
     if (!backward) {
-        a->x[l + 1] = act_alloc(t, s->rows, m->dims[l + 1]);
-        a->z[l] = m->act[l] == SL_ACT_NONE ? a->x[l + 1] : act_alloc(t, s->rows, m->dims[l + 1]);
+        void *x = place(t, SL_ACTS_X, l + 1, m->dims[l + 1]);
+        sl_acts_set(&s->rep.acts, SL_ACTS_Z, l, m->act[l] == SL_ACT_NONE ? x : act_alloc(t, s->rows, m->dims[l + 1]));
     } else if (l > 0) {
-        a->dbuf[l & 1] = act_alloc(t, s->rows, m->dims[l]);
+        place(t, SL_ACTS_DBUF, l & 1, m->dims[l]);
     }
     return NULL; /* the layer's own parameters */
 }
@@ -135,79 +148,74 @@ static const void *before_layer(sl_train *t, int l, int backward)
 static void after_layer(sl_train *t, int l, int backward)
 {
     ck *s = t->state;
-    sl_mlp_acts *a = &s->acts;
     const int own_z = t->m->act[l] != SL_ACT_NONE;
     if (!backward) {
         if (s->keep) return;
-        if (own_z) act_free(t, &a->z[l]);
-        if (l > s->seg_lo) act_free(t, &a->x[l]);
+        if (own_z) act_free(t, SL_ACTS_Z, l);
+        if (l > s->seg_lo) act_free(t, SL_ACTS_X, l);
         return;
     }
-    act_free(t, &a->dbuf[(l + 1) & 1]);
-    act_free(t, &a->x[l]);
-    if (own_z) act_free(t, &a->z[l]);
-    a->z[l] = NULL;
+    act_free(t, SL_ACTS_DBUF, (l + 1) & 1);
+    act_free(t, SL_ACTS_X, l);
+    if (own_z) act_free(t, SL_ACTS_Z, l);
+    sl_acts_set(&s->rep.acts, SL_ACTS_Z, l, NULL);
 }
 
 /* Backward of segment [lo, hi) needs x_l and z_l of its layers again: the segment's forward
  * from its checkpoint x_lo, keeping everything. The top layer's output is the next segment's
  * checkpoint, already back-propagated through and freed: only its z is computed. The output
  * layer (no activation) is always in the last segment, which is never recomputed. */
-static void recompute(sl_train *t, const float *params, int lo, int hi)
+static void recompute(sl_train *t, const void *params, int lo, int hi)
 {
     ck *s = t->state;
     const sl_mlp *m = t->m;
-    sl_mlp_acts *a = &s->acts;
     for (int l = lo; l < hi; l++) {
         const int in = m->dims[l], out = m->dims[l + 1];
-        const float *lp = params + m->w_off[l];
         const double t0 = sl_now();
-        a->z[l] = act_alloc(t, s->rows, out);
-        if (l + 1 < hi) {
-            a->x[l + 1] = act_alloc(t, s->rows, out);
-            sl_mlp_layer_forward(m, l, s->rows, lp, a->x[l], a->z[l], a->x[l + 1]);
-        } else {
-            sl_linear_forward(t->be, s->rows, in, out, lp, lp + (size_t)out * in, a->x[l], a->z[l]);
-        }
+        void *z = place(t, SL_ACTS_Z, l, out);
+        if (l + 1 < hi) place(t, SL_ACTS_X, l + 1, out); /* else x[hi] is NULL: z alone */
+        sl_acts_layer_forward(t, &s->rep.acts, l, sl_train_at(t, params, m->w_off[l]));
         sl_k_sync(t->be);
         sl_train_span(t, SL_PHASE_RECOMPUTE, "recompute", t0, sl_now());
         s->recomputed += 2.0 * s->rows * in * out;
         if (l == lo && s->corrupt) { /* for the test of the check itself: one z element off by 1 */
+            char e[4];
             float v;
-            sl_k_memcpy(t->be, &v, a->z[l], sizeof v, SL_K_D2H);
+            sl_k_memcpy(t->be, e, z, sl_train_esize(t), SL_K_D2H);
+            sl_k_cast(SL_BACKEND_CPU, 1, e, t->dtype, &v, SL_F32, NULL);
             v += 1.0f;
-            sl_k_memcpy(t->be, a->z[l], &v, sizeof v, SL_K_H2D);
+            sl_k_cast(SL_BACKEND_CPU, 1, &v, SL_F32, e, t->dtype, NULL);
+            sl_k_memcpy(t->be, z, e, sl_train_esize(t), SL_K_H2D);
         }
     }
 }
 
-/* One forward and backward of this rank's samples under plan p, gradients into grads. */
-static void pass(sl_train *t, const ck_plan *p, const float *params, float *grads)
+/* One forward and backward of this rank's samples under plan p, gradients (t->dtype, loss-
+ * scaled in 16 bits) into grads. */
+static void pass(sl_train *t, const ck_plan *p, const void *params, void *grads)
 {
     ck *s = t->state;
     const sl_mlp *m = t->m;
     const int N = m->nlayers, S = p->nseg;
-    sl_mlp_acts *a = &s->acts;
-    memset(a, 0, sizeof *a);
-    a->batch = s->rows;
+    sl_acts *a = &s->rep.acts;
     s->activ0 = sl_mem_current(s->space, SL_MEM_ACTIV);
     s->peak = 0;
     s->recomputed = 0;
 
-    a->x[0] = act_alloc(t, s->rows, m->dims[0]); /* the first checkpoint */
-    sl_train_load(t, t->lo, s->rows, a->x[0], s->target);
+    place(t, SL_ACTS_X, 0, m->dims[0]); /* the first checkpoint */
+    sl_acts_load(t, a, t->lo, s->rows);
     for (int j = 0; j < S; j++) {
         s->seg_lo = p->start[j];
         s->keep = j == S - 1;
-        sl_train_forward(t, a, params, p->start[j], p->start[j + 1], &s->hooks);
+        sl_acts_forward(t, a, params, p->start[j], p->start[j + 1], &s->hooks);
     }
-    float *dy = a->dbuf[N & 1] = act_alloc(t, s->rows, m->dims[N]); /* dL/d output */
-    sl_train_loss(t, a, s->target);
-    act_free(t, &a->x[N]); /* the output is the last layer's z; its backward needs neither */
-    a->z[N - 1] = NULL;
+    void *dy = place(t, SL_ACTS_DBUF, N & 1, m->dims[N]); /* dL/d output */
+    sl_acts_loss(t, a);
+    act_free(t, SL_ACTS_X, N); /* the output is the last layer's z; its backward needs neither */
+    sl_acts_set(a, SL_ACTS_Z, N - 1, NULL);
     for (int j = S - 1; j >= 0; j--) { /* each segment from the top, dy its output's gradient */
         if (j < S - 1) recompute(t, params, p->start[j], p->start[j + 1]);
-        dy = sl_train_backward(t, a, params, grads, dy, p->start[j], p->start[j + 1], &s->hooks);
+        dy = sl_acts_backward_range(t, a, params, grads, dy, p->start[j], p->start[j + 1], &s->hooks);
     }
     if (sl_mem_current(s->space, SL_MEM_ACTIV) != s->activ0)
         SL_FATAL("checkpoint: %lld activation bytes still held after backward",
@@ -216,10 +224,23 @@ static void pass(sl_train *t, const ck_plan *p, const float *params, float *grad
 
 /* The technique ------------------------------------------------------------------------- */
 
+/* The budget variant's bytes for elements of es bytes (--budget, or a quarter of store-all's,
+ * or the least any plan needs if that is more) into *budget, and its plan into *p; -1, with
+ * *least and *p the plan of least peak, when no plan fits. */
+static int budget_plan(const sl_mlp *m, size_t es, ck_plan *p, double *budget, double *least)
+{
+    ck_plan all;
+    ck_plan_every(&all, m->nlayers, m->nlayers);
+    *budget = opt_budget ? (double)opt_budget : floor(ck_model_peak(&all, m, plan_rows, es) / 4);
+    if (ck_plan_for_budget(p, m, plan_rows, es, *budget, least) == 0) return 0;
+    if (opt_budget) return -1;
+    *budget = *least; /* a shallow model: a quarter is below what any plan needs */
+    return ck_plan_for_budget(p, m, plan_rows, es, *budget, least);
+}
+
 static void setup(sl_train *t)
 {
     const sl_mlp *m = t->m;
-    const size_t n = m->nparams;
     ck *s = calloc(1, sizeof *s);
     if (!s) SL_FATAL("out of memory");
     t->state = s;
@@ -229,120 +250,127 @@ static void setup(sl_train *t)
     ck_pool_init(&s->pool, t->be);
     s->corrupt = sl_test_corrupt();
     const int kind = runs[t->variant].kind;
-    if (kind == V_BUDGET) s->plan = budget_plan;
-    else ck_plan_every(&s->plan, m->nlayers, kind == V_STORE_ALL ? m->nlayers : runs[t->variant].k);
-    s->params = sl_k_malloc(t->be, SL_MEM_PARAMS, n * sizeof(float));
-    s->grads = sl_k_malloc(t->be, SL_MEM_GRADS, n * sizeof(float));
-    s->optim = sl_k_malloc(t->be, SL_MEM_OPTIM, (size_t)sl_optim_state_per_param(&t->optim) * n * sizeof(float) + 1);
-    s->target = sl_k_malloc(t->be, SL_MEM_DATA, (size_t)s->rows * m->dims[m->nlayers] * sizeof(float));
-    sl_mlp_init_params(m, (uint64_t)sl_train_opt.seed, 0, n, s->params);
+    double least;
+    if (kind == V_BUDGET && budget_plan(m, sl_train_esize(t), &s->plan, &s->budget, &least) != 0)
+        SL_FATAL("checkpoint: no plan fits the budget validate accepted"); /* validate checked f32's */
+    if (kind != V_BUDGET) ck_plan_every(&s->plan, m->nlayers, kind == V_STORE_ALL ? m->nlayers : runs[t->variant].k);
+    sl_replica_place(t, s->rows, &s->rep);
 }
 
-/* Sums the replicas' gradients (several ranks) and steps. */
-static void reduce_and_step(sl_train *t, float *params, float *grads, float *optim)
+/* Sums the replicas' gradients (several ranks) in t->dtype and steps (unscale, the verdict,
+ * the optimizer on the f32 master). */
+static void reduce_and_step(sl_train *t, sl_replica *r)
 {
     const size_t n = t->m->nparams;
     if (t->size > 1) {
         const double t0 = sl_now();
-        sl_train_coll_ok(sl_coll_allreduce(t->comm, grads, grads, n, SL_F32, SL_OP_SUM), "allreduce");
+        sl_train_coll_ok(sl_coll_allreduce(t->comm, r->grads, r->grads, n, t->dtype, SL_OP_SUM), "allreduce");
         sl_train_span(t, SL_PHASE_COMM, "allreduce", t0, sl_now());
     }
-    sl_train_optimize(t, params, grads, optim, 0, n);
+    sl_replica_update(t, r, 0, n, r->optim);
 }
 
 static void step(sl_train *t)
 {
     ck *s = t->state;
-    sl_k_memset0(t->be, s->grads, t->m->nparams * sizeof(float));
-    pass(t, &s->plan, s->params, s->grads);
+    sl_k_memset0(t->be, s->rep.grads, t->m->nparams * sl_train_esize(t));
+    pass(t, &s->plan, s->rep.params, s->rep.grads);
     s->step_peak = fmax(s->step_peak, s->peak);
     s->step_recomputed = s->recomputed;
     s->pool_held = s->pool.held;
-    reduce_and_step(t, s->params, s->grads, s->optim);
+    reduce_and_step(t, &s->rep);
 }
+
+/* The weights in f32: the master copy, or the weights themselves in f32. */
+static const float *weights32(const sl_replica *r) { return r->master ? r->master : r->params; }
 
 static const float *weights(sl_train *t, size_t *first, size_t *count)
 {
     *first = 0;
     *count = t->m->nparams;
-    return ((ck *)t->state)->params;
+    return weights32(&((ck *)t->state)->rep);
 }
 
 static void release(sl_train *t)
 {
     ck *s = t->state;
-    sl_k_free(t->be, s->params);
-    sl_k_free(t->be, s->grads);
-    sl_k_free(t->be, s->optim);
-    sl_k_free(t->be, s->target);
+    sl_replica_free(t, &s->rep);
     ck_pool_free(&s->pool);
     free(s);
 }
 
-/* Elements of a and b (backend memory) whose bits differ. */
-static long long bit_differences(sl_backend be, size_t n, const float *a, const float *b)
+/* Elements of es bytes of a and b (backend memory) whose bits differ. */
+static long long bit_differences(sl_backend be, size_t n, size_t es, const void *a, const void *b)
 {
-    float *ha = sl_k_download(be, a, n * sizeof(float)), *hb = sl_k_download(be, b, n * sizeof(float));
+    char *ha = sl_k_download(be, a, n * es), *hb = sl_k_download(be, b, n * es);
     long long d = 0;
-    for (size_t i = 0; i < n; i++) d += memcmp(&ha[i], &hb[i], sizeof(float)) != 0;
+    for (size_t i = 0; i < n; i++) d += memcmp(ha + i * es, hb + i * es, es) != 0;
     free(ha);
     free(hb);
     return d;
 }
 
-/* Gradients of the first step and weights after the run, against store-all bit for bit (on
- * this rank's samples, with the same all-reduce); the measured peak against the model. */
+/* Gradients of the first step and weights after the run, against store-all bit for bit in the
+ * run's dtype (on this rank's samples, with the same all-reduce and, in 16 bits, the same loss
+ * scaler from its start); the measured peak against the model. */
 static int check(sl_train *t, double *error, char *why, size_t len)
 {
     ck *s = t->state;
     const sl_mlp *m = t->m;
-    const size_t n = m->nparams;
+    const size_t n = m->nparams, es = sl_train_esize(t);
     const int steps_run = t->step, tracing = sl_trace_enabled();
     ck_plan all;
     ck_plan_every(&all, m->nlayers, m->nlayers);
     sl_trace_enable(0); /* not part of the timeline */
-    float *p = sl_k_malloc(t->be, SL_MEM_OTHER, n * sizeof(float));
-    float *g = sl_k_malloc(t->be, SL_MEM_OTHER, n * sizeof(float));
-    float *g_all = sl_k_malloc(t->be, SL_MEM_OTHER, n * sizeof(float));
-    float *o = sl_k_malloc(t->be, SL_MEM_OTHER, (size_t)sl_optim_state_per_param(&t->optim) * n * sizeof(float) + 1);
+    /* store-all's replica from the initial weights, trained here with a scaler of its own: the
+     * run's (its state, the optimizer steps applied, the step's flags) is put back after */
+    const sl_train_mixed_state run_ms = t->ms;
+    const sl_optim run_optim = t->optim_now;
+    const size_t run_nonfinite = t->nonfinite;
+    const int run_scaled = t->scaled;
+    sl_train_mixed_init(&t->ms, t->dtype);
+    sl_replica ref;
+    sl_replica_place(t, s->rows, &ref);
+    void *g = sl_k_malloc(t->be, SL_MEM_OTHER, n * es);
 
-    sl_mlp_init_params(m, (uint64_t)sl_train_opt.seed, 0, n, p);
-    sl_k_memset0(t->be, g, n * sizeof(float));
-    sl_k_memset0(t->be, g_all, n * sizeof(float));
+    sl_k_memset0(t->be, g, n * es);
+    sl_k_memset0(t->be, ref.grads, n * es);
     t->step = 0;
-    pass(t, &s->plan, p, g);
-    pass(t, &all, p, g_all);
-    const long long grad_diff = bit_differences(t->be, n, g, g_all);
+    pass(t, &s->plan, ref.params, g);
+    pass(t, &all, ref.params, ref.grads);
+    const long long grad_diff = bit_differences(t->be, n, es, g, ref.grads);
 
     /* Weights: store_all's row's when it ran (then store_all itself trains again here: the
      * run must repeat bit for bit), else store-all training from the initial weights. */
     const int store_all_ran = run_mask & 1u, is_store_all = runs[t->variant].kind == V_STORE_ALL;
     long long weight_diff = 0;
     if (store_all_ran && !is_store_all) {
-        float *mine = sl_k_download(t->be, s->params, n * sizeof(float));
+        float *mine = sl_k_download(t->be, weights32(&s->rep), n * sizeof(float));
         for (size_t i = 0; i < n; i++) weight_diff += memcmp(&mine[i], &store_all_weights[i], sizeof(float)) != 0;
         free(mine);
     } else {
-        sl_k_memset0(t->be, o, (size_t)sl_optim_state_per_param(&t->optim) * n * sizeof(float));
+        sl_k_memset0(t->be, ref.optim, (size_t)sl_optim_state_per_param(&t->optim) * n * sizeof(float));
         for (t->step = 0; t->step < steps_run; t->step++) {
-            sl_k_memset0(t->be, g_all, n * sizeof(float));
-            pass(t, &all, p, g_all);
-            reduce_and_step(t, p, g_all, o);
+            sl_k_memset0(t->be, ref.grads, n * es);
+            pass(t, &all, ref.params, ref.grads);
+            reduce_and_step(t, &ref);
         }
-        weight_diff = bit_differences(t->be, n, s->params, p);
+        weight_diff = bit_differences(t->be, n, sizeof(float), weights32(&s->rep), weights32(&ref));
     }
     if (is_store_all) {
         free(store_all_weights);
-        store_all_weights = sl_k_download(t->be, s->params, n * sizeof(float));
+        store_all_weights = sl_k_download(t->be, weights32(&s->rep), n * sizeof(float));
     }
     t->step = steps_run;
+    t->ms = run_ms;
+    t->optim_now = run_optim;
+    t->nonfinite = run_nonfinite;
+    t->scaled = run_scaled;
     sl_trace_enable(tracing);
-    sl_k_free(t->be, p);
+    sl_replica_free(t, &ref);
     sl_k_free(t->be, g);
-    sl_k_free(t->be, g_all);
-    sl_k_free(t->be, o);
 
-    const double model = ck_model_peak(&s->plan, m, s->rows);
+    const double model = ck_model_peak(&s->plan, m, s->rows, es);
     *error = (double)(grad_diff + weight_diff); /* elements that differ: 0 when bit-identical */
     if (grad_diff)
         snprintf(why, len, "first step: %lld of %zu gradient elements differ from store-all's", grad_diff, n);
@@ -351,8 +379,8 @@ static int check(sl_train *t, double *error, char *why, size_t len)
                  weight_diff, n);
     else if (s->step_peak != model)
         snprintf(why, len, "peak activation bytes: %.0f measured, %.0f by the model", s->step_peak, model);
-    else if (runs[t->variant].kind == V_BUDGET && s->step_peak > budget_bytes)
-        snprintf(why, len, "peak activation bytes %.0f exceed --budget %.0f", s->step_peak, budget_bytes);
+    else if (runs[t->variant].kind == V_BUDGET && s->step_peak > s->budget)
+        snprintf(why, len, "peak activation bytes %.0f exceed --budget %.0f", s->step_peak, s->budget);
     else
         return 0;
     return 1;
@@ -377,7 +405,7 @@ static double overhead_ab(sl_train *t)
     const int rounds = (int)t->ctx->opt.iters, steps_run = t->step, tracing = sl_trace_enabled();
     ck_plan all;
     ck_plan_every(&all, m->nlayers, m->nlayers);
-    float *g = sl_k_malloc(t->be, SL_MEM_OTHER, m->nparams * sizeof(float));
+    void *g = sl_k_malloc(t->be, SL_MEM_OTHER, m->nparams * sl_train_esize(t));
     double *ratio = malloc((size_t)rounds * sizeof *ratio);
     if (!ratio) SL_FATAL("out of memory");
     sl_trace_enable(0);
@@ -388,7 +416,7 @@ static double overhead_ab(sl_train *t)
             const int v = (i & 1) ? 1 - j : j; /* 0: this plan, 1: store-all */
             SL_CHECK_MPI(MPI_Barrier(t->ctx->comm));
             const double t0 = sl_now();
-            pass(t, v ? &all : &s->plan, s->params, g);
+            pass(t, v ? &all : &s->plan, s->rep.params, g);
             const double mine = sl_now() - t0;
             SL_CHECK_MPI(MPI_Allreduce(&mine, &dt[v], 1, MPI_DOUBLE, MPI_MAX, t->ctx->comm));
         }
@@ -416,13 +444,14 @@ static void row(sl_train *t, sl_result *res)
     sl_result_param_num(res, "k", ck_plan_longest(&s->plan));
     sl_result_param_num(res, "segments", s->plan.nseg);
     sl_result_param_str(res, "plan", plan);
-    if (kind == V_BUDGET) sl_result_param_num(res, "budget", budget_bytes);
+    if (kind == V_BUDGET) sl_result_param_num(res, "budget", s->budget);
 
     ck_plan all;
     ck_plan_every(&all, m->nlayers, m->nlayers);
-    const double peak = max_over_ranks(t, s->step_peak), model = max_over_ranks(t, ck_model_peak(&s->plan, m, s->rows));
-    const double store_all = max_over_ranks(t, ck_model_peak(&all, m, s->rows));
-    const double tensor = 4.0 * s->rows * (double)sl_train_opt.width;
+    const size_t es = sl_train_esize(t);
+    const double peak = max_over_ranks(t, s->step_peak), model = max_over_ranks(t, ck_model_peak(&s->plan, m, s->rows, es));
+    const double store_all = max_over_ranks(t, ck_model_peak(&all, m, s->rows, es));
+    const double tensor = (double)es * s->rows * (double)sl_train_opt.width;
     sl_result_metric(res, "activ_peak", peak, "bytes");
     sl_result_metric(res, "activ_model", model, "bytes");
     sl_result_metric(res, "activ_peak_tensors", peak / tensor, "tensors");
@@ -449,29 +478,16 @@ static void row(sl_train *t, sl_result *res)
     sl_result_metric(res, "overhead_recompute", isnan(recomp) ? 0 : recomp / (res->time.median - recomp), "fraction");
 }
 
-/* The budget (--budget, or a quarter of store-all's) and its plan; exit 2 when no plan fits. */
-static void choose_budget_plan(const sl_mlp *m, int rows, double store_all)
-{
-    double least;
-    budget_bytes = opt_budget ? (double)opt_budget : floor(store_all / 4);
-    if (!opt_budget && ck_plan_for_budget(&budget_plan, m, rows, budget_bytes, &least) != 0)
-        budget_bytes = least; /* a shallow model: a quarter is below what any plan needs */
-    if (ck_plan_for_budget(&budget_plan, m, rows, budget_bytes, &least) != 0) {
-        char plan[64];
-        ck_plan_describe(&budget_plan, plan, sizeof plan);
-        sl_usage_error("--budget: %.0f bytes cannot hold the activations of %d rows under any checkpoint plan; "
-                       "the least any needs is %.0f bytes (segments %s): give --budget >= %.0f",
-                       budget_bytes, rows, least, plan, least);
-    }
-}
 
 /* The runs, the default budget and its plan; usage errors. */
 static void validate(sl_ctx *ctx)
 {
     const int N = (int)sl_train_opt.layers;
     const int P = ctx->nranks;
-    const int rows = sl_train_opt.scaling == 0 ? (int)sl_train_opt.batch
-                                               : (int)((sl_train_opt.batch + P - 1) / P);
+    const int rows = plan_rows = sl_train_opt.scaling == 0 ? (int)sl_train_opt.batch
+                                                           : (int)((sl_train_opt.batch + P - 1) / P);
+    /* the widest element asked for: a budget that holds its plan holds a narrower one's */
+    const size_t es = ctx->opt.dtypes & (1u << SL_F32) ? 4 : 2;
     sl_mlp m;
     if (sl_mlp_init(&m, SL_BACKEND_CPU, N, (int)sl_train_opt.inputs, (int)sl_train_opt.width,
                     (int)sl_train_opt.outputs, SL_ACT_GELU))
@@ -520,20 +536,29 @@ static void validate(sl_ctx *ctx)
 
     ck_plan all;
     ck_plan_every(&all, N, N);
-    const double store_all = ck_model_peak(&all, &m, rows), tensor = 4.0 * rows * (double)sl_train_opt.width;
-    if (opt_variants & (1u << V_BUDGET)) choose_budget_plan(&m, rows, store_all);
-    sl_note(ctx, "activations: T = %d rows x %lld wide x 4 B = %.1f KiB; store-all holds %.6g T = %.3f MB "
-                 "(every layer's input and z, the output, dL/d output); a checkpoint every k layers about N/k + 2k T",
-            rows, sl_train_opt.width, tensor / 1024, store_all / tensor, store_all / 1e6);
+    const double store_all = ck_model_peak(&all, &m, rows, es), tensor = (double)es * rows * (double)sl_train_opt.width;
+    ck_plan budget;
+    double budget_bytes, least;
+    if ((opt_variants & (1u << V_BUDGET)) && budget_plan(&m, es, &budget, &budget_bytes, &least) != 0) {
+        char plan[64];
+        ck_plan_describe(&budget, plan, sizeof plan);
+        sl_usage_error("--budget: %.0f bytes cannot hold the activations of %d rows in %zu-byte elements under any "
+                       "checkpoint plan; the least any needs is %.0f bytes (segments %s): give --budget >= %.0f",
+                       budget_bytes, rows, es, least, plan, least);
+    }
+    sl_note(ctx, "activations: T = %d rows x %lld wide x %zu B = %.1f KiB; store-all holds %.6g T = %.3f MB "
+                 "(every layer's input and z, the output, dL/d output); a checkpoint every k layers about N/k + 2k T%s",
+            rows, sl_train_opt.width, es, tensor / 1024, store_all / tensor, store_all / 1e6,
+            es == 4 && (ctx->opt.dtypes & ~(1u << SL_F32)) ? " (f32; half the bytes in f16 and bf16)" : "");
     if (!(opt_variants & (1u << V_BUDGET))) return;
     char plan[64];
-    ck_plan_describe(&budget_plan, plan, sizeof plan);
-    sl_note(ctx, "budget: %.0f bytes%s; chosen plan: segments %s (layers per segment), peak %.0f bytes by the model",
+    ck_plan_describe(&budget, plan, sizeof plan);
+    sl_note(ctx, "budget: %.0f bytes%s; chosen plan: segments %s (layers per segment), peak %.0f bytes by the model%s",
             budget_bytes, opt_budget ? "" : " (a quarter of store-all's, or the least any plan needs if more; --budget BYTES)", plan,
-            ck_model_peak(&budget_plan, &m, rows));
+            ck_model_peak(&budget, &m, rows, es), es == 4 && (ctx->opt.dtypes & ~(1u << SL_F32)) ? " in f32 (16 bits plan for their own bytes)" : "");
 }
 static const sl_column columns[] = {
-    SL_COL("variant", "variant", 9), SL_COL("k", "k", 4), SL_COL("segs", "segments", 5),
+    SL_COL("variant", "variant", 9), SL_COL("dtype", "dtype", 5), SL_COL("k", "k", 4), SL_COL("segs", "segments", 5),
     {"step", "ms", "time.median", 9, 2, 1e3},
     {"recomp", "ms", "recompute", 8, 2, 1e3},
     {"extra", "fwd", "extra_forward", 6, 3, 0},
@@ -551,10 +576,14 @@ static sl_technique checkpoint_technique = {
     .program = {.name = "checkpoint",
                 .summary = "activation checkpointing: store-all, a checkpoint every k layers, a memory budget; "
                            "peak activation bytes and recomputation against the model",
-                .uses = SL_USES_BACKEND | SL_USES_COLL, .colls = (1u << SL_NCOLLS) - 1,
+                .uses = SL_USES_BACKEND | SL_USES_COLL | SL_USES_DTYPE, .colls = (1u << SL_NCOLLS) - 1,
+                .dtypes = (1u << SL_F32) | (1u << SL_F16) | (1u << SL_BF16), .default_dtype = SL_F32,
                 .default_coll = SL_COLL_MPI, .default_iters = 5, .default_warmup = 1,
                 .extra = ck_opts, .validate = validate},
     .variant_mask = &run_mask,
+    .mixed_variants = ~0u, /* every row: store_all, each every_k, budget */
+    .tol_mixed_sgd_max = {[SL_F16] = SL_TRAIN_TOL_MIXED_SGD_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_SGD_BF16},
+    .tol_mixed_adamw_l2 = {[SL_F16] = SL_TRAIN_TOL_MIXED_ADAMW_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_ADAMW_BF16},
     .setup = setup, .step = step, .weights = weights, .free = release,
     .check = check, .row = row,
     .columns = columns, .ncolumns = (int)(sizeof columns / sizeof columns[0]),

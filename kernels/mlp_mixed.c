@@ -19,7 +19,7 @@ static int max_width(const sl_mlp *m)
     return w;
 }
 
-void sl_mixed_init_layers(sl_mixed *mx, const sl_mlp *m, sl_dtype dt, int batch)
+void sl_mixed_init_work(sl_mixed *mx, const sl_mlp *m, sl_dtype dt, int batch)
 {
     if (dt != SL_F32 && dt != SL_F16 && dt != SL_BF16)
         SL_FATAL("sl_mixed_init: dtype %s (expected f32, f16 or bf16)", sl_dtype_name(dt));
@@ -29,6 +29,19 @@ void sl_mixed_init_layers(sl_mixed *mx, const sl_mlp *m, sl_dtype dt, int batch)
     mx->dt = dt;
     mx->batch = batch;
     const sl_backend be = m->be;
+    const size_t w = (size_t)max_width(m);
+    mx->t0 = sl_k_malloc(be, SL_MEM_OTHER, (size_t)batch * w * sizeof(float));
+    mx->t1 = sl_k_malloc(be, SL_MEM_OTHER, (size_t)batch * w * sizeof(float));
+    mx->bias32 = sl_k_malloc(be, SL_MEM_OTHER, w * sizeof(float));
+    const size_t nout = (size_t)batch * m->dims[m->nlayers] * sizeof(float);
+    mx->out32 = sl_k_malloc(be, SL_MEM_OTHER, nout);
+    mx->dout32 = sl_k_malloc(be, SL_MEM_OTHER, nout);
+}
+
+void sl_mixed_init_layers(sl_mixed *mx, const sl_mlp *m, sl_dtype dt, int batch)
+{
+    sl_mixed_init_work(mx, m, dt, batch);
+    const sl_backend be = m->be;
     const size_t es = sl_dtype_size(dt), w = (size_t)max_width(m);
     for (int l = 0; l <= m->nlayers; l++)
         mx->x[l] = sl_k_malloc(be, SL_MEM_ACTIV, (size_t)batch * m->dims[l] * es);
@@ -37,12 +50,6 @@ void sl_mixed_init_layers(sl_mixed *mx, const sl_mlp *m, sl_dtype dt, int batch)
                        ? mx->x[l + 1]
                        : sl_k_malloc(be, SL_MEM_ACTIV, (size_t)batch * m->dims[l + 1] * es);
     for (int i = 0; i < 2; i++) mx->dbuf[i] = sl_k_malloc(be, SL_MEM_ACTIV, (size_t)batch * w * es);
-    mx->t0 = sl_k_malloc(be, SL_MEM_OTHER, (size_t)batch * w * sizeof(float));
-    mx->t1 = sl_k_malloc(be, SL_MEM_OTHER, (size_t)batch * w * sizeof(float));
-    mx->bias32 = sl_k_malloc(be, SL_MEM_OTHER, w * sizeof(float));
-    const size_t nout = (size_t)batch * m->dims[m->nlayers] * sizeof(float);
-    mx->out32 = sl_k_malloc(be, SL_MEM_OTHER, nout);
-    mx->dout32 = sl_k_malloc(be, SL_MEM_OTHER, nout);
 }
 
 void sl_mixed_init(sl_mixed *mx, const sl_mlp *m, sl_dtype dt, int master, int batch,
@@ -107,7 +114,7 @@ void sl_mixed_layer_forward(sl_mixed *mx, int l, const void *wl)
     widen(mx, (size_t)out, b, mx->bias32);
     sl_k_bias_add(mx->be, B, out, mx->t0, mx->bias32);
     narrow(mx, nz, mx->t0, mx->z[l], &mx->cnt.act, &mx->cnt.act_n);
-    if (m->act[l] == SL_ACT_NONE) return; /* z[l] is x[l + 1] */
+    if (m->act[l] == SL_ACT_NONE || !mx->x[l + 1]) return; /* z[l] is x[l + 1], or z only */
     widen(mx, nz, mx->z[l], mx->t0);
     sl_k_act_forward(mx->be, m->act[l], nz, mx->t0, mx->t0);
     narrow(mx, nz, mx->t0, mx->x[l + 1], &mx->cnt.act, &mx->cnt.act_n);

@@ -81,7 +81,12 @@ double sl_mixed_forward_backward(sl_mixed *mx, const float *x, const float *y, f
  *   gw32  f32 workspace of the block's size: the GEMM's dW and db before rounding
  *   g16l  the block's gradients in dt (what is communicated) */
 void sl_mixed_init_layers(sl_mixed *mx, const sl_mlp *m, sl_dtype dt, int batch);
+/* The f32 workspaces alone: x, z and dbuf stay NULL for the caller to place (checkpointing takes
+ * each activation from its pool when it is produced); sl_mixed_free frees only what is set. */
+void sl_mixed_init_work(sl_mixed *mx, const sl_mlp *m, sl_dtype dt, int batch);
 void sl_mixed_input(sl_mixed *mx, const float *x);  /* x[batch, in] f32 -> x[0]; resets mx->cnt */
+/* With x[l + 1] NULL only z[l] is computed (a recomputed segment's top layer: its output, the
+ * next checkpoint, is not needed again). */
 void sl_mixed_layer_forward(sl_mixed *mx, int l, const void *wl);
 /* The loss of the output against y (f32), returned unscaled; dL/d(output) * scale into
  * sl_mixed_dout(mx) in dt. */

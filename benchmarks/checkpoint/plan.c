@@ -17,18 +17,18 @@ typedef struct sizes {
     double X[SL_MLP_MAX_LAYERS + 2], Z[SL_MLP_MAX_LAYERS + 1];
 } sizes;
 
-static double x_bytes(const sl_mlp *m, int rows, int l) { return 4.0 * rows * m->dims[l]; }
-static double z_bytes(const sl_mlp *m, int rows, int l)
+static double x_bytes(const sl_mlp *m, int rows, size_t es, int l) { return (double)es * rows * m->dims[l]; }
+static double z_bytes(const sl_mlp *m, int rows, size_t es, int l)
 {
-    return m->act[l] == SL_ACT_NONE ? 0 : 4.0 * rows * m->dims[l + 1];
+    return m->act[l] == SL_ACT_NONE ? 0 : (double)es * rows * m->dims[l + 1];
 }
-static double g_bytes(const sl_mlp *m, int rows, int l) { return l > 0 ? x_bytes(m, rows, l) : 0; }
+static double g_bytes(const sl_mlp *m, int rows, size_t es, int l) { return l > 0 ? x_bytes(m, rows, es, l) : 0; }
 
-static void prefix_sums(const sl_mlp *m, int rows, sizes *s)
+static void prefix_sums(const sl_mlp *m, int rows, size_t es, sizes *s)
 {
     s->X[0] = s->Z[0] = 0;
-    for (int l = 0; l <= m->nlayers; l++) s->X[l + 1] = s->X[l] + x_bytes(m, rows, l);
-    for (int l = 0; l < m->nlayers; l++) s->Z[l + 1] = s->Z[l] + z_bytes(m, rows, l);
+    for (int l = 0; l <= m->nlayers; l++) s->X[l + 1] = s->X[l] + x_bytes(m, rows, es, l);
+    for (int l = 0; l < m->nlayers; l++) s->Z[l + 1] = s->Z[l] + z_bytes(m, rows, es, l);
 }
 
 /* The peak is the largest of these moments of the step, for each segment j = [a, b) with
@@ -45,30 +45,30 @@ static void prefix_sums(const sl_mlp *m, int rows, sizes *s)
  * For a uniform MLP (every X, Z, G one tensor T) and k dividing N this is N/k + 2k tensors:
  * the N/k checkpoints, and a segment's k - 1 inner inputs, its k pre-activations and two
  * gradients (the last segment: one z fewer, the output and dL/d output instead). */
-double ck_model_peak(const ck_plan *p, const sl_mlp *m, int rows)
+double ck_model_peak(const ck_plan *p, const sl_mlp *m, int rows, size_t es)
 {
     sizes s;
-    prefix_sums(m, rows, &s);
+    prefix_sums(m, rows, es, &s);
     const int N = m->nlayers, S = p->nseg;
     double peak = 0, C = 0;
 #define MOMENT(v) (peak = fmax(peak, (v)))
     for (int j = 0; j < S; j++) {
         const int a = p->start[j], b = p->start[j + 1];
-        C += x_bytes(m, rows, a);
+        C += x_bytes(m, rows, es, a);
         if (j < S - 1) {
             for (int l = a; l < b; l++) {
-                MOMENT(C + (l > a ? x_bytes(m, rows, l) : 0) + z_bytes(m, rows, l) + x_bytes(m, rows, l + 1));
+                MOMENT(C + (l > a ? x_bytes(m, rows, es, l) : 0) + z_bytes(m, rows, es, l) + x_bytes(m, rows, es, l + 1));
                 MOMENT(C + (s.X[l + 1] - s.X[a + 1]) + (s.Z[l + 1] - s.Z[a]) +
-                       (l + 1 < b ? x_bytes(m, rows, l + 1) : 0) + g_bytes(m, rows, b));
+                       (l + 1 < b ? x_bytes(m, rows, es, l + 1) : 0) + g_bytes(m, rows, es, b));
             }
         } else {
             const double kept = C + (s.X[N + 1] - s.X[a + 1]) + (s.Z[N] - s.Z[a]);
             MOMENT(kept);
-            MOMENT(kept + g_bytes(m, rows, N));
+            MOMENT(kept + g_bytes(m, rows, es, N));
         }
         for (int l = a; l < b; l++)
-            MOMENT(C + (s.X[l + 1] - s.X[a + 1]) + (s.Z[l + 1] - s.Z[a]) + g_bytes(m, rows, l + 1) +
-                   g_bytes(m, rows, l));
+            MOMENT(C + (s.X[l + 1] - s.X[a + 1]) + (s.Z[l + 1] - s.Z[a]) + g_bytes(m, rows, es, l + 1) +
+                   g_bytes(m, rows, es, l));
     }
 #undef MOMENT
     return peak;
@@ -111,13 +111,13 @@ void ck_plan_describe(const ck_plan *p, char *buf, size_t len)
  * plan for a segment budget B: walk the layers in order adding what each keeps for its backward
  * when its segment is stored (X_l + Z_l) to a running total; when the total exceeds B, the
  * layer's output becomes a checkpoint (a segment ends after it) and the total restarts at 0. */
-static void plan_greedy(ck_plan *p, const sl_mlp *m, int rows, double B)
+static void plan_greedy(ck_plan *p, const sl_mlp *m, int rows, size_t es, double B)
 {
     double temp = 0;
     p->nseg = 0;
     p->start[p->nseg++] = 0;
     for (int l = 0; l < m->nlayers - 1; l++) {
-        temp += x_bytes(m, rows, l) + z_bytes(m, rows, l);
+        temp += x_bytes(m, rows, es, l) + z_bytes(m, rows, es, l);
         if (temp > B) {
             p->start[p->nseg++] = l + 1;
             temp = 0;
@@ -128,10 +128,10 @@ static void plan_greedy(ck_plan *p, const sl_mlp *m, int rows, double B)
 
 /* Keeps cand in *best when it fits and recomputes less (ties: lower peak); tracks the least
  * peak of all plans in *least / *least_plan. */
-static void consider(const ck_plan *cand, const sl_mlp *m, int rows, double budget, ck_plan *best,
+static void consider(const ck_plan *cand, const sl_mlp *m, int rows, size_t es, double budget, ck_plan *best,
                      double *best_cost, double *best_peak, ck_plan *least_plan, double *least)
 {
-    const double peak = ck_model_peak(cand, m, rows), cost = ck_model_recompute_flops(cand, m, rows);
+    const double peak = ck_model_peak(cand, m, rows, es), cost = ck_model_recompute_flops(cand, m, rows);
     if (peak < *least) {
         *least = peak;
         *least_plan = *cand;
@@ -148,7 +148,7 @@ static void consider(const ck_plan *cand, const sl_mlp *m, int rows, double budg
  * segment); every-k for k = 1..N joins them. Of the plans whose analytic peak fits the budget,
  * the one with the fewest recomputed FLOPs wins (a large budget: store-all, nothing
  * recomputed). */
-int ck_plan_for_budget(ck_plan *p, const sl_mlp *m, int rows, double budget, double *least)
+int ck_plan_for_budget(ck_plan *p, const sl_mlp *m, int rows, size_t es, double budget, double *least)
 {
     const int N = m->nlayers;
     ck_plan cand, best, least_plan;
@@ -156,16 +156,16 @@ int ck_plan_for_budget(ck_plan *p, const sl_mlp *m, int rows, double budget, dou
     *least = INFINITY;
     for (int k = 1; k <= N; k++) {
         ck_plan_every(&cand, N, k);
-        consider(&cand, m, rows, budget, &best, &best_cost, &best_peak, &least_plan, least);
+        consider(&cand, m, rows, es, budget, &best, &best_cost, &best_peak, &least_plan, least);
     }
-    plan_greedy(&cand, m, rows, 0);
-    consider(&cand, m, rows, budget, &best, &best_cost, &best_peak, &least_plan, least);
+    plan_greedy(&cand, m, rows, es, 0);
+    consider(&cand, m, rows, es, budget, &best, &best_cost, &best_peak, &least_plan, least);
     for (int a = 0; a < N; a++) {
         double run = 0;
         for (int b = a; b < N; b++) {
-            run += x_bytes(m, rows, b) + z_bytes(m, rows, b);
-            plan_greedy(&cand, m, rows, run);
-            consider(&cand, m, rows, budget, &best, &best_cost, &best_peak, &least_plan, least);
+            run += x_bytes(m, rows, es, b) + z_bytes(m, rows, es, b);
+            plan_greedy(&cand, m, rows, es, run);
+            consider(&cand, m, rows, es, budget, &best, &best_cost, &best_peak, &least_plan, least);
         }
     }
     if (isinf(best_cost)) {

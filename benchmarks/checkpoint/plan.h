@@ -8,7 +8,8 @@
  * in backward it recomputes each earlier segment from its checkpoint just before back-
  * propagating through it. Store-all is the plan with one segment.
  *
- * What is counted (bytes, f32; rows = the rank's samples, d_l = dims[l]):
+ * What is counted (in elements of es bytes: 4 in f32, 2 in f16/bf16; rows = the rank's samples,
+ * d_l = dims[l]):
  *   X_l = rows·d_l      layer l's input x_l (x_0 the model input, x_N the output)
  *   Z_l = rows·d_{l+1}  layer l's pre-activation z_l, kept for the GeLU's backward
  *                       (0 for the output layer, whose z is its output)
@@ -34,7 +35,7 @@ void ck_plan_every(ck_plan *p, int nlayers, int k);
 
 /* The analytic peak: the most activation bytes the step holds at once under plan p (see
  * plan.c for the moments it takes the maximum over). */
-double ck_model_peak(const ck_plan *p, const sl_mlp *m, int rows);
+double ck_model_peak(const ck_plan *p, const sl_mlp *m, int rows, size_t es);
 
 /* Forward FLOPs recomputed in backward: every layer outside the last segment, 2·rows·d_l·d_{l+1}
  * each (its GEMM; element-wise work is not counted, as in sl_mlp_flops_forward). */
@@ -44,7 +45,7 @@ double ck_model_recompute_flops(const ck_plan *p, const sl_mlp *m, int rows);
  * segment budget that gives a different plan, and every-k for k = 1..N; of those whose peak
  * fits, the one that recomputes least (plan.c says exactly). Returns 0 with *p, or -1 when
  * none fits, with *p the plan of least peak and *least that peak. */
-int ck_plan_for_budget(ck_plan *p, const sl_mlp *m, int rows, double budget, double *least);
+int ck_plan_for_budget(ck_plan *p, const sl_mlp *m, int rows, size_t es, double budget, double *least);
 
 /* Layers in the longest segment. */
 int ck_plan_longest(const ck_plan *p);

@@ -416,6 +416,23 @@ typedef struct sl_acts {
 } sl_acts;
 void sl_acts_alloc(sl_train *t, int rows, sl_acts *a);
 void sl_acts_free(sl_train *t, sl_acts *a);
+/* sl_acts_alloc without the activation buffers, for a caller that places each one itself while
+ * it is alive (checkpointing: from its pool), with sl_acts_set: slot x[l], z[l] or dbuf[i] in
+ * both views (a->f read in f32, a->mx in 16 bits), p in t->dtype or NULL. sl_acts_free frees
+ * only what is still set. */
+void sl_acts_place(sl_train *t, int rows, sl_acts *a);
+typedef enum { SL_ACTS_X, SL_ACTS_Z, SL_ACTS_DBUF } sl_acts_slot;
+static inline void **sl_acts_slot_mx(sl_acts *a, sl_acts_slot s, int i)
+{
+    return s == SL_ACTS_X ? &a->mx.x[i] : s == SL_ACTS_Z ? &a->mx.z[i] : &a->mx.dbuf[i];
+}
+static inline void sl_acts_set(sl_acts *a, sl_acts_slot s, int i, void *p)
+{
+    *sl_acts_slot_mx(a, s, i) = p;
+    float **f = s == SL_ACTS_X ? &a->f.x[i] : s == SL_ACTS_Z ? &a->f.z[i] : &a->f.dbuf[i];
+    *f = p;
+}
+static inline void *sl_acts_get(sl_acts *a, sl_acts_slot s, int i) { return *sl_acts_slot_mx(a, s, i); }
 /* What sl_acts_alloc holds under activ (the model's: sl_mlp_acts_bytes or sl_mixed_memory). */
 size_t sl_acts_bytes(const sl_train *t, int rows);
 /* Samples [first, first + count) of the step into a (phase data; the cast into t->dtype is
@@ -432,6 +449,13 @@ double sl_acts_loss(sl_train *t, sl_acts *a);
  * Each layer is synced before `after` runs, so its gradients are final there. Phase compute. */
 void sl_acts_backward(sl_train *t, sl_acts *a, const void *params, void *grads,
                       const sl_layer_hooks *h);
+/* The same over layers [l0, l1) from dy = dL/d(x[l1]) (t->dtype, overwritten); returns
+ * dL/d(x[l0]), or NULL when l0 == 0. */
+void *sl_acts_backward_range(sl_train *t, sl_acts *a, const void *params, void *grads, void *dy,
+                             int l0, int l1, const sl_layer_hooks *h);
+/* Layer l's forward kernel alone, params lp in t->dtype: no hooks, no phase, no sync (the caller
+ * times it: checkpointing's recomputation). With slot x[l + 1] NULL only z[l] is computed. */
+void sl_acts_layer_forward(sl_train *t, sl_acts *a, int l, const void *lp);
 
 /* The unscaled f32 gradient of g[n] (t->dtype) for the optimizer: in 16 bits g / scale into
  * g32 (an f32 twin), counting inf/NaN into the step's flag; in f32 g itself (g32 NULL).
@@ -458,6 +482,8 @@ typedef struct sl_replica {
     sl_acts acts;
 } sl_replica;
 void sl_replica_alloc(sl_train *t, int rows, sl_replica *r);
+/* The same with the activations left to place (sl_acts_place). */
+void sl_replica_place(sl_train *t, int rows, sl_replica *r);
 void sl_replica_free(sl_train *t, sl_replica *r);
 /* Load samples [first, first + count) of the step, forward, loss, and backward into r->grads
  * (accumulated in f32: see sl_acts_backward), with the hooks on every layer both ways. */

@@ -40,7 +40,8 @@ static size_t largest_layer(const sl_mlp *m)
     return big;
 }
 
-void sl_acts_alloc(sl_train *t, int rows, sl_acts *a)
+/* The activations allocated (placed = 0) or left for the caller to place. */
+static void acts_init(sl_train *t, int rows, sl_acts *a, int placed)
 {
     const sl_mlp *m = t->m;
     memset(a, 0, sizeof *a);
@@ -48,14 +49,18 @@ void sl_acts_alloc(sl_train *t, int rows, sl_acts *a)
     a->first = a->last = 1;
     a->y = sl_k_malloc(t->be, SL_MEM_DATA, (size_t)a->rows * m->dims[m->nlayers] * sizeof(float));
     if (t->dtype == SL_F32) {
-        sl_mlp_acts_alloc(m, a->rows, &a->f);
+        if (!placed) sl_mlp_acts_alloc(m, a->rows, &a->f);
         a->x = a->f.x[0];
         return;
     }
-    sl_mixed_init_layers(&a->mx, m, t->dtype, a->rows);
+    if (placed) sl_mixed_init_work(&a->mx, m, t->dtype, a->rows);
+    else sl_mixed_init_layers(&a->mx, m, t->dtype, a->rows);
     a->x = sl_k_malloc(t->be, SL_MEM_DATA, (size_t)a->rows * m->dims[0] * sizeof(float));
     a->gw32 = sl_k_malloc(t->be, SL_MEM_OTHER, largest_layer(m) * sizeof(float));
 }
+
+void sl_acts_alloc(sl_train *t, int rows, sl_acts *a) { acts_init(t, rows, a, 0); }
+void sl_acts_place(sl_train *t, int rows, sl_acts *a) { acts_init(t, rows, a, 1); }
 
 void sl_acts_free(sl_train *t, sl_acts *a)
 {

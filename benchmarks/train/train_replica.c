@@ -14,7 +14,7 @@
  * or NaN of any micro-batch survives the sum, so the one check after it sees it. */
 #include "sl_train.h"
 
-void sl_replica_alloc(sl_train *t, int rows, sl_replica *r)
+static void replica_init(sl_train *t, int rows, sl_replica *r, int placed)
 {
     const sl_mlp *m = t->m;
     const size_t n = m->nparams, es = sl_train_esize(t);
@@ -24,11 +24,15 @@ void sl_replica_alloc(sl_train *t, int rows, sl_replica *r)
     r->g32 = sl_train_twin(t, SL_MEM_GRADS, n);
     /* + 1: SGD without momentum has no state, and a zero-byte allocation is not a buffer */
     r->optim = sl_k_malloc(t->be, SL_MEM_OPTIM, (size_t)sl_optim_state_per_param(&t->optim) * n * sizeof(float) + 1);
-    sl_acts_alloc(t, rows, &r->acts);
+    if (placed) sl_acts_place(t, rows, &r->acts);
+    else sl_acts_alloc(t, rows, &r->acts);
     float *w32 = r->master ? r->master : r->params; /* the weights from the seed, in f32 */
     sl_mlp_init_params(m, (uint64_t)sl_train_opt.seed, 0, n, w32);
     if (r->master) sl_k_cast(t->be, n, r->master, SL_F32, r->params, t->dtype, NULL);
 }
+
+void sl_replica_alloc(sl_train *t, int rows, sl_replica *r) { replica_init(t, rows, r, 0); }
+void sl_replica_place(sl_train *t, int rows, sl_replica *r) { replica_init(t, rows, r, 1); }
 
 void sl_replica_free(sl_train *t, sl_replica *r)
 {

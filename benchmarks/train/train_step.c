@@ -71,17 +71,26 @@ static const void *layer_params(sl_train *t, const void *params, int l, int back
     return lp ? lp : (const char *)params + t->m->w_off[l] * es;
 }
 
+/* Layer l's kernel; with no output buffer, z alone (a recomputed segment's top layer). */
+static void layer_forward(sl_train *t, sl_mlp_acts *f, sl_mixed *mx, int l, const void *lp)
+{
+    const sl_mlp *m = t->m;
+    const int in = m->dims[l], out = m->dims[l + 1];
+    if (mx)
+        sl_mixed_layer_forward(mx, l, lp);
+    else if (f->x[l + 1])
+        sl_mlp_layer_forward(m, l, f->batch, lp, f->x[l], f->z[l], f->x[l + 1]);
+    else
+        sl_linear_forward(t->be, f->batch, in, out, lp, (const float *)lp + (size_t)out * in, f->x[l], f->z[l]);
+}
+
 static void forward_layers(sl_train *t, sl_mlp_acts *f, sl_mixed *mx, const void *params, int l0,
                            int l1, const sl_layer_hooks *h)
 {
-    const sl_mlp *m = t->m;
     for (int l = l0; l < l1; l++) {
         const void *lp = layer_params(t, params, l, 0, h, mx ? sl_dtype_size(mx->dt) : sizeof(float));
         double t0 = sl_now();
-        if (mx)
-            sl_mixed_layer_forward(mx, l, lp);
-        else
-            sl_mlp_layer_forward(m, l, f->batch, lp, f->x[l], f->z[l], f->x[l + 1]);
+        layer_forward(t, f, mx, l, lp);
         sl_k_sync(t->be);
         char name[40]; /* named by layer, counted from 1, so the trace reads as the model */
         snprintf(name, sizeof name, "forward L%d%s", l + 1, mx ? " (16-bit)" : "");
@@ -159,7 +168,7 @@ void sl_acts_load(sl_train *t, sl_acts *a, int first, int count)
 {
     if (count > a->rows) SL_FATAL("%d samples on activations sized for %d", count, a->rows);
     a->f.batch = a->mx.batch = count;
-    sl_train_load(t, first, count, a->x, a->y);
+    sl_train_load(t, first, count, t->dtype == SL_F32 ? a->f.x[0] : a->x, a->y); /* f32: the layers' input */
     if (t->dtype == SL_F32) return; /* the input is the layers' */
     double t0 = sl_now();
     sl_mixed_input(&a->mx, a->x);
@@ -174,6 +183,12 @@ void sl_acts_forward(sl_train *t, sl_acts *a, const void *params, int l0, int l1
     forward_layers(t, f32 ? &a->f : NULL, f32 ? NULL : &a->mx, params, l0, l1, h);
 }
 
+void sl_acts_layer_forward(sl_train *t, sl_acts *a, int l, const void *lp)
+{
+    const int f32 = t->dtype == SL_F32;
+    layer_forward(t, f32 ? &a->f : NULL, f32 ? NULL : &a->mx, l, lp);
+}
+
 double sl_acts_loss(sl_train *t, sl_acts *a)
 {
     if (t->dtype == SL_F32) return sl_train_loss(t, &a->f, a->y);
@@ -186,14 +201,18 @@ double sl_acts_loss(sl_train *t, sl_acts *a)
     return loss;
 }
 
+void *sl_acts_backward_range(sl_train *t, sl_acts *a, const void *params, void *grads, void *dy,
+                             int l0, int l1, const sl_layer_hooks *h)
+{
+    const int f32 = t->dtype == SL_F32;
+    return backward_layers(t, f32 ? &a->f : NULL, f32 ? NULL : a, params, grads, dy, l0, l1, h);
+}
+
 void sl_acts_backward(sl_train *t, sl_acts *a, const void *params, void *grads,
                       const sl_layer_hooks *h)
 {
-    const int L = t->m->nlayers;
-    if (t->dtype == SL_F32)
-        backward_layers(t, &a->f, NULL, params, grads, sl_train_dout(t, &a->f), 0, L, h);
-    else
-        backward_layers(t, NULL, a, params, grads, sl_mixed_dout(&a->mx), 0, L, h);
+    void *dout = t->dtype == SL_F32 ? (void *)sl_train_dout(t, &a->f) : sl_mixed_dout(&a->mx);
+    sl_acts_backward_range(t, a, params, grads, dout, 0, t->m->nlayers, h);
 }
 
 void sl_train_optimize(sl_train *t, float *params, const float *grads, float *state, size_t off,

@@ -4,13 +4,15 @@
 # byte and, on a model of one width, the closed form ceil(N/k) + 2k tensors (2N + 1 for
 # store-all); recomputed FLOPs equal every layer outside the last segment; N = 1, N prime,
 # k = 1 and k = N; several ranks; the budget plan fits and is the least recomputation that
-# does; a budget no plan fits and bad inputs exit 2.
+# does; a budget no plan fits and bad inputs exit 2. Every variant in f32, f16 and bf16: the same
+# checks in each, and in 16 bits every activation figure exactly half f32's.
 . "$(dirname "$0")/../lib/common.sh"
 prog="$top/bin/checkpoint"
 [ -x "$prog" ] || { echo "1..0 # SKIP $prog not built"; exit 0; }
 out=$(tmpdir)
 trap 'rm -rf "$out"' EXIT
-# One width everywhere, so that every activation is one tensor T = batch x width x 4 bytes.
+# One width everywhere, so that every activation is one tensor T = batch x width x 4 bytes (2 in
+# f16 and bf16: the rows' tensor counts are the same in every dtype).
 uniform="--width 16 --inputs 16 --outputs 16 --batch 4 -n 2 -w 1 --baseline 0"
 
 # rows_exact FILE N: every row passes; peak == model exactly; uniform models: the closed form.
@@ -65,11 +67,41 @@ ok $? "--layers 9 with inputs 6, width 12, outputs 3, --segments sweep: every ro
 rows_exact "$out/mixed/checkpoint.jsonl" 9 0
 ok $? "widths that differ: measured peak == model to the byte in every row"
 
-# Several ranks (data-parallel replicas, uneven strong split), two collectives, AdamW.
-run np3 3 --layers 7 --width 16 --inputs 16 --outputs 16 -n 2 -w 1 --baseline 0 --scaling strong --batch 7 --segments 2,3 -C mpi,ring --optim adamw
-ok $? "3 ranks, strong batch 7 (3/2/2 rows), -C mpi,ring, adamw: every variant equals store-all"
+# Several ranks (data-parallel replicas, uneven strong split), two collectives, AdamW, in every
+# dtype (16 bits: gradients all-reduced in 16 bits, the loss scaler, the f32 master).
+run np3 3 --layers 7 --width 16 --inputs 16 --outputs 16 -n 2 -w 1 --baseline 0 --scaling strong --batch 7 --segments 2,3 -C mpi,ring --optim adamw -d f32,f16,bf16
+ok $? "3 ranks, strong batch 7 (3/2/2 rows), -C mpi,ring, adamw, -d f32,f16,bf16: every variant equals store-all in its dtype, and serial training within the dtype's tolerance"
 rows_exact "$out/np3/checkpoint.jsonl" 7 0
-ok $? "3 ranks: measured peak == model on the busiest rank"
+ok $? "3 ranks, every dtype: measured peak == model on the busiest rank"
+
+# Every variant x {f32, f16, bf16} x {mpi, ring} on 2 ranks, k = 1, 3 and 7 (= N: store-all's plan).
+# shellcheck disable=SC2086
+run dtypes 2 --layers 7 $uniform --segments 1,3,7 -C mpi,ring -d f32,f16,bf16
+ok $? "-d f32,f16,bf16 -C mpi,ring on 2 ranks: every variant equals store-all bit for bit in its dtype"
+rows_exact "$out/dtypes/checkpoint.jsonl" 7 1
+ok $? "every dtype: measured peak == model == ceil(N/k) + 2k tensors"
+python3 - "$out/dtypes/checkpoint.jsonl" "$out/np3/checkpoint.jsonl" <<'PY'
+import json, sys
+bad = []
+for path in sys.argv[1:]:
+    rows = {}
+    for r in map(json.loads, open(path)):
+        rows.setdefault((r["variant"], r["params"]["k"], r["collective"]), {})[r["dtype"]] = r
+    for key, by in rows.items():
+        if sorted(by) != ["bf16", "f16", "f32"]: bad.append(f"{key}: dtypes {sorted(by)}"); continue
+        for name in ("activ_peak", "activ_model", "activ_store_all"):
+            f32 = by["f32"]["metrics"][name]["value"]
+            for d in ("f16", "bf16"):
+                if 2 * by[d]["metrics"][name]["value"] != f32:
+                    bad.append(f"{key} {d}: {name} {by[d]['metrics'][name]['value']}, f32 {f32}")
+        for d in ("f16", "bf16"):
+            if by[d]["params"]["plan"] != by["f32"]["params"]["plan"]: bad.append(f"{key} {d}: plan differs")
+            if by[d]["metrics"]["recompute_flops"] != by["f32"]["metrics"]["recompute_flops"]: bad.append(f"{key} {d}: recomputed FLOPs differ")
+    print(f"# {path.split('/')[-2]}: {len(rows)} variant x collective rows in each dtype", file=sys.stderr)
+print("\n".join(bad), file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+ok $? "f16 and bf16: activation peak, model and store-all bytes exactly half f32's, same plans, same recomputed FLOPs"
 
 # The sqrt(N) point and the sweep's minimum on 64 layers.
 run sweep 1 --layers 64 $uniform --segments sweep
@@ -120,20 +152,28 @@ import json, sys
 r = json.loads(open(sys.argv[1]).readline())
 sys.exit(0 if r['params']['segments'] == 1 and r['metrics']['recompute_flops']['value'] == 0 else 1)" "$out/roomy/checkpoint.jsonl"
 ok $? "--budget 1G (room for everything): the budget plan is store-all, nothing recomputed"
+# In 16 bits the budget holds twice the tensors: 20 f32 T is 40 T of 2 bytes, room for store-all (33 T).
+# shellcheck disable=SC2086
+run budget16 1 --layers 16 $uniform --variants budget --budget $((20 * T)) -d f16
+python3 -c "
+import json, sys
+r = json.loads(open(sys.argv[1]).readline())
+sys.exit(0 if r['dtype'] == 'f16' and r['params']['segments'] == 1 and r['metrics']['activ_peak_tensors']['value'] == 33 else 1)" "$out/budget16/checkpoint.jsonl"
+ok $? "-d f16 --budget 20 f32 T: plans for 2-byte elements (store-all, 33 T, fits)"
 
 # The check itself: with one recomputed element spoilt, every_k must fail (exit 1), store_all pass.
-SL_TEST_CORRUPT=1 checkpoint --layers 7 $uniform --variants store_all,every_k --segments 2 -o "$out/corrupt" \
-  >"$out/corrupt.txt" 2>&1
+SL_TEST_CORRUPT=1 checkpoint --layers 7 $uniform --variants store_all,every_k --segments 2 -d f32,f16,bf16 \
+  -o "$out/corrupt" >"$out/corrupt.txt" 2>&1
 rc=$?
 python3 - "$out/corrupt/checkpoint.jsonl" <<'PY'
 import json, sys
-st = {r["variant"]: r["check"] for r in map(json.loads, open(sys.argv[1]))}
-ok = st["store_all"]["status"] == "pass" and st["every_k"]["status"] == "fail" \
-    and "differ from store-all" in st["every_k"]["message"]
+st = {(r["variant"], r["dtype"]): r["check"] for r in map(json.loads, open(sys.argv[1]))}
+ok = all(st[("store_all", d)]["status"] == "pass" and st[("every_k", d)]["status"] == "fail"
+         and "differ from store-all" in st[("every_k", d)]["message"] for d in ("f32", "f16", "bf16"))
 sys.exit(0 if ok else 1)
 PY
 [ $? = 0 ] && [ $rc = 1 ]
-ok $? "SL_TEST_CORRUPT=1 (one recomputed z off by 1): every_k fails naming store-all, store_all passes, exit 1 (rc=$rc)"
+ok $? "SL_TEST_CORRUPT=1 (one recomputed z off by 1), f32, f16, bf16: every_k fails naming store-all, store_all passes, exit 1 (rc=$rc)"
 
 expect_usage() { # expect_usage NAME ARGS...
   local want="$1"; shift
