@@ -23,6 +23,32 @@ METRICS = (("p2p_bw", "GB/s", True), ("p2p_lat", "s", False),
 FLAGS = ("p2p_bw", "allreduce_busbw")
 
 
+def merge(pairs):
+    """One entry per pair of endpoints from its attempts (a flagged pair is measured again,
+    scripts/pairs --retries): the best of each figure over the attempts that ran (noise on a
+    node only ever slows a transfer down, so the best is the pair's own speed), status ok if
+    one ran, and 'attempts'. Order: each pair's first attempt."""
+    out, where = [], {}
+    for p in pairs:
+        key = (p.get("endpoint_a") or p["host_a"], p.get("endpoint_b") or p["host_b"])
+        if key not in where:
+            where[key] = len(out)
+            out.append(dict(p, attempts=1))
+            continue
+        m = out[where[key]]
+        m["attempts"] += 1
+        if p["status"] != "ok":
+            continue
+        if m["status"] != "ok":
+            out[where[key]] = dict(p, attempts=m["attempts"])
+            continue
+        for name, _unit, higher in METRICS:
+            a, b = m.get(name), p.get(name)
+            if b is not None and (a is None or (b > a if higher else b < a)):
+                m[name] = b
+    return out
+
+
 def median(xs):
     s = sorted(xs)
     n = len(s)

@@ -78,7 +78,7 @@ def heat(pairs, s, metric="p2p_bw"):
 def lines(rows, title="pairs"):
     """The text: table, heat map, flags and verdict; and whether anything is wrong (a flagged,
     timed-out or failed pair)."""
-    pairs = [p for p in (from_row(r) for r in rows) if p]
+    pairs = analysis.merge([p for p in (from_row(r) for r in rows) if p])
     s = analysis.summary(pairs)
     out = [f"# {title}: {len(pairs)} pair(s) of {len(hosts_of(pairs))} host(s)"]
     head = f"#{'round':>5} {'endpoint_a':>16} {'endpoint_b':>16} {'status':>8}"
@@ -93,6 +93,8 @@ def lines(rows, title="pairs"):
             line += f" {fmt(p[name], UNITS[name][1]):>9}"
         on = [SHORT[n] + ("" if n in analysis.FLAGS else "(noted)")
               for n, r in s["metrics"].items() if i in r["flagged"]]
+        if p.get("attempts", 1) > 1:
+            on.append(f"(best of {p['attempts']} attempts)")
         out.append(line + ("  " + ",".join(on) if on else ""))
 
     hosts = hosts_of(pairs)
