@@ -11,7 +11,7 @@ import sys
 from gatelib.files import load_manifest
 
 from . import figures as F
-from . import allreduce_plots, pipeline_plots, timeline, training_plots
+from . import allreduce_plots, pairs_plots, pipeline_plots, timeline, training_plots
 from .tables import kv_table, rows_table
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # scripts/
@@ -73,6 +73,8 @@ def figures_for(run, prog):
     plotters = []
     if prog == "allreduce":
         plotters.append(("busbw and latency", lambda: allreduce_plots.plot(rows, run.ranks_note(rows))))
+    if prog == "pairs":
+        plotters.append(("heat map", lambda: pairs_plots.heat_map(rows)))
     plotters.append(("step time by phase", lambda: training_plots.phase_bars(rows, prog)))
     if prog == "zero":
         plotters.append(("memory per stage", lambda: training_plots.zero_memory(rows)))

@@ -80,6 +80,45 @@ sys.exit(1 if fails else 0)
 PY
 ok $? "flags: one slow host of 8 (pairs at 0.3x): its 7 pairs flagged, it is named; healthy pairs within +-4% never flagged (50 sweeps); one pair judges nothing; a dead host's 5 timeouts named by host; a pair slow once and fine on its retry is not flagged"
 
+# a made-up sweep of six hosts: node02's links at a tenth, node04 hanging
+res=$(tmpdir)
+python3 - "$res" <<'PY'
+import json, sys
+sys.path.insert(0, "scripts")
+from pairslib import schedule
+hosts = [f"node{i:02d}" for i in range(6)]
+with open(sys.argv[1] + "/pairs.jsonl", "w") as f:
+    for rnd, r in enumerate(schedule.rounds(hosts), 1):
+        for a, b in r:
+            st = "timeout" if "node04" in (a, b) else "ok"
+            slow = 0.1 if "node02" in (a, b) else 1
+            m = {k: {"value": (v if st == "ok" else None), "unit": u} for k, v, u in
+                 [("p2p_bw", 12 * slow, "GB/s"), ("p2p_lat", 3e-6, "s"), ("allreduce_busbw", 11 * slow, "GB/s"),
+                  ("allreduce_small", 5e-6, "s")]}
+            f.write(json.dumps({
+                "schema_version": 2, "run_id": "made-up", "benchmark": "pairs", "variant": f"{a}-{b}",
+                "backend": None, "collective": "mpi", "dtype": "f32", "ranks": 2,
+                "params": {"host_a": a, "host_b": b, "endpoint_a": a, "endpoint_b": b, "round": rnd,
+                           "status": st, "attempt": 1},
+                "iterations": {"timed": 1, "warmup": 0}, "time": None, "metrics": m, "headline": "p2p_bw",
+                "gate": None, "check": {"status": "pass" if st == "ok" else "fail", "error": 0,
+                                        "message": None if st == "ok" else f"timed out (hosts {a}, {b})"}}) + "\n")
+PY
+scripts/report "$res" >"$res/report.log" 2>&1
+rc=$?
+[ $rc = 1 ] && grep -q "host in most flagged pairs: node02 (in 4 of them)" "$res/report.log" &&
+  grep -q "host in most timeout pairs: node04 (in 5 of them)" "$res/report.log" &&
+  grep -Eq "^# +node02 +1.2\* +1.2\* +\. +1.2\* +T +1.2\*$" "$res/report.log"
+ok $? "report on a sweep (no manifest): node02's 4 measured pairs flagged and node02 named, node04's 5 timeouts named, the heat map row (rc=$rc)"
+scripts/report "$res" --html "$res/page.html" >"$res/html.log" 2>&1
+if grep -q "matplotlib is not installed" "$res/html.log"; then
+  ok 0 "# SKIP report --html: no matplotlib here"
+else
+  grep -q 'alt="pairs heat map"' "$res/page.html" && grep -q "Host in most flagged pairs: node02 (4)" "$res/page.html"
+  ok $? "report --html draws the host x host heat map, its caption naming node02"
+fi
+rm -rf "$res"
+
 printf 'onlyone slots=1\n' >"${TMPDIR:-/tmp}/pairs-one.$$"
 printf 'a slots=x\n' >"${TMPDIR:-/tmp}/pairs-bad.$$"
 for args in "--small 0" "--large 1X" "--small 8K --large 8K" "--timeout 0" "--retries 11" "--coll ring" "--gpus -1" "--frobnicate 1" \
