@@ -119,6 +119,30 @@ else
 fi
 rm -rf "$res"
 
+# --gpus on one host: its two GPUs are the endpoints, one pair inside the node; both ranks see
+# both devices (the suite gives local rank r the r-th). There is no GPU here: the program the
+# sweep starts (SL_BIN) records what it was given and runs allreduce on the cpu backend.
+res=$(tmpdir)
+mkdir "$res/bin"
+cat >"$res/bin/allreduce" <<EOF
+#!/bin/sh
+echo "CUDA_VISIBLE_DEVICES=\${CUDA_VISIBLE_DEVICES:-unset} args \$*" >>"$res/seen"
+for a; do shift; [ "\$a" = cuda ] && set -- "\$@" cpu || set -- "\$@" "\$a"; done
+exec "$top/bin/allreduce" "\$@"
+EOF
+chmod +x "$res/bin/allreduce"
+printf 'localhost slots=2\n' >"$res/hostfile"
+SL_BIN="$res/bin" SL_BIND=none scripts/pairs --hostfile "$res/hostfile" --gpus 2 --coll mpi --large 64K --iters 3 \
+  --timeout 60 --out "$res/out" >"$res/log" 2>&1
+rc=$?
+sed 's/^/#   /' "$res/log" >&2
+[ $rc = 0 ] && grep -q "1 pair(s) of 1 host(s)" "$res/log" &&
+  grep -Eq "^ +1 +localhost:gpu0 +localhost:gpu1 +ok " "$res/log" &&
+  [ "$(grep -c "CUDA_VISIBLE_DEVICES=0,1 args .*-B cuda" "$res/seen")" = 4 ] &&
+  grep -Eq "^# *localhost +[0-9.e-]+$" "$res/log"
+ok $? "--gpus 2 on one host: the pair gpu0-gpu1 inside the node, both ranks of both runs see devices 0,1 with -B cuda, the heat map's diagonal holds it (rc=$rc)"
+rm -rf "$res"
+
 printf 'onlyone slots=1\n' >"${TMPDIR:-/tmp}/pairs-one.$$"
 printf 'a slots=x\n' >"${TMPDIR:-/tmp}/pairs-bad.$$"
 for args in "--small 0" "--large 1X" "--small 8K --large 8K" "--timeout 0" "--retries 11" "--coll ring" "--gpus -1" "--frobnicate 1" \
