@@ -29,14 +29,14 @@ enum {
 };
 
 /* One rule: in `benchmark` (NULL: any), a row whose variant contains `variant` (NULL: any) and
- * not `not_variant`, that has `metric` (and, with `headline`, has it as its headline), where
+ * none of the |-separated words of `not_variant`, that has `metric`, where
  * `where` says, compares it with `figure` (%s: the row's dtype) of the table, times `scale`
  * (the table's unit in the metric's; 0: times the ranks, for a figure of all the GPUs); or,
  * with a figure "=NAME", with the row's own metric NAME (a probe measured in the same run); or,
  * with no figure, says `why` there is no expected value. The first rule that applies wins. */
 typedef struct rule {
     const char *benchmark, *variant, *not_variant, *metric;
-    int headline, where;
+    int where;
     const char *figure;
     double scale;
     const char *why;
@@ -44,21 +44,22 @@ typedef struct rule {
 
 static const rule rules[] = {
     /* collectives: a link's bandwidth per direction is what busbw can reach (nccl-tests) */
-    {"allreduce", NULL, NULL, "busbw", 0, MULTI_HOST, "net_bw", 1, NULL},
-    {"allreduce", NULL, NULL, "busbw", 0, ONE_HOST | ON_CUDA | NCCL, "nvlink_bw", 1, NULL},
-    {"allreduce", NULL, NULL, "busbw", 0, ONE_HOST | ON_CUDA, NULL, 0, "one host, not nccl: no link figure"},
-    {"allreduce", NULL, NULL, "busbw", 0, ONE_HOST | ON_CPU, NULL, 0, "one host, cpu buffers (see of_copy)"},
-    /* GEMM against the peak for its dtype; memory-bound kernels against the memory */
-    {"kernels", "gemm", NULL, "gflops", 0, ON_CUDA, "%s_tflops", 1e3, NULL},
-    {"kernels", "gemm", NULL, "gflops", 0, ON_CPU, NULL, 0, "CPU: no datasheet peak (see roof_fraction)"},
-    {"kernels", NULL, "peak_copy", "gbps", 1, ON_CUDA, "hbm_bw", 1, NULL},
-    {"kernels", NULL, "peak_copy", "gbps", 1, ON_CPU, "=peak_gbps", 1, NULL},
-    {"precision", "gemm", NULL, "gflops", 0, ON_CUDA, "%s_tflops", 1e3, NULL},
-    {"precision", "gemm", NULL, "gflops", 0, ON_CPU, NULL, 0, "CPU: no datasheet peak"},
-    {"mae_threads", NULL, NULL, "eff_bw", 0, ON_CPU, "=read_bw", 1, NULL},
+    {"allreduce", NULL, NULL, "busbw", MULTI_HOST, "net_bw", 1, NULL},
+    {"allreduce", NULL, NULL, "busbw", ONE_HOST | ON_CUDA | NCCL, "nvlink_bw", 1, NULL},
+    {"allreduce", NULL, NULL, "busbw", ONE_HOST | ON_CUDA, NULL, 0, "one host, not nccl: no link figure"},
+    {"allreduce", NULL, NULL, "busbw", ONE_HOST | ON_CPU, NULL, 0, "one host, cpu buffers (see of_copy)"},
+    /* GEMM against the peak for its dtype; the element-wise kernels (all but GEMM, convolution
+     * and the CPU copy probe, their reference), memory-bound by nature, against the memory */
+    {"kernels", "gemm", NULL, "gflops", ON_CUDA, "%s_tflops", 1e3, NULL},
+    {"kernels", "gemm", NULL, "gflops", ON_CPU, NULL, 0, "CPU: no datasheet peak (see roof_fraction)"},
+    {"kernels", NULL, "gemm|conv", "gbps", ON_CUDA, "hbm_bw", 1, NULL},
+    {"kernels", NULL, "gemm|conv|peak_", "gbps", ON_CPU, "=peak_gbps", 1, NULL},
+    {"precision", "gemm", NULL, "gflops", ON_CUDA, "%s_tflops", 1e3, NULL},
+    {"precision", "gemm", NULL, "gflops", ON_CPU, NULL, 0, "CPU: no datasheet peak"},
+    {"mae_threads", NULL, NULL, "eff_bw", ON_CPU, "=read_bw", 1, NULL},
     /* training: model FLOP/s of all the ranks against the peak of as many GPUs */
-    {NULL, NULL, NULL, "tflops", 0, ON_CUDA, "%s_tflops", 0, NULL},
-    {NULL, NULL, NULL, "tflops", 0, ON_CPU, NULL, 0, "CPU: no datasheet peak"},
+    {NULL, NULL, NULL, "tflops", ON_CUDA, "%s_tflops", 0, NULL},
+    {NULL, NULL, NULL, "tflops", ON_CPU, NULL, 0, "CPU: no datasheet peak"},
 };
 
 static int has_metric(const sl_result *r, const char *name, double *v)
@@ -78,6 +79,14 @@ static const char *metric_unit(const sl_result *r, const char *name)
     return "";
 }
 
+/* Whether s contains the n characters at w. */
+static int contains(const char *s, const char *w, size_t n)
+{
+    for (; *s; s++)
+        if (strncmp(s, w, n) == 0) return 1;
+    return 0;
+}
+
 static int applies(const rule *u, const char *benchmark, int multi_host, const sl_result *r)
 {
     double v;
@@ -85,8 +94,12 @@ static int applies(const rule *u, const char *benchmark, int multi_host, const s
     int nccl = r->collective && strcmp(r->collective, "nccl") == 0;
     if (u->benchmark && strcmp(u->benchmark, benchmark) != 0) return 0;
     if (u->variant && !strstr(r->variant, u->variant)) return 0;
-    if (u->not_variant && strcmp(r->variant, u->not_variant) == 0) return 0;
-    if (!has_metric(r, u->metric, &v) || (u->headline && strcmp(r->headline, u->metric) != 0)) return 0;
+    for (const char *w = u->not_variant; w && *w;) {
+        size_t n = strcspn(w, "|");
+        if (n && contains(r->variant, w, n)) return 0;
+        w += n + (w[n] == '|');
+    }
+    if (!has_metric(r, u->metric, &v)) return 0;
     if ((u->where & ON_CUDA) && !cuda) return 0;
     if ((u->where & ON_CPU) && cuda) return 0;
     if ((u->where & MULTI_HOST) && !multi_host) return 0;

@@ -6,7 +6,7 @@ A side of a comparison is one of
     `run_all.sh --rounds K` and `--ci`: the same suite run K times, one round after another,
   - a single .jsonl file (one round, no manifest).
 Rows are matched across rounds and sides on (benchmark, variant, dtype, collective, backend,
-ranks, params).
+ranks, params), params without the expected-value annotations (ANNOTATIONS).
 """
 import math
 import os
@@ -52,8 +52,14 @@ def shape_error(r):
     return None
 
 
+# parameters that describe the hardware's expected value (docs/expected.md), not what was run:
+# a row keeps its identity whether the machine is in results/expected or not
+ANNOTATIONS = {"expected_of", "expected_source"}
+
+
 def key(r):
-    params = tuple(sorted((k, str(v)) for k, v in (r.get("params") or {}).items()))
+    params = tuple(sorted((k, str(v)) for k, v in (r.get("params") or {}).items()
+                          if k not in ANNOTATIONS))
     return (r.get("benchmark"), r.get("variant"), r.get("dtype"), r.get("collective"),
             r.get("backend"), r.get("ranks"), params)
 

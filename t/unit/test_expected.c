@@ -72,9 +72,21 @@ int main(void)
     ok(!strcmp(param(&r, "expected_of"), "gflops") && strstr(param(&r, "expected_source"), "nvidia-h100-sxm.json bf16_tflops"),
        "the row names the metric and the file and figure: %s", param(&r, "expected_source"));
 
-    r = row("copy", "cuda", NULL, "f32", "gbps", 3000, "GB/s");
+    r = row("axpby", "cuda", NULL, "f32", "gbps", 3015, "GB/s");
+    sl_result_metric(&r, "gflops", 500, "GFLOP/s");
+    snprintf(r.headline, sizeof r.headline, "gflops"); /* the roofline may call it compute-bound */
     sl_expected_apply(&h100, "kernels", 0, 1, &r);
-    is_double(sl_result_get(&r, "expected"), 3350, 1e-9, "a memory-bound kernel on an H100: HBM3 3350 GB/s");
+    is_double(sl_result_get(&r, "of_expected"), 0.9, 1e-9, "an element-wise kernel on an H100: against HBM3's 3350 GB/s");
+    r = row("peak_copy", "cuda", NULL, "f32", "gbps", 3000, "GB/s");
+    sl_expected_apply(&h100, "kernels", 0, 1, &r);
+    is_double(sl_result_get(&r, "expected"), 3350, 1e-9, "the copy probe on an H100: against HBM3 too");
+    r = row("conv_fwd", "cuda", NULL, "f32", "gbps", 30, "GB/s");
+    sl_expected_apply(&h100, "kernels", 0, 1, &r);
+    ok(r.nparams == 0, "a convolution row: neither a GEMM nor memory-bound, no expected value claimed");
+    r = row("peak_copy", "cpu", NULL, "f32", "gbps", 10, "GB/s");
+    sl_result_metric(&r, "peak_gbps", 10, "GB/s");
+    sl_expected_apply(&h100, "kernels", 0, 1, &r);
+    ok(r.nparams == 0, "the CPU copy probe is not compared with itself");
 
     r = row("nccl", "cuda", "nccl", "f32", "busbw", 360, "GB/s");
     sl_expected_apply(&h100, "allreduce", 0, 8, &r);
