@@ -53,11 +53,17 @@ echo up >"$out/sys/class/net/eth7/operstate"
 export SL_EXPECTED_SYSFS="$out/sys"
 export SL_BIND=none SL_BIN="$out/bin" SL_RUN_ID=pairs-test-$$
 t0=$SECONDS
-# (the outer limit only keeps a defect from hanging the test; the sweep's own --timeout is 8 s)
-timeout 150 "$top/t/lib/netns_rsh" slhosta scripts/pairs --hostfile "$out/hostfile" --large 256K --iters 10 \
-  --timeout 8 --out "$out/res" >"$out/pairs.log" 2>&1
+# The sweep's --timeout: twice what a healthy pair (two launches) was seen to take here with
+# the machine's load at 12-20: 3-6 s, and 5-9 s with the sanitizers' build. The four rounds
+# with slhostd take that long each: the test's time is mostly this. The outer limit only keeps
+# a defect from hanging the test.
+limit=12
+[ "${SL_SANITIZE:-0}" = 1 ] && limit=24
+timeout 300 "$top/t/lib/netns_rsh" slhosta scripts/pairs --hostfile "$out/hostfile" --large 256K --iters 10 \
+  --timeout $limit --out "$out/res" >"$out/pairs.log" 2>&1
 rc=$?
-diag "the sweep ran in $((SECONDS - t0)) s"
+took=$(python3 -c 'import json, sys; print(" ".join(str(r["params"]["seconds"]) for r in map(json.loads, open(sys.argv[1])) if r["params"]["status"] == "ok"))' "$out/res/pairs.jsonl" 2>/dev/null)
+diag "the sweep ran in $((SECONDS - t0)) s; the measured pairs took $took s each"
 sed 's/^/#   /' "$out/pairs.log" >&2
 [ $rc = 1 ]
 ok $? "the sweep ends, exit 1 (flagged and timed-out pairs) (rc=$rc)"
@@ -79,13 +85,16 @@ sys.exit(0 if status == want and len(pairs) == 10 else 1)
 PY
 ok $? "every pair ran (a flagged one again); the four with slhostd timed out, the other six measured"
 grep -q "host in most timeout pairs: slhostd (in 4 of them)" "$out/pairs.log" &&
-  [ "$(grep -Ec "slhost[a-e]-slhost[a-e]: timed out: no result within 8 s \(hosts slhost[a-e], slhost[a-e]; " "$out/pairs.log")" = 4 ]
+  [ "$(grep -Ec "slhost[a-e]-slhost[a-e]: timed out: no result within $limit s \(hosts slhost[a-e], slhost[a-e]; " "$out/pairs.log")" = 4 ]
 ok $? "the four timeouts are reported with their hosts, and slhostd named as the host in all of them"
 grep -qx "# flagged: 1 pair(s): slhosta-slhostc" "$out/pairs.log" &&
   grep -q "host in most flagged pairs: slhosta, slhostc (a tie: 1 each)" "$out/pairs.log"
 ok $? "exactly the pair through the slowed link is flagged, and its two ends named"
-awk '$2 == "slhosta" && $3 == "slhostc"' "$out/pairs.log" | grep -Eq "  p2p_bw,(p2p_lat\(noted\),)?ar_busbw"
-ok $? "slhosta-slhostc is flagged on both bandwidths, point-to-point and all-reduce busbw"
+# (its all-reduce busbw is low too, but on a loaded machine the healthy pairs' all-reduce can
+# fall within a factor of 5 of it: only the point-to-point figure is asserted)
+line=$(awk '$2 == "slhosta" && $3 == "slhostc"' "$out/pairs.log")
+grep -Eq "  p2p_bw" <<<"$line"
+ok $? "slhosta-slhostc is flagged on its point-to-point bandwidth: $line"
 grep -Eq '^# +slhosta +\. +[0-9.]+ +[0-9.e-]+\* +T +[0-9.]+$' "$out/pairs.log"
 ok $? "heat map: slhosta's row shows slhostb's bandwidth, slhostc's flagged (*) and slhostd's timeout (T)"
 
