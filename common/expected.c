@@ -14,7 +14,8 @@
 const sl_expected_figure *sl_expected_find(const char *key, const char *figure)
 {
     for (int i = 0; key && key[0] && i < sl_expected_ntable; i++)
-        if (strcmp(sl_expected_table[i].key, key) == 0 && strcmp(sl_expected_table[i].figure, figure) == 0)
+        if (strcmp(sl_expected_table[i].key, key) == 0 &&
+            strcmp(sl_expected_table[i].figure, figure) == 0)
             return &sl_expected_table[i];
     return NULL;
 }
@@ -259,8 +260,9 @@ void sl_expected_describe(const sl_expected_hw *hw, char *buf, size_t len)
     }
     const char *gfile = NULL, *nfile = NULL;
     for (int i = 0; i < sl_expected_ntable; i++) {
-        if (hw->gpu[0] && strcmp(sl_expected_table[i].key, hw->gpu) == 0) gfile = sl_expected_table[i].file;
-        if (hw->net[0] && strcmp(sl_expected_table[i].key, hw->net) == 0) nfile = sl_expected_table[i].file;
+        const sl_expected_figure *f = &sl_expected_table[i];
+        if (hw->gpu[0] && strcmp(f->key, hw->gpu) == 0) gfile = f->file;
+        if (hw->net[0] && strcmp(f->key, hw->net) == 0) nfile = f->file;
     }
     char gpu[200], net[200];
     if (!hw->gpu[0]) snprintf(gpu, sizeof gpu, "no GPU");
@@ -268,5 +270,6 @@ void sl_expected_describe(const sl_expected_hw *hw, char *buf, size_t len)
     if (!hw->net[0]) snprintf(net, sizeof net, "link: %s", hw->net_from);
     else snprintf(net, sizeof net, "link %s Mb/s (%s): %s", hw->net + 4, hw->net_from,
                   nfile ? nfile : "not in the table");
-    snprintf(buf, len, "expected values (results/expected): %s; %s; cpu: this run's memory probe", gpu, net);
+    snprintf(buf, len, "expected values (results/expected): %s; %s; cpu: this run's memory probe",
+             gpu, net);
 }

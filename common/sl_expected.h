@@ -1,7 +1,8 @@
 /* sl_expected.h — what a row's figure should be on the hardware it ran on: datasheet and
  * published figures per device or link (the JSON files in results/expected/, each figure with
  * its source, compiled into expected_table.c by scripts/expected-table), or, on a CPU, the
- * suite's own memory probe of the same run. sl_result_emit adds to each row that has a comparable metric
+ * suite's own memory probe of the same run. sl_result_emit adds to each row that has a
+ * comparable metric
  *   metrics  expected     (the metric's unit)   the figure, in the measured metric's unit
  *            of_expected  (fraction)            measured / expected
  *   params   expected_of                        the metric compared (busbw, gflops, tflops, ...)

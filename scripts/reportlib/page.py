@@ -11,7 +11,7 @@ import sys
 from gatelib.files import load_manifest
 
 from . import figures as F
-from . import allreduce_plots, pairs_plots, pipeline_plots, timeline, training_plots
+from . import allreduce_plots, pipeline_plots, timeline, training_plots
 from .tables import kv_table, rows_table
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # scripts/
@@ -74,6 +74,7 @@ def figures_for(run, prog):
     if prog == "allreduce":
         plotters.append(("busbw and latency", lambda: allreduce_plots.plot(rows, run.ranks_note(rows))))
     if prog == "pairs":
+        from . import pairs_plots   # (needs scripts/pairslib: only for a pairs sweep)
         plotters.append(("heat map", lambda: pairs_plots.heat_map(rows)))
     plotters.append(("step time by phase", lambda: training_plots.phase_bars(rows, prog)))
     if prog == "zero":

@@ -69,14 +69,16 @@ int main(void)
     sl_expected_apply(&h100, "kernels", 0, 1, &r);
     is_double(sl_result_get(&r, "expected"), 989000, 1e-9, "kernels gemm bf16 on an H100: expected 989000 GFLOP/s");
     is_double(sl_result_get(&r, "of_expected"), 0.5, 1e-9, "of_expected = measured / expected");
-    ok(!strcmp(param(&r, "expected_of"), "gflops") && strstr(param(&r, "expected_source"), "nvidia-h100-sxm.json bf16_tflops"),
+    ok(!strcmp(param(&r, "expected_of"), "gflops") &&
+           strstr(param(&r, "expected_source"), "nvidia-h100-sxm.json bf16_tflops"),
        "the row names the metric and the file and figure: %s", param(&r, "expected_source"));
 
     r = row("axpby", "cuda", NULL, "f32", "gbps", 3015, "GB/s");
     sl_result_metric(&r, "gflops", 500, "GFLOP/s");
     snprintf(r.headline, sizeof r.headline, "gflops"); /* the roofline may call it compute-bound */
     sl_expected_apply(&h100, "kernels", 0, 1, &r);
-    is_double(sl_result_get(&r, "of_expected"), 0.9, 1e-9, "an element-wise kernel on an H100: against HBM3's 3350 GB/s");
+    is_double(sl_result_get(&r, "of_expected"), 0.9, 1e-9,
+              "an element-wise kernel on an H100: against HBM3's 3350 GB/s");
     r = row("peak_copy", "cuda", NULL, "f32", "gbps", 3000, "GB/s");
     sl_expected_apply(&h100, "kernels", 0, 1, &r);
     is_double(sl_result_get(&r, "expected"), 3350, 1e-9, "the copy probe on an H100: against HBM3 too");
@@ -90,7 +92,8 @@ int main(void)
 
     r = row("nccl", "cuda", "nccl", "f32", "busbw", 360, "GB/s");
     sl_expected_apply(&h100, "allreduce", 0, 8, &r);
-    is_double(sl_result_get(&r, "of_expected"), 0.8, 1e-9, "nccl busbw on one host of H100s: against NVLink4's 450 GB/s");
+    is_double(sl_result_get(&r, "of_expected"), 0.8, 1e-9,
+              "nccl busbw on one host of H100s: against NVLink4's 450 GB/s");
     r = row("ring", "cpu", "ring", "f32", "busbw", 10, "GB/s");
     sl_expected_apply(&h100, "allreduce", 1, 4, &r);
     is_double(sl_result_get(&r, "expected"), 12.5, 1e-9, "busbw across hosts with a 100 Gb/s link: 12.5 GB/s");
