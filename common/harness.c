@@ -13,6 +13,7 @@
 
 #include "sl_env.h"
 #include "sl_env_check.h"
+#include "sl_expected.h"
 #include "sl_harness.h"
 #include "sl_coll.h"
 #include "sl_json.h"
@@ -406,6 +407,9 @@ static void print_header(sl_ctx *ctx)
         printf("# SIMULATED by SimGrid SMPI (one process on this machine): %s\n",
                *sl_sim_platform() ? sl_sim_platform() : "platform not described (run by scripts/simulate)");
     printf("# results: %s/%s.jsonl\n", ctx->out_dir, ctx->prog->name);
+    char expected[512];
+    sl_expected_describe(sl_expected_here(), expected, sizeof expected);
+    printf("# %s\n", expected);
     fflush(stdout);
 }
 

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "sl_expected.h"
 #include "sl_harness.h"
 #include "sl_json.h"
 #include "sl_sim.h"
@@ -287,6 +288,9 @@ void sl_result_emit(sl_ctx *ctx, const sl_result *row)
     }
     ctx->nrows++;
     if (ctx->rank != 0) return;
+    /* beside the measured figure, what this hardware should give (results/expected) */
+    int multi_host = ctx->node_ranks > 0 && ctx->node_ranks < ctx->nranks;
+    sl_expected_apply(sl_expected_here(), ctx->prog->name, multi_host, ctx->nranks, r);
 
     sl_json j;
     sl_json_init(&j);

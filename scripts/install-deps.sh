@@ -20,7 +20,8 @@ apt_all=(build-essential make openssh-client openmpi-bin libopenmpi-dev libopenb
 # Optional, each on its own so that one the release lacks leaves the rest: plots in
 # scripts/report --html (python3-matplotlib), and, for tests that skip without them, a headless
 # browser that renders the report (chromium), a real one-node Slurm cluster (slurm-wlm: slurmctld,
-# slurmd, srun, sbatch; munge) and two hosts in network namespaces (iproute2); SimGrid's SMPI for
+# slurmd, srun, sbatch; munge) and hosts in network namespaces with a slowed link (iproute2: ip,
+# tc); SimGrid's SMPI for
 # make SIMGRID=1 and scripts/simulate (libsimgrid-dev).
 apt_optional=(python3-matplotlib python3-pil chromium slurm-wlm munge iproute2 libsimgrid-dev)
 dnf_all=(gcc make openmpi-devel openblas-devel hwloc-devel hwloc papi-devel perl-Test-Harness

@@ -6,8 +6,10 @@ A side of a comparison is one of
     `run_all.sh --rounds K` and `--ci`: the same suite run K times, one round after another,
   - a single .jsonl file (one round, no manifest).
 Rows are matched across rounds and sides on (benchmark, variant, dtype, collective, backend,
-ranks, params). Every line is validated against results/schema.json first (schema.py): one that
-is not a row refuses the side, naming file:line and the field.
+ranks, params), params without the expected-value annotations (ANNOTATIONS) and those a program
+derives from its own measurements (MEASURED_PARAMS). Every line is validated against
+results/schema.json first (schema.py): one that is not a row refuses the side, naming file:line
+and the field.
 """
 import math
 import os
@@ -33,9 +35,14 @@ def is_num(v):
 MEASURED_PARAMS = frozenset({"iterations", "bound", "idle_stages"})
 
 
+# parameters that describe the hardware's expected value (docs/expected.md), not what was run:
+# a row keeps its identity whether the machine is in results/expected or not
+ANNOTATIONS = {"expected_of", "expected_source"}
+
+
 def key(r):
     params = tuple(sorted((k, str(v)) for k, v in (r.get("params") or {}).items()
-                          if k not in MEASURED_PARAMS))
+                          if k not in MEASURED_PARAMS and k not in ANNOTATIONS))
     return (r.get("benchmark"), r.get("variant"), r.get("dtype"), r.get("collective"),
             r.get("backend"), r.get("ranks"), params)
 

@@ -73,6 +73,9 @@ def figures_for(run, prog):
     plotters = []
     if prog == "allreduce":
         plotters.append(("busbw and latency", lambda: allreduce_plots.plot(rows, run.ranks_note(rows))))
+    if prog == "pairs":
+        from . import pairs_plots   # (needs scripts/pairslib: only for a pairs sweep)
+        plotters.append(("heat map", lambda: pairs_plots.heat_map(rows)))
     plotters.append(("step time by phase", lambda: training_plots.phase_bars(rows, prog)))
     if prog == "zero":
         plotters.append(("memory per stage", lambda: training_plots.zero_memory(rows)))

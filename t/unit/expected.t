@@ -1,0 +1,4 @@
+#!/bin/sh
+. "$(dirname "$0")/../lib/common.sh"
+export top
+exec "$top/build/t/test_expected"
