@@ -60,17 +60,22 @@ static const void *layer_params(sl_train *t, const void *params, int l, int back
     return lp ? lp : (const char *)params + t->m->w_off[l] * es;
 }
 
+/* A layer's forward kernel on the f32 store (f) or the 16-bit one (mx). */
+static void layer_forward(const sl_mlp *m, sl_mlp_acts *f, sl_mixed *mx, int l, const void *lp)
+{
+    if (mx)
+        sl_mixed_layer_forward(mx, l, lp);
+    else
+        sl_mlp_layer_forward(m, l, f->batch, lp, f->x[l], f->z[l], f->x[l + 1]);
+}
+
 static void forward_layers(sl_train *t, sl_mlp_acts *f, sl_mixed *mx, const void *params, int l0,
                            int l1, const sl_layer_hooks *h)
 {
-    const sl_mlp *m = t->m;
     for (int l = l0; l < l1; l++) {
         const void *lp = layer_params(t, params, l, 0, h, mx ? sl_dtype_size(mx->dt) : sizeof(float));
         double t0 = sl_now();
-        if (mx)
-            sl_mixed_layer_forward(mx, l, lp);
-        else
-            sl_mlp_layer_forward(m, l, f->batch, lp, f->x[l], f->z[l], f->x[l + 1]);
+        layer_forward(t->m, f, mx, l, lp);
         sl_k_sync(t->be);
         char name[40]; /* named by layer, counted from 1, so the trace reads as the model */
         snprintf(name, sizeof name, "forward L%d%s", l + 1, mx ? " (16-bit)" : "");
@@ -80,10 +85,11 @@ static void forward_layers(sl_train *t, sl_mlp_acts *f, sl_mixed *mx, const void
 }
 
 /* One layer's 16-bit backward: the f32 dW either rounded at once into lg, or (micro-batches)
- * summed in f32 at sum and rounded into lg after the last. */
-static void backward16(sl_train *t, sl_acts *a, int l, void *dy, void *dx, const void *lp, void *lg)
+ * summed in f32 at sum (the layer's block of the f32 accumulator) and rounded into lg after the
+ * last. */
+static void backward16(sl_train *t, sl_acts *a, int l, void *dy, void *dx, const void *lp, void *lg,
+                       float *sum)
 {
-    float *sum = sl_f32_at(a->sum32, t->m->w_off[l]);
     const size_t size = sl_mlp_layer_size(t->m, l);
     sl_mixed_layer_backward(&a->mx, l, dy, dx, lp, sum && a->first ? sum : a->gw32, lg);
     if (!sum || a->first) return;
@@ -103,7 +109,7 @@ static void *backward_layers(sl_train *t, sl_mlp_acts *f, sl_acts *a, const void
         void *dx = a ? sl_mixed_dx(&a->mx, l) : l > 0 ? f->dbuf[l & 1] : NULL;
         double t0 = sl_now();
         if (a)
-            backward16(t, a, l, dy, dx, lp, lg);
+            backward16(t, a, l, dy, dx, lp, lg, sl_f32_at(a->sum32, m->w_off[l]));
         else
             sl_mlp_layer_backward(m, l, f->batch, lp, f->x[l], f->z[l], dy, lg, dx);
         sl_k_sync(t->be); /* the layer's gradients are final before a hook communicates them */
@@ -183,6 +189,21 @@ void sl_acts_backward(sl_train *t, sl_acts *a, const void *params, void *grads,
         backward_layers(t, &a->f, NULL, params, grads, sl_train_dout(t, &a->f), 0, L, h);
     else
         backward_layers(t, NULL, a, params, grads, sl_mixed_dout(&a->mx), 0, L, h);
+}
+
+void sl_acts_layer_forward(sl_train *t, sl_acts *a, int l, const void *lp)
+{
+    const int f32 = t->dtype == SL_F32;
+    layer_forward(t->m, f32 ? &a->f : NULL, f32 ? NULL : &a->mx, l, lp);
+}
+
+void sl_acts_layer_backward(sl_train *t, sl_acts *a, int l, void *dy, void *dx, const void *lp, void *lg,
+                            float *sum)
+{
+    if (t->dtype != SL_F32)
+        backward16(t, a, l, dy, dx, lp, lg, sum);
+    else
+        sl_mlp_layer_backward(t->m, l, a->f.batch, lp, a->f.x[l], a->f.z[l], dy, lg, dx);
 }
 
 void sl_train_optimize(sl_train *t, float *params, const float *grads, float *state, size_t off,
