@@ -82,6 +82,7 @@ typedef struct sl_train_mixed_state {
     sl_loss_scaler sc;    /* sl_train_scaler(dtype): dynamic for f16, none for bf16 */
     int applied;          /* optimizer steps taken (AdamW's count: a skipped step is not one) */
     long overflow_steps;  /* steps on which THIS rank saw inf/NaN itself (before the OR) */
+    int alone;            /* decided by each rank alone (sl_train_decide_alone): no flag sent */
 } sl_train_mixed_state;
 
 struct sl_technique;

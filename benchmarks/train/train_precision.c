@@ -162,6 +162,7 @@ int sl_train_decide_alone(sl_train *t)
 {
     if (t->dtype == SL_F32) return sl_train_decide(t);
     t->scaled = 1;
+    t->ms.alone = 1;
     if (t->ms.sc.mode == SL_SCALE_DYNAMIC) t->ms.sc.mode = SL_SCALE_STATIC; /* the row says so */
     const int mine = t->nonfinite > 0;
     t->nonfinite = 0;

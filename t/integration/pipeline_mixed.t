@@ -30,7 +30,9 @@ for (v, c, d), r in rows.items():
         if not (val(r, k) > 0 and val(r, k) * 2 == val(f, k)): bad.append(f"{v}/{c}/{d}: {k} {val(r, k)} vs f32 {val(f, k)}")
     p = r["params"]
     scale = "none" if d == "bf16" else "static" if v == "pipedream" else "dynamic"
-    if p["precision"] != "mixed" or p["loss_scale"] != scale: bad.append(f"{v}/{c}/{d}: {p}")
+    flag = 0 if v == "pipedream" else 4  # pipedream's stages decide alone: no flag is sent
+    if p["precision"] != "mixed" or p["loss_scale"] != scale or p["overflow_flag_bytes"] != flag:
+        bad.append(f"{v}/{c}/{d}: {p}")
     loss, l32 = val(r, "final_loss"), val(f, "final_loss")
     if not (loss > 0 and abs(loss - l32) < 0.05 * l32): bad.append(f"{v}/{c}/{d}: loss {loss} vs f32 {l32}")
 print("\n".join(bad), file=sys.stderr)
