@@ -97,6 +97,16 @@ static void backward16(sl_train *t, sl_acts *a, int l, void *dy, void *dx, const
     if (a->last) sl_k_cast(t->be, size, sum, SL_F32, lg, t->dtype, NULL);
 }
 
+/* A layer's backward kernel on the f32 store (f) or in 16 bits (a; sum: see backward16). */
+static void layer_backward(sl_train *t, sl_mlp_acts *f, sl_acts *a, int l, void *dy, void *dx, const void *lp,
+                           void *lg, float *sum)
+{
+    if (a)
+        backward16(t, a, l, dy, dx, lp, lg, sum);
+    else
+        sl_mlp_layer_backward(t->m, l, f->batch, lp, f->x[l], f->z[l], dy, lg, dx);
+}
+
 static void *backward_layers(sl_train *t, sl_mlp_acts *f, sl_acts *a, const void *params,
                              void *grads, void *dy, int l0, int l1, const sl_layer_hooks *h)
 {
@@ -108,10 +118,7 @@ static void *backward_layers(sl_train *t, sl_mlp_acts *f, sl_acts *a, const void
         if (!lg) lg = (char *)grads + m->w_off[l] * es;
         void *dx = a ? sl_mixed_dx(&a->mx, l) : l > 0 ? f->dbuf[l & 1] : NULL;
         double t0 = sl_now();
-        if (a)
-            backward16(t, a, l, dy, dx, lp, lg, sl_f32_at(a->sum32, m->w_off[l]));
-        else
-            sl_mlp_layer_backward(m, l, f->batch, lp, f->x[l], f->z[l], dy, lg, dx);
+        layer_backward(t, f, a, l, dy, dx, lp, lg, a ? sl_f32_at(a->sum32, m->w_off[l]) : NULL);
         sl_k_sync(t->be); /* the layer's gradients are final before a hook communicates them */
         char name[40];
         snprintf(name, sizeof name, "backward L%d%s", l + 1, a ? " (16-bit)" : "");
@@ -200,10 +207,8 @@ void sl_acts_layer_forward(sl_train *t, sl_acts *a, int l, const void *lp)
 void sl_acts_layer_backward(sl_train *t, sl_acts *a, int l, void *dy, void *dx, const void *lp, void *lg,
                             float *sum)
 {
-    if (t->dtype != SL_F32)
-        backward16(t, a, l, dy, dx, lp, lg, sum);
-    else
-        sl_mlp_layer_backward(t->m, l, a->f.batch, lp, a->f.x[l], a->f.z[l], dy, lg, dx);
+    const int f32 = t->dtype == SL_F32;
+    layer_backward(t, f32 ? &a->f : NULL, f32 ? NULL : a, l, dy, dx, lp, lg, sum);
 }
 
 void sl_train_optimize(sl_train *t, float *params, const float *grads, float *state, size_t off,
