@@ -31,11 +31,19 @@
  * schedule with the same weight versions; its distance from the serial run is reported
  * (drift), not checked.
  *
- * -d f16|bf16 (pipeline/mixed.c): gpipe, 1f1b and interleaved in mixed precision: each stage's
- * layers in 16 bits from an f32 master copy, the boundary activations and gradients sent in
- * 16 bits (half of f32's bytes), the micro-batches' gradients accumulated in f32, the
- * replicas' all-reduce in 16 bits, f16's loss-scaling overflow OR-ed over every rank before
- * the step; checked against sl_train_serial_mixed. pipedream and --compute sleep stay f32.
+ * Every schedule trains in the run's dtype (-d f32|f16|bf16) through the same code: a stage
+ * holds its weights, gradients, kept activations and boundary buffers in t->dtype and runs its
+ * layers through the training layer (sl_acts_map, sl_acts_layer_*), so the boundary tensors
+ * travel in t->dtype (16 bits: exactly half of f32's bytes) and so does the replicas'
+ * all-reduce. In 16 bits the training layer keeps the f32 master weights and optimizer state,
+ * the micro-batches' gradients are summed in f32 (the stage's f32 twin) and rounded once before
+ * the all-reduce, and the step ends with sl_train_unscale / decide / apply: for the flushing
+ * schedules the overflow flag is OR-ed over every stage and replica, as a step applied on some
+ * stages and skipped on others would leave one model made of two steps. pipedream has no point
+ * where the stages meet: each update is decided by its stage alone (sl_train_decide_alone; its
+ * replicas see the same summed gradient, hence the same flag), and f16's loss scale stays
+ * fixed, since a stage must unscale a micro-batch's gradient by the scale its loss was
+ * multiplied with on the last stage. --compute sleep stays f32 (the training layer's rule).
  *
  * --compute sleep is the training layer's sleep mode (train/sl_compute.h): in the timed steps
  * each operation's forward or backward (its layers, and the loss) and the optimizer step are
@@ -56,7 +64,6 @@
 #include "sl_compute.h"
 #include "sl_train.h"
 #include "pipeline/bubble.h"
-#include "pipeline/mixed.h"
 #include "pipeline/schedule.h"
 
 static long long opt_stages = 0, opt_dp = 1, opt_micro = 8, opt_virtual = 0;
@@ -93,7 +100,7 @@ typedef struct chunk {
 } chunk;
 
 typedef struct slot {  /* one micro-batch x chunk in flight */
-    float *keep;       /* activations kept for backward (or only the input: --recompute) */
+    void *keep;        /* activations kept for backward (or only the input: --recompute) */
     sl_coll_req *rq_act, *rq_grad, *sq_act, *sq_grad;
 } slot;
 
@@ -103,13 +110,19 @@ typedef struct stage {
     int last;                /* holds the model's last chunk */
     chunk ch[MAX_CHUNKS];
     size_t nparams;          /* of the stage */
-    float *params, *grads, *optim;
-    float **stash;           /* pipedream: p - s weight versions */
+    void *params, *grads;    /* t->dtype */
+    float *master, *g32;     /* their f32 twins (16 bits; NULL in f32): master weights, the
+                                micro-batches' gradient sum and the unscaled gradient */
+    float *optim;
+    void **stash;            /* pipedream: p - s weight versions (t->dtype) */
     int nstash;
     int rows_max, width_max;
-    float *dbuf[2], *xscratch;
+    void *dbuf[2];           /* dL/dx between a chunk's layers (t->dtype) */
+    float *xscratch, *x32;   /* the data no chunk reads; x32 (16 bits): the input before its cast */
     float **target;          /* per slot, on the stage holding the model's last chunk */
-    float **act_in, **act_out, **grad_in, **grad_out; /* per slot, boundary buffers */
+    void **act_in, **act_out, **grad_in, **grad_out; /* per slot, boundary buffers (t->dtype) */
+    sl_acts acts;            /* the layers' workspaces; each operation maps its block */
+    int nb[MAX_CHUNKS];      /* this step's backwards per chunk so far (the f32 sum's first/last) */
     slot *slots;
     int nslots;              /* micro-batches x chunks with their own buffers */
     op *ops;
@@ -124,8 +137,7 @@ typedef struct stage {
     double wait_b[2];        /* this step's so far: [0] first backward, [1] the later ones */
     int nbackward;           /* this step's backwards so far */
     int recording;           /* in the driver's steps (not sleep mode's replay) */
-    size_t es;               /* bytes of an activation element: the run's dtype */
-    pipe_mixed *mixed;       /* -d f16|bf16 (pipeline/mixed.c); NULL in f32 */
+    size_t es;               /* bytes of an element of the run's dtype */
 } stage;
 
 typedef struct pline {
@@ -202,37 +214,30 @@ static size_t keep_elems(const sl_mlp *m, const chunk *c, int rows, int full)
     return e * (size_t)rows;
 }
 
-static float *activ_alloc(sl_train *t, stage *st, size_t elems)
+static void *activ_alloc(sl_train *t, stage *st, size_t elems)
 {
     st->activ += (double)elems * st->es;
     if (st->activ > st->activ_peak) st->activ_peak = st->activ;
     return sl_k_malloc(t->be, SL_MEM_ACTIV, elems * st->es + 1);
 }
-static void activ_free(sl_train *t, stage *st, float *p, size_t elems)
+static void activ_free(sl_train *t, stage *st, void *p, size_t elems)
 {
     st->activ -= (double)elems * st->es;
     sl_k_free(t->be, p);
 }
 
-/* x[l] (layer inputs) and z[l] (pre-activations) of a chunk inside its kept block; x[l1] is out. */
-static void map_block(const sl_mlp *m, const chunk *c, int rows, float *base, float *out, float **x, float **z)
-{
-    for (int l = c->l0; l < c->l1; l++) {
-        x[l] = base;
-        base += (size_t)rows * m->dims[l];
-    }
-    x[c->l1] = out;
-    for (int l = c->l0; l < c->l1; l++) {
-        if (m->act[l] == SL_ACT_NONE) {
-            z[l] = x[l + 1];
-        } else {
-            z[l] = base;
-            base += (size_t)rows * m->dims[l + 1];
-        }
-    }
-}
-
 static int progress(void *arg);
+
+/* The stage's chunks' weights from the seed, in f32 (the master in 16 bits, cast into params). */
+static void init_weights(sl_train *t, stage *st)
+{
+    const sl_mlp *m = t->m;
+    float *w32 = st->master ? st->master : st->params;
+    for (int c = 0; c < st->nchunks; c++)
+        sl_mlp_init_params(m, (uint64_t)sl_train_opt.seed, m->w_off[st->ch[c].l0], st->ch[c].count,
+                           w32 + st->ch[c].off);
+    if (st->master) sl_k_cast(t->be, st->nparams, st->master, SL_F32, st->params, t->dtype, NULL);
+}
 
 static void setup_stage(sl_train *t, stage *st, const geometry *g, int sched, int s, int first_rep, int nrep, int d)
 {
@@ -262,8 +267,10 @@ static void setup_stage(sl_train *t, stage *st, const geometry *g, int sched, in
         for (int l = ch->l0; l <= ch->l1; l++) st->width_max = m->dims[l] > st->width_max ? m->dims[l] : st->width_max;
     }
     st->last = st->ch[g->v - 1].global == g->p * g->v - 1;
-    st->params = sl_k_malloc(t->be, SL_MEM_PARAMS, st->nparams * sizeof(float) + 1);
-    st->grads = sl_k_malloc(t->be, SL_MEM_GRADS, st->nparams * sizeof(float) + 1);
+    st->params = sl_k_malloc(t->be, SL_MEM_PARAMS, st->nparams * st->es + 1);
+    st->grads = sl_k_malloc(t->be, SL_MEM_GRADS, st->nparams * st->es + 1);
+    st->master = sl_train_twin(t, SL_MEM_PARAMS, st->nparams);
+    st->g32 = sl_train_twin(t, SL_MEM_GRADS, st->nparams);
     st->optim = sl_k_malloc(t->be, SL_MEM_OPTIM,
                             (size_t)sl_optim_state_per_param(&t->optim) * st->nparams * sizeof(float) + 1);
     if (sched == S_PIPEDREAM && s < g->p - 1) {
@@ -271,15 +278,15 @@ static void setup_stage(sl_train *t, stage *st, const geometry *g, int sched, in
         st->stash = calloc((size_t)st->nstash, sizeof *st->stash);
         if (!st->stash) SL_FATAL("out of memory");
         for (int i = 0; i < st->nstash; i++)
-            st->stash[i] = sl_k_malloc(t->be, SL_MEM_PARAMS, st->nparams * sizeof(float) + 1);
+            st->stash[i] = sl_k_malloc(t->be, SL_MEM_PARAMS, st->nparams * st->es + 1);
     }
     st->rows_max = mb_rows(t, st, 0); /* the first micro-batch is the largest */
     for (int i = 0; i < 2; i++)
-        st->dbuf[i] = sl_k_malloc(t->be, SL_MEM_ACTIV, (size_t)st->rows_max * st->width_max * sizeof(float) + 1);
+        st->dbuf[i] = sl_k_malloc(t->be, SL_MEM_ACTIV, (size_t)st->rows_max * st->width_max * st->es + 1);
     const int scratch = m->dims[0] > m->dims[m->nlayers] ? m->dims[0] : m->dims[m->nlayers];
-    /* mixed: a second half, where the first chunk's f32 input is loaded before its cast */
-    const int halves = t->dtype != SL_F32 ? 2 : 1;
-    st->xscratch = sl_k_malloc(t->be, SL_MEM_DATA, (size_t)halves * st->rows_max * scratch * sizeof(float) + 1);
+    st->xscratch = sl_k_malloc(t->be, SL_MEM_DATA, (size_t)st->rows_max * scratch * sizeof(float) + 1);
+    st->x32 = sl_train_twin(t, SL_MEM_DATA, (size_t)st->rows_max * m->dims[0]);
+    sl_acts_alloc_work(t, st->rows_max, &st->acts);
     /* pipedream's stream keeps at most p micro-batches in flight beside a step's m */
     st->nslots = (g->m + (sched == S_PIPEDREAM ? g->m + g->p : 0)) * g->v;
     st->slots = calloc((size_t)st->nslots, sizeof *st->slots);
@@ -306,27 +313,15 @@ static void setup_stage(sl_train *t, stage *st, const geometry *g, int sched, in
     st->ops = malloc((size_t)ops_capacity(g) * sizeof *st->ops);
     if (!st->ops) SL_FATAL("out of memory");
     st->nops = builders[sched](g, s, st->ops);
-    for (int c = 0; c < g->v; c++)
-        sl_mlp_init_params(m, (uint64_t)sl_train_opt.seed, m->w_off[st->ch[c].l0], st->ch[c].count,
-                           st->params + st->ch[c].off);
-    if (t->dtype != SL_F32) { /* params become the master copy, grads the f32 accumulator */
-        size_t block = 0;
-        for (int l = 0; l < m->nlayers; l++) block = sl_mlp_layer_size(m, l) > block ? sl_mlp_layer_size(m, l) : block;
-        st->mixed = malloc(sizeof *st->mixed);
-        if (!st->mixed) SL_FATAL("out of memory");
-        pipe_mixed_setup(t, st->mixed, st->params, st->nparams, st->rows_max, st->width_max, block);
-        sl_k_memset0(t->be, st->grads, st->nparams * sizeof(float));
-    }
+    init_weights(t, st);
+    sl_k_memset0(t->be, st->grads, st->nparams * st->es);
 }
 
 /* Sleep mode: back to the initial weights for the replay with real compute. */
 static void reset(sl_train *t)
 {
     stage *st = &((pline *)t->state)->st;
-    const sl_mlp *m = t->m;
-    for (int c = 0; c < st->g.v; c++)
-        sl_mlp_init_params(m, (uint64_t)sl_train_opt.seed, m->w_off[st->ch[c].l0], st->ch[c].count,
-                           st->params + st->ch[c].off);
+    init_weights(t, st);
     sl_k_memset0(t->be, st->optim, (size_t)sl_optim_state_per_param(&t->optim) * st->nparams * sizeof(float));
     st->pos = 0;
     st->updates = 0;
@@ -334,8 +329,7 @@ static void reset(sl_train *t)
 
 static void free_stage(sl_train *t, stage *st)
 {
-    if (st->mixed) pipe_mixed_free(t, st->mixed);
-    free(st->mixed);
+    sl_acts_free_work(t, &st->acts);
     sl_compute_clock_free(&st->clock);
     for (int k = 0; k < st->nslots; k++) {
         sl_k_free(t->be, st->act_in[k]);
@@ -346,6 +340,9 @@ static void free_stage(sl_train *t, stage *st)
     for (int i = 0; i < st->nstash; i++) sl_k_free(t->be, st->stash[i]);
     for (int i = 0; i < 2; i++) sl_k_free(t->be, st->dbuf[i]);
     sl_k_free(t->be, st->xscratch);
+    sl_k_free(t->be, st->x32);
+    sl_k_free(t->be, st->master);
+    sl_k_free(t->be, st->g32);
     for (int k = 0; st->target && k < st->nslots; k++) sl_k_free(t->be, st->target[k]);
     free(st->target);
     sl_k_free(t->be, st->params);
@@ -393,31 +390,35 @@ static int progress(void *arg)
     return pending;
 }
 
-static void chunk_forward(sl_train *t, stage *st, const chunk *c, const float *params, int rows, float **x,
-                          float **z, sl_phase phase)
+/* Parameter (or gradient) block of layer l of chunk c in a stage buffer of t->dtype. */
+static void *layer_block(const sl_train *t, const void *buf, const chunk *c, int l)
 {
-    const sl_mlp *m = t->m;
+    return sl_train_at(t, buf, c->off + (t->m->w_off[l] - t->m->w_off[c->l0]));
+}
+
+/* The chunk's layers on its mapped block (sl_acts_map), one timed piece each. */
+static void chunk_forward(sl_train *t, stage *st, const chunk *c, const void *params, sl_phase phase)
+{
     /* slept: the operation's layers as one sleep (one wake-up, each erring by microseconds) */
     const char *name = phase == SL_PHASE_RECOMPUTE ? "recompute" : "forward";
     if (sl_compute_sleep_layers(t, &st->clock, c->l0, c->l1, 0, 0, phase, name)) return;
-    for (int l = c->l0; l < c->l1; l++) {
-        const float *lp = params + c->off + (m->w_off[l] - m->w_off[c->l0]);
+    for (int l = c->l0; l < c->l1; l++)
         SL_COMPUTE_PIECE(t, &st->clock, SL_COMPUTE_FORWARD(l), phase, name,
-                         sl_mlp_layer_forward(m, l, rows, lp, x[l], z[l], x[l + 1]));
-    }
+                         sl_acts_layer_forward(t, &st->acts, l, layer_block(t, params, c, l)));
 }
 
-/* dy: dL/d(x[l1]) (overwritten); dx0: where dL/d(x[l0]) goes (NULL for the model's input). */
-static void chunk_backward(sl_train *t, stage *st, const chunk *c, const float *params, int rows, float **x,
-                           float **z, float *dy, float *dx0)
+/* dy: dL/d(x[l1]) (overwritten); dx0: where dL/d(x[l0]) goes (NULL for the model's input).
+ * sum: the f32 accumulator of the step's micro-batches (16 bits, flushing schedules), or NULL. */
+static void chunk_backward(sl_train *t, stage *st, const chunk *c, const void *params, void *dy, void *dx0,
+                           float *sum)
 {
-    const sl_mlp *m = t->m;
     if (sl_compute_sleep_layers(t, &st->clock, c->l0, c->l1, 1, 0, SL_PHASE_COMPUTE, "backward")) return;
     for (int l = c->l1 - 1; l >= c->l0; l--) {
-        size_t o = c->off + (m->w_off[l] - m->w_off[c->l0]);
-        float *dx = l > c->l0 ? st->dbuf[l & 1] : dx0;
+        const size_t o = c->off + (t->m->w_off[l] - t->m->w_off[c->l0]);
+        void *dx = l > c->l0 ? st->dbuf[l & 1] : dx0;
         SL_COMPUTE_PIECE(t, &st->clock, SL_COMPUTE_BACKWARD(l), SL_PHASE_COMPUTE, "backward",
-                         sl_mlp_layer_backward(m, l, rows, params + o, x[l], z[l], dy, st->grads + o, dx));
+                         sl_acts_layer_backward(t, &st->acts, l, dy, dx, layer_block(t, params, c, l),
+                                                layer_block(t, st->grads, c, l), sl_f32_at(sum, o)));
         dy = dx;
     }
 }
@@ -448,15 +449,12 @@ static void prefetch(sl_train *t, stage *st, const op *o)
     const chunk *c = &st->ch[o->chunk];
     const int k = slot_of(st, o), first = c->global == 0, last = c->global == st->g.p * st->g.v - 1;
     if (o->kind != 'F' || (!first && !last)) return;
-    if (st->mixed && first) { /* the input in f32 as the task makes it, rounded into 16 bits */
-        const int scratch = t->m->dims[0] > t->m->dims[t->m->nlayers] ? t->m->dims[0] : t->m->dims[t->m->nlayers];
-        float *x32 = st->xscratch + (size_t)st->rows_max * scratch;
-        load_mb(t, st, o, x32, last ? st->target[k] : st->xscratch);
-        const size_t n = (size_t)mb_rows(t, st, step_mb(st, o)) * t->m->dims[0];
-        sl_k_cast(t->be, n, x32, SL_F32, st->act_in[k], t->dtype, &st->mixed->mx.cnt.act);
-        return;
-    }
-    load_mb(t, st, o, first ? st->act_in[k] : st->xscratch, last ? st->target[k] : st->xscratch);
+    /* the input in f32 as the task makes it: into act_in itself, or (16 bits) into x32 and cast */
+    float *x = !first ? st->xscratch : st->x32 ? st->x32 : st->act_in[k];
+    load_mb(t, st, o, x, last ? st->target[k] : st->xscratch);
+    if (first && st->x32)
+        sl_k_cast(t->be, (size_t)mb_rows(t, st, step_mb(st, o)) * t->m->dims[0], x, SL_F32, st->act_in[k],
+                  t->dtype, NULL);
 }
 
 /* The parts of an operation around its communication ---------------------------------- */
@@ -470,7 +468,7 @@ static void note_inflight(stage *st, int delta)
 
 /* After a forward: its activations block (the input first, full elements) kept for the
  * backward, or only the input (in elements) with --recompute. */
-static void keep_for_backward(sl_train *t, stage *st, int k, float *work, size_t full, size_t in)
+static void keep_for_backward(sl_train *t, stage *st, int k, void *work, size_t full, size_t in)
 {
     if (opt_recompute) {
         st->slots[k].keep = activ_alloc(t, st, in);
@@ -482,60 +480,6 @@ static void keep_for_backward(sl_train *t, stage *st, int k, float *work, size_t
     note_inflight(st, 1);
 }
 
-/* Mixed precision's F and B (pipeline/mixed.c): the same buffers and bookkeeping in 16 bits.
- * The layers of an operation run as one timed piece (no sleep mode here). */
-static void mixed_compute(sl_train *t, stage *st, sl_phase phase, const char *name, double t0)
-{
-    sl_k_sync(t->be);
-    const double t1 = sl_now();
-    st->clock.busy += t1 - t0;
-    sl_train_span(t, phase, name, t0, t1);
-    progress(st);
-}
-
-static void mixed_forward(sl_train *t, stage *st, const op *o)
-{
-    const sl_mlp *m = t->m;
-    const chunk *c = &st->ch[o->chunk];
-    const int k = slot_of(st, o), rows = mb_rows(t, st, step_mb(st, o));
-    const size_t full = keep_elems(m, c, rows, 1), in = keep_elems(m, c, rows, 0);
-    float *work = activ_alloc(t, st, full);
-    sl_k_memcpy(t->be, work, st->act_in[k], in * st->es, SL_K_D2D); /* x[l0] heads the block */
-    double t0 = sl_now();
-    pipe_mixed_forward(st->mixed, c->l0, c->l1, c->off, rows, work, st->act_out[k]);
-    mixed_compute(t, st, SL_PHASE_COMPUTE, "forward (16-bit)", t0);
-    if (c->global == st->g.p * st->g.v - 1) {
-        t0 = sl_now();
-        pipe_mixed_loss(t, st->mixed, rows, st->act_out[k], st->target[k], st->grad_in[k]);
-        mixed_compute(t, st, SL_PHASE_COMPUTE, "loss (scaled)", t0);
-    }
-    keep_for_backward(t, st, k, work, full, in);
-}
-
-static void mixed_backward(sl_train *t, stage *st, const op *o)
-{
-    const sl_mlp *m = t->m;
-    const chunk *c = &st->ch[o->chunk];
-    const int k = slot_of(st, o), rows = mb_rows(t, st, step_mb(st, o));
-    const size_t full = keep_elems(m, c, rows, 1), in = keep_elems(m, c, rows, 0);
-    float *block = st->slots[k].keep;
-    if (opt_recompute) {
-        block = activ_alloc(t, st, full);
-        sl_k_memcpy(t->be, block, st->slots[k].keep, in * st->es, SL_K_D2D);
-        activ_free(t, st, st->slots[k].keep, in);
-        const double t0 = sl_now();
-        pipe_mixed_forward(st->mixed, c->l0, c->l1, c->off, rows, block, st->act_out[k]);
-        mixed_compute(t, st, SL_PHASE_RECOMPUTE, "recompute (16-bit)", t0);
-    }
-    const double t0 = sl_now();
-    pipe_mixed_backward(st->mixed, c->l0, c->l1, c->off, rows, block, st->act_out[k], st->grads, st->grad_in[k],
-                        c->global > 0 ? st->grad_out[k] : NULL);
-    mixed_compute(t, st, SL_PHASE_COMPUTE, "backward (16-bit)", t0);
-    activ_free(t, st, block, full);
-    st->slots[k].keep = NULL;
-    note_inflight(st, -1);
-}
-
 /* F: input in act_in[k] (received, or loaded on the first chunk); output in act_out[k] (to be
  * sent), or, on the model's last chunk, the loss gradient in grad_in[k]. */
 static void do_forward(sl_train *t, stage *st, const op *o)
@@ -544,64 +488,68 @@ static void do_forward(sl_train *t, stage *st, const op *o)
     const chunk *c = &st->ch[o->chunk];
     const int k = slot_of(st, o), rows = mb_rows(t, st, step_mb(st, o));
     const int last = c->global == st->g.p * st->g.v - 1;
-    float *x[SL_MLP_MAX_LAYERS + 1], *z[SL_MLP_MAX_LAYERS];
-    if (st->mixed) {
-        mixed_forward(t, st, o);
-        return;
-    }
     if (st->stash && o->chunk == 0) /* the version this micro-batch's backward will use */
-        sl_k_memcpy(t->be, st->stash[o->mb % st->nstash], st->params, st->nparams * sizeof(float), SL_K_D2D);
+        sl_k_memcpy(t->be, st->stash[o->mb % st->nstash], st->params, st->nparams * st->es, SL_K_D2D);
     size_t full = keep_elems(m, c, rows, 1), in = keep_elems(m, c, rows, 0);
-    float *work = activ_alloc(t, st, full);
-    map_block(m, c, rows, work, st->act_out[k], x, z);
-    sl_k_memcpy(t->be, x[c->l0], st->act_in[k], in * sizeof(float), SL_K_D2D);
+    void *work = activ_alloc(t, st, full);
+    sl_acts_map(t, &st->acts, c->l0, c->l1, rows, work, st->act_out[k], st->grad_in[k]);
+    sl_k_memcpy(t->be, work, st->act_in[k], in * st->es, SL_K_D2D); /* x[l0] heads the block */
     if (sl_compute_sleep_layers(t, &st->clock, c->l0, c->l1, 0, last, SL_PHASE_COMPUTE, "forward")) {
-    } else if (chunk_forward(t, st, c, st->params, rows, x, z, SL_PHASE_COMPUTE), last) {
-        sl_mlp_acts a = {.batch = rows};
-        a.x[m->nlayers] = x[m->nlayers];
-        a.dbuf[m->nlayers & 1] = st->grad_in[k];
-        SL_COMPUTE_PIECE(t, &st->clock, SL_COMPUTE_LOSS, SL_PHASE_COMPUTE, "loss",
-                         sl_train_loss(t, &a, st->target[k]));
+    } else if (chunk_forward(t, st, c, st->params, SL_PHASE_COMPUTE), last) {
+        st->acts.y = st->target[k];
+        SL_COMPUTE_PIECE(t, &st->clock, SL_COMPUTE_LOSS, SL_PHASE_COMPUTE, "loss", sl_acts_loss(t, &st->acts));
     }
     keep_for_backward(t, st, k, work, full, in);
 }
 
-/* B: dL/d(output) in grad_in[k]; dL/d(input) into grad_out[k] (to be sent). */
+/* B: dL/d(output) in grad_in[k]; dL/d(input) into grad_out[k] (to be sent). The flushing
+ * schedules sum a chunk's micro-batches (in f32 in 16 bits: first and last of the step's
+ * backwards of the chunk); pipedream's update takes one micro-batch's gradient. */
 static void do_backward(sl_train *t, stage *st, const op *o)
 {
     const sl_mlp *m = t->m;
     const chunk *c = &st->ch[o->chunk];
     const int k = slot_of(st, o), rows = mb_rows(t, st, step_mb(st, o));
-    float *x[SL_MLP_MAX_LAYERS + 1], *z[SL_MLP_MAX_LAYERS];
-    if (st->mixed) {
-        mixed_backward(t, st, o);
-        return;
-    }
-    const float *w = st->stash ? st->stash[o->mb % st->nstash] : st->params;
+    const void *w = st->stash ? st->stash[o->mb % st->nstash] : st->params;
     size_t full = keep_elems(m, c, rows, 1), in = keep_elems(m, c, rows, 0);
-    float *block = st->slots[k].keep;
+    void *block = st->slots[k].keep;
     if (opt_recompute) {
         block = activ_alloc(t, st, full);
-        map_block(m, c, rows, block, st->act_out[k], x, z);
-        sl_k_memcpy(t->be, x[c->l0], st->slots[k].keep, in * sizeof(float), SL_K_D2D);
-        chunk_forward(t, st, c, w, rows, x, z, SL_PHASE_RECOMPUTE);
+        sl_acts_map(t, &st->acts, c->l0, c->l1, rows, block, st->act_out[k], st->grad_in[k]);
+        sl_k_memcpy(t->be, block, st->slots[k].keep, in * st->es, SL_K_D2D);
+        chunk_forward(t, st, c, w, SL_PHASE_RECOMPUTE);
         activ_free(t, st, st->slots[k].keep, in);
     } else {
-        map_block(m, c, rows, block, st->act_out[k], x, z);
+        sl_acts_map(t, &st->acts, c->l0, c->l1, rows, block, st->act_out[k], st->grad_in[k]);
     }
-    chunk_backward(t, st, c, w, rows, x, z, st->grad_in[k], c->global > 0 ? st->grad_out[k] : NULL);
+    const int pipedream = st->sched == S_PIPEDREAM, nb = st->nb[o->chunk]++;
+    st->acts.first = pipedream || nb == 0;
+    st->acts.last = pipedream || nb == st->g.m - 1;
+    chunk_backward(t, st, c, w, st->grad_in[k], c->global > 0 ? st->grad_out[k] : NULL,
+                   pipedream ? NULL : st->g32);
     activ_free(t, st, block, full);
     st->slots[k].keep = NULL;
     note_inflight(st, -1);
 }
 
-/* The optimizer step of the stage's slice (optimizer step count `count`, 0-based). */
-static void stage_update(sl_train *t, stage *st, int count)
+/* The optimizer step of the stage's slice once its gradients are summed: unscale, the verdict
+ * (the step's over every rank; pipedream's: the stage's own, alone), the optimizer on the master
+ * and the cast back (a timed piece, slept in sleep mode). Leaves the gradients zeroed. */
+static void stage_update(sl_train *t, stage *st, int alone)
 {
-    sl_optim so = sl_optim_for_step(&t->optim, count);
-    SL_COMPUTE_PIECE(t, &st->clock, SL_COMPUTE_OPTIM, SL_PHASE_COMPUTE, "optimizer",
-                     sl_optim_step(t->be, &so, st->nparams, st->params, st->grads, st->optim));
-    sl_k_memset0(t->be, st->grads, st->nparams * sizeof(float));
+    const float *g = sl_train_unscale(t, st->grads, st->g32, st->nparams);
+    if (alone ? sl_train_decide_alone(t) : sl_train_decide(t)) {
+        if (t->sleeping) {
+            sl_compute_sleep_span(t, &st->clock, st->clock.shortest[SL_COMPUTE_OPTIM], SL_PHASE_COMPUTE, "optimizer");
+        } else {
+            const double t0 = sl_now();
+            sl_train_apply(t, st->params, st->master, g, st->optim, st->nparams); /* records its span */
+            st->clock.busy += sl_now() - t0;
+            sl_compute_measured(&st->clock, SL_COMPUTE_OPTIM, sl_now() - t0);
+            progress(st);
+        }
+    }
+    sl_k_memset0(t->be, st->grads, st->nparams * st->es);
 }
 
 /* The distributed executor ---------------------------------------------------------------- */
@@ -648,7 +596,7 @@ static double wait_recv(sl_train *t, stage *st, sl_coll_req **rq)
     return t1 - t0;
 }
 
-static void start_send(sl_train *t, pline *pp, float *buf, size_t count, int peer, int tag, sl_coll_req **rq)
+static void start_send(sl_train *t, pline *pp, void *buf, size_t count, int peer, int tag, sl_coll_req **rq)
 {
     double t0 = sl_now();
     if (*rq) sl_train_coll_ok(sl_coll_wait(*rq), "wait for an earlier send");
@@ -678,11 +626,12 @@ static void run_op(sl_train *t, pline *pp, const op *o)
     if (st->sched == S_PIPEDREAM) { /* update after every backward, summed over the replicas */
         if (pp->d > 1) {
             double t0 = sl_now();
-            sl_train_coll_ok(sl_coll_allreduce(pp->dp_comm, st->grads, st->grads, st->nparams, SL_F32, SL_OP_SUM),
+            sl_train_coll_ok(sl_coll_allreduce(pp->dp_comm, st->grads, st->grads, st->nparams, t->dtype, SL_OP_SUM),
                              "allreduce (replicas)");
             sl_train_span(t, SL_PHASE_COMM, "allreduce", t0, sl_now());
         }
-        stage_update(t, st, st->updates++);
+        stage_update(t, st, 1);
+        st->updates++;
     }
 }
 
@@ -716,6 +665,7 @@ static void pipe_step(sl_train *t, pline *pp)
     const double w0 = sl_now(), b0 = st->clock.busy;
     st->wait_b[0] = st->wait_b[1] = 0;
     st->nbackward = 0;
+    memset(st->nb, 0, sizeof st->nb);
     for (int i = first; i < first + count; i++) run_op(t, pp, &st->ops[i]);
     if (st->recording && t->step < t->nsteps) {
         st->win[t->step] = sl_now() - w0;
@@ -726,17 +676,13 @@ static void pipe_step(sl_train *t, pline *pp)
     /* pipedream: a send may be received only in the next step */
     if (st->sched != S_PIPEDREAM || t->step == t->nsteps - 1) wait_sends(t, st);
     if (st->sched == S_PIPEDREAM) return;
-    if (st->mixed) {
-        pipe_mixed_update(t, st->mixed, pp->dp_comm, pp->d, st->params, st->grads, st->optim);
-        return;
-    }
     if (pp->d > 1) {
         double t0 = sl_now();
-        sl_train_coll_ok(sl_coll_allreduce(pp->dp_comm, st->grads, st->grads, st->nparams, SL_F32, SL_OP_SUM),
+        sl_train_coll_ok(sl_coll_allreduce(pp->dp_comm, st->grads, st->grads, st->nparams, t->dtype, SL_OP_SUM),
                          "allreduce (replicas)");
         sl_train_blocking(t, "allreduce", t0);
     }
-    stage_update(t, st, t->step);
+    stage_update(t, st, 0);
 }
 
 /* The technique's callbacks ------------------------------------------------------------- */
@@ -814,7 +760,7 @@ static void calibrate(sl_train *t)
     for (int c = 0; c < st->nchunks; c++) {
         l0[c] = st->ch[c].l0;
         l1[c] = st->ch[c].l1;
-        params[c] = st->params + st->ch[c].off;
+        params[c] = (const float *)st->params + st->ch[c].off; /* sleep mode is f32's */
     }
     sl_compute_calibrate_mlp(t, &st->clock, st->nchunks, l0, l1, params, st->rows_max, st->last, st->nparams);
 }
@@ -835,7 +781,7 @@ static const float *weights(sl_train *t, size_t *first, size_t *count)
     pline *pp = t->state;
     *first = t->m->w_off[pp->st.ch[0].l0];
     *count = pp->st.ch[0].count;
-    return pp->st.params;
+    return pp->st.master ? pp->st.master : pp->st.params;
 }
 
 /* Stages of replica 0 send their chunks to rank 0 (host copies). */
@@ -846,7 +792,7 @@ static void gather_weights(sl_train *t, float *full)
     MPI_Comm world = t->ctx->comm;
     if (pp->r == 0 && pp->s > 0) {
         float *host = sl_alloc(SL_MEM_OTHER, st->nparams * sizeof(float) + 1);
-        sl_k_memcpy(t->be, host, st->params, st->nparams * sizeof(float), SL_K_D2H);
+        sl_k_memcpy(t->be, host, st->master ? st->master : st->params, st->nparams * sizeof(float), SL_K_D2H);
         SL_CHECK_MPI(MPI_Send(host, (int)st->nparams, MPI_FLOAT, 0, 77, world));
         sl_free(host);
     }
@@ -866,7 +812,7 @@ static void gather_weights(sl_train *t, float *full)
             n += ch->count;
         }
         float *host = sl_alloc(SL_MEM_OTHER, n * sizeof(float) + 1);
-        if (s == 0) sl_k_memcpy(t->be, host, st->params, n * sizeof(float), SL_K_D2H);
+        if (s == 0) sl_k_memcpy(t->be, host, st->master ? st->master : st->params, n * sizeof(float), SL_K_D2H);
         else SL_CHECK_MPI(MPI_Recv(host, (int)n, MPI_FLOAT, s, 77, world, MPI_STATUS_IGNORE));
         for (int c = 0; c < g.v; c++)
             memcpy(full + t->m->w_off[other.ch[c].l0], host + other.ch[c].off, other.ch[c].count * sizeof(float));
@@ -874,29 +820,46 @@ static void gather_weights(sl_train *t, float *full)
     }
 }
 
-/* pipedream's reference: all p stages in one process, every replica's part of a micro-batch
- * in one, each stage running its own list in the order the timeline gives them; the other
- * schedules: serial full-batch training. */
-static void reference(sl_train *t, float *params, double *losses)
+/* Serial full-batch training in the run's dtype: the flushing schedules' reference, and the
+ * run pipedream's drift is measured from. */
+static void serial(sl_train *t, float *params, double *losses)
 {
-    if (t->dtype != SL_F32) { /* gpipe, 1f1b, interleaved: serial mixed-precision training */
+    if (t->dtype != SL_F32)
         sl_train_serial_mixed(t->m, t->task, &t->optim, t->dtype, t->global_batch, t->nsteps,
                               (uint64_t)sl_train_opt.seed, params, losses);
-        return;
-    }
+    else
+        sl_train_serial(t->m, t->task, &t->optim, t->global_batch, t->nsteps, (uint64_t)sl_train_opt.seed, params,
+                        losses);
+}
+
+/* pipedream's reference: all p stages in one process, every replica's part of a micro-batch
+ * in one, each stage running its own list in the order the timeline gives them, in the run's
+ * dtype with the same kernels and verdicts (each stage its own: sl_train_decide_alone); the
+ * other schedules: serial full-batch training.
+ * pipedream's tolerance in 16 bits is the driver's SL_TRAIN_TOL_MIXED_* (sl_train.h): with one
+ * replica the simulation runs each stage's operations as the distributed run does, on the same
+ * 16-bit tensors (bit for bit in practice); with d replicas it runs a micro-batch's rows of all
+ * replicas as one GEMM, rounded once into 16 bits, where the run rounds each replica's part and
+ * sums them in 16 bits: the split-and-rounded gradient sum those tolerances bound for ddp. */
+static void reference(sl_train *t, float *params, double *losses)
+{
     if (t->variant != S_PIPEDREAM) {
-        sl_train_serial(t->m, t->task, &t->optim, t->global_batch, t->nsteps, (uint64_t)sl_train_opt.seed, params, losses);
+        serial(t, params, losses);
         return;
     }
     pline *pp = t->state;
     const int p = pp->p, d = pp->d;
-    sl_train tr = *t; /* its phases are nobody's */
+    /* a run per stage (its own optimizer count and overflow flag); their phases are nobody's */
+    sl_train *tr = malloc((size_t)p * sizeof *tr);
     stage *st = calloc((size_t)p, sizeof *st);
     op **ops = malloc((size_t)p * sizeof *ops);
     int *n = malloc((size_t)p * sizeof *n), **start = malloc((size_t)p * sizeof *start);
-    if (!st || !ops || !n || !start) SL_FATAL("out of memory");
+    if (!tr || !st || !ops || !n || !start) SL_FATAL("out of memory");
     for (int s = 0; s < p; s++) {
-        setup_stage(&tr, &st[s], &pp->st.g, S_PIPEDREAM, s, 0, d, d);
+        tr[s] = *t;
+        tr[s].nonfinite = 0;
+        sl_train_mixed_init(&tr[s].ms, t->dtype);
+        setup_stage(&tr[s], &st[s], &pp->st.g, S_PIPEDREAM, s, 0, d, d);
         ops[s] = st[s].ops;
         n[s] = st[s].nops;
         start[s] = malloc((size_t)n[s] * sizeof **start);
@@ -911,26 +874,29 @@ static void reference(sl_train *t, float *params, double *losses)
         for (int s = 0; s < p; s++) {
             while (next[s] < n[s] && start[s][next[s]] == tu) {
                 const op *o = &ops[s][next[s]++];
-                const int k = slot_of(&st[s], o), rows = mb_rows(&tr, &st[s], step_mb(&st[s], o));
+                sl_train *ts = &tr[s];
+                const int k = slot_of(&st[s], o), rows = mb_rows(ts, &st[s], step_mb(&st[s], o));
                 if (o->kind == 'F') {
-                    prefetch(&tr, &st[s], o);
-                    if (s > 0) sl_k_memcpy(tr.be, st[s].act_in[k], st[s - 1].act_out[slot_of(&st[s - 1], o)],
-                                           (size_t)rows * tr.m->dims[st[s].ch[0].l0] * sizeof(float), SL_K_D2D);
-                    do_forward(&tr, &st[s], o);
+                    prefetch(ts, &st[s], o);
+                    if (s > 0) sl_k_memcpy(ts->be, st[s].act_in[k], st[s - 1].act_out[slot_of(&st[s - 1], o)],
+                                           (size_t)rows * ts->m->dims[st[s].ch[0].l0] * st[s].es, SL_K_D2D);
+                    do_forward(ts, &st[s], o);
                 } else {
-                    if (s < p - 1) sl_k_memcpy(tr.be, st[s].grad_in[k], st[s + 1].grad_out[slot_of(&st[s + 1], o)],
-                                               (size_t)rows * tr.m->dims[st[s].ch[0].l1] * sizeof(float), SL_K_D2D);
-                    do_backward(&tr, &st[s], o);
-                    stage_update(&tr, &st[s], st[s].updates++);
+                    if (s < p - 1) sl_k_memcpy(ts->be, st[s].grad_in[k], st[s + 1].grad_out[slot_of(&st[s + 1], o)],
+                                               (size_t)rows * ts->m->dims[st[s].ch[0].l1] * st[s].es, SL_K_D2D);
+                    do_backward(ts, &st[s], o);
+                    stage_update(ts, &st[s], 1);
+                    st[s].updates++;
                 }
             }
         }
     for (int s = 0; s < p; s++) {
-        sl_k_memcpy(tr.be, params + tr.m->w_off[st[s].ch[0].l0], st[s].params, st[s].nparams * sizeof(float), SL_K_D2D);
-        free_stage(&tr, &st[s]);
+        sl_k_memcpy(t->be, params + t->m->w_off[st[s].ch[0].l0], st[s].master ? st[s].master : st[s].params,
+                    st[s].nparams * sizeof(float), SL_K_D2D);
+        free_stage(&tr[s], &st[s]);
         free(start[s]);
     }
-    void *lists[] = {next, st, ops, n, start};
+    void *lists[] = {next, st, ops, n, start, tr};
     for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) free(lists[i]);
 }
 
@@ -995,11 +961,12 @@ static double drift_from_serial(sl_train *t)
     const size_t n = t->m->nparams;
     float *full = sl_alloc(SL_MEM_OTHER, n * sizeof(float) + 1);
     if (pp->p > 1) gather_weights(t, full);
-    else if (t->rank == 0) sl_k_memcpy(t->be, full, pp->st.params, n * sizeof(float), SL_K_D2H);
+    else if (t->rank == 0)
+        sl_k_memcpy(t->be, full, pp->st.master ? pp->st.master : pp->st.params, n * sizeof(float), SL_K_D2H);
     double drift = 0;
     if (t->rank == 0) {
         float *ref = sl_k_malloc(t->be, SL_MEM_OTHER, n * sizeof(float)), *host = sl_alloc(SL_MEM_OTHER, n * sizeof(float));
-        sl_train_serial(t->m, t->task, &t->optim, t->global_batch, t->nsteps, (uint64_t)sl_train_opt.seed, ref, NULL);
+        serial(t, ref, NULL);
         sl_k_memcpy(t->be, host, ref, n * sizeof(float), SL_K_D2H);
         drift = sl_weights_compare(SL_BACKEND_CPU, n, full, host).max_rel;
         sl_k_free(t->be, ref);
@@ -1070,7 +1037,7 @@ static void row(sl_train *t, sl_result *res)
     if (!mine || !all) SL_FATAL("out of memory");
     mine[pp->s] = st->inflight_peak;
     mine[p + pp->s] = st->activ_peak;
-    mine[2 * p + pp->s] = (double)st->nstash * st->nparams * sizeof(float);
+    mine[2 * p + pp->s] = (double)st->nstash * st->nparams * st->es;
     mine[3 * p + pp->s] = pp->sent;
     SL_CHECK_MPI(MPI_Allreduce(mine, all, 4 * p, MPI_DOUBLE, MPI_MAX, t->ctx->comm));
     double *model = calloc((size_t)p, sizeof *model), peak = 0, pmodel = 0, activ = 0, stash = 0, sent = 0;
@@ -1120,7 +1087,7 @@ static void row(sl_train *t, sl_result *res)
         for (int s = 0; s < p - 1; s++) {
             int gl0, gl1;
             chunk_layers(s, p, &gl0, &gl1);
-            want += (double)(p - s) * sl_mlp_range_size(t->m, gl0, gl1) * sizeof(float);
+            want += (double)(p - s) * sl_mlp_range_size(t->m, gl0, gl1) * sl_train_esize(t);
         }
         sl_result_metric(res, "stash_bytes", stash, "bytes");
         sl_result_metric(res, "drift", drift_from_serial(t), "ratio");
@@ -1138,7 +1105,6 @@ static void row(sl_train *t, sl_result *res)
     double loss = 0;
     SL_CHECK_MPI(MPI_Allreduce(&t->loss, &loss, 1, MPI_DOUBLE, MPI_SUM, t->ctx->comm));
     sl_result_metric(res, "final_loss", sl_compute_sleep_mode() ? NAN : loss, "loss");
-    if (st->mixed) pipe_mixed_row(t, st->mixed, res);
     free(mine);
     free(all);
     free(model);
@@ -1148,15 +1114,6 @@ static void validate(sl_ctx *ctx)
 {
     const int P = ctx->nranks;
     if (opt_micro < 1) sl_usage_error("--micro-batches %lld: expected at least 1", opt_micro);
-    if (ctx->opt.dtypes & ~(1u << SL_F32)) {
-        /* pipedream's 16-bit form would stash 16-bit weight versions and decide each
-         * micro-batch's overflow across the stages mid-stream: not built; it runs in f32 */
-        if (opt_schedules != ~0u && (opt_schedules & (1u << S_PIPEDREAM)) && !(ctx->opt.dtypes & (1u << SL_F32)))
-            sl_usage_error("-d: pipeline trains in f16/bf16 with --schedule gpipe, 1f1b or interleaved only "
-                           "(pipedream trains in f32); drop pipedream, or add f32 to -d");
-        if (opt_schedules & (1u << S_PIPEDREAM))
-            sl_note(ctx, "-d f16/bf16: gpipe, 1f1b and interleaved run in mixed precision; pipedream in f32 only");
-    }
     if (opt_stages == 0) opt_stages = P / opt_dp > 0 ? P / opt_dp : 1;
     if (opt_stages * opt_dp != P)
         sl_usage_error("--stages %lld x --dp %lld = %lld ranks, but %d are running", opt_stages, opt_dp,
@@ -1215,8 +1172,9 @@ static const sl_technique pipeline = {
                 .uses = SL_USES_BACKEND | SL_USES_COLL | SL_USES_DTYPE, .colls = (1u << SL_NCOLLS) - 1,
                 .default_coll = SL_COLL_MPI, .default_iters = 10, .default_warmup = 2,
                 .dtypes = (1u << SL_F32) | (1u << SL_F16) | (1u << SL_BF16), .default_dtype = SL_F32},
-    /* -d f16|bf16 (pipeline/mixed.c): the schedules with one optimizer step per batch */
-    .mixed_variants = (1u << S_GPIPE) | (1u << S_1F1B) | (1u << S_INTERLEAVED),
+    /* every schedule trains in f16/bf16 (pipedream: checked against its own simulation, in the
+     * run's dtype, with the same tolerances: reference() says why) */
+    .mixed_variants = (1u << S_GPIPE) | (1u << S_1F1B) | (1u << S_INTERLEAVED) | (1u << S_PIPEDREAM),
     .tol_mixed_sgd_max = {[SL_F16] = SL_TRAIN_TOL_MIXED_SGD_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_SGD_BF16},
     .tol_mixed_adamw_l2 = {[SL_F16] = SL_TRAIN_TOL_MIXED_ADAMW_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_ADAMW_BF16},
     .variants = schedule_names, .nvariants = NSCHEDULES, .variant_mask = &opt_schedules,

@@ -82,6 +82,7 @@ typedef struct sl_train_mixed_state {
     sl_loss_scaler sc;    /* sl_train_scaler(dtype): dynamic for f16, none for bf16 */
     int applied;          /* optimizer steps taken (AdamW's count: a skipped step is not one) */
     long overflow_steps;  /* steps on which THIS rank saw inf/NaN itself (before the OR) */
+    int alone;            /* decided by each rank alone (sl_train_decide_alone): no flag sent */
 } sl_train_mixed_state;
 
 struct sl_technique;
@@ -453,9 +454,25 @@ void sl_acts_backward(sl_train *t, sl_acts *a, const void *params, void *grads,
  * dL/d(x[l0]), or NULL when l0 == 0. */
 void *sl_acts_backward_range(sl_train *t, sl_acts *a, const void *params, void *grads, void *dy,
                              int l0, int l1, const sl_layer_hooks *h);
-/* Layer l's forward kernel alone, params lp in t->dtype: no hooks, no phase, no sync (the caller
- * times it: checkpointing's recomputation). With slot x[l + 1] NULL only z[l] is computed. */
+
+/* Activations a technique keeps itself (pipeline stages: one block per micro-batch in flight),
+ * run a layer at a time. sl_acts_alloc_work holds only the layers' workspaces for up to `rows`
+ * samples (none in f32; in 16 bits the f32 ones and one layer's f32 dW); sl_acts_map points
+ * layers [l0, l1) at a block in t->dtype (their inputs x[l0..l1), then the pre-activations of
+ * those with an activation), their output x[l1] at out, on `rows` samples, and, when l1 is the
+ * model's last layer, dL/d(output) of sl_acts_loss (whose target is a->y) at dout. */
+void sl_acts_alloc_work(sl_train *t, int rows, sl_acts *a);
+void sl_acts_free_work(sl_train *t, sl_acts *a);
+void sl_acts_map(sl_train *t, sl_acts *a, int l0, int l1, int rows, void *block, void *out, void *dout);
+/* Layer l's kernels alone, with its parameter block lp (t->dtype); no hooks, no phase recorded
+ * and no sync: the caller times the layer (pipeline stages, checkpointing's recomputation).
+ * Forward; with slot x[l + 1] NULL only z[l] is computed (a recomputed segment's top layer).
+ * Backward from dy into dx (NULL: not computed) with its weight gradient into lg: accumulated
+ * (+=) in f32; in 16 bits rounded into lg, or, with sum (the layer's block of an f32
+ * accumulator), summed there over micro-batches as sl_acts_backward does (a->first, a->last). */
 void sl_acts_layer_forward(sl_train *t, sl_acts *a, int l, const void *lp);
+void sl_acts_layer_backward(sl_train *t, sl_acts *a, int l, void *dy, void *dx, const void *lp, void *lg,
+                            float *sum);
 
 /* The unscaled f32 gradient of g[n] (t->dtype) for the optimizer: in 16 bits g / scale into
  * g32 (an f32 twin), counting inf/NaN into the step's flag; in f32 g itself (g32 NULL).
@@ -465,6 +482,12 @@ const float *sl_train_unscale(sl_train *t, const void *g, float *g32, size_t n);
  * of their flags (sl_train_overflow_any: collective, the world) fed to the loss scaler; in f32
  * always 1, without communication. 1: apply the step (sl_train_apply), 0: every rank skips it. */
 int sl_train_decide(sl_train *t);
+/* The verdict of a rank whose updates are its own, at its own times (pipedream's stages step
+ * after each backward, with no point where all ranks meet): from this rank's flag alone,
+ * without communication. 16 bits: a step with inf/NaN is skipped, and the loss scale never
+ * changes (every stage must unscale a micro-batch's gradient by the scale its loss was
+ * multiplied with). f32: sl_train_decide. */
+int sl_train_decide_alone(sl_train *t);
 /* The optimizer on master[n] (f32 twin; NULL in f32: w itself) from g32 with state, then the
  * weights w (t->dtype) cast from it. Phase compute. */
 void sl_train_apply(sl_train *t, void *w, float *master, const float *g32, float *state, size_t n);

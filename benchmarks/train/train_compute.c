@@ -239,6 +239,7 @@ void train_compute_replay(sl_train *t)
 {
     if (opt_compute != 1 || !t->tech->sleep_mode) return;
     t->tech->reset(t);
+    sl_train_mixed_init(&t->ms, t->dtype); /* the optimizer's step count starts again too */
     const int saved = t->step;
     t->replaying = 1;
     for (t->step = 0; t->step < t->nsteps; t->step++) {

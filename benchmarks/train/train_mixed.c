@@ -68,7 +68,7 @@ int sl_train_overflow_any(sl_train *t, int mine, long *seen)
 void sl_train_scaler_row(sl_train *t, const sl_loss_scaler *s, long seen, sl_result *res)
 {
     sl_result_param_str(res, "loss_scale", sl_scale_mode_name(s->mode));
-    sl_result_param_num(res, "overflow_flag_bytes", t->size > 1 ? (double)sizeof(int) : 0);
+    sl_result_param_num(res, "overflow_flag_bytes", t->size > 1 && !t->ms.alone ? (double)sizeof(int) : 0);
     sl_result_metric(res, "skipped_steps", (double)s->skipped, "steps");
     sl_result_metric(res, "final_scale", s->scale, "scale");
     long all = 0;

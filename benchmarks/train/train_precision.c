@@ -74,6 +74,63 @@ void sl_acts_free(sl_train *t, sl_acts *a)
     sl_k_free(t->be, a->gw32);
 }
 
+void sl_acts_alloc_work(sl_train *t, int rows, sl_acts *a)
+{
+    const sl_mlp *m = t->m;
+    memset(a, 0, sizeof *a);
+    a->rows = rows > 0 ? rows : 1;
+    a->first = a->last = 1;
+    if (t->dtype == SL_F32) return; /* the f32 kernels need no workspace */
+    size_t w = 0;
+    for (int l = 0; l <= m->nlayers; l++) w = (size_t)m->dims[l] > w ? (size_t)m->dims[l] : w;
+    const size_t nout = (size_t)a->rows * m->dims[m->nlayers] * sizeof(float);
+    a->mx.m = m;
+    a->mx.be = t->be;
+    a->mx.dt = t->dtype;
+    a->mx.t0 = sl_k_malloc(t->be, SL_MEM_OTHER, (size_t)a->rows * w * sizeof(float));
+    a->mx.t1 = sl_k_malloc(t->be, SL_MEM_OTHER, (size_t)a->rows * w * sizeof(float));
+    a->mx.bias32 = sl_k_malloc(t->be, SL_MEM_OTHER, w * sizeof(float));
+    a->mx.out32 = sl_k_malloc(t->be, SL_MEM_OTHER, nout);
+    a->mx.dout32 = sl_k_malloc(t->be, SL_MEM_OTHER, nout);
+    a->gw32 = sl_k_malloc(t->be, SL_MEM_OTHER, largest_layer(m) * sizeof(float));
+}
+
+void sl_acts_free_work(sl_train *t, sl_acts *a)
+{
+    void *bufs[] = {a->mx.t0, a->mx.t1, a->mx.bias32, a->mx.out32, a->mx.dout32, a->gw32};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) sl_k_free(t->be, bufs[i]);
+    memset(a, 0, sizeof *a);
+}
+
+void sl_acts_map(sl_train *t, sl_acts *a, int l0, int l1, int rows, void *block, void *out, void *dout)
+{
+    const sl_mlp *m = t->m;
+    const size_t es = sl_train_esize(t);
+    const int f32 = t->dtype == SL_F32;
+    char *base = block;
+    void *x[SL_MLP_MAX_LAYERS + 1], *z[SL_MLP_MAX_LAYERS];
+    for (int l = l0; l < l1; l++) {
+        x[l] = base;
+        base += (size_t)rows * m->dims[l] * es;
+    }
+    x[l1] = out;
+    for (int l = l0; l < l1; l++) {
+        z[l] = m->act[l] == SL_ACT_NONE ? x[l + 1] : base;
+        if (m->act[l] != SL_ACT_NONE) base += (size_t)rows * m->dims[l + 1] * es;
+    }
+    for (int l = l0; l <= l1; l++) {
+        if (f32) a->f.x[l] = x[l];
+        else a->mx.x[l] = x[l];
+        if (l == l1) break;
+        if (f32) a->f.z[l] = z[l];
+        else a->mx.z[l] = z[l];
+    }
+    a->f.batch = a->mx.batch = rows;
+    if (l1 < m->nlayers) return;
+    a->f.dbuf[m->nlayers & 1] = dout; /* where sl_acts_loss leaves dL/d(output) */
+    a->mx.dbuf[m->nlayers & 1] = dout;
+}
+
 size_t sl_acts_bytes(const sl_train *t, int rows)
 {
     rows = rows > 0 ? rows : 1;
@@ -104,6 +161,24 @@ int sl_train_decide(sl_train *t)
     const int mine = t->nonfinite > 0;
     t->nonfinite = 0;
     return sl_train_mixed_decide(t, &t->ms, mine, &t->optim_now);
+}
+
+int sl_train_decide_alone(sl_train *t)
+{
+    if (t->dtype == SL_F32) return sl_train_decide(t);
+    t->scaled = 1;
+    t->ms.alone = 1;
+    if (t->ms.sc.mode == SL_SCALE_DYNAMIC) t->ms.sc.mode = SL_SCALE_STATIC; /* the row says so */
+    const int mine = t->nonfinite > 0;
+    t->nonfinite = 0;
+    t->ms.overflow_steps += mine;
+    t->ms.sc.steps++;
+    if (mine) {
+        t->ms.sc.skipped++;
+        return 0;
+    }
+    t->optim_now = sl_optim_for_step(&t->optim, t->ms.applied++);
+    return 1;
 }
 
 void sl_train_apply(sl_train *t, void *w, float *master, const float *g32, float *state, size_t n)

@@ -100,15 +100,26 @@ static void forward_layers(sl_train *t, sl_mlp_acts *f, sl_mixed *mx, const void
 }
 
 /* One layer's 16-bit backward: the f32 dW either rounded at once into lg, or (micro-batches)
- * summed in f32 at sum and rounded into lg after the last. */
-static void backward16(sl_train *t, sl_acts *a, int l, void *dy, void *dx, const void *lp, void *lg)
+ * summed in f32 at sum (the layer's block of the f32 accumulator) and rounded into lg after the
+ * last. */
+static void backward16(sl_train *t, sl_acts *a, int l, void *dy, void *dx, const void *lp, void *lg,
+                       float *sum)
 {
-    float *sum = sl_f32_at(a->sum32, t->m->w_off[l]);
     const size_t size = sl_mlp_layer_size(t->m, l);
     sl_mixed_layer_backward(&a->mx, l, dy, dx, lp, sum && a->first ? sum : a->gw32, lg);
     if (!sum || a->first) return;
     sl_k_add(t->be, SL_F32, size, a->gw32, sum);
     if (a->last) sl_k_cast(t->be, size, sum, SL_F32, lg, t->dtype, NULL);
+}
+
+/* A layer's backward kernel on the f32 store (f) or in 16 bits (a; sum: see backward16). */
+static void layer_backward(sl_train *t, sl_mlp_acts *f, sl_acts *a, int l, void *dy, void *dx, const void *lp,
+                           void *lg, float *sum)
+{
+    if (a)
+        backward16(t, a, l, dy, dx, lp, lg, sum);
+    else
+        sl_mlp_layer_backward(t->m, l, f->batch, lp, f->x[l], f->z[l], dy, lg, dx);
 }
 
 static void *backward_layers(sl_train *t, sl_mlp_acts *f, sl_acts *a, const void *params,
@@ -122,10 +133,7 @@ static void *backward_layers(sl_train *t, sl_mlp_acts *f, sl_acts *a, const void
         if (!lg) lg = (char *)grads + m->w_off[l] * es;
         void *dx = a ? sl_mixed_dx(&a->mx, l) : l > 0 ? f->dbuf[l & 1] : NULL;
         double t0 = sl_now();
-        if (a)
-            backward16(t, a, l, dy, dx, lp, lg);
-        else
-            sl_mlp_layer_backward(m, l, f->batch, lp, f->x[l], f->z[l], dy, lg, dx);
+        layer_backward(t, f, a, l, dy, dx, lp, lg, a ? sl_f32_at(a->sum32, m->w_off[l]) : NULL);
         sl_k_sync(t->be); /* the layer's gradients are final before a hook communicates them */
         char name[40];
         snprintf(name, sizeof name, "backward L%d%s", l + 1, a ? " (16-bit)" : "");
@@ -213,6 +221,13 @@ void sl_acts_backward(sl_train *t, sl_acts *a, const void *params, void *grads,
 {
     void *dout = t->dtype == SL_F32 ? (void *)sl_train_dout(t, &a->f) : sl_mixed_dout(&a->mx);
     sl_acts_backward_range(t, a, params, grads, dout, 0, t->m->nlayers, h);
+}
+
+void sl_acts_layer_backward(sl_train *t, sl_acts *a, int l, void *dy, void *dx, const void *lp, void *lg,
+                            float *sum)
+{
+    const int f32 = t->dtype == SL_F32;
+    layer_backward(t, f32 ? &a->f : NULL, f32 ? NULL : a, l, dy, dx, lp, lg, sum);
 }
 
 void sl_train_optimize(sl_train *t, float *params, const float *grads, float *state, size_t off,

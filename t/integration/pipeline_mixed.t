@@ -1,57 +1,64 @@
 #!/bin/bash
-# pipeline -d f16|bf16: gpipe, 1f1b and interleaved in mixed precision on 3 stages and on
-# 2 stages x 2 replicas pass their check against serial mixed-precision training; the boundary
-# tensors (and the replicas' all-reduce) travel in 16 bits: bytes per step, sent and modelled,
-# exactly half of the f32 run's; kept activations half of f32's; one rank's overflow skips the
-# step on every stage and replica; combinations not built exit 2.
+# pipeline -d f16|bf16: every schedule (gpipe, 1f1b, interleaved, pipedream) x {f32, f16, bf16} x
+# {mpi, ring} on 2 stages and on 2 stages x 2 replicas passes its check (the flushing schedules
+# against serial training in the row's dtype, pipedream against its own simulation in it); the
+# boundary tensors (and the replicas' all-reduce) travel in the row's dtype: bytes per step,
+# sent and modelled, exactly half of the f32 run's, and so are the kept activations and
+# pipedream's weight stash; one rank's overflow skips the step on every stage and replica;
+# combinations not built exit 2.
 . "$(dirname "$0")/../lib/common.sh"
 out=$(tmpdir)
 trap 'rm -rf "$out"' EXIT
 tiny="--layers 9 --width 12 --inputs 6 --outputs 3 --batch 7 -n 2 -w 1 --baseline 0"
 
-halves() { # halves FILE: every row passes; each 16-bit row's bytes and activations are half of f32's
+halves() { # halves FILE: all 24 rows pass; each 16-bit row's bytes, activations, stash are half of f32's
   python3 - "$1" <<'PY'
 import json, sys
-rows = {(r["variant"], r["dtype"]): r for r in map(json.loads, open(sys.argv[1]))}
+rows = {(r["params"]["schedule"], r["collective"], r["dtype"]): r for r in map(json.loads, open(sys.argv[1]))}
 val = lambda r, k: r["metrics"][k]["value"]
 bad = []
-want = {(v, d) for v in ("gpipe", "1f1b", "interleaved") for d in ("f32", "f16", "bf16")}
-if not want <= set(rows): bad.append(f"rows {sorted(rows)}")
-for (v, d), r in rows.items():
-    if r["check"]["status"] != "pass": bad.append(f"{v}/{d}: {r['check']}")
+want = {(v, c, d) for v in ("gpipe", "1f1b", "interleaved", "pipedream") for c in ("mpi", "ring")
+        for d in ("f32", "f16", "bf16")}
+if want != set(rows): bad.append(f"rows {sorted(rows)}")
+for (v, c, d), r in rows.items():
+    if r["check"]["status"] != "pass": bad.append(f"{v}/{c}/{d}: {r['check']}")
     if d == "f32": continue
-    f = rows[(v, "f32")]
-    for k in ("bytes_model", "bytes_sent", "activ_peak"):
-        if not (val(r, k) > 0 and val(r, k) * 2 == val(f, k)): bad.append(f"{v}/{d}: {k} {val(r, k)} vs f32 {val(f, k)}")
+    f = rows[(v, c, "f32")]
+    keys = ["bytes_model", "activ_peak"] + (["stash_bytes"] if v == "pipedream" else [])
+    if val(f, "bytes_sent") is not None: keys.append("bytes_sent")  # null: MPI's all-reduce, unobserved
+    for k in keys:
+        if not (val(r, k) > 0 and val(r, k) * 2 == val(f, k)): bad.append(f"{v}/{c}/{d}: {k} {val(r, k)} vs f32 {val(f, k)}")
     p = r["params"]
-    if p["precision"] != "mixed" or p["loss_scale"] != ("dynamic" if d == "f16" else "none"): bad.append(f"{v}/{d}: {p}")
+    scale = "none" if d == "bf16" else "static" if v == "pipedream" else "dynamic"
+    flag = 0 if v == "pipedream" else 4  # pipedream's stages decide alone: no flag is sent
+    if p["precision"] != "mixed" or p["loss_scale"] != scale or p["overflow_flag_bytes"] != flag:
+        bad.append(f"{v}/{c}/{d}: {p}")
     loss, l32 = val(r, "final_loss"), val(f, "final_loss")
-    if not (loss > 0 and abs(loss - l32) < 0.05 * l32): bad.append(f"{v}/{d}: loss {loss} vs f32 {l32}")
+    if not (loss > 0 and abs(loss - l32) < 0.05 * l32): bad.append(f"{v}/{c}/{d}: loss {loss} vs f32 {l32}")
 print("\n".join(bad), file=sys.stderr)
 sys.exit(1 if bad else 0)
 PY
 }
 
 # shellcheck disable=SC2086
-launch 3 pipeline $tiny --micro-batches 4 -d f32,f16,bf16 --schedule gpipe,1f1b,interleaved \
-  -o "$out/p3" >"$out/p3.txt" 2>&1
-ok $? "3 stages, m=4: gpipe, 1f1b, interleaved in f32, f16, bf16 pass their checks"
-halves "$out/p3/pipeline.jsonl"
-ok $? "3 stages: 16-bit bytes per step (sent and model) and kept activations exactly half of f32's"
-grep -q ' f16 ' "$out/p3.txt" && grep -q ' bf16 ' "$out/p3.txt"
+launch 2 pipeline $tiny --micro-batches 3 -C mpi,ring -d f32,f16,bf16 -o "$out/p2" >"$out/p2.txt" 2>&1
+ok $? "2 stages, m=3: every schedule x f32/f16/bf16 x mpi/ring passes its check"
+halves "$out/p2/pipeline.jsonl"
+ok $? "2 stages: 16-bit bytes per step (sent and model), kept activations and stash exactly half of f32's"
+grep -q ' f16 ' "$out/p2.txt" && grep -q ' bf16 ' "$out/p2.txt"
 ok $? "the table's rows carry their dtype"
 
 # shellcheck disable=SC2086
-launch 4 pipeline $tiny --stages 2 --dp 2 --micro-batches 3 -C ring -d f32,f16,bf16 \
-  --schedule gpipe,1f1b,interleaved -o "$out/dp" >"$out/dp.txt" 2>&1
-ok $? "2 stages x 2 replicas, ring: every schedule and dtype passes"
+launch 4 pipeline $tiny --stages 2 --dp 2 --micro-batches 3 -C mpi,ring -d f32,f16,bf16 -o "$out/dp" \
+  >"$out/dp.txt" 2>&1
+ok $? "2 stages x 2 replicas: every schedule x dtype x mpi/ring passes"
 halves "$out/dp/pipeline.jsonl"
 ok $? "2 x 2: boundary tensors and the replicas' 16-bit all-reduce: bytes exactly half of f32's"
 
 # shellcheck disable=SC2086
-launch 2 pipeline $tiny --micro-batches 3 -d f16,bf16 --optim adamw --recompute --schedule gpipe,1f1b \
+launch 2 pipeline $tiny --micro-batches 3 -d f16,bf16 --optim adamw --recompute --schedule gpipe,1f1b,pipedream \
   -o "$out/adamw" >"$out/adamw.txt" 2>&1
-ok $? "-d f16,bf16 with AdamW and --recompute passes"
+ok $? "-d f16,bf16 with AdamW and --recompute passes (pipedream too)"
 
 # An overflow that only the last rank (stage 1 of replica 1) sees at step 0 (SL_TEST_CORRUPT=1)
 # must skip the step on every stage and replica: rank 0, which saw none, skipped too, the
@@ -81,8 +88,6 @@ while IFS='|' read -r np want args; do
   [ $rc = 2 ] && [ "$(grep -c '^pipeline:' "$out/stderr")" = 1 ] && grep -q -- "$want" "$out/stderr"
   ok $? "$args on $np ranks -> exit 2 naming $want (rc=$rc)"
 done <<'CASES'
-2|pipedream trains in f32|-d f16 --schedule pipedream
-2|pipedream trains in f32|-d bf16 --schedule gpipe,pipedream
 2|--compute sleep|-d f16 --compute sleep --schedule gpipe
 1|accepts f32|-d f8
 CASES
