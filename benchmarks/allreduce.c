@@ -349,7 +349,9 @@ static int model_shape(sl_comm *c, int op, int *steps, int *in_flight, double *b
     switch (impl) {
     case SL_COLL_RING: *steps = halves * (n - 1), *in_flight = 1; break;
     case SL_COLL_DIRECT: *steps = halves, *in_flight = sl_comm_max_inflight(c); break;
-    case SL_COLL_TORUS: *steps = halves * (rows - 1 + cols - 1), *in_flight = 1; break;
+    case SL_COLL_TORUS: /* bidirectional: one message each way round the ring per step */
+        *steps = halves * (rows - 1 + cols - 1), *in_flight = 1 + sl_comm_torus_bidir(c);
+        break;
     default: return 0;
     }
     if (impl == SL_COLL_DIRECT && *in_flight < n - 1) /* rounds of in_flight exchanges each */
@@ -554,6 +556,7 @@ static void emit_row(sl_ctx *ctx, bench *b, const char *mode, const sl_stats *st
     char grid[32];
     if (sl_comm_impl(b->c) == SL_COLL_TORUS)
         sl_result_param_str(&r, "torus_grid", grid_name(b->c, grid, sizeof grid));
+    if (sl_comm_torus_bidir(b->c)) sl_result_param_num(&r, "torus_bidir", 1);
     if (sl_comm_impl(b->c) == SL_COLL_DIRECT)
         sl_result_param_num(&r, "max_inflight", sl_comm_max_inflight(b->c));
     sl_result_set_time(&r, st);
@@ -804,9 +807,11 @@ static void summary(sl_ctx *ctx, series *ser, sl_comm **comms, double membw, dou
             per_step = alpha / steps;
             link_bw = frac / beta / 1e9;
             if (i == SL_COLL_TORUS) grid_name(comms[i], grid, sizeof grid);
-            sl_note(ctx, "%-7s analytic: %d step%s%s%s%s x %.2f us + %.3f S / %.3f GB/s (%d message%s in "
+            sl_note(ctx, "%-7s analytic: %d step%s%s%s%s%s x %.2f us + %.3f S / %.3f GB/s (%d message%s in "
                          "flight per step; each rank sends %.3f S)", sl_coll_name(i), steps,
-                    steps == 1 ? "" : "s", grid[0] ? " (grid " : "", grid, grid[0] ? ")" : "",
+                    steps == 1 ? "" : "s", grid[0] ? " (grid " : "", grid,
+                    comms[i] && sl_comm_torus_bidir(comms[i]) ? ", bidirectional" : "",
+                    grid[0] ? ")" : "",
                     per_step * 1e6, frac, link_bw, in_flight, in_flight == 1 ? "" : "s", frac);
         }
 
@@ -817,6 +822,7 @@ static void summary(sl_ctx *ctx, series *ser, sl_comm **comms, double membw, dou
         sl_result_param_num(&r, "ranks", ctx->nranks);
         if (steps) {
             if (grid[0]) sl_result_param_str(&r, "torus_grid", grid);
+            if (sl_comm_torus_bidir(comms[i])) sl_result_param_num(&r, "torus_bidir", 1);
             sl_result_param_num(&r, "steps", steps);
             sl_result_param_num(&r, "in_flight", in_flight);
             sl_result_metric(&r, "alpha_per_step", per_step, "s");

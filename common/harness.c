@@ -360,7 +360,7 @@ static void resolve_backend_and_colls(sl_ctx *ctx)
     }
 }
 
-/* --torus and --max-inflight against -C and the rank count, then handed to the communication
+/* --torus, --torus-bidir and --max-inflight against -C and the rank count, then handed to the communication
  * layer as the defaults of the communicators the program makes. A prime rank count has no
  * grid but 1 x N: asked for by name, torus then needs --torus 1xN; within "all" (or the
  * program's default list) it is left out with a note. */
@@ -382,6 +382,8 @@ static void resolve_torus_and_inflight(sl_ctx *ctx)
         sl_note(ctx, "skipping the torus collective: %d ranks is prime (only 1x%d, the ring; "
                      "--torus 1x%d runs it)", n, n, n);
     }
+    if (o->torus_bidir && !torus)
+        sl_usage_error("--torus-bidir applies to -C torus only (this run does not measure it)");
     if (sl_option_given(o, "max-inflight") && !((o->colls >> SL_COLL_DIRECT) & 1))
         sl_usage_error("--max-inflight applies to -C direct only (this run does not measure it)");
     if (o->max_inflight > (n > 1 ? n - 1 : 1))
@@ -390,6 +392,7 @@ static void resolve_torus_and_inflight(sl_ctx *ctx)
                        n == 1 ? "" : "s");
     sl_coll_set_torus(o->torus_rows, o->torus_cols);
     sl_coll_set_max_inflight((int)o->max_inflight);
+    sl_coll_set_torus_bidir(o->torus_bidir);
 }
 
 static void print_header(sl_ctx *ctx)

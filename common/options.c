@@ -376,6 +376,7 @@ int sl_options_parse(const sl_program *p, int argc, char **argv, sl_options *o, 
         {{"backend", 'B', SL_OPT_STRING, NULL, 0, 0, 0, 0, SL_BACKEND_CHOICES}, K_BACKEND, SL_USES_BACKEND},
         {{"coll", 'C', SL_OPT_STRING, NULL, 0, 0, 0, 0, "collective implementation(s), comma-separated"}, K_COLL, SL_USES_COLL},
         {{"torus", 0, SL_OPT_STRING, &o->torus, 0, 0, 0, 0, "torus grid RxC"}, K_PLAIN, SL_USES_COLL},
+        {{"torus-bidir", 0, SL_OPT_FLAG, &o->torus_bidir, 0, 0, 0, 0, "torus: bidirectional rings"}, K_PLAIN, SL_USES_COLL},
         {{"max-inflight", 0, SL_OPT_INT, &o->max_inflight, 1, 1 << 20, 0, 0, "direct: exchanges in flight"}, K_PLAIN, SL_USES_COLL},
         {{"out", 'o', SL_OPT_STRING, &o->out, 0, 0, 0, 0, "results directory (default $SL_RESULTS or results/<run-id>)"}, K_PLAIN, 0},
         {{"trace", 0, SL_OPT_FLAG, &o->trace, 0, 0, 0, 0, "write a Chrome trace of every rank's events"}, K_PLAIN, 0},
@@ -615,6 +616,8 @@ void sl_options_print_help(const sl_program *p)
                p->default_colls == p->colls ? "all" : defaults);
         printf("      --torus RxC        -C torus: the grid, R x C = the rank count (default the most\n"
                "                         square; a prime rank count needs 1xN, which is the ring)\n");
+        printf("      --torus-bidir      -C torus: each ring sends half of every chunk each way at once\n"
+               "                         (blocking collectives; non-blocking ones run it at the call)\n");
         printf("      --max-inflight K   -C direct: exchanges in flight at once, 1..ranks-1 (default\n"
                "                         ranks-1: all of them)\n");
     }

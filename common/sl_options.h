@@ -111,6 +111,7 @@ typedef struct sl_options {
     unsigned colls_named;      /* those of them -C named (not through "all" or the default) */
     const char *torus;         /* --torus RxC as given (NULL: the most square grid) */
     int torus_rows, torus_cols;/* parsed from it */
+    int torus_bidir;           /* --torus-bidir: each torus ring both ways at once */
     long long max_inflight;    /* --max-inflight: direct's exchanges in flight (0: nranks - 1) */
     const char *out;           /* results directory, NULL = default */
     int trace;

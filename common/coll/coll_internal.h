@@ -68,6 +68,11 @@ size_t slc_layout_piece(const slc_layout *L, int p); /* first element of piece p
 void slc_ring_rs(sl_comm *c, const slc_ring *g, const void *src, void *work, void *final,
                  const slc_layout *L, sl_dtype t, sl_redop op, int tag);
 void slc_ring_ag(sl_comm *c, const slc_ring *g, void *buf, const slc_layout *L, sl_dtype t, int tag);
+/* The same, bidirectional: each chunk's first half goes clockwise and its second half
+ * counter-clockwise in the same steps (the torus's --torus-bidir). */
+void slc_ring_rs2(sl_comm *c, const slc_ring *g, const void *src, void *work, void *final,
+                  const slc_layout *L, sl_dtype t, sl_redop op, int tag);
+void slc_ring_ag2(sl_comm *c, const slc_ring *g, void *buf, const slc_layout *L, sl_dtype t, int tag);
 
 int slc_ring_allreduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t, sl_redop op);
 int slc_ring_reduce_scatter(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t,

@@ -50,6 +50,7 @@ struct sl_comm {
     struct slc_node *node;  /* shm, hier: the shared-memory window of this rank's node */
     struct slc_hier *hier;  /* hier: the inter-node communicators, one per slice */
     int torus_rows, torus_cols; /* torus: the grid (rows x cols = size) */
+    int torus_bidir;      /* torus: bidirectional rings (coll_torus.c) */
     int max_inflight;     /* direct: exchanges in flight at once; 0: size - 1 */
     unsigned long long bytes_sent; /* bytes this rank has sent through the suite's own transport
                                       (ring, tree, dbtree, rhd, send; not the MPI library's or

@@ -45,6 +45,7 @@ int sl_coll_iallreduce_overlaps(const sl_comm *c)
     if (c->impl == SL_COLL_MPI) return c->space == SL_MEM_HOST || c->mpi_device_ok;
     if (c->impl == SL_COLL_NCCL) return 1;
     if (c->impl == SL_COLL_SHM || c->impl == SL_COLL_HIER) return 0; /* loads and stores */
+    if (c->torus_bidir) return 0; /* two exchanges per step: no schedule (coll_torus.c) */
     return c->space == SL_MEM_HOST;
 }
 

@@ -56,6 +56,55 @@ void slc_ring_ag(sl_comm *c, const slc_ring *g, void *buf, const slc_layout *L, 
     }
 }
 
+/* The bidirectional ring: each chunk cut in two halves, the first travelling the ring
+ * clockwise (to the right, as above) and the second counter-clockwise, both at once, so every
+ * step exchanges with both neighbours and sends half a chunk each way. The same n-1 steps and
+ * the same bytes; the two halves of a chunk are summed in opposite orders around the ring. */
+static void half(const slc_layout *L, int i, int ccw, size_t *off, size_t *len)
+{
+    size_t o = off_of(L, i), l = len_of(L, i), h = l - l / 2; /* clockwise takes the odd one */
+    *off = ccw ? o + h : o;
+    *len = ccw ? l / 2 : h;
+}
+
+void slc_ring_rs2(sl_comm *c, const slc_ring *g, const void *src, void *work, void *final,
+                  const slc_layout *L, sl_dtype t, sl_redop op, int tag)
+{
+    int n = g->n, r = g->pos;
+    for (int s = 0; s < n - 1; s++) {
+        slx_msg m[2];
+        for (int d = 0; d < 2; d++) { /* d = 0 clockwise, 1 counter-clockwise */
+            int si = slc_mod(d ? r + s + 1 : r - s - 1, n), ri = slc_mod(d ? r + s + 2 : r - s - 2, n);
+            size_t so, sn, ro, rn, fo, fn;
+            half(L, si, d, &so, &sn);
+            half(L, ri, d, &ro, &rn);
+            half(L, r, d, &fo, &fn);
+            void *dst = s == n - 2 ? slc_at(final, fo - off_of(L, r), t) : slc_at(work, ro, t);
+            m[d] = (slx_msg){.sbuf = slc_at(s == 0 ? src : work, so, t), .sn = sn,
+                             .to = d ? g->left : g->right, .dst = dst, .a = slc_at(src, ro, t),
+                             .rn = rn, .from = d ? g->right : g->left};
+        }
+        slx_fan(c, m, 2, 2, t, op, tag);
+    }
+}
+
+void slc_ring_ag2(sl_comm *c, const slc_ring *g, void *buf, const slc_layout *L, sl_dtype t, int tag)
+{
+    int n = g->n, r = g->pos;
+    for (int s = 0; s < n - 1; s++) {
+        slx_msg m[2];
+        for (int d = 0; d < 2; d++) {
+            int si = slc_mod(d ? r + s : r - s, n), ri = slc_mod(d ? r + s + 1 : r - s - 1, n);
+            size_t so, sn, ro, rn;
+            half(L, si, d, &so, &sn);
+            half(L, ri, d, &ro, &rn);
+            m[d] = (slx_msg){.sbuf = slc_at(buf, so, t), .sn = sn, .to = d ? g->left : g->right,
+                             .dst = slc_at(buf, ro, t), .rn = rn, .from = d ? g->right : g->left};
+        }
+        slx_fan(c, m, 2, 2, t, SL_NREDOPS, tag);
+    }
+}
+
 int slc_ring_allreduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t, sl_redop op)
 {
     slc_ring g = whole_ring(c);

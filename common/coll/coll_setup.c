@@ -118,8 +118,8 @@ int sl_coll_available(sl_coll impl, sl_mem_space space, char *why, size_t whylen
     return rc;
 }
 
-/* The defaults of sl_coll_set_torus and sl_coll_set_max_inflight. */
-static int torus_rows, torus_cols, max_inflight;
+/* The defaults of sl_coll_set_torus, sl_coll_set_torus_bidir and sl_coll_set_max_inflight. */
+static int torus_rows, torus_cols, torus_bidir, max_inflight;
 
 void sl_coll_set_torus(int rows, int cols)
 {
@@ -128,6 +128,7 @@ void sl_coll_set_torus(int rows, int cols)
 }
 
 void sl_coll_set_max_inflight(int k) { max_inflight = k > 0 ? k : 0; }
+void sl_coll_set_torus_bidir(int on) { torus_bidir = on != 0; }
 
 int sl_comm_create(sl_comm **out, MPI_Comm comm, sl_coll impl, sl_mem_space space)
 {
@@ -152,6 +153,7 @@ int sl_comm_create(sl_comm **out, MPI_Comm comm, sl_coll impl, sl_mem_space spac
     } else {
         sl_coll_torus_grid(c->size, &c->torus_rows, &c->torus_cols);
     }
+    c->torus_bidir = impl == SL_COLL_TORUS && torus_bidir;
     c->max_inflight = max_inflight && max_inflight < c->size - 1 ? max_inflight : c->size - 1;
     if (space == SL_MEM_DEVICE) {
         c->mpi_device_ok = mpi_is_cuda_aware();
@@ -197,6 +199,7 @@ void sl_comm_torus(const sl_comm *c, int *rows, int *cols)
     *cols = c->torus_cols;
 }
 int sl_comm_max_inflight(const sl_comm *c) { return c->max_inflight; }
+int sl_comm_torus_bidir(const sl_comm *c) { return c->torus_bidir; }
 size_t sl_comm_scratch_bytes(const sl_comm *c)
 {
     return c->work_bytes + c->work_host_bytes + c->seg_scratch_bytes + c->stage_bytes;

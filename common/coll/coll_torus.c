@@ -10,7 +10,13 @@
  * summed over its row; the column ring cuts that chunk into its R pieces, and rank r ends
  * with piece r summed over all. Bytes sent per rank: (C-1)/C S along the row plus (R-1)/R
  * S/C along the column, twice: 2(RC-1)/(RC) S, the ring's; steps: 2(C-1) + 2(R-1) instead of
- * the ring's 2(RC-1). A 1 x N grid is the ring. */
+ * the ring's 2(RC-1). A 1 x N grid is the ring.
+ *
+ * Bidirectional (c->torus_bidir, --torus-bidir): every ring sends the first half of each chunk
+ * clockwise and the second half counter-clockwise in the same step, as a torus whose links
+ * carry traffic both ways does: the same steps and bytes, half of each step's bytes on each
+ * link direction. The non-blocking engine runs one exchange per step, so it has no schedule
+ * for this (sl_coll_iallreduce_overlaps is 0 and the i-calls run these loops at the call). */
 #include "coll_internal.h"
 
 int sl_coll_torus_grid(int n, int *rows, int *cols)
@@ -49,14 +55,18 @@ static void torus_rs(sl_comm *c, const grid *g, const void *src, void *work, voi
     const void *col_src = g->row.n > 1 ? work : src;
     void *row_final = final;
     if (g->col.n > 1) row_final = slc_at(work, slc_layout_piece(&g->lrow, g->row.pos * g->col.n), t);
-    slc_ring_rs(c, &g->row, src, work, row_final, &g->lrow, t, op, SL_TAG_TORUS);
-    slc_ring_rs(c, &g->col, col_src, work, final, &g->lcol, t, op, SL_TAG_TORUS);
+    void (*rs)(sl_comm *, const slc_ring *, const void *, void *, void *, const slc_layout *,
+               sl_dtype, sl_redop, int) = c->torus_bidir ? slc_ring_rs2 : slc_ring_rs;
+    rs(c, &g->row, src, work, row_final, &g->lrow, t, op, SL_TAG_TORUS);
+    rs(c, &g->col, col_src, work, final, &g->lcol, t, op, SL_TAG_TORUS);
 }
 
 static void torus_ag(sl_comm *c, const grid *g, void *buf, sl_dtype t)
 {
-    slc_ring_ag(c, &g->col, buf, &g->lcol, t, SL_TAG_TORUS);
-    slc_ring_ag(c, &g->row, buf, &g->lrow, t, SL_TAG_TORUS);
+    void (*ag)(sl_comm *, const slc_ring *, void *, const slc_layout *, sl_dtype, int) =
+        c->torus_bidir ? slc_ring_ag2 : slc_ring_ag;
+    ag(c, &g->col, buf, &g->lcol, t, SL_TAG_TORUS);
+    ag(c, &g->row, buf, &g->lrow, t, SL_TAG_TORUS);
 }
 
 int slc_torus_allreduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t, sl_redop op)
@@ -90,7 +100,7 @@ int slc_torus_allgather(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t
     return SL_COLL_OK;
 }
 
-/* The same four rings as a schedule for the non-blocking engine. */
+/* The same four rings (unidirectional) as a schedule for the non-blocking engine. */
 int slc_torus_schedule(const sl_comm *c, size_t count, size_t block, int parts, slc_step *out)
 {
     grid g = grid_of(c, count, block);

@@ -127,6 +127,13 @@ int sl_coll_torus_grid(int n, int *rows, int *cols);
  * uses at most nranks - 1). Not collective; every rank must set the same. */
 void sl_coll_set_torus(int rows, int cols);
 void sl_coll_set_max_inflight(int k);
+/* The torus's rings bidirectional (on != 0; a program's --torus-bidir) for the torus
+ * communicators made afterwards: each dimension's reduce-scatter and all-gather send half of
+ * every chunk each way round the ring at once, exchanging with both neighbours each step
+ * (the same steps and bytes). The non-blocking engine runs one exchange per step and cannot:
+ * a bidirectional torus's non-blocking collectives run the blocking algorithm inside the start
+ * call (sl_coll_iallreduce_overlaps says 0). Not collective; every rank must set the same. */
+void sl_coll_set_torus_bidir(int on);
 
 /* The communicator: opaque; made and queried by the calls below. */
 typedef struct sl_comm sl_comm;
@@ -154,6 +161,8 @@ unsigned long long sl_comm_bytes_sent(const sl_comm *c);
  * (1..nranks-1; 0 on one rank). */
 void sl_comm_torus(const sl_comm *c, int *rows, int *cols);
 int sl_comm_max_inflight(const sl_comm *c);
+/* Whether c's torus rings are bidirectional (sl_coll_set_torus_bidir; 0 for other implementations). */
+int sl_comm_torus_bidir(const sl_comm *c);
 /* Scratch the communicator holds now: buffers the algorithms allocated for intermediate data
  * (and staging copies), kept between calls and grown as needed. After sl_comm_scratch_free and
  * one operation, the scratch that operation needed. Not the MPI library's or NCCL's own. */
@@ -215,7 +224,9 @@ int sl_coll_barrier(sl_comm *c);
  *           received into the stage, copied to the device when complete).
  *   others  collectives of the suite's algorithms on device buffers (without CUDA-aware MPI: the
  *           copies to and from the device must be ordered with the messages), of mpi on device
- *           buffers without CUDA-aware MPI, and on vectors whose messages exceed 2 GiB run to
+ *           buffers without CUDA-aware MPI, a bidirectional torus (sl_coll_set_torus_bidir: the
+ *           engine runs one exchange per step, the bidirectional ring needs two), and on
+ *           vectors whose messages exceed 2 GiB run to
  *           completion inside the start call: correct, but nothing overlaps.
  *           sl_coll_iallreduce_overlaps says which case a communicator is in (for vectors
  *           under 2 GiB).

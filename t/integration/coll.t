@@ -64,4 +64,7 @@ run 9 "[default grid 3x3, 8 in flight] " --counts-only --only direct,torus
 run 8 "[--grid 4x2] " --counts-only --only direct,torus --grid 4x2
 run 8 "[default grid 2x4] " --counts-only --only torus
 run 7 "[default grid 1x7, --max-inflight 3] " --counts-only --only direct,torus --max-inflight 3
+# The bidirectional torus (--torus-bidir) on the first 4, 6, 8 and 9 ranks of one launch (grids
+# 2x2, 2x3, 2x4, 3x3): exact at counts 0, 1, 3, 10^6 + 3 in every dtype, bytes 2(n-1)/n S.
+run 9 "[bidirectional, on 4 6 8 9 ranks] " --sizes 4,6,8,9 --bidir
 echo "1..$n"

@@ -27,6 +27,7 @@
 #include "coll_reference.h"
 
 static int g_rank, g_size;
+static MPI_Comm g_world; /* the ranks under test: MPI_COMM_WORLD, or --sizes' first k */
 static const size_t small_counts[] = {0, 1, 2, 7, 1000};
 #define NSMALL (sizeof small_counts / sizeof small_counts[0])
 static const size_t large_counts[] = {100003, 1 << 20}; /* a prime above 10^5, and 2^20 */
@@ -70,7 +71,7 @@ static void verdict(tally *ty, const char *fmt, ...)
     vsnprintf(name, sizeof name, fmt, ap);
     va_end(ap);
     int any = 0;
-    MPI_Allreduce(&ty->fails, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(&ty->fails, &any, 1, MPI_INT, MPI_MAX, g_world);
     if (ty->fails) fprintf(stderr, "# np=%d rank %d: %s: %s\n", g_size, g_rank, name, ty->first);
     if (g_rank == 0) ok(any == 0, "np=%d %s", g_size, name);
     memset(ty, 0, sizeof *ty);
@@ -835,6 +836,8 @@ static void check_node_bytes(sl_comm *c)
  * non-blocking one at the small counts (sweep_nonblocking runs its schedules on 100003); and
  * each rank sends 2 (n-1)/n of the vector S in the all-reduce ((n-1)/n in reduce-scatter and
  * in all-gather), the ring's volume, on a count that every grid divides evenly. */
+static int g_bidir; /* --bidir: the torus's rings both ways */
+
 static void check_direct_torus(sl_comm *c, const char *space, int quick)
 {
     sl_coll impl = sl_comm_impl(c);
@@ -846,7 +849,8 @@ static void check_direct_torus(sl_comm *c, const char *space, int quick)
     int rows, cols;
     sl_comm_torus(c, &rows, &cols);
     char grid[64];
-    if (impl == SL_COLL_TORUS) snprintf(grid, sizeof grid, "grid %dx%d", rows, cols);
+    if (impl == SL_COLL_TORUS)
+        snprintf(grid, sizeof grid, "grid %dx%d%s", rows, cols, g_bidir ? ", bidirectional" : "");
     else snprintf(grid, sizeof grid, "%d in flight", sl_comm_max_inflight(c));
     if (rows * cols != g_size) fail(&ty, "grid %dx%d on %d ranks", rows, cols, g_size);
     size_t ncounts = sizeof counts / sizeof counts[0] - (quick ? 1 : 0);
@@ -892,26 +896,61 @@ static void check_direct_torus(sl_comm *c, const char *space, int quick)
     bufs_free(&b);
 }
 
+/* --sizes K,K,...: the torus's counts and bytes on the first K ranks of this launch, for each
+ * K (at most the launch's size), so that one launch covers several grids; the others wait. */
+static void check_torus_sizes(const char *list, int quick)
+{
+    int world_rank = g_rank, world_size = g_size;
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *k = strtok(buf, ","); k; k = strtok(NULL, ",")) {
+        int size = atoi(k);
+        if (size < 1 || size > world_size) continue;
+        MPI_Comm sub;
+        MPI_Comm_split(MPI_COMM_WORLD, world_rank < size ? 0 : MPI_UNDEFINED, world_rank, &sub);
+        if (sub != MPI_COMM_NULL) {
+            g_world = sub;
+            MPI_Comm_rank(sub, &g_rank);
+            MPI_Comm_size(sub, &g_size);
+            sl_comm *c;
+            if (sl_comm_create(&c, sub, SL_COLL_TORUS, SL_MEM_HOST) == SL_COLL_OK) {
+                check_direct_torus(c, "host", quick);
+                sl_comm_destroy(c);
+            } else if (g_rank == 0) {
+                ok(0, "np=%d host torus: create", g_size);
+            }
+            MPI_Comm_free(&sub);
+        }
+        g_world = MPI_COMM_WORLD, g_rank = world_rank, g_size = world_size;
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+    g_world = MPI_COMM_WORLD;
     sl_set_program_name("test_coll");
     /* --quick: skip the large counts; --only a,b: these implementations only (coll.t runs
      * shm and hier again on virtual nodes) */
     int quick = 0, counts_only = 0;
     unsigned only = ~0u;
+    const char *sizes = NULL;
     for (int a = 1; a < argc; a++) {
         if (!strcmp(argv[a], "--quick")) quick = 1;
         /* --counts-only: direct's and the torus's counts and bytes, nothing else (coll.t's
-         * extra grids); --grid RxC, --max-inflight K: as the programs' --torus, --max-inflight */
+         * extra grids); --grid RxC, --bidir, --max-inflight K: as the programs' --torus, --torus-bidir,
+         * --max-inflight; --sizes K,...: only the torus, on the first K ranks (check_torus_sizes) */
         if (!strcmp(argv[a], "--counts-only")) counts_only = 1;
         if (!strcmp(argv[a], "--grid") && a + 1 < argc) {
             int r = 0, k = 0;
             if (sscanf(argv[++a], "%dx%d", &r, &k) == 2) sl_coll_set_torus(r, k);
         }
+        if (!strcmp(argv[a], "--bidir")) sl_coll_set_torus_bidir(g_bidir = 1);
         if (!strcmp(argv[a], "--max-inflight") && a + 1 < argc) sl_coll_set_max_inflight(atoi(argv[++a]));
+        if (!strcmp(argv[a], "--sizes") && a + 1 < argc) sizes = argv[++a];
         if (!strcmp(argv[a], "--only") && a + 1 < argc) {
             only = 0;
             for (char *name = strtok(argv[++a], ","); name; name = strtok(NULL, ","))
@@ -919,6 +958,13 @@ int main(int argc, char **argv)
         }
     }
 
+    if (sizes) {
+        check_torus_sizes(sizes, quick);
+        if (g_rank == 0) done_testing();
+        int status = exit_status();
+        MPI_Finalize();
+        return status;
+    }
     if (!counts_only) {
         check_setup();
         check_reference();

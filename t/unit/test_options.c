@@ -122,6 +122,9 @@ int main(void)
     is_int(parse(&prog, &o, err, sizeof err, "--torus=1x7", "--max-inflight", "3"), 0,
            "--torus=1x7 --max-inflight 3");
     ok(o.torus_rows == 1 && o.torus_cols == 7 && o.max_inflight == 3, "--torus 1x7, --max-inflight 3");
+    ok(!o.torus_bidir, "the torus's rings one way unless --torus-bidir");
+    is_int(parse(&prog, &o, err, sizeof err, "--torus-bidir", NULL, NULL), 0, "--torus-bidir");
+    ok(o.torus_bidir == 1, "--torus-bidir: the torus's rings both ways");
     static const char *const bad_grids[] = {"2x",  "x4",   "0x4", "2x0",  "2x4x1",
                                             " 2x4", "2x+4", "2X4", "-1x4", "99999999x1"};
     for (size_t i = 0; i < sizeof bad_grids / sizeof bad_grids[0]; i++)
