@@ -167,7 +167,7 @@ CFLAGS  += $(CFLAGS_BASE) $(OPT) $(SAN) $(DEFS)
 # exceptions not treated as side effects, so that the branch-free selects of kernels/cpu/vmath.h
 # vectorise. Neither changes a computed value; -ffast-math (which does) is not used.
 CPU_KERNEL_CFLAGS := -fno-math-errno -fno-trapping-math
-LDLIBS  := -lopenblas -lhwloc -lm
+LDLIBS  := -lopenblas -lhwloc -lmvec -lm
 ifeq ($(PAPI),1)
 LDLIBS  += -lpapi
 endif

@@ -31,6 +31,7 @@
 #include "ref.h"
 #include "train_ref.h"
 #include "scalelab.h"
+#include "sl_env.h"
 #include "sl_half.h"
 #include "sl_rng.h"
 
@@ -633,6 +634,18 @@ static void train_demo(run *R, int steps)
     sl_k_free(be, p);
 }
 
+/* The instruction set the cloned kernels run and the CPU flags beside it (the manifest's
+ * cpu_isa), so that a figure is read with the ISA that made it. */
+static void note_cpu_isa(const sl_ctx *ctx)
+{
+    const char *flags[SL_ENV_ISA_FLAGS_MAX];
+    int n = sl_env_cpu_isa_flags(flags, SL_ENV_ISA_FLAGS_MAX);
+    char list[96] = "";
+    for (int i = 0; i < n; i++) snprintf(list + strlen(list), sizeof list - strlen(list), " %s", flags[i]);
+    sl_note(ctx, "vector math (gelu, gelu_bwd, softmax_xent): %s; CPU flags:%s", sl_env_cpu_vec_isa(),
+            n < 0 ? " none listed in /proc/cpuinfo" : n == 0 ? " none of avx2 fma avx512f f16c avx512_bf16" : list);
+}
+
 int main(int argc, char **argv)
 {
     sl_ctx ctx;
@@ -658,7 +671,7 @@ int main(int argc, char **argv)
             sl_backend_name(R.be));
     if (R.be == SL_BACKEND_CPU) {
         sl_note(&ctx, "threads: %s", sl_k_cpu_threading());
-        sl_note(&ctx, "vector math (gelu, gelu_bwd, softmax_xent): %s", sl_k_cpu_vec_isa());
+        note_cpu_isa(&ctx);
     }
     sl_table_begin(&ctx, columns, (int)(sizeof columns / sizeof columns[0]));
     row copy_row, gemm_row;

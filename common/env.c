@@ -90,6 +90,33 @@ int sl_env_cpu_has_flag(const char *flag)
     return found;
 }
 
+/* The loader's choice among kernels/cpu/cpu.h's SL_CPU_CLONES variants, asked the way GCC's
+ * ifunc resolver asks (cpuid through __builtin_cpu_supports). Here rather than in the kernels
+ * library because the manifest, written by this one, records it. */
+const char *sl_env_cpu_vec_isa(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") ? "avx2" : "sse2";
+#else
+    return "baseline";
+#endif
+}
+
+/* The flags a vectorised CPU kernel may use, the wider variants' and the 16-bit casts'. */
+static const char *const isa_flags[] = {"avx2", "fma", "avx512f", "f16c", "avx512_bf16"};
+
+int sl_env_cpu_isa_flags(const char **has, int max)
+{
+    int n = 0;
+    for (size_t i = 0; i < sizeof isa_flags / sizeof isa_flags[0]; i++) {
+        int h = sl_env_cpu_has_flag(isa_flags[i]);
+        if (h < 0) return -1;
+        if (h && n < max) has[n++] = isa_flags[i];
+    }
+    return n;
+}
+
 /* The kernel's cache description (what lscpu and hwloc read). Not sysconf(_SC_LEVEL3_CACHE_SIZE):
  * glibc takes that from cpuid, which a hypervisor may fill with nonsense (a 2-vCPU AMD EPYC VM
  * here: 320 MiB for a 32 MiB L3, 384 MiB on another). */
@@ -236,6 +263,19 @@ void sl_env_manifest(sl_ctx *ctx, sl_json *j)
     else sl_json_null(j, "bytes");
     sl_json_str(j, "source", llc_source);
     sl_json_obj_end(j);
+    sl_json_obj_end(j);
+
+    sl_json_obj_begin(j, "cpu_isa");
+    sl_json_str(j, "vector", sl_env_cpu_vec_isa());
+    const char *flags[SL_ENV_ISA_FLAGS_MAX];
+    int nflags = sl_env_cpu_isa_flags(flags, SL_ENV_ISA_FLAGS_MAX);
+    if (nflags < 0) {
+        sl_json_null(j, "flags");
+    } else {
+        sl_json_arr_begin(j, "flags");
+        for (int i = 0; i < nflags; i++) sl_json_str(j, NULL, flags[i]);
+        sl_json_arr_end(j);
+    }
     sl_json_obj_end(j);
 
     sl_json_arr_begin(j, "rank_binding");

@@ -22,6 +22,15 @@ int sl_env_cpu_model(char *buf, size_t len);
 /* Whether the first CPU's "flags" line in /proc/cpuinfo (x86: the names lscpu shows) lists
  * `flag`: 1 yes, 0 no, -1 when there is no such line (another architecture, no /proc). */
 int sl_env_cpu_has_flag(const char *flag);
+/* The instruction set the cpu backend's vectorised kernels run here, the variant the loader
+ * picks for kernels/cpu/cpu.h's SL_CPU_CLONES: "avx2", "sse2" (x86-64's baseline, GCC's
+ * "default" clone) or "baseline" on a build without clones (another architecture). */
+const char *sl_env_cpu_vec_isa(void);
+/* Which of the flags a vectorised CPU kernel may use (avx2 fma avx512f f16c avx512_bf16, as
+ * lscpu names them) /proc/cpuinfo lists: up to max names into has, their count; -1 where it
+ * lists no flags (another architecture, no /proc). */
+#define SL_ENV_ISA_FLAGS_MAX 5
+int sl_env_cpu_isa_flags(const char **has, int max);
 /* "1 package, 1 NUMA node, 2 cores, 2 PUs, L3 32768 KiB" (the cache from sl_env_llc) */
 int sl_env_topology_summary(char *buf, size_t len, int *cores, int *pus);
 void sl_env_mpi_version(char *buf, size_t len);

@@ -44,9 +44,6 @@ int sl_k_cuda_device_count(void);
  * the OpenMP kernels use threads only when OMP_WAIT_POLICY=passive (or either library is on
  * one thread), because spinning OpenMP threads slow OpenBLAS's GEMMs down (cpu/ops.c). */
 const char *sl_k_cpu_threading(void);
-/* The instruction set the cpu backend's vectorised math runs here: "avx2", "sse2" (x86-64's
- * baseline) or "baseline" elsewhere (cpu/cpu.h, SL_CPU_CLONES). */
-const char *sl_k_cpu_vec_isa(void);
 /* Threads the cpu backend's GEMMs run on in this process (OpenBLAS's count): what a one-rank
  * baseline measured inside a multi-rank run had, to be stated beside figures computed from it. */
 int sl_k_cpu_threads(void);

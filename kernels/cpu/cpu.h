@@ -14,7 +14,7 @@ int sl_cpu_par(size_t n);
  * baseline (generic x86-64: SSE2), and the loader picks by the CPU (GCC's target_clones, an
  * ifunc): twice the lanes without -march=native. Both give the same bits, since their
  * arithmetic is correctly rounded IEEE operations with no contraction into FMA.
- * sl_k_cpu_vec_isa() (kernels.h) names the one this CPU runs. */
+ * sl_env_cpu_vec_isa() (common/sl_env.h) names the one this CPU runs, for the manifest. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define SL_CPU_CLONES __attribute__((target_clones("avx2", "default")))
 #else
