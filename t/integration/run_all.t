@@ -80,7 +80,7 @@ ok $? "SL_LAUNCHER_ARGS split at whitespace, '*' not expanded: $(cat "$out/log")
 # A failing program: the suite carries on and exits non-zero (a program past its time limit
 # is killed the same way). A stand-in program that fails is placed in a copy of bin/.
 mkdir -p "$out/tree/bin" "$out/tree/scripts" "$out/tree/results"
-cp run_all.sh "$out/tree/" && cp -r scripts/sl-launch scripts/report scripts/gatelib "$out/tree/scripts/"
+cp run_all.sh "$out/tree/" && cp -r scripts/sl-launch scripts/report scripts/gatelib scripts/reportlib "$out/tree/scripts/"
 cp results/schema.json "$out/tree/results/"  # what the report validates the rows against
 printf '#!/bin/sh\nexit 1\n' >"$out/tree/bin/always_fails"
 printf '#!/bin/sh\nsleep 60\n' >"$out/tree/bin/hangs"
@@ -150,7 +150,9 @@ done
 # SIGHUP reaches run_all.sh's process group (here its own session, from setsid), not the
 # launcher's, which timeout puts in a group of its own. Every process of the run has the results
 # directory in its environment (SL_RESULTS): none may be left.
-rm -rf "$out/tree/bin/"* "$out/tree/res" "$out/b_ran"
+# (rank.* of an earlier case would end the wait below before a_hangs has started: then the HUP
+# could reach run_all.sh before its program does)
+rm -rf "$out/tree/bin/"* "$out/tree/res" "$out/b_ran" "$out"/rank.*
 printf '#!/bin/sh\necho $$ >%s/rank.$OMPI_COMM_WORLD_RANK\nexec sleep 60\n' "$out" >"$out/tree/bin/a_hangs"
 printf '#!/bin/sh\ntouch %s/b_ran\n' "$out" >"$out/tree/bin/b_next"
 chmod +x "$out/tree/bin/"*
