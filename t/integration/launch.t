@@ -18,13 +18,14 @@ one_line() { # one_line FILE PATTERN: FILE is one line, which matches PATTERN
 
 # A signal to sl-launch while two ranks run. Ctrl-C and a closed terminal signal the whole
 # process group (here the session setsid made); TERM comes to sl-launch alone (run_all.sh,
-# timeout). A background job starts with SIGINT ignored: perl gives it back its default.
+# timeout). A background job starts with SIGINT ignored, and a test run under nohup with SIGHUP
+# ignored: perl gives both back their default.
 printf '#!/bin/sh\necho $$ >%s/rank.$OMPI_COMM_WORLD_RANK\nexec sleep 60\n' "$out" >"$out/ranks_sleep"
 chmod +x "$out/ranks_sleep"
 for how in "INT group" "HUP group" "TERM pid"; do
   set -- $how
   rm -f "$out"/rank.*
-  SL_T_RUN="$out" setsid perl -e '$SIG{INT} = "DEFAULT"; exec @ARGV' scripts/sl-launch -np 2 "$out/ranks_sleep" \
+  SL_T_RUN="$out" setsid perl -e '$SIG{INT} = $SIG{HUP} = "DEFAULT"; exec @ARGV' scripts/sl-launch -np 2 "$out/ranks_sleep" \
     >"$out/log" 2>&1 &
   sl=$!
   for _ in $(seq 300); do [ -s "$out/rank.0" ] && [ -s "$out/rank.1" ] && break; sleep 0.1; done
