@@ -72,8 +72,41 @@ int sl_launcher_rank(void)
     return 0;
 }
 
+/* The number of ranks as the launcher tells it (1 where no launcher started this process). */
+static int launcher_size(void)
+{
+    const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE", "SLURM_NTASKS"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v) return atoi(v);
+    }
+    return 1;
+}
+
+/* Waits, at most a few seconds, until every rank has reached this point. A deadline rather than
+ * MPI_Barrier: a rank whose options (or environment) differ from the others' never comes, and a
+ * usage error must not become a hang. */
+static void meet_the_other_ranks(void)
+{
+    MPI_Request req;
+    if (MPI_Ibarrier(MPI_COMM_WORLD, &req) != MPI_SUCCESS) return;
+    for (int i = 0; i < 5000; i++) {
+        int done = 0;
+        MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+        if (done) return;
+        usleep(1000);
+    }
+}
+
 void sl_usage_error(const char *fmt, ...)
 {
+    /* Options are parsed before MPI starts, on every rank, and every rank comes here. Rank 0
+     * prints; the others must not exit first: a launcher that sees a rank exit non-zero stops
+     * the rest, and under load it could stop rank 0 before its line is written. So where a
+     * launcher started several ranks, they start MPI and meet once rank 0 has printed. */
+    int init = 0;
+    MPI_Initialized(&init);
+    if (!init && launcher_size() > 1) MPI_Init(NULL, NULL); /* on failure: print and exit alone */
     int rank = sl_launcher_rank();
     if (mpi_running()) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (rank == 0) {
@@ -84,6 +117,9 @@ void sl_usage_error(const char *fmt, ...)
         write_line(head, " (see --help)", fmt, ap);
         va_end(ap);
     }
-    if (mpi_running()) MPI_Finalize();
+    if (mpi_running()) {
+        meet_the_other_ranks();
+        MPI_Finalize();
+    }
     exit(SL_EXIT_USAGE);
 }

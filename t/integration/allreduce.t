@@ -132,6 +132,19 @@ expect_usage 4 --torus -C ring --torus 2x2
 expect_usage 3 --coll -C ring,torus
 expect_usage 4 --max-inflight -C direct --max-inflight 0
 
+# The line survives a rank 0 that starts last: the other ranks wait for it before they exit (a
+# launcher stops the rest of a job once one rank exits non-zero).
+cat >"$out/slow0" <<'SH'
+#!/bin/sh
+[ "$OMPI_COMM_WORLD_RANK" = 0 ] && sleep 2
+exec "$@"
+SH
+chmod +x "$out/slow0"
+launch 4 "$out/slow0" "$top/bin/allreduce" -C torus --torus 2x+2 >"$out/stdout" 2>"$out/stderr"
+rc=$?
+[ $rc = 2 ] && [ "$(grep -c -- '--torus' "$out/stderr")" = 1 ]
+ok $? "a usage error on 4 ranks whose rank 0 starts 2 s late: exit 2 and rank 0's line (rc=$rc)"
+
 # direct and torus on a prime rank count: the torus runs when its 1 x n grid is given; each rank
 # sends 2(n-1)/n S, the ring's bytes, in both (12 and 48 KiB divide into 3 equal pieces); the rows
 # carry the grid and the bound, the model rows the analytic model's terms.
