@@ -212,6 +212,7 @@ double sl_k_lmhead_xent(sl_backend be, sl_dtype dt, int N, int C, int V, const v
     check_dtype("sl_k_lmhead_xent", dt);
     check_dims("sl_k_lmhead_xent", N, 1, C);
     if (V < 2) SL_FATAL("sl_k_lmhead_xent: vocabulary V=%d below 2", V);
+    if (dx && !dwte) SL_FATAL("sl_k_lmhead_xent: a backward pass (dx) needs dwte");
     int owned;
     float *logits = work_get(be, work, sl_k_lmhead_work_bytes(N, V), &owned);
     float *dlogits = logits + (size_t)N * V;

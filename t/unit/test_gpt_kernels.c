@@ -405,8 +405,24 @@ static void run_backend(void)
     check_block_kernels();
 }
 
+/* The attention's stated cost at a shape small enough to count by hand: B=1, T=2, C=4, 2 heads
+ * (B T C = 8 activations, B NH T T = 8 scores). */
+static void check_attention_cost(void)
+{
+    double fl, by, flb, byb;
+    sl_k_attention_cost(SL_F32, 1, 2, 4, 2, 0, &fl, &by);
+    sl_k_attention_cost(SL_BF16, 1, 2, 4, 2, 1, &flb, &byb);
+    /* forward: 4 B T^2 C; qkv 24 + out 8 values, scores 8 f32 written and read, att 8 written
+     * and read. backward: 8 B T^2 C; dout 8 + qkv 24 + att 8 + dqkv 24 values in bf16, dP 8
+     * f32 written and read, dS 8 bf16 written and read */
+    ok(fl == 64 && by == 4 * 32 + 64 + 64 && flb == 128 && byb == 2 * 64 + 64 + 32,
+       "attention cost: forward %.0f FLOP %.0f B, bf16 backward %.0f FLOP %.0f B", fl, by, flb,
+       byb);
+}
+
 int main(void)
 {
+    check_attention_cost();
     T_BE = SL_BACKEND_CPU;
     run_backend();
     check_block_fd();
