@@ -76,12 +76,14 @@ static const sl_opt extra_opts[] = {
     {0},
 };
 
-/* 16-bit variants exist for GEMM, axpby, casts and the GPT block kernels; cast has no f32
+/* 16-bit variants exist for GEMM, axpby, casts, GELU and the GPT block kernels; cast has no f32
  * variant. */
 static int is_gpt(int k) { return k >= K_LN && k <= K_LMHEAD; }
+/* GELU in f16/bf16 is the GPT layer's sl_k_gelu_forward/backward (gpt.h), timed by bench_gpt */
+static int is_gelu(int k) { return k == K_GELU || k == K_GELU_BWD; }
 static int kernel_runs(int k, sl_dtype dt)
 {
-    int per_dtype = k == K_GEMM || k == K_AXPBY || k == K_CAST || is_gpt(k);
+    int per_dtype = k == K_GEMM || k == K_AXPBY || k == K_CAST || is_gpt(k) || is_gelu(k);
     if (dt != SL_F32 && !per_dtype) return 0;
     return !(k == K_CAST && dt == SL_F32);
 }
@@ -136,7 +138,7 @@ static void validate(sl_ctx *ctx)
     if (opt_train_steps == 0 && runnable == 0)
         sl_usage_error("--kernels (-k): none of the requested kernels has a variant for the "
                        "requested --dtype (-d); 16-bit (f16, bf16) variants exist for gemm, axpby, "
-                       "cast and the GPT kernels only, and cast has no f32 variant");
+                       "cast, gelu, gelu_bwd and the GPT kernels only, and cast has no f32 variant");
     check_elems_fit(ctx, elementwise);
 }
 
@@ -568,6 +570,8 @@ static void gpt_fn(void *p)
         break;
     case K_EMB: sl_k_embedding_forward(a->be, a->dt, a->B, a->T, a->C, a->tok, a->wte, a->wpe, a->y); break;
     case K_EMB_BWD: sl_k_embedding_backward(a->be, a->dt, a->B, a->T, a->C, a->V, a->tok, a->g, a->dwte, a->dw); break;
+    case K_GELU: sl_k_gelu_forward(a->be, a->dt, (size_t)N * a->C, a->x, a->y); break;
+    case K_GELU_BWD: sl_k_gelu_backward(a->be, a->dt, (size_t)N * a->C, a->x, a->g, a->y); break;
     case K_LMHEAD:
         a->loss = sl_k_lmhead_xent(a->be, a->dt, N, a->C, a->V, a->x, a->wte, a->tok, a->y,
                                    a->dwte, 1.0f / N, a->work);
@@ -648,6 +652,8 @@ static void bench_gpt(run *R, int kernel, sl_dtype dt)
     case K_LN: fl = 8 * tn, by = 2 * es * tn + 8.0 * C + 8.0 * N; break;
     case K_LN_BWD: fl = 12 * tn, by = 3 * es * tn + 12.0 * C + 8.0 * N; break;
     case K_ATTN: case K_ATTN_BWD: sl_k_attention_cost(dt, B, T, C, NH, kernel == K_ATTN_BWD, &fl, &by); break;
+    case K_GELU: fl = 9 * tn, by = 2 * es * tn; break; /* as the f32 rows count them */
+    case K_GELU_BWD: fl = 17 * tn, by = 3 * es * tn; break;
     case K_EMB: fl = tn, by = 2 * es * tn + es * (double)T * C + 4.0 * N; break;
     case K_EMB_BWD: fl = 2 * tn, by = es * tn + 8 * tn + 8.0 * T * C + 4.0 * N; break;
     case K_LMHEAD: fl = 6.0 * N * (double)V * C, by = es * (2 * tn + (double)V * C) + 16.0 * N * V + 8.0 * V * C; break;
@@ -721,6 +727,13 @@ static void bench_gpt(run *R, int kernel, sl_dtype dt)
             free(g), free(gte), free(gpe), free(te), free(pe);
         }
         free(wte), free(wpe);
+    } else if (is_gelu(kernel)) {
+        double *x = gpt_host(R, a.x, nc, dt), *g = gpt_host(R, a.g, nc, dt);
+        double *got = gpt_host(R, a.y, nc, dt);
+        for (size_t i = 0; i < nc; i++)
+            x[i] = kernel == K_GELU ? sl_ref_gelu(x[i]) : g[i] * sl_ref_gelu_grad(x[i]);
+        worst = gpt_err(got, x, nc);
+        free(x), free(g), free(got);
     } else if (kernel == K_LMHEAD) {
         /* the loss over every row; dx of 8 sampled rows (row i's dx depends on row i only) */
         double *x = gpt_host(R, a.x, nc, dt), *wte = gpt_host(R, a.wte, (size_t)V * C, dt);
@@ -926,13 +939,13 @@ int main(int argc, char **argv)
                 /* a kernel asked for by name is never skipped in silence */
                 if (kernels_named())
                     sl_note(&ctx, "skipping %s for %s: it has no %s variant (16-bit variants: gemm, "
-                            "axpby, cast, the GPT kernels; cast has no f32)", kernel_names[k], sl_dtype_name(dt),
+                            "axpby, cast, gelu, gelu_bwd, the GPT kernels; cast has no f32)", kernel_names[k], sl_dtype_name(dt),
                             sl_dtype_name(dt));
                 continue;
             }
             if (k == K_GEMM) bench_gemm(&R, dt, NULL);
             else if (k >= K_CONV_FWD && k <= K_CONV_BWD_FILTER) bench_conv(&R, k);
-            else if (is_gpt(k)) bench_gpt(&R, k, dt);
+            else if (is_gpt(k) || (is_gelu(k) && dt != SL_F32)) bench_gpt(&R, k, dt);
             else bench_ew(&R, k, dt);
         }
     }

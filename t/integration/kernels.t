@@ -25,6 +25,7 @@ gpt = ("layernorm", "layernorm_bwd", "attention", "attention_bwd", "embedding", 
        "lmhead_xent")
 want = {(k, "f32") for k in f32} | {(k, d) for k in ("gemm", "cast", "axpby") for d in ("f16", "bf16")}
 want |= {(k, d) for k in gpt for d in ("f32", "f16", "bf16")}
+want |= {(k, d) for k in ("gelu", "gelu_bwd") for d in ("f16", "bf16")}
 want |= {("peak_copy", "f32"), ("peak_gemm", "f32")}
 seen, bad = set(), []
 for r in rows:
