@@ -25,6 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpt.h"
+#include "gpt_ref.h"
 #include "kernels.h"
 #include "mlp.h"
 #include "probe.h"
@@ -40,7 +42,9 @@
     X(K_GELU, "gelu") X(K_GELU_BWD, "gelu_bwd") X(K_MSE, "mse") X(K_XENT, "softmax_xent")       \
     X(K_SGD, "sgd") X(K_ADAMW, "adamw") X(K_CAST, "cast") X(K_SCALE, "scale_check")             \
     X(K_AXPBY, "axpby") X(K_CONV_FWD, "conv_fwd") X(K_CONV_BWD_DATA, "conv_bwd_data")          \
-    X(K_CONV_BWD_FILTER, "conv_bwd_filter") X(K_RNG, "rng_normal")
+    X(K_CONV_BWD_FILTER, "conv_bwd_filter") X(K_RNG, "rng_normal") X(K_LN, "layernorm")       \
+    X(K_LN_BWD, "layernorm_bwd") X(K_ATTN, "attention") X(K_ATTN_BWD, "attention_bwd")          \
+    X(K_EMB, "embedding") X(K_EMB_BWD, "embedding_bwd") X(K_LMHEAD, "lmhead_xent")
 SL_ENUM(kernel_id, KERNEL_LIST, NKERNELS);
 static const char *const kernel_names[NKERNELS] = SL_ENUM_NAMES(KERNEL_LIST);
 
@@ -49,6 +53,7 @@ static long long opt_elems = 16 << 20;
 static size_t opt_copy_bytes = (size_t)256 << 20;
 static unsigned opt_kernels = ~0u;
 static long long opt_train_steps = 0;
+static long long opt_gpt_batch = 4, opt_seq = 128, opt_d_model = 256, opt_heads = 4, opt_vocab = 1024;
 
 static const sl_opt extra_opts[] = {
     {"gemm-n", 0, SL_OPT_INT, &opt_gemm_n, 1, 65536, NULL, 0,
@@ -61,13 +66,24 @@ static const sl_opt extra_opts[] = {
      "kernels to run (default all)"},
     {"train-steps", 0, SL_OPT_INT, &opt_train_steps, 0, 1000000, NULL, 0,
      "instead of the kernels, train the MLP this many steps and print the loss curve"},
+    {"gpt-batch", 0, SL_OPT_INT, &opt_gpt_batch, 1, 4096, NULL, 0,
+     "batch of the GPT block kernels (layernorm .. lmhead_xent; default 4)"},
+    {"seq", 0, SL_OPT_INT, &opt_seq, 1, 65536, NULL, 0, "tokens per sequence of the GPT kernels (default 128)"},
+    {"d-model", 0, SL_OPT_INT, &opt_d_model, 1, 65536, NULL, 0, "channels of the GPT kernels (default 256)"},
+    {"heads", 0, SL_OPT_INT, &opt_heads, 1, 65536, NULL, 0,
+     "attention heads of the GPT kernels, dividing --d-model (default 4)"},
+    {"vocab", 0, SL_OPT_INT, &opt_vocab, 2, 1 << 24, NULL, 0, "vocabulary of the GPT kernels (default 1024)"},
     {0},
 };
 
-/* 16-bit variants exist for GEMM, axpby and casts; cast has no f32 variant. */
+/* 16-bit variants exist for GEMM, axpby, casts, GELU and the GPT block kernels; cast has no f32
+ * variant. */
+static int is_gpt(int k) { return k >= K_LN && k <= K_LMHEAD; }
+/* GELU in f16/bf16 is the GPT layer's sl_k_gelu_forward/backward (gpt.h), timed by bench_gpt */
+static int is_gelu(int k) { return k == K_GELU || k == K_GELU_BWD; }
 static int kernel_runs(int k, sl_dtype dt)
 {
-    int per_dtype = k == K_GEMM || k == K_AXPBY || k == K_CAST;
+    int per_dtype = k == K_GEMM || k == K_AXPBY || k == K_CAST || is_gpt(k) || is_gelu(k);
     if (dt != SL_F32 && !per_dtype) return 0;
     return !(k == K_CAST && dt == SL_F32);
 }
@@ -112,12 +128,17 @@ static void validate(sl_ctx *ctx)
                        kernel_runs(k, (sl_dtype)t);
             runnable += runs;
             elementwise |= runs && k != K_GEMM && k != K_CONV_FWD && k != K_CONV_BWD_DATA &&
-                           k != K_CONV_BWD_FILTER;
+                           k != K_CONV_BWD_FILTER && !is_gpt(k);
         }
+    if (opt_d_model % opt_heads)
+        sl_usage_error("--heads %lld does not divide --d-model %lld: expected a divisor of it",
+                       opt_heads, opt_d_model);
+    if ((double)opt_gpt_batch * opt_seq > 0x7fffffff || 3.0 * opt_d_model * opt_gpt_batch * opt_seq > 1e12)
+        sl_usage_error("--gpt-batch %lld x --seq %lld: expected fewer than 2^31 tokens", opt_gpt_batch, opt_seq);
     if (opt_train_steps == 0 && runnable == 0)
         sl_usage_error("--kernels (-k): none of the requested kernels has a variant for the "
-                       "requested --dtype (-d); 16-bit (f16, bf16) variants exist for gemm, axpby "
-                       "and cast only, and cast has no f32 variant");
+                       "requested --dtype (-d); 16-bit (f16, bf16) variants exist for gemm, axpby, "
+                       "cast, gelu, gelu_bwd and the GPT kernels only, and cast has no f32 variant");
     check_elems_fit(ctx, elementwise);
 }
 
@@ -517,6 +538,234 @@ static void bench_ew(run *R, int kernel, sl_dtype dt)
     sl_k_free(R->be, e.v), sl_k_free(R->be, e.hx), sl_k_free(R->be, e.hy), sl_k_free(R->be, e.labels);
 }
 
+/* GPT block kernels (gpt.h) -------------------------------------------------------------------- */
+
+/* The shape of the GPT rows: --gpt-batch x --seq tokens of --d-model channels, --heads heads,
+ * --vocab classes; every operand in the row's dtype (parameters and gradients in f32). */
+typedef struct gpt_args {
+    sl_backend be;
+    int kernel;
+    sl_dtype dt;
+    int B, T, C, NH, V;
+    void *x, *g, *y, *qkv, *att, *wte, *wpe, *work;
+    float *w, *b, *mean, *rstd, *dw, *db, *dwte;
+    int32_t *tok;
+    double loss;
+} gpt_args;
+
+static void gpt_fn(void *p)
+{
+    gpt_args *a = p;
+    int N = a->B * a->T;
+    switch (a->kernel) {
+    case K_LN: sl_k_layernorm_forward(a->be, a->dt, N, a->C, a->x, a->w, a->b, a->y, a->mean, a->rstd); break;
+    case K_LN_BWD:
+        sl_k_layernorm_backward(a->be, a->dt, N, a->C, a->g, a->x, a->w, a->mean, a->rstd, a->y,
+                                a->dw, a->db);
+        break;
+    case K_ATTN: sl_k_attention_forward(a->be, a->dt, a->B, a->T, a->C, a->NH, a->qkv, a->att, a->y, a->work); break;
+    case K_ATTN_BWD:
+        sl_k_attention_backward(a->be, a->dt, a->B, a->T, a->C, a->NH, a->g, a->qkv, a->att,
+                                a->x, a->work);
+        break;
+    case K_EMB: sl_k_embedding_forward(a->be, a->dt, a->B, a->T, a->C, a->tok, a->wte, a->wpe, a->y); break;
+    case K_EMB_BWD: sl_k_embedding_backward(a->be, a->dt, a->B, a->T, a->C, a->V, a->tok, a->g, a->dwte, a->dw); break;
+    case K_GELU: sl_k_gelu_forward(a->be, a->dt, (size_t)N * a->C, a->x, a->y); break;
+    case K_GELU_BWD: sl_k_gelu_backward(a->be, a->dt, (size_t)N * a->C, a->x, a->g, a->y); break;
+    case K_LMHEAD:
+        a->loss = sl_k_lmhead_xent(a->be, a->dt, N, a->C, a->V, a->x, a->wte, a->tok, a->y,
+                                   a->dwte, 1.0f / N, a->work);
+        break;
+    }
+}
+
+/* n random normals of dtype dt on the backend (generated in f32, rounded once) */
+static void *gpt_rand(run *R, sl_dtype dt, uint64_t stream, size_t n, float scale)
+{
+    float *f = dev_randn(R, stream, n, scale);
+    if (dt == SL_F32) return f;
+    void *h = dev(R, n * sl_dtype_size(dt));
+    sl_k_cast(R->be, n, f, SL_F32, h, dt, NULL);
+    sl_k_free(R->be, f);
+    return h;
+}
+
+/* a backend array of dtype dt as doubles on the host */
+static double *gpt_host(run *R, const void *d, size_t n, sl_dtype dt)
+{
+    void *h = host_copy(R, d, n * sl_dtype_size(dt));
+    double *x = malloc((n ? n : 1) * sizeof *x);
+    if (!x) SL_FATAL("out of memory for the reference");
+    for (size_t i = 0; i < n; i++) x[i] = sl_elem_get(h, i, dt);
+    free(h);
+    return x;
+}
+
+/* max |got - want| / (1 + |want|) over n */
+static double gpt_err(const double *got, const double *want, size_t n)
+{
+    double w = 0;
+    for (size_t i = 0; i < n; i++) {
+        double e = fabs(got[i] - want[i]) / (1.0 + fabs(want[i]));
+        if (!(e <= w)) w = isnan(e) ? INFINITY : e;
+    }
+    return w;
+}
+
+static void bench_gpt(run *R, int kernel, sl_dtype dt)
+{
+    gpt_args a = {.be = R->be, .kernel = kernel, .dt = dt, .B = (int)opt_gpt_batch,
+                  .T = (int)opt_seq, .C = (int)opt_d_model, .NH = (int)opt_heads, .V = (int)opt_vocab};
+    const int B = a.B, T = a.T, C = a.C, NH = a.NH, V = a.V, N = B * T;
+    const size_t nc = (size_t)N * C, es = sl_dtype_size(dt), natt = (size_t)B * NH * T * T;
+    a.x = gpt_rand(R, dt, 31, (kernel == K_ATTN_BWD ? 3 : 1) * nc, 1.0f);
+    a.g = gpt_rand(R, dt, 32, nc, 1.0f);
+    a.y = dev(R, nc * es);
+    a.w = dev_randn(R, 33, C, 1.0f), a.b = dev_randn(R, 34, C, 1.0f);
+    a.dw = dev(R, (size_t)T * C * 4), a.db = dev(R, (size_t)C * 4);
+    a.mean = dev(R, (size_t)N * 4), a.rstd = dev(R, (size_t)N * 4);
+    if (kernel == K_ATTN || kernel == K_ATTN_BWD) {
+        a.qkv = gpt_rand(R, dt, 35, 3 * nc, 1.0f);
+        a.att = dev(R, natt * es);
+        a.work = dev(R, sl_k_attention_work_bytes(dt, B, NH, T));
+        if (kernel == K_ATTN_BWD) /* the probabilities it differentiates */
+            sl_k_attention_forward(R->be, dt, B, T, C, NH, a.qkv, a.att, a.y, a.work);
+    }
+    if (kernel == K_EMB || kernel == K_EMB_BWD || kernel == K_LMHEAD) {
+        int32_t *tok = malloc((size_t)N * sizeof *tok);
+        if (!tok) SL_FATAL("out of memory for %d tokens", N);
+        for (int i = 0; i < N; i++) tok[i] = (int32_t)(sl_rng_u64(36, (uint64_t)i) % (uint64_t)V);
+        a.tok = sl_k_upload(R->be, SL_MEM_OTHER, tok, (size_t)N * 4);
+        free(tok);
+        a.wte = gpt_rand(R, dt, 37, (size_t)V * C, 0.1f);
+        a.wpe = gpt_rand(R, dt, 38, (size_t)T * C, 0.1f);
+        a.dwte = dev(R, (size_t)V * C * 4);
+        if (kernel == K_LMHEAD) a.work = dev(R, sl_k_lmhead_work_bytes(N, V));
+    }
+    if (kernel == K_LN_BWD) sl_k_layernorm_forward(R->be, dt, N, C, a.x, a.w, a.b, a.y, a.mean, a.rstd);
+    sl_stats st;
+    measure(R, gpt_fn, &a, &st);
+
+    /* flops (nominal for the element-wise ones) and minimum bytes per call */
+    double fl = 0, by = 0, tn = (double)nc;
+    switch (kernel) {
+    case K_LN: fl = 8 * tn, by = 2 * es * tn + 8.0 * C + 8.0 * N; break;
+    case K_LN_BWD: fl = 12 * tn, by = 3 * es * tn + 12.0 * C + 8.0 * N; break;
+    case K_ATTN: case K_ATTN_BWD: sl_k_attention_cost(dt, B, T, C, NH, kernel == K_ATTN_BWD, &fl, &by); break;
+    case K_GELU: fl = 9 * tn, by = 2 * es * tn; break; /* as the f32 rows count them */
+    case K_GELU_BWD: fl = 17 * tn, by = 3 * es * tn; break;
+    case K_EMB: fl = tn, by = 2 * es * tn + es * (double)T * C + 4.0 * N; break;
+    case K_EMB_BWD: fl = 2 * tn, by = es * tn + 8 * tn + 8.0 * T * C + 4.0 * N; break;
+    case K_LMHEAD: fl = 6.0 * N * (double)V * C, by = es * (2 * tn + (double)V * C) + 16.0 * N * V + 8.0 * V * C; break;
+    }
+
+    /* The check, one call from known state, against gpt_ref.h in double:
+     * |got - want| <= tol (1 + |want|), tol 64 u of the dtype (at least 1e-5) */
+    double tol = dt == SL_F16 ? 64 * 0x1p-11 : dt == SL_BF16 ? 64 * 0x1p-8 : 1e-5, worst = 0;
+    char msg[160] = "";
+    if (kernel == K_ATTN_BWD) tol *= 4; /* score gradients rounded to dt before two more GEMMs */
+    sl_k_memset0(R->be, a.dw, (size_t)T * C * 4), sl_k_memset0(R->be, a.db, (size_t)C * 4);
+    if (a.dwte) sl_k_memset0(R->be, a.dwte, (size_t)V * C * 4);
+    gpt_fn(&a);
+    sl_k_sync(R->be);
+    int32_t *tok = a.tok ? host_copy(R, a.tok, (size_t)N * 4) : NULL;
+    if (kernel == K_LN || kernel == K_LN_BWD) {
+        double *x = gpt_host(R, a.x, nc, dt), *w = gpt_host(R, a.w, C, SL_F32);
+        double *b = gpt_host(R, a.b, C, SL_F32), *got = gpt_host(R, a.y, nc, dt);
+        double *want = malloc(nc * 8), *dw = calloc(C, 8), *db = calloc(C, 8);
+        if (!want || !dw || !db) SL_FATAL("out of memory for the reference");
+        if (kernel == K_LN) {
+            sl_ref_layernorm_forward(N, C, x, w, b, want, NULL, NULL);
+        } else {
+            double *g = gpt_host(R, a.g, nc, dt), *gw = gpt_host(R, a.dw, C, SL_F32);
+            double *gb = gpt_host(R, a.db, C, SL_F32);
+            sl_ref_layernorm_backward(N, C, g, x, w, want, dw, db);
+            /* dw, db: sums over N rows, relative to the sum of magnitudes ~ sqrt(N) */
+            double ew = gpt_err(gw, dw, C) / sqrt(N), eb = gpt_err(gb, db, C) / sqrt(N);
+            worst = ew > eb ? ew : eb;
+            free(g), free(gw), free(gb);
+        }
+        double e = gpt_err(got, want, nc);
+        if (!(e <= worst)) worst = e;
+        free(x), free(w), free(b), free(got), free(want), free(dw), free(db);
+    } else if (kernel == K_ATTN || kernel == K_ATTN_BWD) {
+        double *qkv = gpt_host(R, a.qkv, 3 * nc, dt), *att = malloc(natt * 8), *out = malloc(nc * 8);
+        if (!att || !out) SL_FATAL("out of memory for the reference");
+        sl_ref_attention_forward(B, T, C, NH, qkv, att, out);
+        if (kernel == K_ATTN) {
+            double *got = gpt_host(R, a.y, nc, dt), *gatt = gpt_host(R, a.att, natt, dt);
+            worst = gpt_err(got, out, nc);
+            double e = gpt_err(gatt, att, natt);
+            if (!(e <= worst)) worst = e;
+            free(got), free(gatt);
+        } else {
+            double *g = gpt_host(R, a.g, nc, dt), *got = gpt_host(R, a.x, 3 * nc, dt);
+            double *want = malloc(3 * nc * 8);
+            if (!want) SL_FATAL("out of memory for the reference");
+            sl_ref_attention_backward(B, T, C, NH, g, qkv, att, want);
+            worst = gpt_err(got, want, 3 * nc);
+            free(g), free(got), free(want);
+        }
+        snprintf(msg, sizeof msg, "%.3g GFLOP, %.3g MB a call (full T x T scores)", fl / 1e9, by / 1e6);
+        free(qkv), free(att), free(out);
+    } else if (kernel == K_EMB || kernel == K_EMB_BWD) {
+        double *wte = gpt_host(R, a.wte, (size_t)V * C, dt), *wpe = gpt_host(R, a.wpe, (size_t)T * C, dt);
+        if (kernel == K_EMB) {
+            double *got = gpt_host(R, a.y, nc, dt), *want = malloc(nc * 8);
+            if (!want) SL_FATAL("out of memory for the reference");
+            sl_ref_embedding_forward(B, T, C, tok, wte, wpe, want);
+            worst = gpt_err(got, want, nc);
+            free(got), free(want);
+        } else {
+            double *g = gpt_host(R, a.g, nc, dt), *gte = gpt_host(R, a.dwte, (size_t)V * C, SL_F32);
+            double *gpe = gpt_host(R, a.dw, (size_t)T * C, SL_F32);
+            double *te = calloc((size_t)V * C, 8), *pe = calloc((size_t)T * C, 8);
+            if (!te || !pe) SL_FATAL("out of memory for the reference");
+            sl_ref_embedding_backward(B, T, C, tok, g, te, pe);
+            double e1 = gpt_err(gte, te, (size_t)V * C), e2 = gpt_err(gpe, pe, (size_t)T * C);
+            worst = e1 > e2 ? e1 : e2;
+            free(g), free(gte), free(gpe), free(te), free(pe);
+        }
+        free(wte), free(wpe);
+    } else if (is_gelu(kernel)) {
+        double *x = gpt_host(R, a.x, nc, dt), *g = gpt_host(R, a.g, nc, dt);
+        double *got = gpt_host(R, a.y, nc, dt);
+        for (size_t i = 0; i < nc; i++)
+            x[i] = kernel == K_GELU ? sl_ref_gelu(x[i]) : g[i] * sl_ref_gelu_grad(x[i]);
+        worst = gpt_err(got, x, nc);
+        free(x), free(g), free(got);
+    } else if (kernel == K_LMHEAD) {
+        /* the loss over every row; dx of 8 sampled rows (row i's dx depends on row i only) */
+        double *x = gpt_host(R, a.x, nc, dt), *wte = gpt_host(R, a.wte, (size_t)V * C, dt);
+        double *dx = gpt_host(R, a.y, nc, dt), *rdx = malloc((size_t)C * 8), *rdw = malloc((size_t)V * C * 8);
+        if (!rdx || !rdw) SL_FATAL("out of memory for the reference");
+        double want = sl_ref_lmhead_xent(N, C, V, x, wte, tok, 1.0 / N, NULL, NULL);
+        worst = fabs(a.loss - want) / (1 + fabs(want));
+        for (int s = 0; s < 8 && s < N; s++) {
+            int i = (int)(sl_rng_u64(39, (uint64_t)s) % (uint64_t)N);
+            sl_ref_lmhead_xent(1, C, V, x + (size_t)i * C, wte, tok + i, 1.0 / N, rdx, rdw);
+            /* dx entries are O(1/N): measured against the row's largest */
+            double m = 0, e = 0;
+            for (int j = 0; j < C; j++) m = fmax(m, fabs(rdx[j]));
+            for (int j = 0; j < C; j++) e = fmax(e, fabs(dx[(size_t)i * C + j] - rdx[j]) / (m + 1e-30));
+            if (!(e <= worst)) worst = isnan(e) ? INFINITY : e;
+        }
+        snprintf(msg, sizeof msg, "loss %.6g, reference %.6g", a.loss, want);
+        free(x), free(wte), free(dx), free(rdx), free(rdw);
+    }
+    char shape[48];
+    if (kernel == K_LMHEAD || kernel == K_EMB || kernel == K_EMB_BWD)
+        snprintf(shape, sizeof shape, "%dx%dx%d V%d", B, T, C, V);
+    else if (kernel == K_ATTN || kernel == K_ATTN_BWD)
+        snprintf(shape, sizeof shape, "%dx%dx%d h%d", B, T, C, NH);
+    else snprintf(shape, sizeof shape, "%dx%d", N, C);
+    emit(R, kernel_names[kernel], dt, shape, &st, fl, by, worst / tol, worst <= tol, msg);
+    free(tok);
+    void *all[] = {a.x, a.g, a.y, a.qkv, a.att, a.wte, a.wpe, a.work, a.w, a.b, a.mean, a.rstd,
+                   a.dw, a.db, a.dwte, a.tok};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) sl_k_free(R->be, all[i]);
+}
+
 /* Convolution --------------------------------------------------------------------------------- */
 
 typedef struct conv_args {
@@ -690,12 +939,13 @@ int main(int argc, char **argv)
                 /* a kernel asked for by name is never skipped in silence */
                 if (kernels_named())
                     sl_note(&ctx, "skipping %s for %s: it has no %s variant (16-bit variants: gemm, "
-                            "axpby, cast; cast has no f32)", kernel_names[k], sl_dtype_name(dt),
+                            "axpby, cast, gelu, gelu_bwd, the GPT kernels; cast has no f32)", kernel_names[k], sl_dtype_name(dt),
                             sl_dtype_name(dt));
                 continue;
             }
             if (k == K_GEMM) bench_gemm(&R, dt, NULL);
             else if (k >= K_CONV_FWD && k <= K_CONV_BWD_FILTER) bench_conv(&R, k);
+            else if (is_gpt(k) || (is_gelu(k) && dt != SL_F32)) bench_gpt(&R, k, dt);
             else bench_ew(&R, k, dt);
         }
     }

@@ -7,7 +7,7 @@
 out=$(tmpdir)
 trap 'rm -rf "$out"' EXIT
 
-quick="-n 2 -w 1 --gemm-n 192 --elems 100003 --copy-bytes 8M"
+quick="-n 2 -w 1 --gemm-n 192 --elems 100003 --copy-bytes 8M --seq 32 --d-model 64 --vocab 256"
 for np in 1 2; do
   dir="$out/np$np"
   launch "$np" kernels $quick -d all -o "$dir" >"$dir.txt" 2>&1
@@ -21,7 +21,11 @@ import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 f32 = {"gemm", "bias_add", "bias_grad", "relu", "gelu", "gelu_bwd", "mse", "softmax_xent", "sgd",
        "adamw", "scale_check", "axpby", "conv_fwd", "conv_bwd_data", "conv_bwd_filter", "rng_normal"}
+gpt = ("layernorm", "layernorm_bwd", "attention", "attention_bwd", "embedding", "embedding_bwd",
+       "lmhead_xent")
 want = {(k, "f32") for k in f32} | {(k, d) for k in ("gemm", "cast", "axpby") for d in ("f16", "bf16")}
+want |= {(k, d) for k in gpt for d in ("f32", "f16", "bf16")}
+want |= {(k, d) for k in ("gelu", "gelu_bwd") for d in ("f16", "bf16")}
 want |= {("peak_copy", "f32"), ("peak_gemm", "f32")}
 seen, bad = set(), []
 for r in rows:

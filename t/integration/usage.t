@@ -43,7 +43,8 @@ expect_usage_of() { # expect_usage_of PROGRAM WANT ARGS... (no -o: a usage error
 }
 expect_usage_of kernels "none of the requested kernels has a variant" -d bf16 -k relu
 expect_usage_of kernels "does not apply with --train-steps" --train-steps 5 -k gemm
-expect_usage_of kernels "rng_normal, or all, got 'nope'" -k nope
+expect_usage_of kernels "lmhead_xent, or all, got 'nope'" -k nope
+expect_usage_of kernels "--heads 3 does not divide --d-model 256" --heads 3
 expect_usage_of ddp "out of the range of a double (it underflows to 0)" --lr 1e-400
 expect_usage_of ddp "out of the range of a double (it overflows)" --lr 1e400
 expect_usage_of ddp "--lr: expected a finite number, got 'nan'" --lr nan

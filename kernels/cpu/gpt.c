@@ -1,0 +1,299 @@
+/* cpu/gpt.c — the cpu backend of the GPT kernels (gpt.h): batched GEMMs as one CBLAS call per
+ * (batch row, head), and OpenMP loops over rows for layer norm, the causal softmax and the
+ * embeddings. 16-bit rows are widened to f32 in a per-thread row buffer, computed in f32 and
+ * rounded once when stored. Sums over rows (parameter gradients) are formed in a fixed order,
+ * so the bits do not depend on the number of threads. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu/cpu.h"
+#include "cpu/vmath.h"
+#include "gpt_backend.h"
+#include "sl_error.h"
+#include "sl_half.h"
+
+/* dst[n] = src[off .. off+n) of dtype dt, widened */
+static void load(sl_dtype dt, const void *src, size_t off, size_t n, float *dst)
+{
+    if (dt == SL_F32) memcpy(dst, (const float *)src + off, n * 4);
+    else if (dt == SL_F16) sl_cpu_f16_to_f32_n((const uint16_t *)src + off, dst, n);
+    else
+        for (size_t i = 0; i < n; i++) dst[i] = sl_bf16_to_f32(((const uint16_t *)src)[off + i]);
+}
+
+static void store(sl_dtype dt, const float *src, void *dst, size_t off, size_t n)
+{
+    if (dt == SL_F32) memcpy((float *)dst + off, src, n * 4);
+    else if (dt == SL_F16) sl_cpu_f32_to_f16_n(src, (uint16_t *)dst + off, n);
+    else
+        for (size_t i = 0; i < n; i++) ((uint16_t *)dst)[off + i] = sl_f32_to_bf16(src[i]);
+}
+
+static float *xmalloc_f32(size_t n)
+{
+    float *p = malloc((n ? n : 1) * sizeof *p);
+    if (!p) SL_FATAL("out of memory: %zu bytes of GPT kernel workspace", n * sizeof *p);
+    return p;
+}
+
+static void gemm_batched(int transa, int transb, int m, int n, int k, float alpha, const void *a,
+                         int lda, long long stride_a, const void *b, int ldb, long long stride_b,
+                         float beta, void *c, int ldc, long long stride_c, int batch,
+                         sl_dtype ab, sl_dtype cdt)
+{
+    size_t ea = sl_dtype_size(ab), ec = sl_dtype_size(cdt);
+    /* one GEMM per matrix, each on OpenBLAS's threads */
+    for (int i = 0; i < batch; i++)
+        sl_cpu_gemm(transa, transb, m, n, k, alpha, (const char *)a + (size_t)i * stride_a * ea,
+                    lda, (const char *)b + (size_t)i * stride_b * ea, ldb, beta,
+                    (char *)c + (size_t)i * stride_c * ec, ldc, ab, cdt);
+}
+
+/* Layer norm ------------------------------------------------------------------------------- */
+
+#define LN_EPS 1e-5f
+
+static void layernorm_forward(sl_dtype dt, int N, int C, const void *inp, const float *w,
+                              const float *b, void *out, float *mean, float *rstd)
+{
+#pragma omp parallel if (sl_cpu_par((size_t)N * C))
+    {
+        float *x = xmalloc_f32(C);
+#pragma omp for schedule(static)
+        for (int i = 0; i < N; i++) {
+            load(dt, inp, (size_t)i * C, C, x);
+            float m = 0.0f, v = 0.0f;
+            for (int j = 0; j < C; j++) m += x[j];
+            m /= C;
+            for (int j = 0; j < C; j++) v += (x[j] - m) * (x[j] - m);
+            float s = 1.0f / sqrtf(v / C + LN_EPS);
+            for (int j = 0; j < C; j++) x[j] = (x[j] - m) * s * w[j] + b[j];
+            store(dt, x, out, (size_t)i * C, C);
+            mean[i] = m;
+            rstd[i] = s;
+        }
+        free(x);
+    }
+}
+
+/* dxhat = dout w;  dinp = rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat));
+ * dw += sum_rows dout xhat;  db += sum_rows dout. */
+static void layernorm_backward(sl_dtype dt, int N, int C, const void *dout, const void *inp,
+                               const float *w, const float *mean, const float *rstd, void *dinp,
+                               float *dw, float *db)
+{
+    int par = sl_cpu_par((size_t)N * C);
+#pragma omp parallel if (par)
+    {
+        float *x = xmalloc_f32(C), *g = xmalloc_f32(C);
+#pragma omp for schedule(static)
+        for (int i = 0; i < N; i++) {
+            load(dt, inp, (size_t)i * C, C, x);
+            load(dt, dout, (size_t)i * C, C, g);
+            float s1 = 0.0f, s2 = 0.0f;
+            for (int j = 0; j < C; j++) {
+                float xh = (x[j] - mean[i]) * rstd[i], dxh = g[j] * w[j];
+                s1 += dxh;
+                s2 += dxh * xh;
+            }
+            s1 /= C;
+            s2 /= C;
+            for (int j = 0; j < C; j++) {
+                float xh = (x[j] - mean[i]) * rstd[i];
+                x[j] = rstd[i] * (g[j] * w[j] - s1 - xh * s2);
+            }
+            store(dt, x, dinp, (size_t)i * C, C);
+        }
+        free(x);
+        free(g);
+    }
+    /* Parameter gradients: columns split across threads, rows summed in order. */
+    enum { CB = 64 };
+    int ncb = (C + CB - 1) / CB;
+#pragma omp parallel if (par)
+    {
+        float *x = xmalloc_f32(CB), *g = xmalloc_f32(CB);
+#pragma omp for schedule(static)
+        for (int cb = 0; cb < ncb; cb++) {
+            int j0 = cb * CB, nj = C - j0 < CB ? C - j0 : CB;
+            float sw[CB] = {0}, sb[CB] = {0};
+            for (int i = 0; i < N; i++) {
+                load(dt, inp, (size_t)i * C + j0, nj, x);
+                load(dt, dout, (size_t)i * C + j0, nj, g);
+                for (int j = 0; j < nj; j++) {
+                    sw[j] += g[j] * ((x[j] - mean[i]) * rstd[i]);
+                    sb[j] += g[j];
+                }
+            }
+            for (int j = 0; j < nj; j++) {
+                dw[j0 + j] += sw[j];
+                db[j0 + j] += sb[j];
+            }
+        }
+        free(x);
+        free(g);
+    }
+}
+
+/* Causal softmax --------------------------------------------------------------------------- */
+
+/* exp of a row of non-positive arguments through vmath.h (vectorises), cloned per ISA */
+SL_CPU_CLONES static float exp_row(int n, float *p, float m)
+{
+    float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+    for (int j = 0; j < n; j++) {
+        p[j] = (float)sl_vexp_nonpos((double)p[j] - m);
+        s += p[j];
+    }
+    return s;
+}
+
+static void softmax_causal_forward(sl_dtype dt, long long rows, int T, const float *scores,
+                                   void *att)
+{
+#pragma omp parallel if (sl_cpu_par((size_t)rows * T))
+    {
+        float *p = xmalloc_f32(T);
+#pragma omp for schedule(static)
+        for (long long r = 0; r < rows; r++) {
+            int t = (int)(r % T), n = t + 1;
+            const float *z = scores + (size_t)r * T;
+            float m = z[0];
+            for (int j = 1; j < n; j++) m = z[j] > m ? z[j] : m;
+            memcpy(p, z, (size_t)n * 4);
+            float inv = 1.0f / exp_row(n, p, m);
+            for (int j = 0; j < n; j++) p[j] *= inv;
+            for (int j = n; j < T; j++) p[j] = 0.0f;
+            store(dt, p, att, (size_t)r * T, T);
+        }
+        free(p);
+    }
+}
+
+static void softmax_causal_backward(sl_dtype dt, long long rows, int T, const void *att,
+                                    const float *datt, void *dpre)
+{
+#pragma omp parallel if (sl_cpu_par((size_t)rows * T))
+    {
+        float *p = xmalloc_f32(T);
+#pragma omp for schedule(static)
+        for (long long r = 0; r < rows; r++) {
+            int n = (int)(r % T) + 1;
+            const float *g = datt + (size_t)r * T;
+            load(dt, att, (size_t)r * T, T, p);
+            float s = 0.0f;
+            for (int j = 0; j < n; j++) s += p[j] * g[j];
+            for (int j = 0; j < n; j++) p[j] = p[j] * (g[j] - s);
+            for (int j = n; j < T; j++) p[j] = 0.0f;
+            store(dt, p, dpre, (size_t)r * T, T); /* may overwrite g's row (f32): read above */
+        }
+        free(p);
+    }
+}
+
+/* GELU: kernels.h's f32 activation, on rows widened from 16 bits ------------------------------ */
+
+static void gelu_forward(sl_dtype dt, size_t n, const void *x, void *y)
+{
+    if (dt == SL_F32) {
+        sl_cpu_act_forward(SL_ACT_GELU, n, x, y);
+        return;
+    }
+    size_t nb = (n + SL_CPU_VBLOCK - 1) / SL_CPU_VBLOCK;
+#pragma omp parallel if (sl_cpu_par(n))
+    {
+        float *v = xmalloc_f32(SL_CPU_VBLOCK);
+#pragma omp for schedule(static)
+        for (size_t b = 0; b < nb; b++) {
+            size_t lo = b * SL_CPU_VBLOCK, m = n - lo < SL_CPU_VBLOCK ? n - lo : SL_CPU_VBLOCK;
+            load(dt, x, lo, m, v);
+            sl_cpu_act_forward(SL_ACT_GELU, m, v, v); /* short: runs on this thread */
+            store(dt, v, y, lo, m);
+        }
+        free(v);
+    }
+}
+
+static void gelu_backward(sl_dtype dt, size_t n, const void *x, const void *dy, void *dx)
+{
+    if (dt == SL_F32) {
+        sl_cpu_act_backward(SL_ACT_GELU, n, x, dy, dx);
+        return;
+    }
+    size_t nb = (n + SL_CPU_VBLOCK - 1) / SL_CPU_VBLOCK;
+#pragma omp parallel if (sl_cpu_par(n))
+    {
+        float *v = xmalloc_f32(SL_CPU_VBLOCK), *g = xmalloc_f32(SL_CPU_VBLOCK);
+#pragma omp for schedule(static)
+        for (size_t b = 0; b < nb; b++) {
+            size_t lo = b * SL_CPU_VBLOCK, m = n - lo < SL_CPU_VBLOCK ? n - lo : SL_CPU_VBLOCK;
+            load(dt, x, lo, m, v);
+            load(dt, dy, lo, m, g);
+            sl_cpu_act_backward(SL_ACT_GELU, m, v, g, g);
+            store(dt, g, dx, lo, m);
+        }
+        free(v);
+        free(g);
+    }
+}
+
+/* Embeddings ------------------------------------------------------------------------------- */
+
+static void embedding_forward(sl_dtype dt, int B, int T, int C, const int32_t *tok,
+                              const void *wte, const void *wpe, void *out)
+{
+#pragma omp parallel if (sl_cpu_par((size_t)B * T * C))
+    {
+        float *e = xmalloc_f32(C), *p = xmalloc_f32(C);
+#pragma omp for schedule(static)
+        for (int i = 0; i < B * T; i++) {
+            load(dt, wte, (size_t)tok[i] * C, C, e);
+            load(dt, wpe, (size_t)(i % T) * C, C, p);
+            for (int j = 0; j < C; j++) e[j] += p[j];
+            store(dt, e, out, (size_t)i * C, C);
+        }
+        free(e);
+        free(p);
+    }
+}
+
+/* Columns split across threads; within a column block rows are added in order, so repeated
+ * tokens scatter-add without races or atomics. */
+static void embedding_backward(sl_dtype dt, int B, int T, int C, int V, const int32_t *tok,
+                               const void *dout, float *dwte, float *dwpe)
+{
+    (void)V;
+    enum { CB = 64 };
+    int ncb = (C + CB - 1) / CB;
+#pragma omp parallel if (sl_cpu_par((size_t)B * T * C))
+    {
+        float *g = xmalloc_f32(CB);
+#pragma omp for schedule(static)
+        for (int cb = 0; cb < ncb; cb++) {
+            int j0 = cb * CB, nj = C - j0 < CB ? C - j0 : CB;
+            for (int i = 0; i < B * T; i++) {
+                load(dt, dout, (size_t)i * C + j0, nj, g);
+                float *te = dwte + (size_t)tok[i] * C + j0, *pe = dwpe + (size_t)(i % T) * C + j0;
+                for (int j = 0; j < nj; j++) {
+                    te[j] += g[j];
+                    pe[j] += g[j];
+                }
+            }
+        }
+        free(g);
+    }
+}
+
+const sl_gpt_kops sl_cpu_gpt_ops = {
+    .gemm_batched = gemm_batched,
+    .layernorm_forward = layernorm_forward,
+    .layernorm_backward = layernorm_backward,
+    .softmax_causal_forward = softmax_causal_forward,
+    .softmax_causal_backward = softmax_causal_backward,
+    .gelu_forward = gelu_forward,
+    .gelu_backward = gelu_backward,
+    .embedding_forward = embedding_forward,
+    .embedding_backward = embedding_backward,
+};
