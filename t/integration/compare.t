@@ -16,7 +16,8 @@ row() { # row VARIANT BUSBW CV CHECK [FASTEST]: the time is 10/BUSBW s (1 s for 
 { row steady 10 0.01 pass; row noisy 10 0.20 pass; row small 10 0.01 pass; } >"$out/base.jsonl"
 
 # One round a side: no rank test. A drop beyond the limit is INCONCLUSIVE (exit 0, and compare
-# says to run --ci); only one beyond --max-limit (50%) is a REGRESSION, said to be one round's.
+# says to run --ci); only one beyond --max-limit (50%) and beyond the rows' own spread (their
+# timed iterations do not overlap) is a REGRESSION, said to be one round's.
 { row steady 7 0.01 pass; row noisy 10 0.20 pass; row small 9.5 0.01 pass; } >"$out/new.jsonl"
 "$top/scripts/compare" --absolute yes "$out/base.jsonl" "$out/new.jsonl" >"$out/log" 2>&1
 rc=$?
