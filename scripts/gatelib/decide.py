@@ -12,10 +12,20 @@ layout and the load of that minute). A drop is a REGRESSION when
 Before that, each side may set aside one round that lies far from its own run's other rounds
 (set_aside): one descheduled round must not hide a shift that the other rounds all show.
 With one round on a side there is no rank test, and one round cannot tell noise from a change:
-two identical --quick runs on a shared machine differ by 20-40% in some rows. A change beyond
-the minimum effect and noise_k times the rows' combined iteration cv is then INCONCLUSIVE (it
-does not fail), and only a drop beyond max_limit, which no noise explains, is a REGRESSION
-(decided by one round: Decision.one_round says so).
+two identical --quick runs on a shared machine differ by 20-40% in some rows, and beyond 50% in
+a few (a small all-reduce's median tripled by two descheduled iterations of three). A change
+beyond the minimum effect and noise_k times the rows' combined iteration cv is then INCONCLUSIVE
+(it does not fail). A drop is a REGRESSION (decided by one round: Decision.one_round says so)
+only when it is beyond max_limit *and* beyond the noise each row measured itself: the new row's
+fastest timed iteration is slower than the baseline row's slowest (separated). A slowdown of
+the code lengthens every iteration, the fastest included; the noise of a loaded machine
+stretches some iterations and leaves the fastest near where it was, so the two rows' iterations
+overlap (Decision.unproven = "overlap"). Nor may it be within what the comparison's rows moved
+between the two runs: drift_k times the spread of all rows' changes (between_runs_floor, taken
+over the single rounds), which on a machine at load 15 is beyond 100%: a drop one round cannot
+call at all ("moved"). A row that timed nothing of its own (a plateau fitted to
+the measured rows) measured no noise, so one round cannot prove its drop ("untimed"): the measured
+rows it comes from are gated themselves.
 """
 import math
 from statistics import median
@@ -32,7 +42,7 @@ def rel_spread(values):
     return 1.4826 * mad / abs(med)
 
 
-def between_runs_floor(pairs, k):
+def between_runs_floor(pairs, k, least=2):
     """The least limit for this comparison: k times the robust spread of the rows' changes.
 
     The rounds of one run follow each other within minutes, so their spread says nothing of how
@@ -40,11 +50,14 @@ def between_runs_floor(pairs, k):
     whole programs by tens of percent while each run's rounds agree. Most rows of a comparison
     did not change, so the spread of all rows' changes (1.4826 * MAD of log(new/base) over the
     rows with rounds on both sides) measures that movement; a row must drop by more than k of
-    it. pairs: (base values, new values) per figure. Returns (floor, spread); 0 with fewer than
-    10 figures."""
+    it. pairs: (base values, new values) per figure; least: the fewest rounds a side for a figure
+    to count (1 when comparing single rounds). Returns (floor, spread); 0 with fewer than 10
+    figures."""
     logs = []
     for b, n in pairs:
-        if len(b) >= 2 and len(n) >= 2 and median(b) > 0 and median(n) > 0:
+        if len(set(b) | set(n)) == 1:
+            continue  # the same in every round: a model or a range table, not a measurement
+        if len(b) >= least and len(n) >= least and median(b) > 0 and median(n) > 0:
             logs.append(math.log(median(n) / median(b)))
     if len(logs) < 10:
         return 0.0, 0.0
@@ -85,18 +98,32 @@ def set_aside(values, min_dev):
 
 
 class Decision:
-    __slots__ = ("base", "new", "change", "limit", "p", "verdict", "aside", "one_round")
+    __slots__ = ("base", "new", "change", "limit", "p", "verdict", "aside", "one_round", "unproven")
 
-    def __init__(self, base, new, change, limit, p, verdict, aside=(0, 0), one_round=False):
+    def __init__(self, base, new, change, limit, p, verdict, aside=(0, 0), one_round=False, unproven=None):
         self.base, self.new, self.change, self.limit, self.p, self.verdict = base, new, change, limit, p, verdict
         self.aside = aside  # rounds set aside (baseline, new)
         self.one_round = one_round  # no rank test: one round on a side
+        # one round: why a drop beyond max_limit is not a REGRESSION: "overlap" (the two rows'
+        # timed iterations overlap), "untimed" (a row timed nothing) or "moved" (within what
+        # all rows moved between the two runs); None otherwise
+        self.unproven = unproven
 
 
-def decide(bvals, nvals, bcv, ncv, opt, gated=True, floor=0.0):
+def separated(bspan, nspan):
+    """With one round a side: did the new row's iterations all take longer than the baseline
+    row's? bspan, nspan: (fastest, slowest) timed iteration of each side's row, or None when a
+    side timed nothing (then None: the rows measured no spread to tell noise by)."""
+    if not bspan or not nspan:
+        return None
+    return nspan[0] > bspan[1]
+
+
+def decide(bvals, nvals, bcv, ncv, opt, gated=True, floor=0.0, spans=(None, None)):
     """bvals, nvals: the values per round (higher is better); bcv, ncv: the rows' iteration cv
-    (for single rounds). opt: min_effect, noise_k, max_limit, alpha. floor: the least limit
-    (between_runs_floor). None when not comparable."""
+    and spans: their (fastest, slowest) timed iteration, baseline and new (for single rounds).
+    opt: min_effect, noise_k, max_limit, alpha. floor: the least limit (between_runs_floor).
+    None when not comparable."""
     if not bvals or not nvals:
         return None
     aside = (0, 0)
@@ -124,10 +151,16 @@ def decide(bvals, nvals, bcv, ncv, opt, gated=True, floor=0.0):
     else:
         limit = min(max(opt.min_effect, opt.noise_k * math.hypot(bcv, ncv)), opt.max_limit)
         p, significant = None, False
+    unproven = None
     if not gated:
         verdict = "shown"
     elif one_round:
-        verdict = ("REGRESSION" if change < -opt.max_limit else
+        sep = separated(*spans)
+        if change < -opt.max_limit and not sep:
+            unproven = "untimed" if sep is None else "overlap"
+        elif change < -opt.max_limit and change >= -floor:
+            unproven = "moved"
+        verdict = ("REGRESSION" if change < -opt.max_limit and not unproven else
                    "INCONCLUSIVE" if abs(change) > limit else "ok")
     elif change < -limit and significant:
         verdict = "REGRESSION"
@@ -135,4 +168,4 @@ def decide(bvals, nvals, bcv, ncv, opt, gated=True, floor=0.0):
         verdict = "improved"
     else:
         verdict = "ok"
-    return Decision(mb, mn, change, limit, p, verdict, aside, one_round)
+    return Decision(mb, mn, change, limit, p, verdict, aside, one_round, unproven)

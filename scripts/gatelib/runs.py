@@ -31,8 +31,9 @@ def is_num(v):
 # Parameters a program derives from what it measured, not from its arguments: they differ
 # between identical runs, so a row keyed on them would go MISSING on one side. allreduce's
 # iterations (a time budget per size), kernels' bound (which side of the measured ridge point),
-# pipeline's idle_stages (each stage's idle share).
-MEASURED_PARAMS = frozenset({"iterations", "bound", "idle_stages"})
+# pipeline's idle_stages (each stage's idle share), the training programs' eff_note ("superlinear"
+# when the measured efficiency came out above 1).
+MEASURED_PARAMS = frozenset({"iterations", "bound", "idle_stages", "eff_note"})
 
 
 # parameters that describe the hardware's expected value (docs/expected.md), not what was run:

@@ -5,13 +5,19 @@
 out=$(tmpdir)
 trap 'rm -rf "$out"' EXIT
 
-row() { # row VARIANT BUSBW CV CHECK
-  printf '{"schema_version":1,"run_id":"r","benchmark":"b","variant":"%s","backend":"cpu","collective":"ring","dtype":"f32","ranks":2,"params":{"bytes":1024},"iterations":{"timed":5,"warmup":1},"time":{"unit":"s","min":1,"median":1,"mean":1,"max":1,"p95":1,"cv":%s},"metrics":{"busbw":{"value":%s,"unit":"GB/s"}},"headline":"busbw","check":{"status":"%s","error":0,"message":null},"counters":{}}\n' "$1" "$3" "$2" "$4"
+row() { # row VARIANT BUSBW CV CHECK [FASTEST]: the time is 10/BUSBW s (1 s for a BUSBW that is no
+  # number), its iterations from /(1+CV) to x(1+CV) of it (the fastest FASTEST s when given)
+  local t lo hi
+  t=$(awk -v b="$2" 'BEGIN{if (b ~ /^[0-9.]+$/ && b > 0) printf "%.6g", 10 / b; else print 1}')
+  lo=${5:-$(awk -v t="$t" -v c="$3" 'BEGIN{printf "%.6g", t / (1 + c)}')}
+  hi=$(awk -v t="$t" -v c="$3" 'BEGIN{printf "%.6g", t * (1 + c)}')
+  printf '{"schema_version":1,"run_id":"r","benchmark":"b","variant":"%s","backend":"cpu","collective":"ring","dtype":"f32","ranks":2,"params":{"bytes":1024},"iterations":{"timed":5,"warmup":1},"time":{"unit":"s","min":%s,"median":%s,"mean":%s,"max":%s,"p95":%s,"cv":%s},"metrics":{"busbw":{"value":%s,"unit":"GB/s"}},"headline":"busbw","check":{"status":"%s","error":0,"message":null},"counters":{}}\n' "$1" "$lo" "$t" "$t" "$hi" "$hi" "$3" "$2" "$4"
 }
 { row steady 10 0.01 pass; row noisy 10 0.20 pass; row small 10 0.01 pass; } >"$out/base.jsonl"
 
 # One round a side: no rank test. A drop beyond the limit is INCONCLUSIVE (exit 0, and compare
-# says to run --ci); only one beyond --max-limit (50%) is a REGRESSION, said to be one round's.
+# says to run --ci); only one beyond --max-limit (50%) and beyond the rows' own spread (their
+# timed iterations do not overlap) is a REGRESSION, said to be one round's.
 { row steady 7 0.01 pass; row noisy 10 0.20 pass; row small 9.5 0.01 pass; } >"$out/new.jsonl"
 "$top/scripts/compare" --absolute yes "$out/base.jsonl" "$out/new.jsonl" >"$out/log" 2>&1
 rc=$?
@@ -25,6 +31,15 @@ rc=$?
 [ $rc = 1 ] && grep -q 'b/steady.*REGRESSION (one round decided it: a drop beyond --max-limit 50%)' "$out/log" \
   && grep -q 'b/small.*ok' "$out/log"
 ok $? "one round a side: a 60% drop (beyond --max-limit) is a REGRESSION decided by one round; a 5% drop is ok (rc=$rc)"
+# ... but not when the rows' own iterations overlap: the new row's fastest as fast as the
+# baseline's slowest (noise that stretched the others), though its median dropped by 60%
+{ row steady 4 0.01 pass 1.01; row noisy 10 0.20 pass; row small 9.5 0.01 pass; } >"$out/new.jsonl"
+"$top/scripts/compare" --absolute yes "$out/base.jsonl" "$out/new.jsonl" >"$out/log" 2>&1
+rc=$?
+[ $rc = 0 ] && grep -q "b/steady.*-60.0%.*INCONCLUSIVE (beyond --max-limit, within the rows' own spread)" "$out/log" \
+  && grep -q "^# 1 of them dropped beyond --max-limit, but their rows' timed iterations overlap" "$out/log"
+ok $? "one round a side: a 60% drop whose iterations overlap the baseline's is INCONCLUSIVE, exit 0 (rc=$rc)"
+[ $rc = 0 ] || diag "$(cat "$out/log")"
 
 { row steady 10 0.01 pass; row noisy 6.5 0.20 pass; row small 10 0.01 pass; } >"$out/new2.jsonl"
 "$top/scripts/compare" --absolute yes "$out/base.jsonl" "$out/new2.jsonl" >"$out/log" 2>&1
@@ -135,12 +150,13 @@ mkdir -p "$out/best" && cp "$manifest" "$out/best/"
 grep -Eq ' v +f32 +ring +busbw +12\.00 +GB/s +3 +1 +pass' "$out/log" && grep -Eq ' w +f32 +ring +busbw +~7\.00 +GB/s +1 +1 +pass' "$out/log"
 ok $? "report: best over quiet rows only (12, not the noisy 30); a group with only noisy rows marked ~"
 
-# Two single runs of identical code, recorded on the quiet CI machine (rounds 1 and 2, and 2 and
-# 3, of results/baselines/xeon-2core-ci: each round is a whole run): figures moved by up to -39%
-# and +123% between them, which one round cannot tell from a change; nothing is flagged, exit 0,
-# and compare says to run --ci. (The single-run rule before flagged 1 and 2 rows of these pairs.)
+# Two single runs of identical code, recorded on the quiet CI machine (consecutive rounds of
+# results/baselines/xeon-2core-ci: each round is a whole run): figures moved by up to -80% and
+# +123% between them, which one round cannot tell from a change; nothing is flagged, exit 0, and
+# compare says to run --ci. (Rounds 3-4 and 4-5 have drops beyond --max-limit, 55-80%, whose
+# rows' iterations overlap or whose ceilings rose; the rule on --max-limit alone flagged them.)
 B="$top/results/baselines/xeon-2core-ci"
-for pair in "01 02" "02 03"; do
+for pair in "01 02" "02 03" "03 04" "04 05"; do
   set -- $pair
   "$top/scripts/compare" "$B/round-$1" "$B/round-$2" >"$out/log" 2>&1
   rc=$?
@@ -151,17 +167,44 @@ for pair in "01 02" "02 03"; do
   [ $rc = 0 ] || diag "$(grep '  REGRESSION' "$out/log")"
 done
 
+# ... and a real slowdown between two such runs is still caught by one round: round 3 with
+# mae_threads' techniques made 3.3x slower, as SL_TEST_SLOWDOWN=mae_threads:2.3 does (every
+# timed iteration longer, the read probe its ratios divide by untouched)
+mkdir -p "$out/slow" && cp "$B"/round-03/* "$out/slow/"
+python3 - "$out/slow/mae_threads.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+for r in rows:
+    if r["gate"]:
+        for m in (r["gate"], r["headline"]):
+            r["metrics"][m]["value"] *= 0.3
+        t = r["time"]
+        for f in ("min", "median", "mean", "max", "p95", "rank_mean"):
+            if t.get(f) is not None:
+                t[f] /= 0.3
+        t["samples"] = [x / 0.3 for x in t.get("samples", [])]
+open(sys.argv[1], "w").write("".join(json.dumps(r) + "\n" for r in rows))
+PY
+"$top/scripts/compare" "$B/round-02" "$out/slow" >"$out/log" 2>&1
+rc=$?
+n=$(grep -c '^ mae_threads/.*ratio .*REGRESSION (one round decided it' "$out/log")
+[ $rc = 1 ] && [ "$n" -ge 6 ] && ! grep -v '^ mae_threads/' "$out/log" | grep -q '  REGRESSION'
+ok $? "one round a side, quiet machine: mae_threads 70% slower is a REGRESSION ($n rows), nothing else is (rc=$rc)"
+[ $rc = 1 ] || diag "$(grep -E 'mae_threads|spread' "$out/log")"
+
 # Parameters a program derives from its measurements (allreduce's iterations, kernels' bound,
-# pipeline's idle_stages) differ between identical runs: they do not tell rows apart.
+# pipeline's idle_stages, the training programs' eff_note, "superlinear" in one run and absent
+# in the next) differ between identical runs: they do not tell rows apart.
 for side in a b; do
   it=$([ $side = a ] && echo 5 || echo 4); bd=$([ $side = a ] && echo memory || echo compute)
-  row steady 10 0.01 pass | sed "s/\"params\":{\"bytes\":1024}/\"params\":{\"bytes\":1024,\"iterations\":$it,\"bound\":\"$bd\",\"idle_stages\":\"3$it.1\"}/" >"$out/measured_$side.jsonl"
+  note=$([ $side = a ] && echo ',\"eff_note\":\"superlinear\"')
+  row steady 10 0.01 pass | sed "s/\"params\":{\"bytes\":1024}/\"params\":{\"bytes\":1024,\"iterations\":$it,\"bound\":\"$bd\",\"idle_stages\":\"3$it.1\"$note}/" >"$out/measured_$side.jsonl"
 done
-grep -q '"iterations":4' "$out/measured_b.jsonl"
+grep -q '"iterations":4' "$out/measured_b.jsonl" && grep -q '"eff_note":"superlinear"' "$out/measured_a.jsonl"
 "$top/scripts/compare" --absolute yes "$out/measured_a.jsonl" "$out/measured_b.jsonl" >"$out/log" 2>&1
 rc=$?
 [ $rc = 0 ] && ! grep -q MISSING "$out/log" && grep -q 'b/steady.*ok' "$out/log"
-ok $? "rows that differ only in measured parameters (iterations, bound, idle_stages) are the same row (rc=$rc)"
+ok $? "rows that differ only in measured parameters (iterations, bound, idle_stages, eff_note) are the same row (rc=$rc)"
 [ $rc = 0 ] || diag "$(cat "$out/log")"
 
 done_testing
