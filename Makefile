@@ -207,7 +207,7 @@ PROGRAMS   := $(BENCH_SRC:benchmarks/%.c=$(BIN)/%)
 TESTS      := $(TEST_SRC:t/unit/%.c=$(BUILD)/t/%)
 LIBS       := $(BUILD)/libsl_train.a $(BUILD)/libsl_kernels.a $(BUILD)/libsl_common.a
 
-.PHONY: all check clean install deps print-build smpi FORCE
+.PHONY: all check clean install install-files deps print-build smpi FORCE
 # Objects of programs and tests are kept (not deleted as intermediates), so a second make
 # or make check right after make rebuilds nothing.
 .SECONDARY:
@@ -247,13 +247,29 @@ check: all
 
 # Installed layout: PREFIX/bin holds the programs and sl-launch; PREFIX/share/scalelab holds
 # run_all.sh (which finds PREFIX/bin from there), its scripts, the lab sheets and the schema.
+# What a user of an installed copy runs: the launcher, the report, the gate, the validator and the
+# pairwise sweep, with the Python packages they import (gatelib finds the schema at
+# ../../results/schema.json from itself, so the schema goes to share/scalelab/results/).
+INSTALLED_SCRIPTS := scripts/sl-launch scripts/report scripts/compare scripts/validate scripts/pairs
+INSTALLED_SCRIPT_DIRS := gatelib reportlib pairslib
+# install-files copies what is built without building it (the install test runs it beside the
+# other tests, which must not see their programs relinked under them).
 install: all
+	@$(MAKE) --no-print-directory install-files
+install-files:
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/scalelab/scripts $(DESTDIR)$(PREFIX)/share/scalelab/labs
 	install -m 755 $(PROGRAMS) scripts/sl-launch $(DESTDIR)$(PREFIX)/bin/
 	install -m 755 run_all.sh $(DESTDIR)$(PREFIX)/share/scalelab/
-	install -m 755 scripts/sl-launch scripts/report scripts/compare $(DESTDIR)$(PREFIX)/share/scalelab/scripts/
+	install -m 755 $(INSTALLED_SCRIPTS) $(DESTDIR)$(PREFIX)/share/scalelab/scripts/
+	for d in $(INSTALLED_SCRIPT_DIRS); do \
+	  install -d $(DESTDIR)$(PREFIX)/share/scalelab/scripts/$$d && \
+	  install -m 644 scripts/$$d/*.py $(DESTDIR)$(PREFIX)/share/scalelab/scripts/$$d/ || exit 1; \
+	done
+	install -m 755 scripts/slurm/run_all.sbatch $(DESTDIR)$(PREFIX)/share/scalelab/scripts/
 	install -m 644 benchmarks/labs/*.md $(DESTDIR)$(PREFIX)/share/scalelab/labs/
-	install -m 644 results/schema.md README.md $(DESTDIR)$(PREFIX)/share/scalelab/
+	install -m 644 README.md $(DESTDIR)$(PREFIX)/share/scalelab/
+	install -d $(DESTDIR)$(PREFIX)/share/scalelab/results
+	install -m 644 results/schema.json results/schema.md $(DESTDIR)$(PREFIX)/share/scalelab/results/
 	install -d $(DESTDIR)$(PREFIX)/share/scalelab/docs
 	install -m 644 docs/*.md $(DESTDIR)$(PREFIX)/share/scalelab/docs/
 endif
