@@ -31,7 +31,8 @@ static const sl_opt gpt_opts[] = {
      "gpt: rows of the position table, at least --seq (default the preset's, else --seq)"},
     {"vocab", 0, SL_OPT_INT, &sl_gpt_opt.vocab, 1, 1 << 24, NULL, 0, "gpt: vocabulary V, at least 2 (default 256)"},
     {"preset", 0, SL_OPT_CHOICE, &sl_gpt_opt.preset, 0, 0, "gpt2-small", 0,
-     "gpt: 12 blocks x 768, 12 heads, 1024 tokens, V 50257 (options given change it); implies --model gpt"},
+     "gpt2-small: 12 blocks x 768, 12 heads, 1024 tokens, V 50257 (options given change it); implies --model gpt "
+     "(default none)"},
     {"dropout", 0, SL_OPT_DOUBLE, &sl_gpt_opt.dropout, 0, 0, NULL, 0, "gpt: dropout probability in [0, 1) (default 0)"},
     {"analytic", 0, SL_OPT_FLAG, &sl_gpt_opt.analytic, 0, 0, NULL, 0,
      "print the GPT shape's parameters, FLOPs, activation and ZeRO bytes, and exit (no run; "
