@@ -61,6 +61,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpt_shape.h"
 #include "sl_train.h"
 #include "megatron_mlp/serial.h"
 #include "megatron_mlp/slices.h"
@@ -858,5 +859,6 @@ static const sl_technique megatron = {
 int main(int argc, char **argv)
 {
     sl_train_opt.batch = 16;
+    sl_gpt_opt.layers_opt = "blocks", sl_gpt_opt.layers_src = &opt_blocks; /* the GPT's L */
     return sl_train_main(&megatron, argc, argv);
 }

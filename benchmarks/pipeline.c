@@ -61,6 +61,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpt_shape.h"
 #include "sl_compute.h"
 #include "sl_train.h"
 #include "pipeline/bubble.h"
@@ -1193,5 +1194,6 @@ int main(int argc, char **argv)
     sl_train_opt.layers = 8;
     sl_train_opt.width = sl_train_opt.inputs = sl_train_opt.outputs = 1024;
     sl_train_opt.batch = 128;
+    sl_gpt_opt.stages = &opt_stages; /* a stage holds whole GPT blocks */
     return sl_train_main(&pipeline, argc, argv);
 }

@@ -41,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpt_shape.h"
 #include "loss_scale.h"
 #include "mlp_mixed.h"
 #include "precision/curve.h"
@@ -105,6 +106,11 @@ static int power_of_two(double v)
 
 static void validate(sl_ctx *ctx)
 {
+    /* the GPT shape (--analytic only, until it trains): L from --layers, b from --batch */
+    sl_gpt_opt.layers_opt = "layers", sl_gpt_opt.layers_src = &opt_layers;
+    sl_gpt_opt.batch_opt = "batch", sl_gpt_opt.batch_src = &opt_batch;
+    sl_gpt_gate(ctx);
+    sl_gpt_analytic(ctx);
     if (!power_of_two(opt_scale) || opt_scale > 0x1p100)
         sl_usage_error("--scale: expected a power of two in (0, 2^100] (so that scaling is exact), got %g", opt_scale);
     if (!power_of_two(opt_init_scale) || opt_init_scale > 0x1p100)
@@ -128,7 +134,7 @@ static const sl_program program = {
     .uses = SL_USES_BACKEND,
     .default_iters = 290,
     .default_warmup = 10,
-    .groups = {&sl_data_opts},
+    .groups = {&sl_data_opts, &sl_gpt_option_group},
     .extra = precision_opts,
     .validate = validate,
 };

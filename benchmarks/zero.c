@@ -65,6 +65,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpt_shape.h"
 #include "sl_train.h"
 
 enum { NSTAGES = 4 };
@@ -77,7 +78,6 @@ static unsigned opt_stages = ~0u;
 static double opt_bucket_mb = 4.0;
 static long long opt_prefetch = 1, opt_ranks = 0;
 static int opt_precision = 0; /* fp32 */
-static double opt_analytic = 0;
 
 static const sl_opt zero_opts[] = {
     {"stage", 0, SL_OPT_CHOICE_LIST, &opt_stages, 0, 0, "0|1|2|3", 0, "ZeRO stages to run (default all)"},
@@ -88,9 +88,10 @@ static const sl_opt zero_opts[] = {
     {"precision", 0, SL_OPT_CHOICE, &opt_precision, 0, 0, "fp32|mixed", 0,
      "fp32, or mixed: the paper's fp16 parameters and gradients, fp32 master weights and optimizer states, "
      "i.e. -d f16 (default fp32)"},
-    {"analytic", 0, SL_OPT_DOUBLE, &opt_analytic, 0, 0, NULL, 0,
-     "PARAMS: print the per-stage memory table for PARAMS parameters on --ranks N (no run)"},
-    {"ranks", 0, SL_OPT_INT, &opt_ranks, 1, 1LL << 40, NULL, 0, "data-parallel ranks for --analytic"},
+    /* --analytic PARAMS is read before parsing (main); the table's entry is the training layer's
+     * --analytic flag (the GPT shape's figures), whose help names both. */
+    {"ranks", 0, SL_OPT_INT, &opt_ranks, 1, 1LL << 40, NULL, 0,
+     "data-parallel ranks for --analytic PARAMS (the paper's per-stage memory table for PARAMS parameters; no run)"},
     {0},
 };
 
@@ -607,18 +608,6 @@ static int analytic_error(const char *fmt, const char *arg)
     return SL_EXIT_USAGE;
 }
 
-/* Per-device bytes of model states of stage s: replicated a·Ψ plus sharded b·Ψ/Nd, for
- * params, grads and optimizer bytes per parameter p, g, o. */
-static double stage_bytes(int s, double psi, double nd, const double pgo[3])
-{
-    double kept = 0, sharded = 0;
-    for (int i = 0; i < 3; i++) {
-        int is_sharded = (i == 2 && s >= 1) || (i == 1 && s >= 2) || (i == 0 && s >= 3);
-        *(is_sharded ? &sharded : &kept) += pgo[i];
-    }
-    return kept * psi + sharded * psi / nd;
-}
-
 static int analytic(int argc, char **argv)
 {
     double psi = NAN;
@@ -668,7 +657,7 @@ static int analytic(int argc, char **argv)
         for (int p = 0; p < 2; p++) {
             if (which >= 0 && which != p) continue;
             /* to 0.1 GB, halves rounded up as the paper's table does (1.875 -> 1.9) */
-            double gb = round(stage_bytes(s, psi, (double)nd, pgo[p]) / 1e8) / 10;
+            double gb = round(sl_zero_states(s, psi, (double)nd, pgo[p]) / 1e8) / 10;
             printf(" %-17s %9.1f", formula[p][s], gb);
         }
         printf("\n");
@@ -720,7 +709,10 @@ static sl_technique zero_technique = {
 int main(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)
-        if (!strncmp(argv[i], "--analytic", 10) && (argv[i][10] == 0 || argv[i][10] == '=')) return analytic(argc, argv);
+        /* --analytic PARAMS (a value follows); the flag alone is the GPT shape's (gpt_shape.h) */
+        if ((!strncmp(argv[i], "--analytic=", 11)) ||
+            (!strcmp(argv[i], "--analytic") && i + 1 < argc && argv[i + 1][0] != '-'))
+            return analytic(argc, argv);
     /* A model whose AdamW state is worth sharding, small enough for a 2-core machine. */
     sl_train_opt.optim = 1;
     sl_train_opt.layers = 4;

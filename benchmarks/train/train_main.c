@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpt_shape.h"
 #include "train_internal.h"
 
 static const sl_technique *the_technique;
@@ -18,6 +19,8 @@ static void validate(sl_ctx *ctx)
     const sl_train_options *o = &sl_train_opt;
     if (!isnan(o->lr) && (!(o->lr > 0) || o->lr > 1e6)) sl_usage_error("--lr: expected a learning rate in (0, 1e6], got %g", o->lr);
     if (tech->sleep_mode) train_compute_validate(ctx);
+    sl_gpt_gate(ctx);
+    sl_gpt_analytic(ctx); /* --analytic ends here, before the technique's checks of the run */
     if (tech->program.validate) tech->program.validate(ctx);
     for (int d = 0; d < SL_NDTYPES; d++) /* a technique's validate may choose the precision */
         if (d != SL_F32 && (ctx->opt.dtypes & (1u << d)) &&
@@ -49,6 +52,12 @@ int sl_train_main(const sl_technique *tech, int argc, char **argv)
     int g = 0;
     while (g < SL_MAX_OPT_GROUPS - 1 && prog.groups[g]) g++;
     prog.groups[g++] = tech->model ? &sl_train_step_option_group : &sl_train_option_group;
+    if (g >= SL_MAX_OPT_GROUPS - 1) SL_FATAL("%s: no free option group for the GPT shape", prog.name);
+    prog.groups[g++] = &sl_gpt_option_group;
+    /* The GPT's block count is the stack's --layers (a technique with its own model names its
+     * own option) and b is --batch. */
+    if (!tech->model) sl_gpt_opt.layers_opt = "layers", sl_gpt_opt.layers_src = &sl_train_opt.layers;
+    sl_gpt_opt.batch_opt = "batch", sl_gpt_opt.batch_src = &sl_train_opt.batch;
     if (tech->sleep_mode) {
         if (g >= SL_MAX_OPT_GROUPS - 1 || !tech->reset) /* groups stay NULL-ended */
             SL_FATAL("%s: sleep mode needs a free option group and .reset", prog.name);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpt_shape.h"
 #include "train_ref.h"
 #include "run.h"
 
@@ -19,7 +20,8 @@ static const char *const policy_names[NPOLICIES] = SL_ENUM_NAMES(POLICIES);
 static const long long default_batch[NET_NKINDS] = {1024, 16};
 
 static const sl_opt vdnn_opts[] = {
-    {"model", 0, SL_OPT_CHOICE, &opt_model, 0, 0, "mlp|conv", 0, "the MLP or the conv stack (default both)"},
+    {"model", 0, SL_OPT_CHOICE, &opt_model, 0, 0, "mlp|conv|gpt", 0,
+     "the MLP or the conv stack (default both); gpt: --analytic only (not trained yet)"},
     {"offload", 0, SL_OPT_CHOICE, &opt_offload, 0, 0, SL_ENUM_CHOICES(POLICIES), 0,
      "whose inputs go to the host: none, all operations, conv only (default every policy)"},
     {"prefetch", 0, SL_OPT_INT, &opt_prefetch, 0, 1, NULL, 0,
@@ -41,7 +43,12 @@ static long long batch_of(int kind) { return opt_batch ? opt_batch : default_bat
 
 static void validate(sl_ctx *ctx)
 {
-    (void)ctx;
+    /* --model gpt (the choice after the nets'): its shape from --layers and --batch */
+    if (opt_model == NET_NKINDS) sl_gpt_opt.model = 1;
+    sl_gpt_opt.layers_opt = "layers", sl_gpt_opt.layers_src = &opt_layers;
+    sl_gpt_opt.batch_opt = "batch", sl_gpt_opt.batch_src = &opt_batch;
+    sl_gpt_gate(ctx);
+    sl_gpt_analytic(ctx);
     if (opt_offload == P_CONV && opt_model == NET_MLP)
         sl_usage_error("--offload conv: the mlp has no convolutions; use --model conv, or --offload none|all");
     if (opt_offload == P_NONE && opt_prefetch >= 0)
@@ -62,7 +69,7 @@ static const sl_program program = {
     .summary = "vDNN: activations offloaded to pinned host memory after forward and prefetched "
                "for backward, in a device arena of fixed capacity; peak memory vs the model",
     .uses = SL_USES_BACKEND, .default_iters = 5, .default_warmup = 1,
-    .groups = {&sl_data_opts}, .extra = vdnn_opts, .validate = validate,
+    .groups = {&sl_data_opts, &sl_gpt_shape_option_group}, .extra = vdnn_opts, .validate = validate,
 };
 
 #define MIB (1.0 / 1048576)
