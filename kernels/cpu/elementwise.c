@@ -66,26 +66,30 @@ static inline float keep_if_positive(float x, float v)
     return v;
 }
 
-/* tanh from vmath.h (libm's tanhf would keep the loop scalar), the loop cloned per ISA (cpu.h) */
+/* 0.5 x (1 + tanh(u)) = x sigmoid(2u), u = c (x + a x^3): one exp and one division, where
+ * the tanh form needs an exp, a division and a polynomial for small u, and loses the tail to
+ * cancellation in 1 + tanh(u) for u << 0 (vmath.h's sigmoid keeps it). The loops are cloned per
+ * ISA (cpu.h). */
+static inline float gelu_u(float v) { return GELU_C * (v + GELU_A * v * v * v); }
+
 SL_CPU_CLONES static void gelu_block(size_t n, const float *x, float *y)
 {
 #pragma omp simd
-    for (size_t i = 0; i < n; i++) {
-        float v = x[i];
-        y[i] = 0.5f * v * (1.0f + sl_vtanhf(GELU_C * (v + GELU_A * v * v * v)));
-    }
+    for (size_t i = 0; i < n; i++) y[i] = x[i] * sl_vsigmoidf(2.0f * gelu_u(x[i]));
 }
 
-/* d/dx 0.5 x (1 + t) = 0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3 a x^2), t = tanh(u) */
+/* d/dx x s(2u) = s + 2 x s (1 - s) u', u' = c (1 + 3 a x^2). With e = exp(-2|u|) and
+ * r = 1 / (1 + e): s = r (u >= 0) or e r, and s (1 - s) = e r^2 either way, without the
+ * cancellation of 1 - s or of 1 - tanh^2. */
 SL_CPU_CLONES static void gelu_grad_block(size_t n, const float *x, const float *dy,
                                           float *dx)
 {
 #pragma omp simd
     for (size_t i = 0; i < n; i++) {
-        float v = x[i];
-        float t = sl_vtanhf(GELU_C * (v + GELU_A * v * v * v));
-        float d = 0.5f * (1.0f + t) +
-                  0.5f * v * (1.0f - t * t) * GELU_C * (1.0f + 3.0f * GELU_A * v * v);
+        float v = x[i], u = gelu_u(v);
+        float e = sl_vexpf(-2.0f * fabsf(u)), r = 1.0f / (1.0f + e);
+        float s = u >= 0.0f ? r : e * r;
+        float d = s + 2.0f * v * (e * r * r) * GELU_C * (1.0f + 3.0f * GELU_A * v * v);
         dx[i] = dy[i] * d;
     }
 }

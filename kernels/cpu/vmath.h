@@ -76,6 +76,21 @@ static inline float sl_vtanhf(float x)
 }
 
 #pragma omp declare simd notinbranch
+static inline float sl_vsigmoidf(float x)
+{
+    /* 1 / (1 + exp(-x)) as (x >= 0 ? 1 : e) / (1 + e), e = exp(-|x|) <= 1: exp never
+     * overflows, so the tail below x = -88.7 (where 1 / (1 + exp(-x)) would give 0) keeps its
+     * small and subnormal values, and neither side subtracts. -0 gives 1/2; NaN gives NaN. */
+    uint32_t bx;
+    memcpy(&bx, &x, 4);
+    bx |= 0x80000000u;
+    float nabs;
+    memcpy(&nabs, &bx, 4);
+    float e = sl_vexpf(nabs);
+    return (x >= 0.0f ? 1.0f : e) / (1.0f + e);
+}
+
+#pragma omp declare simd notinbranch
 static inline double sl_vexp_nonpos(double x)
 {
     /* exp(x) in f64 for x <= 0 (softmax's exp(z - max z)): the same reduction as sl_vexpf,
