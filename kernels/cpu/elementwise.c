@@ -162,23 +162,28 @@ void sl_cpu_act_backward(sl_act act, size_t n, const float *x, const float *dy, 
     } while (0)
 #define ID(v) (v)
 
-/* f16 in blocks: widen (F16C), combine in f32, narrow once */
-static void axpby_f16(size_t n, float al, const uint16_t *x, float be, uint16_t *y)
+/* f16 and bf16 in blocks: widen (half_vec.c: F16C, vectorised bf16), combine in f32, narrow
+ * once */
+static void axpby_16(sl_dtype dt, size_t n, float al, const uint16_t *x, float be, uint16_t *y)
 {
+    void (*widen)(const uint16_t *, float *, size_t) =
+        dt == SL_F16 ? sl_cpu_f16_to_f32_n : sl_cpu_bf16_to_f32_n;
+    void (*narrow)(const float *, uint16_t *, size_t) =
+        dt == SL_F16 ? sl_cpu_f32_to_f16_n : sl_cpu_f32_to_bf16_n;
     enum { B = 1024 };
     size_t nb = (n + B - 1) / B;
 #pragma omp parallel for if (sl_cpu_par(n)) schedule(static)
     for (size_t b = 0; b < nb; b++) {
         float xf[B], yf[B];
         size_t lo = b * B, m = n - lo < B ? n - lo : B;
-        if (al != 0.0f) sl_cpu_f16_to_f32_n(x + lo, xf, m);
-        if (be != 0.0f) sl_cpu_f16_to_f32_n(y + lo, yf, m);
+        if (al != 0.0f) widen(x + lo, xf, m);
+        if (be != 0.0f) widen(y + lo, yf, m);
         for (size_t i = 0; i < m; i++) {
             float v = al == 0.0f ? 0.0f : al * xf[i];
             if (be != 0.0f) v += be * yf[i];
             yf[i] = v;
         }
-        sl_cpu_f32_to_f16_n(yf, y + lo, m);
+        narrow(yf, y + lo, m);
     }
 }
 
@@ -187,8 +192,8 @@ void sl_cpu_axpby(sl_dtype dt, size_t n, double alpha, const void *x, double bet
     switch (dt) {
     case SL_F32: AXPBY_LOOP(float, float, ID, ID); break;
     case SL_F64: AXPBY_LOOP(double, double, ID, ID); break;
-    case SL_F16: axpby_f16(n, (float)alpha, x, (float)beta, y); break;
-    case SL_BF16: AXPBY_LOOP(uint16_t, float, sl_bf16_to_f32, sl_f32_to_bf16); break;
+    case SL_F16:
+    case SL_BF16: axpby_16(dt, n, (float)alpha, x, (float)beta, y); break;
     default: SL_FATAL("axpby: bad dtype %d", (int)dt);
     }
 }
