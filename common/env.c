@@ -97,7 +97,9 @@ const char *sl_env_cpu_vec_isa(void)
 {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") ? "avx2" : "sse2";
+    return __builtin_cpu_supports("avx512f") ? "avx512f"
+           : __builtin_cpu_supports("avx2")  ? "avx2"
+                                             : "sse2";
 #else
     return "baseline";
 #endif

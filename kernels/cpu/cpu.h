@@ -10,13 +10,16 @@
  * against OpenBLAS's. */
 int sl_cpu_par(size_t n);
 
-/* Loops whose cost is arithmetic (vmath.h's functions) are compiled for AVX2 and for the build's
- * baseline (generic x86-64: SSE2), and the loader picks by the CPU (GCC's target_clones, an
- * ifunc): twice the lanes without -march=native. Both give the same bits, since their
- * arithmetic is correctly rounded IEEE operations with no contraction into FMA.
+/* Loops whose cost is arithmetic (vmath.h's functions) are compiled for AVX-512F, for AVX2 and
+ * for the build's baseline (generic x86-64: SSE2), and the loader picks by the CPU (GCC's
+ * target_clones, an ifunc): two or four times the lanes without -march=native. AVX-512 pays
+ * even where its 512-bit operations are split in two (AMD Zen 4): vmath.h's selects become
+ * mask moves, and its exp took 0.48 ns per element against AVX2's 0.86 on that CPU, one thread.
+ * All give the same bits, since their arithmetic is correctly rounded IEEE operations with no
+ * contraction into FMA.
  * sl_env_cpu_vec_isa() (common/sl_env.h) names the one this CPU runs, for the manifest. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define SL_CPU_CLONES __attribute__((target_clones("avx2", "default")))
+#define SL_CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define SL_CPU_CLONES
 #endif
@@ -36,6 +39,9 @@ int sl_cpu_have_sbgemm(void);
 void sl_cpu_f32_to_f16_n(const float *src, uint16_t *dst, size_t n);
 void sl_cpu_f16_to_f32_n(const uint16_t *src, float *dst, size_t n);
 const char *sl_cpu_f16_impl(void);
+/* f32 <-> bf16 arrays, same bits as sl_half.h (half_vec.c). */
+void sl_cpu_f32_to_bf16_n(const float *src, uint16_t *dst, size_t n);
+void sl_cpu_bf16_to_f32_n(const uint16_t *src, float *dst, size_t n);
 
 void sl_cpu_bias_add(int rows, int cols, float *y, const float *bias);
 void sl_cpu_bias_grad(int rows, int cols, const float *dy, float *dbias);

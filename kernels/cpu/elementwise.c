@@ -66,26 +66,30 @@ static inline float keep_if_positive(float x, float v)
     return v;
 }
 
-/* tanh from vmath.h (libm's tanhf would keep the loop scalar), the loop cloned per ISA (cpu.h) */
+/* 0.5 x (1 + tanh(u)) = x sigmoid(2u), u = c (x + a x^3): one exp and one division, where
+ * the tanh form needs an exp, a division and a polynomial for small u, and loses the tail to
+ * cancellation in 1 + tanh(u) for u << 0 (vmath.h's sigmoid keeps it). The loops are cloned per
+ * ISA (cpu.h). */
+static inline float gelu_u(float v) { return GELU_C * (v + GELU_A * v * v * v); }
+
 SL_CPU_CLONES static void gelu_block(size_t n, const float *x, float *y)
 {
 #pragma omp simd
-    for (size_t i = 0; i < n; i++) {
-        float v = x[i];
-        y[i] = 0.5f * v * (1.0f + sl_vtanhf(GELU_C * (v + GELU_A * v * v * v)));
-    }
+    for (size_t i = 0; i < n; i++) y[i] = x[i] * sl_vsigmoidf(2.0f * gelu_u(x[i]));
 }
 
-/* d/dx 0.5 x (1 + t) = 0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3 a x^2), t = tanh(u) */
+/* d/dx x s(2u) = s + 2 x s (1 - s) u', u' = c (1 + 3 a x^2). With e = exp(-2|u|) and
+ * r = 1 / (1 + e): s = r (u >= 0) or e r, and s (1 - s) = e r^2 either way, without the
+ * cancellation of 1 - s or of 1 - tanh^2. */
 SL_CPU_CLONES static void gelu_grad_block(size_t n, const float *x, const float *dy,
                                           float *dx)
 {
 #pragma omp simd
     for (size_t i = 0; i < n; i++) {
-        float v = x[i];
-        float t = sl_vtanhf(GELU_C * (v + GELU_A * v * v * v));
-        float d = 0.5f * (1.0f + t) +
-                  0.5f * v * (1.0f - t * t) * GELU_C * (1.0f + 3.0f * GELU_A * v * v);
+        float v = x[i], u = gelu_u(v);
+        float e = sl_vexpf(-2.0f * fabsf(u)), r = 1.0f / (1.0f + e);
+        float s = u >= 0.0f ? r : e * r;
+        float d = s + 2.0f * v * (e * r * r) * GELU_C * (1.0f + 3.0f * GELU_A * v * v);
         dx[i] = dy[i] * d;
     }
 }
@@ -158,23 +162,28 @@ void sl_cpu_act_backward(sl_act act, size_t n, const float *x, const float *dy, 
     } while (0)
 #define ID(v) (v)
 
-/* f16 in blocks: widen (F16C), combine in f32, narrow once */
-static void axpby_f16(size_t n, float al, const uint16_t *x, float be, uint16_t *y)
+/* f16 and bf16 in blocks: widen (half_vec.c: F16C, vectorised bf16), combine in f32, narrow
+ * once */
+static void axpby_16(sl_dtype dt, size_t n, float al, const uint16_t *x, float be, uint16_t *y)
 {
+    void (*widen)(const uint16_t *, float *, size_t) =
+        dt == SL_F16 ? sl_cpu_f16_to_f32_n : sl_cpu_bf16_to_f32_n;
+    void (*narrow)(const float *, uint16_t *, size_t) =
+        dt == SL_F16 ? sl_cpu_f32_to_f16_n : sl_cpu_f32_to_bf16_n;
     enum { B = 1024 };
     size_t nb = (n + B - 1) / B;
 #pragma omp parallel for if (sl_cpu_par(n)) schedule(static)
     for (size_t b = 0; b < nb; b++) {
         float xf[B], yf[B];
         size_t lo = b * B, m = n - lo < B ? n - lo : B;
-        if (al != 0.0f) sl_cpu_f16_to_f32_n(x + lo, xf, m);
-        if (be != 0.0f) sl_cpu_f16_to_f32_n(y + lo, yf, m);
+        if (al != 0.0f) widen(x + lo, xf, m);
+        if (be != 0.0f) widen(y + lo, yf, m);
         for (size_t i = 0; i < m; i++) {
             float v = al == 0.0f ? 0.0f : al * xf[i];
             if (be != 0.0f) v += be * yf[i];
             yf[i] = v;
         }
-        sl_cpu_f32_to_f16_n(yf, y + lo, m);
+        narrow(yf, y + lo, m);
     }
 }
 
@@ -183,8 +192,8 @@ void sl_cpu_axpby(sl_dtype dt, size_t n, double alpha, const void *x, double bet
     switch (dt) {
     case SL_F32: AXPBY_LOOP(float, float, ID, ID); break;
     case SL_F64: AXPBY_LOOP(double, double, ID, ID); break;
-    case SL_F16: axpby_f16(n, (float)alpha, x, (float)beta, y); break;
-    case SL_BF16: AXPBY_LOOP(uint16_t, float, sl_bf16_to_f32, sl_f32_to_bf16); break;
+    case SL_F16:
+    case SL_BF16: axpby_16(dt, n, (float)alpha, x, (float)beta, y); break;
     default: SL_FATAL("axpby: bad dtype %d", (int)dt);
     }
 }

@@ -1,4 +1,5 @@
-/* cpu/vmath.h — expf, tanhf and an f64 exp in plain arithmetic, for loops under `#pragma omp simd`.
+/* cpu/vmath.h — expf, tanhf, the logistic sigmoid and an f64 exp in plain arithmetic, for loops
+ * under `#pragma omp simd`.
  *
  * libm's expf is an opaque call per element, so a loop that uses it never vectorises; glibc's
  * vector variants (libmvec) would, but they round differently from the scalar expf that the
@@ -8,7 +9,8 @@
  * same bits, on every ISA (the build's ISO C mode leaves fused multiply-add contraction off).
  * Maximum error against the exact result, measured on every 7th f32 (t/unit/test_vmath.c
  * asserts <= 2 ulp over the whole range, ±0, subnormals, ±inf and NaN included): expf
- * 0.98 ulp, tanhf 1.33 ulp; exp in f64 for softmax (x <= 0) 2.4 ulp of f64. */
+ * 0.98 ulp, tanhf 1.33 ulp; sigmoid (GeLU) 2.26 ulp on every 509th f32 (asserted <= 4);
+ * exp in f64 for softmax (x <= 0) 2.4 ulp of f64. */
 #ifndef SL_CPU_VMATH_H
 #define SL_CPU_VMATH_H
 
@@ -73,6 +75,21 @@ static inline float sl_vtanhf(float x)
     bt |= sign;
     memcpy(&t, &bt, 4);
     return t;
+}
+
+#pragma omp declare simd notinbranch
+static inline float sl_vsigmoidf(float x)
+{
+    /* 1 / (1 + exp(-x)) as (x >= 0 ? 1 : e) / (1 + e), e = exp(-|x|) <= 1: exp never
+     * overflows, so the tail below x = -88.7 (where 1 / (1 + exp(-x)) would give 0) keeps its
+     * small and subnormal values, and neither side subtracts. -0 gives 1/2; NaN gives NaN. */
+    uint32_t bx;
+    memcpy(&bx, &x, 4);
+    bx |= 0x80000000u;
+    float nabs;
+    memcpy(&nabs, &bx, 4);
+    float e = sl_vexpf(nabs);
+    return (x >= 0.0f ? 1.0f : e) / (1.0f + e);
 }
 
 #pragma omp declare simd notinbranch

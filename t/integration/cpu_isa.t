@@ -1,6 +1,6 @@
 #!/bin/bash
-# The manifest's cpu_isa: the variant of the cloned CPU kernels the loader picked (avx2 where
-# the CPU has it, else sse2; baseline off x86-64) and which of the flags the vectorised kernels
+# The manifest's cpu_isa: the variant of the cloned CPU kernels the loader picked (avx512f or avx2
+# where the CPU has it, else sse2; baseline off x86-64) and which of the flags the vectorised kernels
 # may use /proc/cpuinfo lists; the kernels program's notes say the same. The schema takes the
 # allowed names only. Seconds.
 . "$(dirname "$0")/../lib/common.sh"
@@ -22,8 +22,9 @@ assert isinstance(isa, dict), f"no cpu_isa object in the manifest: {isa!r}"
 names = ["avx2", "fma", "avx512f", "f16c", "avx512_bf16"]
 line = next((l for l in open("/proc/cpuinfo") if l.startswith("flags")), None)
 have = None if line is None else [n for n in names if n in line.split(":", 1)[1].split()]
-vector = "baseline" if platform.machine() != "x86_64" else "avx2" if have and "avx2" in have else "sse2"
-assert isa.get("vector") in ("avx2", "sse2", "baseline"), f"vector {isa.get('vector')!r} not an allowed name"
+vector = ("baseline" if platform.machine() != "x86_64" else "avx512f" if have and "avx512f" in have
+          else "avx2" if have and "avx2" in have else "sse2")
+assert isa.get("vector") in ("avx512f", "avx2", "sse2", "baseline"), f"vector {isa.get('vector')!r} not an allowed name"
 assert isa["vector"] == vector, f"vector {isa['vector']!r}, the CPU implies {vector!r}"
 assert isa.get("flags") == have, f"flags {isa.get('flags')!r}, /proc/cpuinfo lists {have!r}"
 print(isa["vector"], " ".join(have or ["(no flags line)"]))

@@ -5,8 +5,12 @@
  *     double with nearbyint, and gcc's _Float16 conversion where the compiler has it) on
  *     every f32 pattern with a stride of 251 (17 million values, all exponents and signs),
  *     and on every tie and its neighbours (the midpoints between adjacent 16-bit values);
- *   - the underflow and overflow counts equal those counted from the reference;
- *   - the kernel (F16C where the CPU has it) and sl_half.h's software rounding agree. */
+ *   - the underflow, subnormal and overflow counts equal those counted from the reference;
+ *   - the kernels (F16C where the CPU has it, the vectorised bf16 loops) and sl_half.h's
+ *     scalar conversions give the same bits, NaNs included, both ways: every 16-bit pattern
+ *     widened, every sampled f32 narrowed;
+ *   - the 16-bit weight store (cast_update) gives sl_half.h's bits and counts the updates
+ *     rounding lost as the scalar comparison does. */
 #include <float.h>
 #include <string.h>
 
@@ -36,7 +40,7 @@ static double ref_f16(float f) { return ref_round(f, 10, -14, 65504.0); }
 static double ref_bf16(float f) { return ref_round(f, 7, -126, 0x1.fep127); }
 
 typedef struct counts {
-    unsigned long long checked, wrong, under, over;
+    unsigned long long checked, wrong, under, over, sub;
     unsigned long long soft_differs; /* sl_half.h's software rounding vs the kernel's bits */
 } counts;
 
@@ -56,9 +60,10 @@ static void check_batch(const float *v, size_t n, sl_dtype dt, counts *c, sl_cas
         c->checked++;
         /* the kernel may use F16C: sl_half.h's software path must give the same bits */
         uint16_t soft = dt == SL_F16 ? sl_f32_to_f16(v[i]) : sl_f32_to_bf16(v[i]);
-        c->soft_differs += isnan(v[i]) ? !((soft & 0x7fff) > (dt == SL_F16 ? 0x7c00 : 0x7f80))
-                                       : soft != h[i];
+        c->soft_differs += soft != h[i];
         if (isfinite(v[i]) && v[i] != 0.0f && want == 0.0) c->under++;
+        if (isfinite(v[i]) && want != 0.0 && fabs(want) < (dt == SL_F16 ? 0x1p-14 : 0x1p-126))
+            c->sub++;
         if (isfinite(v[i]) && isinf(want)) c->over++;
     }
     free(h);
@@ -106,12 +111,19 @@ static void check_round_trip(sl_dtype dt)
         wbad += wide[i] != (s ? -v : v);
     }
     ok(wbad == 0, "%s: every finite pattern widens to its exact value", sl_dtype_name(dt));
+    int sbad = 0;
+    for (int i = 0; i < 65536; i++) {
+        float soft = dt == SL_F16 ? sl_f16_to_f32((uint16_t)i) : sl_bf16_to_f32((uint16_t)i);
+        sbad += memcmp(&soft, &wide[i], 4) != 0;
+    }
+    ok(sbad == 0, "%s: every pattern, NaNs included, widens to sl_half.h's bits (%d differ)",
+       sl_dtype_name(dt), sbad);
     free(all), free(back), free(wide);
 }
 
 static void check_narrowing(sl_dtype dt)
 {
-    counts c = {0, 0, 0, 0, 0};
+    counts c = {0, 0, 0, 0, 0, 0};
     sl_cast_count cc = {0};
     enum { CHUNK = 1 << 20 };
     float *v = t_xmalloc(CHUNK * 4);
@@ -145,10 +157,41 @@ static void check_narrowing(sl_dtype dt)
     ok(cc.underflow == c.under && cc.overflow == c.over,
        "f32 -> %s counts %llu underflows and %llu overflows, as the reference (%llu, %llu)",
        sl_dtype_name(dt), cc.underflow, cc.overflow, c.under, c.over);
-    ok(c.under > 0 && c.over > 0, "the sample contains both underflows and overflows");
+    is_int(cc.subnormal, c.sub, "f32 -> %s counts the values that became subnormal",
+           sl_dtype_name(dt));
+    ok(c.under > 0 && c.over > 0 && c.sub > 0,
+       "the sample contains underflows, subnormals and overflows");
     ok(c.soft_differs == 0, "f32 -> %s: sl_half.h's software rounding gives the same bits (%llu differ)",
        sl_dtype_name(dt), c.soft_differs);
     free(v);
+}
+
+/* cast_update on 2^20 + 3 weights (a remainder after whole blocks): old 16-bit values from a
+ * stride over all f32 patterns, each new weight the old value nudged by a few f32 ulps (often
+ * lost to rounding), or a sampled pattern outright (NaN, inf, subnormal among them). */
+static void check_cast_update(sl_dtype dt)
+{
+    enum { N = (1 << 20) + 3 };
+    float *w = t_xmalloc(N * 4);
+    uint16_t *h = t_xmalloc(N * 2), *want = t_xmalloc(N * 2);
+    size_t lost = 0;
+    for (size_t i = 0; i < N; i++) {
+        float f = sl_bits_f32((uint32_t)(i * 4093u));
+        h[i] = dt == SL_F16 ? sl_f32_to_f16(f) : sl_f32_to_bf16(f);
+        float old = dt == SL_F16 ? sl_f16_to_f32(h[i]) : sl_bf16_to_f32(h[i]);
+        w[i] = i % 3 ? sl_bits_f32(sl_f32_bits(old) + (uint32_t)(i % 7) * 1024u) : f;
+        want[i] = dt == SL_F16 ? sl_f32_to_f16(w[i]) : sl_f32_to_bf16(w[i]);
+        lost += w[i] != old && want[i] == h[i];
+    }
+    float *wd = t_up(w, N * 4);
+    uint16_t *hd = t_up(h, N * 2);
+    size_t got = sl_k_cast_update(BE, dt, N, wd, hd);
+    t_down(h, hd, N * 2);
+    ok(memcmp(h, want, N * 2) == 0 && got == lost && lost > 0,
+       "%s cast_update: sl_half.h's bits, %zu updates lost to rounding counted (want %zu)",
+       sl_dtype_name(dt), got, lost);
+    t_free(wd), t_free(hd);
+    free(w), free(h), free(want);
 }
 
 #ifdef __FLT16_MAX__
@@ -189,6 +232,8 @@ int main(void)
     check_round_trip(SL_BF16);
     check_narrowing(SL_F16);
     check_narrowing(SL_BF16);
+    check_cast_update(SL_F16);
+    check_cast_update(SL_BF16);
 #ifdef __FLT16_MAX__
     check_against_float16();
 #else

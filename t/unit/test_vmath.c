@@ -1,16 +1,23 @@
-/* test_vmath.c — the vectorisable expf and tanhf of kernels/cpu/vmath.h against libm in f64:
+/* test_vmath.c — the vectorisable expf, tanhf and sigmoid of kernels/cpu/vmath.h against libm
+ * in f64:
  *   - every f32 bit pattern with a stride of 509 (8.4 million values: all exponents, both
  *     signs, subnormals, inf and NaN) and a list of edges (±0, the smallest and largest
  *     subnormals, the overflow and underflow thresholds and their neighbours, tanh's switch
  *     between its two forms, NaN of either sign);
  *   - the error in f32 ulp of the exact result (f64 libm rounded from there, whose own error is
- *     2^-29 of an f32 ulp) stays within the stated bound: expf MAX_ULP_EXP, tanhf MAX_ULP_TANH;
+ *     2^-29 of an f32 ulp) stays within the stated bound: expf MAX_ULP_EXP, tanhf MAX_ULP_TANH,
+ *     sigmoid MAX_ULP_SIGMOID;
  *     a result beyond FLT_MAX must be inf, NaN must give NaN, tanh(±0) keeps the sign;
  *   - softmax's f64 exp (x <= 0) against expl in long double, in f64 ulp, on 4 million points
  *     of [-745, 0] and on -0, -inf, NaN; below -708 it returns 0 by design;
- *   - the GeLU kernel (its loop vectorised, compiled with the kernels' flags) gives, bit for
- *     bit, the scalar formula on the same function: vector lanes and the loop's remainder agree,
- *     so an element's value does not depend on where a slice starts. */
+ *   - the GeLU kernels, forward and backward (their loops vectorised, compiled with the
+ *     kernels' flags, the widest clone this CPU runs), give, bit for bit, the scalar formula on
+ *     the same functions: vector lanes and the loop's remainder agree, so an element's value
+ *     does not depend on where a slice starts; so does AdamW's (cloned the same way);
+ *   - and both against f64 (in the sigmoid form) on [-16, 16]: relative error (the
+ *     gradient's relative to the size of its two terms) within gelu_rel_bound, a bound that grows with |u| = |c (x + a x^3)|, since the f32 rounding of u
+ *     itself (its relative error about 2^-23) moves sigmoid(2u) by 2 |u| times that in the
+ *     negative tail. */
 #include <float.h>
 #include <stdint.h>
 #include <string.h>
@@ -20,6 +27,7 @@
 
 #define MAX_ULP_EXP 2.0  /* measured over every 7th f32: 0.975 at -0x1.df5aeap+5 */
 #define MAX_ULP_TANH 2.0 /* measured over every 7th f32: 1.322 at -0x1.414e1p-1 */
+#define MAX_ULP_SIGMOID 4.0 /* measured over every 509th f32: 1.9 (see the output) */
 #define MAX_ULP_EXP64 4.0 /* of f64; measured on 20 million points of [-745, 0]: 2.37 */
 #define STRIDE 509u
 
@@ -71,11 +79,12 @@ static const float edges[] = {
 
 static void check_functions(void)
 {
-    worst we = {0}, wt = {0};
+    worst we = {0}, wt = {0}, ws = {0};
     for (uint64_t b = 0; b <= 0xffffffffu; b += STRIDE) {
         float x = from_bits((uint32_t)b);
         measure(&we, x, sl_vexpf(x), exp((double)x));
         measure(&wt, x, sl_vtanhf(x), tanh((double)x));
+        measure(&ws, x, sl_vsigmoidf(x), 1.0 / (1.0 + exp(-(double)x)));
     }
     for (size_t i = 0; i < sizeof edges / sizeof edges[0]; i++) {
         float x = edges[i];
@@ -85,22 +94,33 @@ static void check_functions(void)
             float y = isinf(x) || (d < 0 && (b & 0x7fffffffu) < 2) ? x : from_bits(b + d);
             measure(&we, y, sl_vexpf(y), exp((double)y));
             measure(&wt, y, sl_vtanhf(y), tanh((double)y));
+            measure(&ws, y, sl_vsigmoidf(y), 1.0 / (1.0 + exp(-(double)y)));
         }
     }
     const float nans[] = {from_bits(0x7fc00000u), from_bits(0xffc00000u), from_bits(0x7f800001u),
                           from_bits(0xff800001u)};
     int nan_ok = 1;
-    for (int i = 0; i < 4; i++) nan_ok &= isnan(sl_vexpf(nans[i])) && isnan(sl_vtanhf(nans[i]));
+    for (int i = 0; i < 4; i++)
+        nan_ok &= isnan(sl_vexpf(nans[i])) && isnan(sl_vtanhf(nans[i])) &&
+                  isnan(sl_vsigmoidf(nans[i]));
     ok(nan_ok, "NaN of either sign, quiet or signalling, gives NaN");
     ok(!signbit(sl_vtanhf(0.0f)) && signbit(sl_vtanhf(-0.0f)) && sl_vexpf(-0.0f) == 1.0f &&
            sl_vexpf(-INFINITY) == 0.0f && sl_vexpf(INFINITY) == INFINITY &&
            sl_vtanhf(INFINITY) == 1.0f && sl_vtanhf(-INFINITY) == -1.0f,
        "tanh(±0) = ±0, exp(-0) = 1, exp(±inf) = inf, 0; tanh(±inf) = ±1");
+    ok(sl_vsigmoidf(0.0f) == 0.5f && sl_vsigmoidf(-0.0f) == 0.5f &&
+           sl_vsigmoidf(INFINITY) == 1.0f && sl_vsigmoidf(-INFINITY) == 0.0f &&
+           sl_vsigmoidf(-100.0f) > 0.0f && sl_vsigmoidf(-103.0f) > 0.0f,
+       "sigmoid(±0) = 1/2, sigmoid(±inf) = 1, 0; the tail below -88.7 (exp(88.7) overflows) "
+       "is kept, not 0");
     ok(we.bad == 0 && we.err <= MAX_ULP_EXP, "expf: %llu values, max error %.3f ulp at %a (bound %.1f)",
        we.n, we.err, we.at, MAX_ULP_EXP);
     ok(wt.bad == 0 && wt.err <= MAX_ULP_TANH,
        "tanhf: %llu values, max error %.3f ulp at %a (bound %.1f)", wt.n, wt.err, wt.at,
        MAX_ULP_TANH);
+    ok(ws.bad == 0 && ws.err <= MAX_ULP_SIGMOID,
+       "sigmoid: %llu values, max error %.3f ulp at %a (bound %.1f)", ws.n, ws.err, ws.at,
+       MAX_ULP_SIGMOID);
 }
 
 static void check_exp64(void)
@@ -132,32 +152,140 @@ static void check_exp64(void)
 #define GELU_C 0.7978845608028654f
 #define GELU_A 0.044715f
 
-/* GeLU through the kernel, on an odd length (a remainder after the vector loop) and from an
- * odd offset (a slice starting mid-vector), against the scalar formula. */
+static float gelu_scalar(float v) { return v * sl_vsigmoidf(2.0f * (GELU_C * (v + GELU_A * v * v * v))); }
+
+static float gelu_grad_scalar(float v)
+{
+    float u = GELU_C * (v + GELU_A * v * v * v);
+    float e = sl_vexpf(-2.0f * fabsf(u)), r = 1.0f / (1.0f + e);
+    float s = u >= 0.0f ? r : e * r;
+    return s + 2.0f * v * (e * r * r) * GELU_C * (1.0f + 3.0f * GELU_A * v * v);
+}
+
+/* 2^-23 (4 + 3 |u|): 4 ulp for the sigmoid and the products, plus the rounding of u carried
+ * into the tail (2 |u| 2^-24 per rounding, a few roundings). */
+static double gelu_rel_bound(double v)
+{
+    double u = fabs(0.7978845608028654 * (v + 0.044715 * v * v * v));
+    return 0x1p-23 * (4.0 + 3.0 * u);
+}
+
+/* GeLU and its gradient in f64, in the sigmoid form: kernels/ref.c's tanh form cancels in the
+ * negative tail (1 + tanh(u) is 0 in f64 below u = -19), this one does not. term[0], term[1]:
+ * the gradient's two terms s and 2 x s (1 - s) u'; their size is the scale of its error, as it
+ * crosses 0 near x = -0.75. */
+static double gelu_f64(double v, double *grad, double term[2])
+{
+    double u = 0.7978845608028654 * (v + 0.044715 * v * v * v);
+    double e = exp(-2.0 * fabs(u)), r = 1.0 / (1.0 + e), s = u >= 0 ? r : e * r;
+    term[0] = s;
+    term[1] = 2.0 * v * e * r * r * 0.7978845608028654 * (1.0 + 3.0 * 0.044715 * v * v);
+    *grad = term[0] + term[1];
+    return v * s;
+}
+
+static int same_bits(float a, float b) { return !memcmp(&a, &b, 4) || (isnan(a) && isnan(b)); }
+
+/* GeLU and its gradient through the kernels, on an odd length (a remainder after the vector
+ * loop) and from an odd offset (a slice starting mid-vector), against the scalar formula bit
+ * for bit and against the f64 reference within gelu_rel_bound. */
 static void check_kernel_lanes(void)
 {
     enum { N = 4099 };
-    float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
+    float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y), *g = malloc(N * sizeof *g);
     for (int i = 0; i < N; i++) x[i] = (float)(i - N / 2) * 0x1p-7f; /* -16 .. 16 */
     x[0] = -0.0f, x[1] = INFINITY, x[2] = -INFINITY;
+    float *ones = malloc(N * sizeof *ones);
+    for (int i = 0; i < N; i++) ones[i] = 1.0f;
     float *dx = t_up(x, N * sizeof *x), *dy = t_up(y, N * sizeof *y);
+    float *d1 = t_up(ones, N * sizeof *ones), *dg = t_up(g, N * sizeof *g);
     sl_k_act_forward(T_BE, SL_ACT_GELU, N - 3, dx + 3, dy + 3);
     sl_k_act_forward(T_BE, SL_ACT_GELU, 3, dx, dy);
+    sl_k_act_backward(T_BE, SL_ACT_GELU, N - 3, dx + 3, d1 + 3, dg + 3);
+    sl_k_act_backward(T_BE, SL_ACT_GELU, 3, dx, d1, dg);
     t_down(y, dy, N * sizeof *y);
-    int same = 1;
+    t_down(g, dg, N * sizeof *g);
+    int same = 1, sameg = 1;
+    double wf = 0, wb = 0;
+    float atf = 0, atb = 0;
     for (int i = 0; i < N; i++) {
-        float v = x[i], t = sl_vtanhf(GELU_C * (v + GELU_A * v * v * v));
-        float want = 0.5f * v * (1.0f + t);
-        if (memcmp(&want, &y[i], 4) && !(isnan(want) && isnan(y[i]))) {
-            if (same) diag("element %d (x = %a): kernel %a, scalar %a", i, v, y[i], want);
+        float v = x[i], want = gelu_scalar(v), wantg = gelu_grad_scalar(v);
+        if (!same_bits(want, y[i])) {
+            if (same) diag("forward, element %d (x = %a): kernel %a, scalar %a", i, v, y[i], want);
             same = 0;
         }
+        if (!same_bits(wantg, g[i])) {
+            if (sameg) diag("backward, element %d (x = %a): kernel %a, scalar %a", i, v, g[i], wantg);
+            sameg = 0;
+        }
+        if (isinf(v)) continue;
+        double rb, term[2], rf = gelu_f64(v, &rb, term), b = gelu_rel_bound(v);
+        /* in units of the bound; where sigmoid(2u) is subnormal (u < -43.7) its absolute
+         * error, a few 2^-149, times |x| (times 2 |x u'| in the gradient) joins it */
+        double sub = (fabs(v) + 1.0) * 0x1p-147;
+        double subg = (2.0 * fabs(v) * 0.8 * (1.0 + 0.134145 * v * v) + 1.0) * 0x1p-147;
+        double ef = fabs(y[i] - rf) / (b * fabs(rf) + sub);
+        double eb = fabs(g[i] - rb) / (b * (fabs(term[0]) + fabs(term[1])) + subg);
+        if (ef > wf) wf = ef, atf = v;
+        if (eb > wb) wb = eb, atb = v;
     }
     ok(same, "GeLU kernel = scalar formula bit for bit (vector lanes, remainder, odd offset)");
+    ok(sameg, "GeLU backward kernel = scalar formula bit for bit (lanes, remainder, offset)");
+    ok(wf <= 1.0, "GeLU against f64 on [-16, 16]: worst %.3f of the bound 2^-23 (4 + 3|u|) |gelu| + (|x| + 1) 2^-147, at %a",
+       wf, atf);
+    ok(wb <= 1.0,
+       "GeLU backward against f64 on [-16, 16] (relative to its terms' size): worst %.3f of "
+       "the bound, at %a", wb, atb);
     sl_k_free(T_BE, dx);
     sl_k_free(T_BE, dy);
+    sl_k_free(T_BE, d1);
+    sl_k_free(T_BE, dg);
     free(x);
     free(y);
+    free(g);
+    free(ones);
+}
+
+/* AdamW through the kernel (cloned per ISA like GeLU) on an odd length from an odd offset, two
+ * steps, against the scalar loop bit for bit: its sqrt and division are correctly rounded, so
+ * lanes, remainder and ISA variant agree. */
+static void check_adamw_lanes(void)
+{
+    enum { N = 4099 };
+    size_t bytes = N * sizeof(float);
+    float *w = malloc(bytes), *g = malloc(bytes), *m = malloc(bytes), *v = malloc(bytes);
+    float *w2 = malloc(bytes), *m2 = malloc(bytes), *v2 = malloc(bytes);
+    for (int i = 0; i < N; i++) {
+        w[i] = w2[i] = sl_rng_uniform(1, (uint64_t)i) - 0.5f;
+        g[i] = (sl_rng_uniform(2, (uint64_t)i) - 0.5f) * (i % 5 ? 1e-3f : 1e3f);
+        m[i] = m2[i] = v[i] = v2[i] = 0.0f;
+    }
+    float *dw = t_up(w, bytes), *dg = t_up(g, bytes), *dm = t_up(m, bytes), *dv = t_up(v, bytes);
+    int same = 1;
+    for (long step = 1; step <= 2; step++) {
+        sl_adamw o = {1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, step};
+        sl_k_adamw_step(T_BE, &o, N - 1, dw + 1, dg + 1, dm + 1, dv + 1);
+        sl_k_adamw_step(T_BE, &o, 1, dw, dg, dm, dv);
+        float c1 = (float)(1.0 / (1.0 - pow(o.beta1, (double)step)));
+        float c2 = (float)(1.0 / (1.0 - pow(o.beta2, (double)step)));
+        for (int i = 0; i < N; i++) {
+            float gi = g[i];
+            float mi = m2[i] = o.beta1 * m2[i] + (1.0f - o.beta1) * gi;
+            float vi = v2[i] = o.beta2 * v2[i] + (1.0f - o.beta2) * gi * gi;
+            w2[i] -= o.lr * (o.weight_decay * w2[i] + (mi * c1) / (sqrtf(vi * c2) + o.eps));
+        }
+    }
+    t_down(w, dw, bytes);
+    t_down(m, dm, bytes);
+    t_down(v, dv, bytes);
+    for (int i = 0; i < N; i++)
+        if (!same_bits(w[i], w2[i]) || !same_bits(m[i], m2[i]) || !same_bits(v[i], v2[i])) {
+            if (same) diag("element %d: kernel w %a, scalar %a", i, w[i], w2[i]);
+            same = 0;
+        }
+    ok(same, "AdamW kernel = scalar loop bit for bit over 2 steps (lanes, remainder, offset)");
+    sl_k_free(T_BE, dw), sl_k_free(T_BE, dg), sl_k_free(T_BE, dm), sl_k_free(T_BE, dv);
+    free(w), free(g), free(m), free(v), free(w2), free(m2), free(v2);
 }
 
 int main(void)
@@ -165,6 +293,7 @@ int main(void)
     check_functions();
     check_exp64();
     check_kernel_lanes();
+    check_adamw_lanes();
     done_testing();
     return exit_status();
 }
