@@ -61,26 +61,29 @@ void sl_fatal(int code, const char *file, int line, const char *fmt, ...)
     exit(code);
 }
 
+/* The first of the launchers' variables NAMES[0..N) that is set, as a number; FALLBACK where
+ * none is (no launcher started this process). */
+static int launcher_var(const char *const *names, size_t n, int fallback)
+{
+    for (size_t i = 0; i < n; i++) {
+        const char *v = getenv(names[i]);
+        if (v && *v) return atoi(v);
+    }
+    return fallback;
+}
+
 /* The rank as the launcher tells it, for messages printed before MPI is initialised. */
 int sl_launcher_rank(void)
 {
-    const char *vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"};
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-        const char *v = getenv(vars[i]);
-        if (v && *v) return atoi(v);
-    }
-    return 0;
+    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"};
+    return launcher_var(vars, sizeof vars / sizeof vars[0], 0);
 }
 
 /* The number of ranks as the launcher tells it (1 where no launcher started this process). */
 static int launcher_size(void)
 {
-    const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE", "SLURM_NTASKS"};
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-        const char *v = getenv(vars[i]);
-        if (v && *v) return atoi(v);
-    }
-    return 1;
+    static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE", "SLURM_NTASKS"};
+    return launcher_var(vars, sizeof vars / sizeof vars[0], 1);
 }
 
 /* Waits, at most a few seconds, until every rank has reached this point. A deadline rather than

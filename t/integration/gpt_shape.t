@@ -36,16 +36,6 @@ ok $? "megatron_mlp --analytic --blocks 3: L 3"
 [ ! -e "$out/results" ]
 ok $? "--analytic wrote no results directory"
 
-expect_usage_of() { # expect_usage_of PROGRAM WANT ARGS...
-  local prog="$1" want="$2"; shift 2
-  env -C "$out" "$prog" "$@" >"$out/stdout" 2>"$out/stderr"
-  local rc=$? lines; lines=$(wc -l <"$out/stderr")
-  if [ $rc = 2 ] && [ "$lines" = 1 ] && grep -q -- "$want" "$out/stderr"; then
-    ok 0 "$prog $* -> exit 2: $(cat "$out/stderr")"
-  else
-    ok 1 "$prog $* -> exit 2 naming $want"; diag "rc=$rc, stderr: $(cat "$out/stderr")"
-  fi
-}
 expect_usage_of ddp "^ddp: --heads 5: the heads must divide --d-model 128" --model gpt --heads 5 --analytic
 expect_usage_of zero "^zero: --heads 7: the heads must divide --d-model 768" --preset gpt2-small --heads 7 --analytic
 expect_usage_of pipeline "^pipeline: --seq 2048: longer than the position table's 1024 rows (--max-seq)" \

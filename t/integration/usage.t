@@ -31,16 +31,6 @@ expect_usage --threads --threads
 expect_usage "--threads (-t)\? is given more than once" --threads 1 --threads 2
 expect_usage "--iters (-n) is given more than once" -n 3 --iters 4
 
-expect_usage_of() { # expect_usage_of PROGRAM WANT ARGS... (no -o: a usage error writes nothing)
-  local prog="$1" want="$2"; shift 2
-  env -C "$out" "$prog" "$@" >"$out/stdout" 2>"$out/stderr"
-  local rc=$? lines; lines=$(wc -l <"$out/stderr")
-  if [ $rc = 2 ] && [ "$lines" = 1 ] && grep -q -- "$want" "$out/stderr"; then
-    ok 0 "$prog $* -> exit 2: $(cat "$out/stderr")"
-  else
-    ok 1 "$prog $* -> exit 2 naming $want"; diag "rc=$rc, stderr: $(cat "$out/stderr")"
-  fi
-}
 expect_usage_of kernels "none of the requested kernels has a variant" -d bf16 -k relu
 expect_usage_of kernels "does not apply with --train-steps" --train-steps 5 -k gemm
 expect_usage_of kernels "lmhead_xent, or all, got 'nope'" -k nope

@@ -21,4 +21,16 @@ done_testing() { echo "1..$tap_n"; [ "$tap_failed" = 0 ]; exit $?; }
 launch() { # launch NP PROGRAM ARGS...
   "$top/scripts/sl-launch" -np "$@"
 }
+# A usage error of PROGRAM run (with no launcher) in $out: exit 2 and one line naming WANT. No
+# -o is given: a usage error writes nothing.
+expect_usage_of() { # expect_usage_of PROGRAM WANT ARGS...
+  local prog="$1" want="$2"; shift 2
+  env -C "$out" "$prog" "$@" >"$out/stdout" 2>"$out/stderr"
+  local rc=$? lines; lines=$(wc -l <"$out/stderr")
+  if [ $rc = 2 ] && [ "$lines" = 1 ] && grep -q -- "$want" "$out/stderr"; then
+    ok 0 "$prog $* -> exit 2: $(cat "$out/stderr")"
+  else
+    ok 1 "$prog $* -> exit 2 naming $want"; diag "rc=$rc, stderr: $(cat "$out/stderr")"
+  fi
+}
 tmpdir() { mktemp -d "${TMPDIR:-/tmp}/scalelab-test.XXXXXX"; }
