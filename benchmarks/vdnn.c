@@ -16,7 +16,12 @@
  * copy engine, said so in every row. Every configuration's peak bytes by category are
  * measured and printed beside the analytic model; one whose model does not fit the arena gets
  * a "does not fit" row and the run goes on. Checked by default: weights and gradients
- * bit-identical to the `none` run, peak bytes equal to the model, bytes moved equal to it. */
+ * bit-identical to the `none` run, peak bytes equal to the model, bytes moved equal to it.
+ *
+ * In f16 and bf16 (-d) the activations t[i] are held, offloaded and fetched in 16 bits: half the
+ * bytes kept and moved. Each operation widens its input into an f32 workspace, computes in f32
+ * and rounds its output into 16 bits; parameters, gradients and the momentum stay f32 (so no
+ * loss scaling is needed: the gradients never leave f32). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +46,14 @@ static int next_offloaded(const vdnn_run *r, int i)
     return -1;
 }
 
+/* The f32 view of tensor p (in r->dt): p itself in f32, else p widened into the workspace ws. */
+static const float *wide(const vdnn_run *r, const void *p, float *ws)
+{
+    if (r->dt == SL_F32) return p;
+    sl_k_cast(r->be, r->n->act_elems, p, r->dt, ws, SL_F32, NULL);
+    return ws;
+}
+
 /* Brings t[i] back into a fresh device tensor; its ticket is what op i's backward waits for. */
 static void fetch(vdnn_run *r, int i)
 {
@@ -54,7 +67,11 @@ static void forward(vdnn_run *r)
     for (int i = 0; i < n->nops; i++) {
         r->t[i + 1] = arena_alloc(&r->a, A_ACTIV, r->act_bytes);
         int tk = offloaded(r, i) ? copier_start(r->cp, r->host[i], r->t[i], r->act_bytes, SL_K_D2H) : -1;
-        net_forward(n, i, r->params, r->t[i], r->t[i + 1]); /* overlaps the copy of t[i] */
+        /* overlaps the copy of t[i]; in 16 bits the gradient buffers, idle in forward, hold
+         * the widened input and the f32 output before it is rounded into t[i + 1] */
+        float *y = r->dt == SL_F32 ? r->t[i + 1] : r->dbuf[1];
+        net_forward(n, i, r->params, wide(r, r->t[i], r->dbuf[0]), y);
+        if (r->dt != SL_F32) sl_k_cast(r->be, n->act_elems, y, SL_F32, r->t[i + 1], r->dt, NULL);
         if (tk >= 0) {                   /* released once the copy and the layer are done */
             copier_wait(r->cp, tk);
             arena_free(&r->a, r->t[i]);
@@ -72,7 +89,8 @@ static void backward(vdnn_run *r)
         if (p >= 0 && !r->t[p]) fetch(r, p); /* one ahead, while op i computes */
         if (r->ticket[i] >= 0) copier_wait(r->cp, r->ticket[i]);
         r->ticket[i] = -1;
-        net_backward(n, i, r->params, r->t[i], r->dbuf[(i + 1) & 1], r->grads, i ? r->dbuf[i & 1] : NULL);
+        net_backward(n, i, r->params, wide(r, r->t[i], r->wide), r->dbuf[(i + 1) & 1], r->grads,
+                     i ? r->dbuf[i & 1] : NULL);
         arena_free(&r->a, r->t[i]);
         r->t[i] = NULL;
     }
@@ -85,9 +103,13 @@ void vdnn_step(void *arg)
     const net *n = r->n;
     sl_k_memset0(r->be, r->grads, n->nparams * sizeof(float));
     r->t[0] = arena_alloc(&r->a, A_ACTIV, r->act_bytes);
-    net_load(r->n, r->step, r->t[0], r->target);
+    if (r->dt == SL_F32) net_load(r->n, r->step, r->t[0], r->target);
+    else { /* the batch made in f32, held in 16 bits like every activation */
+        net_load(r->n, r->step, r->dbuf[0], r->target);
+        sl_k_cast(r->be, n->act_elems, r->dbuf[0], SL_F32, r->t[0], r->dt, NULL);
+    }
     forward(r);
-    r->loss = net_loss(n, r->t[n->nops], r->target, r->dbuf[n->nops & 1]);
+    r->loss = net_loss(n, wide(r, r->t[n->nops], r->wide), r->target, r->dbuf[n->nops & 1]);
     arena_free(&r->a, r->t[n->nops]);
     r->t[n->nops] = NULL;
     backward(r);
@@ -98,8 +120,10 @@ void vdnn_step(void *arg)
     r->step++;
 }
 
-/* The analytic model: bytes per category at the peak, with every tensor the same size s.
- * Resident: parameters, gradients, SGD momentum, the target, two gradient buffers (2s).
+/* The analytic model: bytes per category at the peak, with every tensor t[i] the same size s
+ * (in the run's dtype; s32 the same tensor in f32).
+ * Resident: parameters, gradients, SGD momentum, the target (s32), two gradient buffers (2 s32)
+ * and in 16 bits the workspace an input is widened into in backward (s32).
  * Activations live during forward op i: the inputs kept below it, t[i] and t[i + 1];
  * during backward op i: the inputs kept below it, t[i], and with prefetch the next offloaded
  * input below i:
@@ -107,11 +131,12 @@ void vdnn_step(void *arg)
 static void memory_model(const vdnn_run *r, size_t model[A_NCATS])
 {
     const net *n = r->n;
-    const size_t s = arena_round(r->act_bytes), w = arena_round(n->nparams * sizeof(float));
+    const size_t s = arena_round(r->act_bytes), s32 = arena_round(r->f32_bytes),
+                 w = arena_round(n->nparams * sizeof(float));
     memset(model, 0, A_NCATS * sizeof *model);
     model[A_PARAMS] = model[A_GRADS] = model[A_OPTIM] = w;
-    model[A_WORKSPACE] = 2 * s;
-    model[A_DATA] = s;
+    model[A_WORKSPACE] = (r->dt == SL_F32 ? 2 : 3) * s32;
+    model[A_DATA] = s32;
     int kept = 0, most = 0; /* kept: inputs below op i that stay on the device */
     for (int i = 0; i < n->nops; i++) {
         int fwd = kept + 2;
@@ -143,14 +168,16 @@ void vdnn_setup(vdnn_run *r)
 {
     const net *n = r->n;
     arena_open(&r->a, r->be, r->capacity, n->nops + 16);
-    r->act_bytes = net_act_bytes(n);
+    r->act_bytes = n->act_elems * sl_dtype_size(r->dt);
+    r->f32_bytes = net_act_bytes(n);
     const size_t pbytes = n->nparams * sizeof(float);
     r->params = arena_alloc(&r->a, A_PARAMS, pbytes);
     r->grads = arena_alloc(&r->a, A_GRADS, pbytes);
     r->optim_state = arena_alloc(&r->a, A_OPTIM, pbytes);
-    r->target = arena_alloc(&r->a, A_DATA, r->act_bytes);
-    r->dbuf[0] = arena_alloc(&r->a, A_WORKSPACE, r->act_bytes);
-    r->dbuf[1] = arena_alloc(&r->a, A_WORKSPACE, r->act_bytes);
+    r->target = arena_alloc(&r->a, A_DATA, r->f32_bytes);
+    r->dbuf[0] = arena_alloc(&r->a, A_WORKSPACE, r->f32_bytes);
+    r->dbuf[1] = arena_alloc(&r->a, A_WORKSPACE, r->f32_bytes);
+    r->wide = r->dt == SL_F32 ? NULL : arena_alloc(&r->a, A_WORKSPACE, r->f32_bytes);
     net_init_params(n, r->params);
     for (int i = 0; i <= n->nops; i++) r->ticket[i] = -1;
     for (int i = 0; i < n->nops; i++)

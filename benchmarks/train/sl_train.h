@@ -312,8 +312,8 @@ double sl_train_blocking(sl_train *t, const char *name, double t0);
  * `before` may return the parameter block the layer should use (a gathered copy: ZeRO-3), or
  * NULL for params + m->w_off[l]. `grads`, in backward after `before`, may return the block
  * layer l's gradients go to (a slot of a communication bucket: ZeRO-2/3, which never hold the
- * full gradient), or NULL for grads + m->w_off[l]. Blocks are in the run's dtype (t->dtype,
- * f32 for the f32-only functions below). Any may be NULL. */
+ * full gradient), or NULL for grads + m->w_off[l]. Blocks are in the run's dtype (t->dtype).
+ * Any may be NULL. */
 typedef struct sl_layer_hooks {
     const void *(*before)(sl_train *t, int layer, int backward);
     void (*after)(sl_train *t, int layer, int backward);
@@ -323,22 +323,6 @@ typedef struct sl_layer_hooks {
 /* Samples [first, first + count) of the current step's batch into x[count, in] and
  * y[count, out] (backend memory). Phase data. */
 void sl_train_load(sl_train *t, int first, int count, float *x, float *y);
-/* Forward of layers [l0, l1) from a->x[l0] (a->batch rows). Phase compute. */
-void sl_train_forward(sl_train *t, sl_mlp_acts *a, const float *params, int l0, int l1,
-                      const sl_layer_hooks *h);
-/* MSE against y of the model output a->x[nlayers], normalised over the global batch, so that
- * gradients summed over ranks are the global batch's. Leaves dL/dout in sl_train_dout(a).
- * Returns the loss. Phase compute. */
-double sl_train_loss(sl_train *t, sl_mlp_acts *a, const float *y);
-/* The buffer that receives dL/d(output): the one the last layer does not write its dL/dx
- * into (layer l writes a->dbuf[l & 1]), so backward never reads and writes one buffer. */
-float *sl_train_dout(const sl_train *t, sl_mlp_acts *a);
-/* Backward of layers [l0, l1) from dy = dL/d(x[l1]) (overwritten), accumulating into the
- * gradient blocks grads + w_off[l] (or those the grads hook gives; grads may then be NULL); returns dL/d(x[l0]) (in a->dbuf[l0 & 1]), or NULL when
- * l0 == 0. Each layer is synced before `after` runs, so its gradients are final there.
- * Phase compute. */
-float *sl_train_backward(sl_train *t, sl_mlp_acts *a, const float *params, float *grads,
-                         float *dy, int l0, int l1, const sl_layer_hooks *h);
 /* One optimizer step on flat elements [off, off + count) with state for that slice.
  * Phase compute. */
 void sl_train_optimize(sl_train *t, float *params, const float *grads, float *state, size_t off,

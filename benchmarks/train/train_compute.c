@@ -177,7 +177,7 @@ void sl_compute_calibrate_mlp(sl_train *t, sl_compute_clock *c, int nranges, con
             a.x[m->nlayers] = buf[0];
             a.dbuf[m->nlayers & 1] = buf[1];
             t0 = sl_now();
-            sl_train_loss(t, &a, buf[2]);
+            train_loss_f32(t, &a, buf[2]);
             sl_compute_measured(c, SL_COMPUTE_LOSS, sl_now() - t0);
         }
         sl_optim so = sl_optim_for_step(&t->optim, 0);

@@ -4,6 +4,12 @@
 
 #include "sl_train.h"
 
+/* The f32 loss (train_step.c): MSE against y of the model output a->x[nlayers], normalised over
+ * the global batch, so that gradients summed over ranks are the global batch's; dL/d(output)
+ * into a->dbuf[nlayers & 1], the buffer the last layer does not write its dL/dx into. Returns
+ * the loss (added to t->loss). Phase compute. */
+double train_loss_f32(sl_train *t, sl_mlp_acts *a, const float *y);
+
 /* The check of one run (train_check.c). */
 typedef struct train_check {
     sl_weight_diff diff;           /* full weights vs the serial reference (from rank 0) */

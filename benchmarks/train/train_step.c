@@ -1,10 +1,10 @@
 /* train_step.c — the pieces of a training step, each recording its phase: the batch, forward
  * and backward over a layer range with per-layer hooks (pipeline stages run a range, ZeRO-3
  * gathers a layer's parameters before it, checkpointing recomputes a range, vDNN prefetches
- * the next layer's input), the loss and the optimizer; in f32 (sl_mlp_acts) or in the run's
- * dtype (sl_acts), through the same loops. */
+ * the next layer's input), the loss and the optimizer, in the run's dtype (sl_acts: the f32
+ * store sl_mlp_acts in f32, the 16-bit one sl_mixed otherwise), through the same loops. */
 #include "sl_env_check.h"
-#include "sl_train.h"
+#include "train_internal.h"
 
 static const char *const phase_names[SL_NPHASES] = {
     "data", "compute", "comm", "exposed_comm", "bubble", "transfer", "recompute",
@@ -144,33 +144,21 @@ static void *backward_layers(sl_train *t, sl_mlp_acts *f, sl_acts *a, const void
     return dy;
 }
 
-void sl_train_forward(sl_train *t, sl_mlp_acts *a, const float *params, int l0, int l1,
-                      const sl_layer_hooks *h)
-{
-    forward_layers(t, a, NULL, params, l0, l1, h);
-}
+static float *dout_f32(const sl_train *t, sl_mlp_acts *a) { return a->dbuf[t->m->nlayers & 1]; }
 
-float *sl_train_dout(const sl_train *t, sl_mlp_acts *a) { return a->dbuf[t->m->nlayers & 1]; }
-
-double sl_train_loss(sl_train *t, sl_mlp_acts *a, const float *y)
+double train_loss_f32(sl_train *t, sl_mlp_acts *a, const float *y)
 {
     const sl_mlp *m = t->m;
     const int out = m->dims[m->nlayers];
     double t0 = sl_now();
-    double loss = sl_k_mse(t->be, (size_t)a->batch * out, a->x[m->nlayers], y, sl_train_dout(t, a),
+    double loss = sl_k_mse(t->be, (size_t)a->batch * out, a->x[m->nlayers], y, dout_f32(t, a),
                            sl_task_loss_norm(t->task, t->global_batch));
     sl_train_span(t, SL_PHASE_COMPUTE, "loss", t0, sl_now());
     t->loss += loss;
     return loss;
 }
 
-float *sl_train_backward(sl_train *t, sl_mlp_acts *a, const float *params, float *grads,
-                         float *dy, int l0, int l1, const sl_layer_hooks *h)
-{
-    return backward_layers(t, a, NULL, params, grads, dy, l0, l1, h);
-}
-
-/* The same in t->dtype (sl_acts) ------------------------------------------------------------ */
+/* The model in t->dtype (sl_acts) ------------------------------------------------------------ */
 
 void sl_acts_load(sl_train *t, sl_acts *a, int first, int count)
 {
@@ -199,7 +187,7 @@ void sl_acts_layer_forward(sl_train *t, sl_acts *a, int l, const void *lp)
 
 double sl_acts_loss(sl_train *t, sl_acts *a)
 {
-    if (t->dtype == SL_F32) return sl_train_loss(t, &a->f, a->y);
+    if (t->dtype == SL_F32) return train_loss_f32(t, &a->f, a->y);
     double t0 = sl_now();
     /* normalised over the global batch: micro-batches and ranks sum to its gradient */
     double loss = sl_mixed_loss(&a->mx, a->y, sl_task_loss_norm(t->task, t->global_batch), (float)t->ms.sc.scale);
@@ -219,7 +207,7 @@ void *sl_acts_backward_range(sl_train *t, sl_acts *a, const void *params, void *
 void sl_acts_backward(sl_train *t, sl_acts *a, const void *params, void *grads,
                       const sl_layer_hooks *h)
 {
-    void *dout = t->dtype == SL_F32 ? (void *)sl_train_dout(t, &a->f) : sl_mixed_dout(&a->mx);
+    void *dout = t->dtype == SL_F32 ? (void *)dout_f32(t, &a->f) : sl_mixed_dout(&a->mx);
     sl_acts_backward_range(t, a, params, grads, dout, 0, t->m->nlayers, h);
 }
 

@@ -39,6 +39,12 @@ static const sl_opt vdnn_opts[] = {
     {0},
 };
 
+/* The none run against serial f32 training of the MLP: largest element difference relative to
+ * the largest weight. f32: the training layer's SGD tolerance (the order of additions alone).
+ * 16 bits: every activation rounded to 8 (bf16) or 11 (f16) significant bits perturbs each step's
+ * gradients by about that much relative; the measured errors are a decade or more below (vdnn.md). */
+static const double tol_serial[SL_NDTYPES] = {[SL_F32] = 1e-4, [SL_F16] = 1e-3, [SL_BF16] = 1e-2};
+
 static long long batch_of(int kind) { return opt_batch ? opt_batch : default_batch[kind]; }
 
 static void validate(sl_ctx *ctx)
@@ -68,7 +74,9 @@ static const sl_program program = {
     .name = "vdnn",
     .summary = "vDNN: activations offloaded to pinned host memory after forward and prefetched "
                "for backward, in a device arena of fixed capacity; peak memory vs the model",
-    .uses = SL_USES_BACKEND, .default_iters = 5, .default_warmup = 1,
+    .uses = SL_USES_BACKEND | SL_USES_DTYPE,
+    .dtypes = 1u << SL_F32 | 1u << SL_F16 | 1u << SL_BF16, .default_dtype = SL_F32,
+    .default_iters = 5, .default_warmup = 1,
     .groups = {&sl_data_opts, &sl_gpt_shape_option_group}, .extra = vdnn_opts, .validate = validate,
 };
 
@@ -76,6 +84,7 @@ static const sl_program program = {
 static const sl_column columns[] = {
     SL_COL("model", "model", 5),
     SL_COL("policy", "variant", 9),
+    SL_COL("dtype", "dtype", 5),
     SL_COL("device", "device", 8),
     {"step", "ms", "time.median", 8, 2, 1e3},
     {"overhead", "%", "overhead", 8, 1, 100},
@@ -111,7 +120,7 @@ static void row_start(sl_ctx *ctx, sl_result *res, const vdnn_run *r, const char
     const net *n = r->n;
     sl_result_init(ctx, res, variant);
     res->backend = sl_backend_name(r->be);
-    res->dtype = "f32";
+    res->dtype = sl_dtype_name(r->dt);
     sl_result_param_str(res, "model", model_names[n->kind]);
     sl_result_param_str(res, "device", device_label(r->be));
     sl_result_param_num(res, "emulation", r->be != SL_BACKEND_CUDA);
@@ -130,13 +139,14 @@ static void row_start(sl_ctx *ctx, sl_result *res, const vdnn_run *r, const char
     sl_result_param_num(res, "act_bytes", (double)r->act_bytes);
 }
 
-static void plan(config *c, net *n, sl_backend be, int policy, int prefetch, size_t capacity, const char *note)
+static void plan(config *c, net *n, sl_backend be, sl_dtype dt, int policy, int prefetch, size_t capacity,
+                 const char *note)
 {
     memset(c, 0, sizeof *c);
-    c->r = (vdnn_run){.n = n, .be = be, .policy = policy, .prefetch = prefetch,
+    c->r = (vdnn_run){.n = n, .be = be, .policy = policy, .prefetch = prefetch, .dt = dt,
                       .capacity = capacity / ARENA_ALIGN * ARENA_ALIGN,
                       .optim = {.kind = SL_OPTIM_SGD, .sgd = {.lr = (float)opt_lr, .momentum = 0.9f}},
-                      .act_bytes = net_act_bytes(n)};
+                      .act_bytes = n->act_elems * sl_dtype_size(dt), .f32_bytes = net_act_bytes(n)};
     snprintf(c->name, sizeof c->name, policy == P_NONE ? "%s" : "%s/pf%d", policy_names[policy], prefetch);
     c->note = note;
     vdnn_models(&c->r, c->model, &c->each);
@@ -291,14 +301,15 @@ static void report(sl_ctx *ctx, config *c, reference *ref, const double bw[2])
         bad = 1;
     }
     if (!bad && !ref->params && n->kind == NET_MLP) {
-        /* the reference itself against the suite's serial training of the shared MLP */
+        /* the reference itself against the suite's serial training of the shared MLP, in f32 */
+        const double tol = tol_serial[r->dt];
         float *serial = sl_k_malloc(r->be, SL_MEM_PARAMS, np * sizeof(float));
         sl_train_serial(&n->mlp, &r->n->task, &r->optim, n->batch, r->nsteps, n->seed, serial, NULL);
         sl_weight_diff d = sl_weights_compare(r->be, np, r->params, serial);
         sl_k_free(r->be, serial);
         err = d.max_rel;
-        if (d.nonfinite || !(d.max_rel <= 1e-4)) { /* the training layer's SGD tolerance */
-            snprintf(why, sizeof why, "none differs from serial training: max rel %.3g > 1e-4", d.max_rel);
+        if (d.nonfinite || !(d.max_rel <= tol)) {
+            snprintf(why, sizeof why, "none differs from serial training: max rel %.3g > %g", d.max_rel, tol);
             bad = 1;
         }
     }
@@ -331,7 +342,7 @@ static void probe(sl_ctx *ctx, net *n, sl_backend be, double bw[2])
         copier_probe(cp, dev, host, bytes, kind, 2); /* warm */
         bw[k] = copier_probe(cp, dev, host, bytes, kind, 10);
         vdnn_run shape = {.n = n, .be = be, .capacity = opt_device_mem / ARENA_ALIGN * ARENA_ALIGN,
-                          .act_bytes = bytes, .policy = P_NONE};
+                          .act_bytes = bytes, .f32_bytes = bytes, .policy = P_NONE, .dt = SL_F32};
         sl_result res;
         row_start(ctx, &res, &shape, names[k]);
         sl_result_param_str(&res, "note", be == SL_BACKEND_CUDA ? "pinned, copy stream" : "memcpy, copy thread");
@@ -344,9 +355,10 @@ static void probe(sl_ctx *ctx, net *n, sl_backend be, double bw[2])
     copier_close(cp);
 }
 
-static void print_summary(sl_ctx *ctx, const char *model, const config *cs, int nc)
+static void print_summary(sl_ctx *ctx, const char *model, sl_dtype dt, const config *cs, int nc)
 {
-    sl_print(ctx, "# %s: peak device bytes by category, MiB measured / model\n", model);
+    sl_print(ctx, "# %s%s%s: peak device bytes by category, MiB measured / model\n", model,
+             dt == SL_F32 ? "" : " ", dt == SL_F32 ? "" : sl_dtype_name(dt));
     sl_print(ctx, "# %-9s", "policy");
     for (int k = 0; k < A_NCATS; k++) sl_print(ctx, " %15s", arena_cat_names[k]);
     sl_print(ctx, " %15s\n", "total");
@@ -365,6 +377,38 @@ static void print_summary(sl_ctx *ctx, const char *model, const config *cs, int 
     }
 }
 
+/* Every configuration of a model with its activations in dt, against that dtype's none run. */
+static void run_dtype(sl_ctx *ctx, net *np, int kind, sl_backend be, sl_dtype dt, const double bw[2])
+{
+    /* The reference is the none policy. When the arena cannot hold it, the none row says so,
+     * and the reference runs in an arena of exactly its need (a device big enough). */
+    config cs[2 + 2 * (NPOLICIES - 1)];
+    int nc = 0;
+    const size_t cap = opt_device_mem;
+    plan(&cs[nc], np, be, dt, P_NONE, 0, cap, NULL);
+    if (!cs[nc++].fits) {
+        plan(&cs[nc], np, be, dt, P_NONE, 0, cs[0].need, "reference: arena = its need");
+        nc++;
+    }
+    for (int p = P_ALL; p < NPOLICIES; p++) {
+        if (opt_offload >= 0 && opt_offload != p) continue;
+        if (p == P_CONV && kind != NET_CONV) continue; /* the mlp has no convolutions */
+        for (int pf = 0; pf <= 1; pf++)
+            if (opt_prefetch < 0 || opt_prefetch == pf) plan(&cs[nc++], np, be, dt, p, pf, cap, NULL);
+    }
+    train_alternately(ctx, cs, nc);
+    reference ref = {0};
+    for (int i = 0; i < nc; i++) report(ctx, &cs[i], &ref, bw);
+    print_summary(ctx, model_names[kind], dt, cs, nc);
+    for (int i = 0; i < nc; i++)
+        if (cs[i].fits) {
+            vdnn_teardown(&cs[i].r);
+            free(cs[i].r.steps);
+        }
+    free(ref.params);
+    free(ref.grads);
+}
+
 static void run_model(sl_ctx *ctx, int kind, sl_backend be)
 {
     net n;
@@ -373,34 +417,8 @@ static void run_model(sl_ctx *ctx, int kind, sl_backend be)
         SL_FATAL("vdnn: the %s model cannot be built with these shapes", model_names[kind]);
     double bw[2];
     probe(ctx, &n, be, bw);
-
-    /* The reference is the none policy. When the arena cannot hold it, the none row says so,
-     * and the reference runs in an arena of exactly its need (a device big enough). */
-    config cs[2 + 2 * (NPOLICIES - 1)];
-    int nc = 0;
-    const size_t cap = opt_device_mem;
-    plan(&cs[nc], &n, be, P_NONE, 0, cap, NULL);
-    if (!cs[nc++].fits) {
-        plan(&cs[nc], &n, be, P_NONE, 0, cs[0].need, "reference: arena = its need");
-        nc++;
-    }
-    for (int p = P_ALL; p < NPOLICIES; p++) {
-        if (opt_offload >= 0 && opt_offload != p) continue;
-        if (p == P_CONV && kind != NET_CONV) continue; /* the mlp has no convolutions */
-        for (int pf = 0; pf <= 1; pf++)
-            if (opt_prefetch < 0 || opt_prefetch == pf) plan(&cs[nc++], &n, be, p, pf, cap, NULL);
-    }
-    train_alternately(ctx, cs, nc);
-    reference ref = {0};
-    for (int i = 0; i < nc; i++) report(ctx, &cs[i], &ref, bw);
-    print_summary(ctx, model_names[kind], cs, nc);
-    for (int i = 0; i < nc; i++)
-        if (cs[i].fits) {
-            vdnn_teardown(&cs[i].r);
-            free(cs[i].r.steps);
-        }
-    free(ref.params);
-    free(ref.grads);
+    for (int t = 0; t < SL_NDTYPES; t++)
+        if (ctx->opt.dtypes & (1u << t)) run_dtype(ctx, &n, kind, be, (sl_dtype)t, bw);
     net_free(&n);
 }
 

@@ -1,4 +1,4 @@
-/* run.h — one vdnn configuration (model x policy x prefetch x arena) as vdnn.c trains it, and
+/* run.h — one vdnn configuration (model x policy x prefetch x arena x dtype) as vdnn.c trains it, and
  * the entry points between the technique (vdnn.c) and its driver (driver.c: options, the loop
  * over configurations, the reference, the probe, the rows). */
 #ifndef VDNN_RUN_H
@@ -17,14 +17,17 @@ typedef struct vdnn_run {
     net *n;
     sl_backend be;
     int policy, prefetch;
+    sl_dtype dt;             /* of the activations t[i] (and their host copies): f32, f16, bf16 */
     size_t capacity;         /* the arena's bytes */
     sl_optim optim;
-    size_t act_bytes;        /* every tensor t[i] */
+    size_t act_bytes;        /* every tensor t[i], in dt */
+    size_t f32_bytes;        /* a tensor's size in f32: the target, gradients, workspaces */
     arena a;
     copier *cp;
     float *params, *grads, *optim_state, *target, *dbuf[2];
-    float *t[NET_MAX_OPS + 1];   /* on the device, or NULL while on the host */
-    float *host[NET_MAX_OPS];    /* pinned copies of the offloaded inputs */
+    float *wide;                 /* 16 bits: an f32 workspace an input is widened into; else NULL */
+    void *t[NET_MAX_OPS + 1];    /* on the device, or NULL while on the host */
+    void *host[NET_MAX_OPS];     /* pinned copies of the offloaded inputs */
     int ticket[NET_MAX_OPS + 1]; /* the fetch op i's backward waits for, or -1 */
     int step, nsteps;
     copier_step *steps;          /* [nsteps] */

@@ -4,7 +4,8 @@
 # equal to its model); the peak bytes by category and the bytes moved per step recomputed here
 # from closed forms; an arena too small for a configuration gives its "does not fit" row and
 # exit 0; an arena that holds only the offloading policies; 1 layer, a prime number of layers,
-# 2 ranks; usage errors exit 2.
+# 2 ranks; in f16 and bf16 (-d) the same closed forms with 16-bit activations, and exactly half
+# the bytes of f32 moved per step; usage errors exit 2.
 . "$(dirname "$0")/../lib/common.sh"
 out=$(tmpdir)
 trap 'rm -rf "$out"' EXIT
@@ -12,9 +13,10 @@ mlp="--model mlp --width 32 --batch 16 -n 2 -w 1"
 conv="--model conv --channels 4 --image 8 --batch 4 -n 2 -w 1"
 
 # rows_exact FILE LAYERS CAP: every configuration that fits passes, its memory by category and
-# bytes moved are the closed forms (every tensor s bytes, rounded to 256; N = 2L - 1 operations):
-# activations none 2L tensors (N + 1), all 2, conv L + 1 (the L - 1 ReLU inputs kept + 2);
-# resident: params, grads and momentum (one flat vector each), a target and two gradient buffers.
+# bytes moved are the closed forms (every tensor s bytes in the row's dtype, s32 in f32, rounded
+# to 256; N = 2L - 1 operations): activations none 2L tensors (N + 1), all 2, conv L + 1 (the
+# L - 1 ReLU inputs kept + 2); resident: params, grads and momentum (one flat vector each), a
+# target and two gradient buffers (s32 each), in 16 bits a third f32 workspace (s32).
 # A configuration whose total exceeds CAP is a "does not fit: needs X, has Y" row.
 rows_exact() {
   python3 - "$@" <<'PY'
@@ -30,15 +32,17 @@ for r in rows:
         if not m["bw"] > 0: bad.append(f"{model} {v}: bandwidth {m['bw']}")
         continue
     if p["device"] != "emulated" or p["emulation"] != 1: bad.append(f"{v}: not labelled an emulation")
-    act = p["act_bytes"]
-    want_act = 4 * p["global_batch"] * (p["width"] if model == "mlp" else p["channels"] * p["image"] ** 2)
+    act, es = p["act_bytes"], {"f32": 4, "f16": 2, "bf16": 2}[r["dtype"]]
+    tag = "" if r["dtype"] == "f32" else "/" + r["dtype"]
+    want_act = es * p["global_batch"] * (p["width"] if model == "mlp" else p["channels"] * p["image"] ** 2)
     if act != want_act: bad.append(f"{model} {v}: tensor {act} bytes, expected {want_act}")
     if p["ops"] != 2 * L - 1: bad.append(f"{model} {v}: {p['ops']} operations")
     nparams = L * 33 * 32 if model == "mlp" else L * 4 * 4 * 9
-    s, w = rnd(act), rnd(4 * nparams)
+    s, s32, w = rnd(act), rnd(act // es * 4), rnd(4 * nparams)
     pol = p["offload"]
     tensors = {"none": 2 * L, "all": 2, "conv": L + 1}[pol]
-    want = {"params": w, "grads": w, "optim": w, "activ": tensors * s, "workspace": 2 * s, "data": s}
+    want = {"params": w, "grads": w, "optim": w, "activ": tensors * s,
+            "workspace": (2 if es == 4 else 3) * s32, "data": s32}
     total = sum(want.values())
     offl = {"none": 0, "all": 2 * L - 1, "conv": L}[pol]
     for k, x in want.items():
@@ -50,7 +54,7 @@ for r in rows:
         msg = r["check"]["message"] or ""
         if not msg.startswith("does not fit: needs") or "has" not in msg: bad.append(f"{model} {v}: message {msg!r}")
         if p["device_mem"] != cap // 256 * 256: bad.append(f"{model} {v}: device_mem {p['device_mem']}")
-        seen.add((model, v, "dnf"))
+        seen.add((model, v + tag, "dnf"))
         continue
     if r["check"]["status"] != "pass": bad.append(f"{model} {v}: {r['check']}")
     for k, x in want.items():
@@ -62,7 +66,7 @@ for r in rows:
     if pol != "none" and m["weight_rel_err"] != 0: bad.append(f"{model} {v}: not bit-identical")
     for k in ("transfer", "exposed_transfer", "overhead"):
         if pol != "none" and m.get(k) is None: bad.append(f"{model} {v}: {k} missing")
-    seen.add((model, v, "ran"))
+    seen.add((model, v + tag, "ran"))
 print("\n".join(bad), file=sys.stderr)
 print(" ".join(sorted(f"{a}:{b}:{c}" for a, b, c in seen)))
 sys.exit(1 if bad else 0)
@@ -91,6 +95,41 @@ grep -q "EMULATED" "$out/mlp3.txt" && grep -q "emulated" "$out/mlp3.txt"
 ok $? "the output says the device is emulated, in the header and in the rows"
 grep -q "peak device bytes by category" "$out/conv3.txt"
 ok $? "the per-category summary (measured / model) is printed"
+
+# 16 bits: the activations are held and moved in f16 / bf16, so every offloading configuration
+# moves exactly half the bytes of its f32 twin each way; each dtype's policies are bit-identical
+# to that dtype's none, and the mlp's none is within its tolerance of serial f32 training.
+launch 1 vdnn $mlp --layers 3 -d f32,f16,bf16 -o "$out/half" >"$out/half.txt" 2>&1
+rc=$?
+got=$(rows_exact "$out/half/vdnn.jsonl" 3 16777216)
+ok $? "mlp -d f32,f16,bf16: rows exact in every dtype (rc=$rc; $got)"
+launch 1 vdnn $conv --layers 3 -d f16,bf16 -o "$out/halfc" >"$out/halfc.txt" 2>&1
+rc2=$?
+gotc=$(rows_exact "$out/halfc/vdnn.jsonl" 3 16777216)
+ok $? "conv -d f16,bf16: rows exact (rc=$rc2; $gotc)"
+[ $rc = 0 ] && [ $rc2 = 0 ] &&
+  [ "$gotc" = "conv:all/pf0/bf16:ran conv:all/pf0/f16:ran conv:all/pf1/bf16:ran conv:all/pf1/f16:ran conv:conv/pf0/bf16:ran conv:conv/pf0/f16:ran conv:conv/pf1/bf16:ran conv:conv/pf1/f16:ran conv:none/bf16:ran conv:none/f16:ran" ] &&
+  grep -q "# mlp f16: peak device bytes" "$out/half.txt" && grep -q "# conv bf16: peak device bytes" "$out/halfc.txt"
+ok $? "16 bits: every policy ran in f16 and bf16, a summary per dtype, exit 0"
+python3 - "$out/half/vdnn.jsonl" "$out/conv3/vdnn.jsonl" "$out/halfc/vdnn.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(l) for f in sys.argv[1:] for l in open(f)]
+m = lambda r, k: r["metrics"][k]["value"]
+f32 = {(r["params"]["model"], r["variant"]): r for r in rows if r["dtype"] == "f32" and "bytes_d2h" in r["metrics"]}
+bad, n = [], 0
+for r in rows:
+    if r["dtype"] == "f32" or "bytes_d2h" not in r["metrics"]: continue
+    k = (r["params"]["model"], r["variant"])
+    for d in ("bytes_d2h", "bytes_h2d", "host_activ", "mem_activ"):
+        if 2 * m(r, d) != m(f32[k], d): bad.append(f"{k} {r['dtype']} {d} {m(r, d)} vs f32 {m(f32[k], d)}")
+    if r["variant"] == "none" and k[0] == "mlp":
+        tol = {"f16": 1e-3, "bf16": 1e-2}[r["dtype"]]
+        if not 0 < m(r, "weight_rel_err") <= tol: bad.append(f"{k} {r['dtype']}: vs serial {m(r, 'weight_rel_err')}")
+    n += 1
+print("\n".join(bad), file=sys.stderr)
+sys.exit(1 if bad or n != 16 else 0)
+PY
+ok $? "16 bits: bytes each way, pinned host bytes and peak activations exactly half of f32's; mlp none near serial f32, not equal"
 
 # An arena that holds the offloading policies but not none (mlp, 3 layers: none needs 56832
 # bytes, all 48640): none's row does not fit, its reference runs in an arena of its need.
@@ -141,6 +180,7 @@ expect_usage --offload --offload everything
 expect_usage --prefetch --offload none --prefetch 1
 expect_usage --prefetch --prefetch 2
 expect_usage --model --model rnn
+expect_usage -d -d f64
 expect_usage --device-mem --device-mem 0
 expect_usage --device-mem --device-mem lots
 # below the arena's 256-byte unit the capacity would round down to a 0-byte arena: refused,
