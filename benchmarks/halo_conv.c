@@ -26,10 +26,19 @@
  *   data      the same global work split by batch instead: each rank whole images, no halo,
  *             the same all-reduce of dW (data parallelism, for comparison).
  *
+ * Precision (-d f32,f16,bf16): the weights, their gradients, every activation and dy, and so
+ * the halos, are stored in the run's dtype; a convolution reads its 16-bit window and weights
+ * widened into f32 and accumulates in f32 (products of 16-bit values are exact in f32), its
+ * result rounded once into the tile it goes to. Halos are packed, sent and unpacked in 16 bits:
+ * half of f32's bytes. dW is all-reduced in the dtype; the training layer then unscales it
+ * (f16: dynamic loss scaling), decides the step over the ranks and updates the f32 master
+ * weights, rounded back into the dtype (train_precision.c), as every technique does.
+ *
  * What is checked (by default): the weights after training against one process training the
- * serial stack on whole images; then, with the trained weights, one pass's output, dL/d(input)
- * and dW against the serial stack's; and every halo message's bytes, as the communication
- * layer counted them, against the model (faces r W_tile C N 4, corners r^2 C N 4).
+ * serial stack on whole images (in the run's dtype: model.h); then, with the trained weights,
+ * one pass's output, dL/d(input) and dW against the serial stack's; and every halo message's
+ * bytes, as the communication layer counted them, against the model (faces r W_tile C N es,
+ * corners r^2 C N es, es = 4 in f32 and 2 in 16 bits).
  */
 #include <math.h>
 #include <stdio.h>
@@ -76,12 +85,18 @@ typedef struct conv_run {
     int b0;              /* the first of its images in a step's batch */
     int hp, wp;          /* the padded tile */
     size_t plane, pplane; /* ht * wt, hp * wp */
-    float *params, *grads, *optim;
-    float *xp[HC_MAX_LAYERS]; /* each layer's input, padded: the tile at (r, r), the ring around */
-    float *y, *target;   /* the last layer's output and the target, [n, c, ht, wt] */
-    float *dy;           /* dL/d(a layer's output), [n, c, ht, wt] */
-    float *dyp, *dxp;    /* dy with its halo, and dL/d(a layer's input), padded */
-    float *win, *out;    /* a region's input window and output, packed */
+    sl_dtype dt;         /* t->dtype: of the weights, gradients, activations and halos */
+    void *w, *grads;     /* in dt (in f32, w is the master weights) */
+    float *master, *g32; /* 16 bits: the f32 master weights and unscaled gradients (NULL in f32) */
+    float *w32;          /* the weights as the f32 convolutions read them: w itself in f32 */
+    float *gw32;         /* 16 bits: one layer's dW in f32 before it is rounded into grads */
+    float *optim;
+    void *xp[HC_MAX_LAYERS]; /* each layer's input, padded: the tile at (r, r), the ring around */
+    void *y;             /* the last layer's output, [n, c, ht, wt] */
+    float *target;       /* the target (the input before rounding into dt), [n, c, ht, wt] */
+    float *dy;           /* dL/d(a layer's output) as dW reads it (f32), [n, c, ht, wt] */
+    void *dyp, *dxp;     /* dy with its halo, and dL/d(a layer's input), padded */
+    float *win, *out;    /* a region's input window and output, packed, f32 */
     float *work;         /* the convolutions' workspace: nothing is allocated in a step */
     hc_exchange ex;
     int has_halo;        /* 1 when this rank has a neighbour and r > 0 */
@@ -131,22 +146,32 @@ static void setup(sl_train *t)
     s->hp = s->tile.ht + 2 * r, s->wp = s->tile.wt + 2 * r;
     s->plane = (size_t)s->tile.ht * s->tile.wt, s->pplane = (size_t)s->hp * s->wp;
 
-    const size_t np = t->nparams, nc = (size_t)g->n * g->c;
-    s->params = sl_k_malloc(be, SL_MEM_PARAMS, np * sizeof(float));
-    s->grads = sl_k_malloc(be, SL_MEM_GRADS, np * sizeof(float));
+    const size_t np = t->nparams, nc = (size_t)g->n * g->c, es = sl_train_esize(t);
+    s->dt = t->dtype;
+    s->g.es = (int)es;
+    s->w = sl_k_malloc(be, SL_MEM_PARAMS, np * es);
+    s->master = sl_train_twin(t, SL_MEM_PARAMS, np);
+    s->grads = sl_k_malloc(be, SL_MEM_GRADS, np * es);
+    s->g32 = sl_train_twin(t, SL_MEM_GRADS, np);
     s->optim = sl_k_malloc(be, SL_MEM_OPTIM, (size_t)sl_optim_state_per_param(&t->optim) * np * sizeof(float));
-    hc_init_params(be, g, (uint64_t)sl_train_opt.seed, s->params);
-    for (int l = 0; l < g->layers; l++) s->xp[l] = sl_k_malloc(be, SL_MEM_ACTIV, nc * s->pplane * sizeof(float));
-    s->y = sl_k_malloc(be, SL_MEM_ACTIV, nc * s->plane * sizeof(float));
+    hc_init_params(be, g, (uint64_t)sl_train_opt.seed, s->master ? s->master : s->w);
+    if (s->master) { /* the 16-bit weights, and their f32 values for the convolutions */
+        sl_k_cast(be, np, s->master, SL_F32, s->w, s->dt, NULL);
+        s->w32 = sl_k_malloc(be, SL_MEM_OTHER, np * sizeof(float));
+        s->gw32 = sl_k_malloc(be, SL_MEM_OTHER, hc_layer_params(g) * sizeof(float));
+    }
+    s->w32 = (float *)sl_train_widen(t, s->w, s->w32, np);
+    for (int l = 0; l < g->layers; l++) s->xp[l] = sl_k_malloc(be, SL_MEM_ACTIV, nc * s->pplane * es);
+    s->y = sl_k_malloc(be, SL_MEM_ACTIV, nc * s->plane * es);
     s->target = sl_k_malloc(be, SL_MEM_ACTIV, nc * s->plane * sizeof(float));
     s->dy = sl_k_malloc(be, SL_MEM_ACTIV, nc * s->plane * sizeof(float));
-    s->dyp = sl_k_malloc(be, SL_MEM_ACTIV, nc * s->pplane * sizeof(float));
-    s->dxp = sl_k_malloc(be, SL_MEM_ACTIV, nc * s->pplane * sizeof(float));
+    s->dyp = sl_k_malloc(be, SL_MEM_ACTIV, nc * s->pplane * es);
+    s->dxp = sl_k_malloc(be, SL_MEM_ACTIV, nc * s->pplane * es);
     s->win = sl_k_malloc(be, SL_MEM_OTHER, nc * s->pplane * sizeof(float));
     s->out = sl_k_malloc(be, SL_MEM_OTHER, nc * s->plane * sizeof(float));
     /* the largest im2col: backward data of the whole tile reads the padded tile's hp x wp */
     s->work = sl_k_malloc(be, SL_MEM_OTHER, (size_t)g->c * g->f * g->f * s->pplane * sizeof(float));
-    hc_exchange_init(&s->ex, be, t->comm, g, &s->tile);
+    hc_exchange_init(&s->ex, be, t->comm, g, &s->tile, s->dt);
     for (int d = 0; d < HC_DIRS; d++) s->has_halo |= s->ex.count[d] > 0;
     s->log = calloc((size_t)t->nsteps * 3, sizeof *s->log);
     if (!s->log) SL_FATAL("out of memory");
@@ -158,7 +183,8 @@ static void release(sl_train *t)
     const sl_backend be = t->be;
     hc_exchange_free(&s->ex);
     for (int l = 0; l < s->g.layers; l++) sl_k_free(be, s->xp[l]);
-    float *bufs[] = {s->params, s->grads, s->optim, s->y, s->target, s->dy, s->dyp, s->dxp, s->win, s->out, s->work};
+    void *bufs[] = {s->w, s->master, s->grads, s->g32, s->w32 != s->w ? s->w32 : NULL, s->gw32, s->optim, s->y,
+                    s->target, s->dy, s->dyp, s->dxp, s->win, s->out, s->work};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) sl_k_free(be, bufs[i]);
     free(s->log);
     free(s);
@@ -166,7 +192,7 @@ static void release(sl_train *t)
 
 /* The halo exchange, timed and its bytes compared with the model ------------------------ */
 
-static void exchange_start(conv_run *s, float *padded)
+static void exchange_start(conv_run *s, void *padded)
 {
     hc_exchange_start(&s->ex, padded);
     if (s->checking) return;
@@ -225,26 +251,26 @@ static sl_conv2d conv_of(const conv_run *s, int nimg, int h, int w, int pad)
     return cv;
 }
 
-/* The window of padded array a (images [i0, i1)) that output region q reads: rows
- * [y0, y1 + 2r) and columns [x0, x1 + 2r) of the padded tile; a itself when that is all of it,
- * else packed into s->win. */
-static const float *window(conv_run *s, const float *a, int i0, int i1, hc_rect q)
+/* The window of padded array a (dt; images [i0, i1)) that output region q reads, in f32: rows
+ * [y0, y1 + 2r) and columns [x0, x1 + 2r) of the padded tile; a itself when that is all of it
+ * in f32, else packed (and widened) into s->win. */
+static const float *window(sl_train *t, conv_run *s, const void *a, int i0, int i1, hc_rect q)
 {
     const int r = s->g.r, wh = q.y1 - q.y0 + 2 * r, ww = q.x1 - q.x0 + 2 * r;
-    const float *at = a + (size_t)i0 * s->g.c * s->pplane;
-    if (wh == s->hp && ww == s->wp) return at;
-    sl_k_copy_block(s->be, (i1 - i0) * s->g.c, wh, ww, at + (size_t)q.y0 * s->wp + q.x0, s->pplane,
-                    (size_t)s->wp, s->win, (size_t)wh * ww, (size_t)ww);
+    const void *at = sl_train_at(t, a, (size_t)i0 * s->g.c * s->pplane);
+    if (wh == s->hp && ww == s->wp && s->dt == SL_F32) return at;
+    sl_k_copy_block_cast(s->be, (i1 - i0) * s->g.c, wh, ww, sl_train_at(t, at, (size_t)q.y0 * s->wp + q.x0), s->dt,
+                         s->pplane, (size_t)s->wp, s->win, SL_F32, (size_t)wh * ww, (size_t)ww);
     return s->win;
 }
 
-/* Puts a region's output (s->out, [images, c, rows, cols]) at q of the tile in dst, whose
- * planes are dst_z apart with rows dst_y apart. */
-static void place(conv_run *s, int nimg, hc_rect q, float *dst, size_t dst_z, size_t dst_y)
+/* Puts a region's output (s->out, f32 [images, c, rows, cols]) at q of the tile in dst (dt:
+ * rounded there), whose planes are dst_z apart with rows dst_y apart. */
+static void place(sl_train *t, conv_run *s, int nimg, hc_rect q, void *dst, size_t dst_z, size_t dst_y)
 {
     const int rows = q.y1 - q.y0, cols = q.x1 - q.x0;
-    sl_k_copy_block(s->be, nimg * s->g.c, rows, cols, s->out, (size_t)rows * cols, (size_t)cols,
-                    dst + (size_t)q.y0 * dst_y + q.x0, dst_z, dst_y);
+    sl_k_copy_block_cast(s->be, nimg * s->g.c, rows, cols, s->out, SL_F32, (size_t)rows * cols, (size_t)cols,
+                         sl_train_at(t, dst, (size_t)q.y0 * dst_y + q.x0), s->dt, dst_z, dst_y);
 }
 
 /* Layer l's output at region q of images [i0, i1): its window of the padded input convolved
@@ -255,40 +281,58 @@ static void forward_region(sl_train *t, conv_run *s, int l, int i0, int i1, hc_r
     const int r = s->g.r, rows = q.y1 - q.y0, cols = q.x1 - q.x0, nimg = i1 - i0;
     if (rows <= 0 || cols <= 0 || nimg <= 0) return;
     double t0 = sl_now();
-    const float *in = window(s, s->xp[l], i0, i1, q);
+    const float *in = window(t, s, s->xp[l], i0, i1, q);
     sl_conv2d cv = conv_of(s, nimg, rows + 2 * r, cols + 2 * r, 0);
-    sl_k_conv2d_forward(s->be, &cv, in, s->params + (size_t)l * hc_layer_params(&s->g), s->out);
+    sl_k_conv2d_forward(s->be, &cv, in, s->w32 + (size_t)l * hc_layer_params(&s->g), s->out);
     const size_t first = (size_t)i0 * s->g.c;
-    if (l == s->g.layers - 1)
-        place(s, nimg, q, s->y + first * s->plane, s->plane, (size_t)s->tile.wt);
-    else
-        place(s, nimg, q, s->xp[l + 1] + first * s->pplane + (size_t)r * s->wp + r, s->pplane, (size_t)s->wp);
+    if (l == s->g.layers - 1) {
+        place(t, s, nimg, q, sl_train_at(t, s->y, first * s->plane), s->plane, (size_t)s->tile.wt);
+    } else { /* ReLU on the f32 result, then rounded: the same values as rounding first */
+        sl_k_act_forward(s->be, SL_ACT_RELU, (size_t)nimg * s->g.c * rows * cols, s->out, s->out);
+        place(t, s, nimg, q, sl_train_at(t, s->xp[l + 1], first * s->pplane + (size_t)r * s->wp + r), s->pplane,
+              (size_t)s->wp);
+    }
     sl_k_sync(s->be);
     sl_train_span(t, SL_PHASE_COMPUTE, "forward", t0, sl_now());
 }
 
 /* dL/d(layer l's input) at region q of images [i0, i1), from dy with its halo: the window of
  * dyp through the backward-data pass of a convolution whose input is the region padded by 2r
- * (the filter's reach on both sides), whose output is exactly that window. Into dxp's tile. */
+ * (the filter's reach on both sides), whose output is exactly that window. Into dxp's tile;
+ * for l > 0 times ReLU' of that input (x > 0 exactly where its pre-activation is): dy of the
+ * layer below. */
 static void backward_data_region(sl_train *t, conv_run *s, int l, int i0, int i1, hc_rect q)
 {
     const int r = s->g.r, rows = q.y1 - q.y0, cols = q.x1 - q.x0, nimg = i1 - i0;
     if (rows <= 0 || cols <= 0 || nimg <= 0) return;
     double t0 = sl_now();
-    const float *dy = window(s, s->dyp, i0, i1, q);
+    const float *dy = window(t, s, s->dyp, i0, i1, q);
     sl_conv2d cv = conv_of(s, nimg, rows, cols, 2 * r);
-    sl_k_conv2d_backward_data(s->be, &cv, dy, s->params + (size_t)l * hc_layer_params(&s->g), s->out);
-    place(s, nimg, q, s->dxp + (size_t)i0 * s->g.c * s->pplane + (size_t)r * s->wp + r, s->pplane, (size_t)s->wp);
+    sl_k_conv2d_backward_data(s->be, &cv, dy, s->w32 + (size_t)l * hc_layer_params(&s->g), s->out);
+    const size_t first = (size_t)i0 * s->g.c * s->pplane + (size_t)r * s->wp + r;
+    if (l > 0) { /* the region of x (this layer's input) into win, which the convolution is done with */
+        sl_k_copy_block_cast(s->be, nimg * s->g.c, rows, cols,
+                             sl_train_at(t, s->xp[l], first + (size_t)q.y0 * s->wp + q.x0), s->dt, s->pplane,
+                             (size_t)s->wp, s->win, SL_F32, (size_t)rows * cols, (size_t)cols);
+        sl_k_act_backward(s->be, SL_ACT_RELU, (size_t)nimg * s->g.c * rows * cols, s->win, s->out, s->out);
+    }
+    place(t, s, nimg, q, sl_train_at(t, s->dxp, first), s->pplane, (size_t)s->wp);
     sl_k_sync(s->be);
     sl_train_span(t, SL_PHASE_COMPUTE, "backward data", t0, sl_now());
 }
 
-/* dW of layer l from the tile alone: x's halo is still in xp[l] from the forward. */
+/* dW of layer l from the tile alone: x's halo is still in xp[l] from the forward. In 16 bits
+ * x is widened into win, dW summed in f32 (gw32) and rounded into the layer's gradients. */
 static void backward_filter(sl_train *t, conv_run *s, int l)
 {
     double t0 = sl_now();
+    const size_t lp = hc_layer_params(&s->g);
     sl_conv2d cv = conv_of(s, s->g.n, s->hp, s->wp, 0);
-    sl_k_conv2d_backward_filter(s->be, &cv, s->xp[l], s->dy, s->grads + (size_t)l * hc_layer_params(&s->g));
+    const float *x = sl_train_widen(t, s->xp[l], s->win, (size_t)s->g.n * s->g.c * s->pplane);
+    float *dw = s->gw32 ? s->gw32 : (float *)s->grads + (size_t)l * lp;
+    if (s->gw32) sl_k_memset0(s->be, s->gw32, lp * sizeof(float));
+    sl_k_conv2d_backward_filter(s->be, &cv, x, s->dy, dw);
+    if (s->gw32) sl_k_cast(s->be, lp, s->gw32, SL_F32, sl_train_at(t, s->grads, (size_t)l * lp), s->dt, NULL);
     sl_k_sync(s->be);
     sl_train_span(t, SL_PHASE_COMPUTE, "backward filter", t0, sl_now());
 }
@@ -300,7 +344,7 @@ typedef void (*layer_fn)(sl_train *t, conv_run *s, int l);
  * of the layer that needs no halo; may be NULL): blocking exchanges the halo, then computes
  * everything; overlap posts the exchange, does `meanwhile` and the interior, an image at a
  * time with the messages progressed between, waits, then computes the border. */
-static void halo_pass(sl_train *t, conv_run *s, int l, float *a, region_fn fn, layer_fn meanwhile,
+static void halo_pass(sl_train *t, conv_run *s, int l, void *a, region_fn fn, layer_fn meanwhile,
                       const char *name)
 {
     const hc_rect whole = {0, s->tile.ht, 0, s->tile.wt};
@@ -343,50 +387,45 @@ static void pass(sl_train *t, conv_run *s, uint64_t sample0, int want_dx)
     const hc_geom *g = &s->g;
     const int r = g->r, L = g->layers;
     const size_t nc = (size_t)g->n * g->c;
-    sl_k_memset0(s->be, s->grads, hc_params(g) * sizeof(float));
+    sl_k_memset0(s->be, s->grads, hc_params(g) * sl_train_esize(t));
 
     double t0 = sl_now();
     const hc_rect own = {s->tile.h0, s->tile.h1, s->tile.w0, s->tile.w1};
-    float *x0 = s->xp[0] + (size_t)r * s->wp + r;
-    hc_load(s->be, g, (uint64_t)sl_train_opt.seed, sample0, g->n, own, x0, s->pplane, (size_t)s->wp);
-    sl_k_copy_block(s->be, (int)nc, s->tile.ht, s->tile.wt, x0, s->pplane, (size_t)s->wp, s->target,
-                    s->plane, (size_t)s->tile.wt); /* the target is the input */
+    const size_t ring = (size_t)r * s->wp + r; /* the owned tile's first element in a padded array */
+    hc_load(s->be, g, (uint64_t)sl_train_opt.seed, sample0, g->n, own, s->target, s->plane, (size_t)s->tile.wt);
+    sl_k_copy_block_cast(s->be, (int)nc, s->tile.ht, s->tile.wt, s->target, SL_F32, s->plane, (size_t)s->tile.wt,
+                         sl_train_at(t, s->xp[0], ring), s->dt, s->pplane, (size_t)s->wp); /* the target is the input */
     sl_k_sync(s->be);
     sl_train_span(t, SL_PHASE_DATA, "data", t0, sl_now());
 
-    for (int l = 0; l < L; l++) {
-        halo_pass(t, s, l, s->xp[l], forward_region, NULL, "halo x");
-        if (l < L - 1) { /* ReLU of the whole padded array: the ring is refilled before use */
-            t0 = sl_now();
-            sl_k_act_forward(s->be, SL_ACT_RELU, nc * s->pplane, s->xp[l + 1], s->xp[l + 1]);
-            compute_span(t, s, "relu", t0);
-        }
-    }
+    for (int l = 0; l < L; l++) halo_pass(t, s, l, s->xp[l], forward_region, NULL, "halo x");
     t0 = sl_now();
-    sl_k_mse(s->be, nc * s->plane, s->y, s->target, s->dy,
-             1.0f / ((float)t->global_batch * g->c * g->h * g->w));
-    /* dy into the padded array whose halo backward data exchanges */
-    sl_k_copy_block(s->be, (int)nc, s->tile.ht, s->tile.wt, s->dy, s->plane, (size_t)s->tile.wt,
-                    s->dyp + (size_t)r * s->wp + r, s->pplane, (size_t)s->wp);
+    /* dy times the loss scale (1 but in f16), into the padded array whose halo backward data
+     * exchanges */
+    sl_k_mse(s->be, nc * s->plane, sl_train_widen(t, s->y, s->out, nc * s->plane), s->target, s->dy,
+             1.0f / ((float)t->global_batch * g->c * g->h * g->w) * (float)t->ms.sc.scale);
+    sl_k_copy_block_cast(s->be, (int)nc, s->tile.ht, s->tile.wt, s->dy, SL_F32, s->plane, (size_t)s->tile.wt,
+                         sl_train_at(t, s->dyp, ring), s->dt, s->pplane, (size_t)s->wp);
     compute_span(t, s, "loss", t0);
 
     for (int l = L - 1; l >= 0; l--) {
         const int need_dx = l > 0 || want_dx;
-        if (l < L - 1) { /* dyp holds this layer's dy (from the layer above): dW needs it packed */
-            t0 = sl_now();
-            sl_k_copy_block(s->be, (int)nc, s->tile.ht, s->tile.wt, s->dyp + (size_t)r * s->wp + r,
-                            s->pplane, (size_t)s->wp, s->dy, s->plane, (size_t)s->tile.wt);
-            compute_span(t, s, "pack dy", t0);
-        }
+        /* dyp holds this layer's dy (from the layer above, or the loss's rounded into dt): dW
+         * needs it packed, as the backward data pass reads it */
+        t0 = sl_now();
+        sl_k_copy_block_cast(s->be, (int)nc, s->tile.ht, s->tile.wt, sl_train_at(t, s->dyp, ring), s->dt,
+                             s->pplane, (size_t)s->wp, s->dy, SL_F32, s->plane, (size_t)s->tile.wt);
+        compute_span(t, s, "pack dy", t0);
         if (!need_dx) { /* the first layer in training: dW only, no halo of dy */
             backward_filter(t, s, l);
             continue;
         }
         halo_pass(t, s, l, s->dyp, backward_data_region, backward_filter, "halo dy");
-        if (l > 0) { /* dy of the layer below: ReLU' from its output; dxp's ring is zero */
-            t0 = sl_now();
-            sl_k_act_backward(s->be, SL_ACT_RELU, nc * s->pplane, s->xp[l], s->dxp, s->dyp);
-            compute_span(t, s, "relu", t0);
+        if (l > 0) { /* dxp holds the layer below's dy: it becomes dyp. The rings of both are
+                      * zero at the image's edge (never written) and refilled by the exchange
+                      * elsewhere before they are read */
+            void *next = s->dxp;
+            s->dxp = s->dyp, s->dyp = next;
         }
     }
 }
@@ -394,9 +433,19 @@ static void pass(sl_train *t, conv_run *s, uint64_t sample0, int want_dx)
 static void allreduce_grads(sl_train *t, conv_run *s)
 {
     double t0 = sl_now();
-    sl_train_coll_ok(sl_coll_allreduce(t->comm, s->grads, s->grads, t->nparams, SL_F32, SL_OP_SUM),
+    sl_train_coll_ok(sl_coll_allreduce(t->comm, s->grads, s->grads, t->nparams, t->dtype, SL_OP_SUM),
                      "all-reduce of dW");
     s->allreduce += sl_train_blocking(t, "allreduce dW", t0);
+}
+
+/* The training layer's end of a step: unscale (16 bits), the decision over the ranks, the
+ * optimizer on the master weights and their rounding into dt; then the f32 view refreshed. */
+static void update(sl_train *t, conv_run *s)
+{
+    const float *g = sl_train_unscale(t, s->grads, s->g32, t->nparams);
+    if (!sl_train_decide(t)) return;
+    sl_train_apply(t, s->w, s->master, g, s->optim, t->nparams);
+    sl_train_widen(t, s->w, s->w32, t->nparams);
 }
 
 static void step(sl_train *t)
@@ -405,7 +454,7 @@ static void step(sl_train *t)
     s->flight = s->exposed = s->allreduce = 0;
     pass(t, s, (uint64_t)t->step * (uint64_t)t->global_batch + (uint64_t)s->b0, 0);
     allreduce_grads(t, s);
-    sl_train_optimize(t, s->params, s->grads, s->optim, 0, t->nparams);
+    update(t, s);
     if (t->step < t->nsteps) {
         double *e = s->log + (size_t)t->step * 3;
         e[0] = s->flight, e[1] = s->exposed, e[2] = s->allreduce;
@@ -417,7 +466,8 @@ static const float *weights(sl_train *t, size_t *first, size_t *count)
 {
     *first = 0;
     *count = t->nparams; /* every rank holds the whole model */
-    return ((conv_run *)t->state)->params;
+    conv_run *s = t->state;
+    return s->master ? s->master : s->w;
 }
 
 /* The models and the row ------------------------------------------------------------------- */
@@ -444,21 +494,23 @@ static double bytes_model(const sl_train *t)
 {
     const conv_run *s = t->state;
     hc_halo_model m = busiest_model(t, s);
-    double psi = (double)t->nparams * sizeof(float);
+    double psi = (double)t->nparams * s->g.es;
     double ar = t->size > 1 ? 2.0 * (t->size - 1) / t->size * psi : 0.0;
     return (m.faces + m.corners) * (2 * s->g.layers - 1) + ar;
 }
 
-/* What setup holds: the whole model, its gradients and optimizer state; each layer's padded
- * input, the output, target and dy on the tile, dy and dx padded. */
+/* What setup holds: the whole model and its gradients in dt (in 16 bits with their f32 twins),
+ * the optimizer state (f32); each layer's padded input, the output on the tile, dy and dx
+ * padded, in dt; the target and the packed dy on the tile, in f32. */
 static void memory_model(const sl_train *t, double bytes[SL_MEM_NCATS])
 {
     const conv_run *s = t->state;
-    const double np = (double)t->nparams, nc = (double)s->g.n * s->g.c;
-    bytes[SL_MEM_PARAMS] = 4 * np;
-    bytes[SL_MEM_GRADS] = 4 * np;
+    const double np = (double)t->nparams, nc = (double)s->g.n * s->g.c, es = s->g.es;
+    const double twin = s->master ? 4 * np : 0;
+    bytes[SL_MEM_PARAMS] = es * np + twin;
+    bytes[SL_MEM_GRADS] = es * np + twin;
     bytes[SL_MEM_OPTIM] = 4 * np * sl_optim_state_per_param(&t->optim);
-    bytes[SL_MEM_ACTIV] = 4 * nc * ((s->g.layers + 2) * (double)s->pplane + 3 * (double)s->plane);
+    bytes[SL_MEM_ACTIV] = nc * (es * ((s->g.layers + 2) * (double)s->pplane + s->plane) + 4 * 2 * (double)s->plane);
 }
 
 /* Median over the timed steps of the slowest rank's value of column k of the log. */
@@ -510,7 +562,7 @@ static void row(sl_train *t, sl_result *res)
     sl_result_metric(res, "halo_model_all_ranks", model_sum, "bytes");
     /* surface to volume: the busiest rank's halo against its tile, per layer */
     sl_result_metric(res, "halo_per_tile", (busiest.faces + busiest.corners) /
-                     (4.0 * g->n * g->c * (double)s->tile.ht * s->tile.wt), "ratio");
+                     ((double)g->es * g->n * g->c * (double)s->tile.ht * s->tile.wt), "ratio");
 
     double flight = log_median(t, s, 0), exposed = log_median(t, s, 1), ar = log_median(t, s, 2);
     sl_result_metric(res, "halo_comm", flight, "s");
@@ -554,6 +606,19 @@ static void row(sl_train *t, sl_result *res)
  * strip not computed give relative errors of 1e-2 and more (the corners not unpacked: layer
  * outputs 0.29; dy's halo not exchanged: dx 0.69). */
 #define HC_TOL 1e-4
+/* In 16 bits (per dtype; u = 2^-11 for f16, 2^-8 for bf16): the serial stack rounds at the
+ * same points (model.h), so the two still differ only by the order of f32 additions, but a
+ * value within that of a rounding boundary of the dtype then rounds to the neighbouring 16-bit
+ * value: a difference of one unit (u relative) in that element, which the next layers carry
+ * on (a filter sums C F^2 inputs of which few are off), and the all-reduce rounds each rank's
+ * partial dW and each hop's sum into the dtype (a few u of the partials). So a few u of the
+ * largest element: the tolerance is 8u, 4e-3 (f16) and 3e-2 (bf16); measured 0 for the layer
+ * outputs and dx, and 6e-4 to 7e-4 (f16), 2.8e-3 to 5.6e-3 (bf16) for dW (2 and 4 ranks: the
+ * all-reduce's rounding). The defects measured in f32 above move whole pixels by 0.29 and
+ * 0.69, an order of magnitude beyond even bf16's bound. */
+#define HC_TOL_F16 4e-3
+#define HC_TOL_BF16 3e-2
+static double hc_tol(sl_dtype dt) { return dt == SL_F16 ? HC_TOL_F16 : dt == SL_BF16 ? HC_TOL_BF16 : HC_TOL; }
 
 /* Rank q's part of the run: its tile and its images [*b0, *b0 + *nimg) of the batch. */
 static void part_of(const sl_train *t, const conv_run *s, int q, hc_tile *tile, int *b0, int *nimg)
@@ -572,13 +637,13 @@ static void part_of(const sl_train *t, const conv_run *s, int q, hc_tile *tile, 
     }
 }
 
-/* Every rank's part of a tiled array (backend memory: planes src_z apart, rows src_y apart)
- * into full[B, c, H, W] (host) on rank 0. */
-static void gather(sl_train *t, conv_run *s, const float *src, size_t src_z, size_t src_y, float *full)
+/* Every rank's part of a tiled array (backend memory, dt: planes src_z apart, rows src_y apart)
+ * into full[B, c, H, W] (host, f32) on rank 0. */
+static void gather(sl_train *t, conv_run *s, const void *src, size_t src_z, size_t src_y, float *full)
 {
     const hc_geom *g = &s->g;
     const int ht = s->tile.ht, wt = s->tile.wt;
-    sl_k_copy_block(s->be, g->n * g->c, ht, wt, src, src_z, src_y, s->out, s->plane, (size_t)wt);
+    sl_k_copy_block_cast(s->be, g->n * g->c, ht, wt, src, s->dt, src_z, src_y, s->out, SL_F32, s->plane, (size_t)wt);
     float *mine = sl_k_download(s->be, s->out, (size_t)g->n * g->c * s->plane * sizeof(float));
     MPI_Comm world = t->ctx->comm;
     if (t->rank != 0) {
@@ -641,10 +706,11 @@ static int check(sl_train *t, double *error, char *why, size_t whylen)
     const int B = t->global_batch, L = s->g.layers;
     s->checking = 1;
     pass(t, s, (uint64_t)s->b0, 1);
-    sl_train_coll_ok(sl_coll_allreduce(t->comm, s->grads, s->grads, t->nparams, SL_F32, SL_OP_SUM),
-                     "all-reduce of dW");
+    allreduce_grads(t, s);
     sl_k_sync(s->be);
     s->checking = 0;
+    const double tol = hc_tol(s->dt);
+    const float scale = (float)t->ms.sc.scale; /* the pass's dy and dW are scaled by it */
 
     const hc_geom *g = &s->g;
     const size_t nfull = (size_t)B * g->c * g->h * g->w;
@@ -656,10 +722,11 @@ static int check(sl_train *t, double *error, char *why, size_t whylen)
             if (!(*to = malloc(nfull * sizeof **to)))
                 SL_FATAL("out of memory for the check's %zu-element images", nfull);
         }
-    for (int l = 1; l < L; l++)
-        gather(t, s, s->xp[l] + (size_t)g->r * s->wp + g->r, s->pplane, (size_t)s->wp, x[l]);
+    const size_t ring = (size_t)g->r * s->wp + g->r;
+    for (int l = 1; l < L; l++) gather(t, s, sl_train_at(t, s->xp[l], ring), s->pplane, (size_t)s->wp, x[l]);
     gather(t, s, s->y, s->plane, (size_t)s->tile.wt, x[L]);
-    gather(t, s, s->dxp + (size_t)g->r * s->wp + g->r, s->pplane, (size_t)s->wp, dx);
+    gather(t, s, sl_train_at(t, s->dxp, ring), s->pplane, (size_t)s->wp, dx);
+    const float *dw_run = sl_train_widen(t, s->grads, s->g32, t->nparams); /* the all-reduced dW, in f32 */
 
     long long wrong = 0, exchanges = 0;
     SL_CHECK_MPI(MPI_Allreduce(&s->wrong_bytes, &wrong, 1, MPI_LONG_LONG, MPI_SUM, world));
@@ -670,8 +737,8 @@ static int check(sl_train *t, double *error, char *why, size_t whylen)
         hc_geom whole = problem;
         whole.n = B;
         hc_serial ref;
-        hc_serial_init(&ref, s->be, &whole);
-        hc_serial_forward(&ref, s->params, (uint64_t)sl_train_opt.seed, 0);
+        hc_serial_init(&ref, s->be, &whole, s->dt);
+        hc_serial_forward(&ref, s->w32, (uint64_t)sl_train_opt.seed, 0); /* the weights the pass used */
         double ey = 0;
         long long flipped = 0;
         for (int l = 1; l <= L; l++) {
@@ -682,26 +749,26 @@ static int check(sl_train *t, double *error, char *why, size_t whylen)
             sl_k_memcpy(s->be, ref.x[l], x[l], nfull * sizeof(float), SL_K_H2D);
         }
         float *grads = sl_k_malloc(s->be, SL_MEM_OTHER, t->nparams * sizeof(float));
-        hc_serial_backward(&ref, s->params, grads, 1, B);
+        hc_serial_backward(&ref, s->w32, grads, 1, B, scale);
         float *rdx = sl_k_download(s->be, ref.dx, nfull * sizeof(float));
         float *rdw = sl_k_download(s->be, grads, t->nparams * sizeof(float));
-        float *dw = sl_k_download(s->be, s->grads, t->nparams * sizeof(float));
+        float *dw = sl_k_download(s->be, dw_run, t->nparams * sizeof(float));
         double edx = rel_err(nfull, dx, rdx), edw = rel_err(t->nparams, dw, rdw);
         *error = fmax(ey, fmax(edx, edw));
-        if (!(*error <= HC_TOL)) {
+        if (!(*error <= tol)) {
             failed = 1;
-            snprintf(why, whylen, "against the serial stack: layer outputs %.3g, dx %.3g, dW %.3g (tolerance %g)",
-                     ey, edx, edw, HC_TOL);
+            snprintf(why, whylen, "against the serial stack: layer outputs %.3g, dx %.3g, dW %.3g (tolerance %g in %s)",
+                     ey, edx, edw, tol, sl_dtype_name(s->dt));
         } else if (wrong) {
             failed = 1;
             snprintf(why, whylen, "%lld of %lld halo exchanges sent other bytes than the model's", wrong, exchanges);
         }
-        sl_note(t->ctx, "%s: one pass with the trained weights against the serial stack: layer outputs %.2g, "
+        sl_note(t->ctx, "%s %s: one pass with the trained weights against the serial stack: layer outputs %.2g, "
                         "dx %.2g, dW %.2g (max relative; tolerance %g; the backward given this pass's "
                         "activations, of which %lld of %zu hidden units were on the other side of 0 than "
                         "the serial's); %lld halo exchanges, %lld not the model's bytes",
-                t->tech->variants[t->variant], ey, edx, edw, HC_TOL, flipped, (size_t)(L - 1) * nfull,
-                exchanges, wrong);
+                t->tech->variants[t->variant], sl_dtype_name(s->dt), ey, edx, edw, tol, flipped,
+                (size_t)(L - 1) * nfull, exchanges, wrong);
         free(rdx), free(rdw), free(dw);
         sl_k_free(s->be, grads);
         hc_serial_free(&ref);
@@ -711,14 +778,15 @@ static int check(sl_train *t, double *error, char *why, size_t whylen)
     return failed;
 }
 
-/* The weights after training: one process training the serial stack on whole images. */
+/* The weights after training: one process training the serial stack on whole images, in the
+ * run's dtype (the f32 master weights). */
 static void reference(sl_train *t, float *params, double *losses)
 {
     (void)losses; /* the conv stack's serial training does not report its loss */
     hc_geom whole = problem;
     whole.n = t->global_batch;
     hc_serial ref;
-    hc_serial_init(&ref, t->be, &whole);
+    hc_serial_init(&ref, t->be, &whole, t->dtype);
     hc_serial_train(&ref, &t->optim, t->nsteps, (uint64_t)sl_train_opt.seed, params);
     hc_serial_free(&ref);
 }
@@ -788,6 +856,7 @@ static void validate(sl_ctx *ctx)
 
 static const sl_column columns[] = {
     SL_COL("variant", "variant", 9),
+    SL_COL("dtype", "dtype", 5),
     SL_COL("grid", "grid", 5),
     SL_COL("coll", "collective", 5),
     {"step", "ms", "time.median", 9, 2, 1e3},
@@ -808,17 +877,24 @@ static const sl_technique halo_conv = {
         .name = "halo_conv",
         .summary = "spatially partitioned convolutions: halo exchange blocking or overlapped with the "
                    "interior, against data parallelism",
-        .uses = SL_USES_BACKEND | SL_USES_COLL,
+        .uses = SL_USES_BACKEND | SL_USES_COLL | SL_USES_DTYPE,
         .colls = (1u << SL_NCOLLS) - 1,
         .default_coll = SL_COLL_MPI,
         .default_iters = 5,
         .default_warmup = 1,
+        .dtypes = (1u << SL_F32) | (1u << SL_F16) | (1u << SL_BF16),
+        .default_dtype = SL_F32,
         .extra = hc_opts,
         .validate = validate,
     },
     .variants = variant_names,
     .nvariants = NVARIANTS,
     .variant_mask = &opt_variants,
+    .mixed_variants = (1u << NVARIANTS) - 1,
+    /* the training layer's bounds for 16-bit training (sl_train.h): the weights differ from the
+     * serial stack's by the order of f32 additions flipping 16-bit roundings, as there */
+    .tol_mixed_sgd_max = {[SL_F16] = SL_TRAIN_TOL_MIXED_SGD_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_SGD_BF16},
+    .tol_mixed_adamw_l2 = {[SL_F16] = SL_TRAIN_TOL_MIXED_ADAMW_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_ADAMW_BF16},
     .data_ranks = data_ranks,
     .setup = setup,
     .step = step,

@@ -322,8 +322,16 @@ void sl_k_conv2d_backward_filter(sl_backend be, const sl_conv2d *cv, const float
 void sl_k_copy_block(sl_backend be, int nz, int ny, int nx, const float *src, size_t src_z,
                      size_t src_y, float *dst, size_t dst_z, size_t dst_y)
 {
+    sl_k_copy_block_cast(be, nz, ny, nx, src, SL_F32, src_z, src_y, dst, SL_F32, dst_z, dst_y);
+}
+void sl_k_copy_block_cast(sl_backend be, int nz, int ny, int nx, const void *src, sl_dtype st,
+                          size_t src_z, size_t src_y, void *dst, sl_dtype dt, size_t dst_z,
+                          size_t dst_y)
+{
     if (nz < 0 || ny < 0 || nx < 0) SL_FATAL("sl_k_copy_block: negative extent %d x %d x %d", nz, ny, nx);
-    if (nz && ny && nx) ops(be)->copy_block(nz, ny, nx, src, src_z, src_y, dst, dst_z, dst_y);
+    if (!is_float_type(st) || !is_float_type(dt))
+        SL_FATAL("sl_k_copy_block_cast: unsupported dtypes %s -> %s", sl_dtype_name(st), sl_dtype_name(dt));
+    if (nz && ny && nx) ops(be)->copy_block(nz, ny, nx, src, st, src_z, src_y, dst, dt, dst_z, dst_y);
 }
 
 /* Random numbers */

@@ -234,6 +234,13 @@ void sl_k_conv2d_backward_filter(sl_backend be, const sl_conv2d *cv, const float
  * nx = columns packs a face of a tile into a message or unpacks it into the halo. */
 void sl_k_copy_block(sl_backend be, int nz, int ny, int nx, const float *src, size_t src_z,
                      size_t src_y, float *dst, size_t dst_z, size_t dst_y);
+/* The same block between dtypes (f32, f16, bf16): src of dtype st, dst of dtype dt, each
+ * element converted as sl_k_cast converts it (round to nearest even), its bits copied when
+ * st == dt. A 16-bit run packs and unpacks its halos in its dtype (half the bytes of f32),
+ * and widens a 16-bit window into f32 (or rounds an f32 result into a 16-bit tile) on the way. */
+void sl_k_copy_block_cast(sl_backend be, int nz, int ny, int nx, const void *src, sl_dtype st,
+                          size_t src_z, size_t src_y, void *dst, sl_dtype dt, size_t dst_z,
+                          size_t dst_y);
 
 /* Random numbers ---------------------------------------------------------------------------- */
 

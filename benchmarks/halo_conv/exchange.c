@@ -13,32 +13,34 @@ static void ok(int rc, const char *what)
 }
 
 /* The strip q of a padded tile as a block: images x channels, rows, columns. */
-static void block_copy(const hc_exchange *x, hc_rect q, const float *from, int from_padded,
-                       float *to)
+static void block_copy(const hc_exchange *x, hc_rect q, const void *from, int from_padded,
+                       void *to)
 {
     const size_t plane = (size_t)x->hp * x->wp, rows = (size_t)(q.y1 - q.y0), cols = (size_t)(q.x1 - q.x0);
     const size_t at = (size_t)q.y0 * x->wp + q.x0;
     const int nz = x->g.n * x->g.c;
+    const size_t es = (size_t)x->g.es;
     if (from_padded) /* pack: tile strip -> message */
-        sl_k_copy_block(x->be, nz, (int)rows, (int)cols, from + at, plane, (size_t)x->wp, to,
-                        rows * cols, cols);
+        sl_k_copy_block_cast(x->be, nz, (int)rows, (int)cols, (const char *)from + at * es, x->dt, plane,
+                             (size_t)x->wp, to, x->dt, rows * cols, cols);
     else /* unpack: message -> ring strip */
-        sl_k_copy_block(x->be, nz, (int)rows, (int)cols, from, rows * cols, cols, to + at, plane,
-                        (size_t)x->wp);
+        sl_k_copy_block_cast(x->be, nz, (int)rows, (int)cols, from, x->dt, rows * cols, cols,
+                             (char *)to + at * es, x->dt, plane, (size_t)x->wp);
 }
 
 void hc_exchange_init(hc_exchange *x, sl_backend be, sl_comm *comm, const hc_geom *g,
-                      const hc_tile *tile)
+                      const hc_tile *tile, sl_dtype dt)
 {
-    *x = (hc_exchange){.be = be, .comm = comm, .g = *g, .tile = *tile};
+    *x = (hc_exchange){.be = be, .comm = comm, .g = *g, .dt = dt, .tile = *tile};
+    x->g.es = (int)sl_dtype_size(dt);
     x->hp = tile->ht + 2 * g->r, x->wp = tile->wt + 2 * g->r;
     for (int d = 0; d < HC_DIRS; d++) {
         if (tile->nbr[d] < 0 || g->r == 0) continue;
         hc_rect q = hc_halo_send(g, tile, d);
         x->count[d] = (size_t)g->n * g->c * (size_t)(q.y1 - q.y0) * (size_t)(q.x1 - q.x0);
-        x->send[d] = sl_k_malloc(be, SL_MEM_COMM, x->count[d] * sizeof(float));
+        x->send[d] = sl_k_malloc(be, SL_MEM_COMM, x->count[d] * (size_t)x->g.es);
         /* what the opposite neighbour sends has the same shape as what goes back to it */
-        x->recv[d] = sl_k_malloc(be, SL_MEM_COMM, x->count[d] * sizeof(float));
+        x->recv[d] = sl_k_malloc(be, SL_MEM_COMM, x->count[d] * (size_t)x->g.es);
     }
 }
 
@@ -50,7 +52,7 @@ void hc_exchange_free(hc_exchange *x)
     }
 }
 
-void hc_exchange_start(hc_exchange *x, float *padded)
+void hc_exchange_start(hc_exchange *x, void *padded)
 {
     double t0 = sl_now();
     x->padded = padded;
@@ -60,14 +62,14 @@ void hc_exchange_start(hc_exchange *x, float *padded)
     unsigned long long sent0 = sl_comm_bytes_sent(x->comm);
     for (int d = 0; d < HC_DIRS; d++) /* receives first: every message finds its buffer */
         if (x->count[d])
-            ok(sl_coll_irecv(x->comm, x->recv[d], x->count[d], SL_F32, x->tile.nbr[d],
+            ok(sl_coll_irecv(x->comm, x->recv[d], x->count[d], x->dt, x->tile.nbr[d],
                              TAG_BASE + (8 - d), &x->req[HC_DIRS + d]), "irecv");
     for (int d = 0; d < HC_DIRS; d++)
         if (x->count[d]) block_copy(x, hc_halo_send(&x->g, &x->tile, d), padded, 1, x->send[d]);
     sl_k_sync(x->be); /* packed before the transport reads the messages */
     for (int d = 0; d < HC_DIRS; d++)
         if (x->count[d])
-            ok(sl_coll_isend(x->comm, x->send[d], x->count[d], SL_F32, x->tile.nbr[d], TAG_BASE + d,
+            ok(sl_coll_isend(x->comm, x->send[d], x->count[d], x->dt, x->tile.nbr[d], TAG_BASE + d,
                              &x->req[d]), "isend");
     x->bytes = sl_comm_bytes_sent(x->comm) - sent0;
     x->exposed = sl_now() - t0;

@@ -3,7 +3,11 @@
 
 #include "grid.h"
 
-void hc_geom_init(hc_geom *g) { g->r = (g->f - 1) / 2 * g->dil; }
+void hc_geom_init(hc_geom *g)
+{
+    g->r = (g->f - 1) / 2 * g->dil;
+    if (!g->es) g->es = 4;
+}
 
 /* Block p of `parts` over n items: the first n % parts blocks get one more. */
 static void split(int n, int parts, int p, int *lo, int *hi)
@@ -81,7 +85,7 @@ hc_rect hc_halo_recv(const hc_geom *g, const hc_tile *t, int d)
 hc_halo_model hc_halo_model_of(const hc_geom *g, const hc_tile *t)
 {
     hc_halo_model m = {0, 0, 0};
-    const double plane = (double)g->n * g->c * sizeof(float); /* bytes per pixel of all images */
+    const double plane = (double)g->n * g->c * g->es; /* bytes per pixel of all images */
     for (int d = 0; d < HC_DIRS; d++) {
         if (t->nbr[d] < 0 || g->r == 0) continue;
         int dy = hc_dir_dy(d), dx = hc_dir_dx(d);

@@ -12,9 +12,10 @@
 typedef struct hc_geom {
     int n, c, h, w;
     int f, dil, layers;
-    int r; /* halo width: (f - 1) / 2 * dil rows (and columns) on each side */
+    int r;  /* halo width: (f - 1) / 2 * dil rows (and columns) on each side */
+    int es; /* bytes of an activation element: 4 (f32), 2 (f16, bf16); 0 is read as 4 */
 } hc_geom;
-/* Fills r. */
+/* Fills r (and es when 0). */
 void hc_geom_init(hc_geom *g);
 
 /* Directions: d = (dy + 1) * 3 + (dx + 1) for dy, dx in {-1, 0, 1}; dy -1 is the neighbour
@@ -55,9 +56,10 @@ typedef struct hc_rect {
 hc_rect hc_halo_send(const hc_geom *g, const hc_tile *t, int d);
 hc_rect hc_halo_recv(const hc_geom *g, const hc_tile *t, int d);
 
-/* The model of one exchange's bytes sent by a rank, per layer, f32: faces r * wt * C * N * 4
- * to the neighbours above and below, ht * r * C * N * 4 to the left and right, and corners
- * r * r * C * N * 4 to the diagonal neighbours (2-D grids), for the neighbours that exist. */
+/* The model of one exchange's bytes sent by a rank, per layer, with es bytes an element (4 in
+ * f32, 2 in f16 and bf16): faces r * wt * C * N * es to the neighbours above and below,
+ * ht * r * C * N * es to the left and right, and corners r * r * C * N * es to the diagonal
+ * neighbours (2-D grids), for the neighbours that exist. */
 typedef struct hc_halo_model {
     double faces, corners; /* bytes */
     int neighbours;        /* messages */

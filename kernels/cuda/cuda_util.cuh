@@ -60,8 +60,8 @@ void slk_conv2d_forward(const sl_conv2d *cv, const float *x, const float *w, flo
 void slk_conv2d_backward_data(const sl_conv2d *cv, const float *dy, const float *w, float *dx);
 void slk_conv2d_backward_filter(const sl_conv2d *cv, const float *x, const float *dy,
                                 float *dw);
-void slk_copy_block(int nz, int ny, int nx, const float *src, size_t src_z, size_t src_y,
-                    float *dst, size_t dst_z, size_t dst_y);
+void slk_copy_block(int nz, int ny, int nx, const void *src, sl_dtype st, size_t src_z,
+                    size_t src_y, void *dst, sl_dtype dt, size_t dst_z, size_t dst_y);
 void slk_rng_uniform(uint64_t seed, uint64_t first, size_t n, float *x, float lo, float hi);
 void slk_rng_normal(uint64_t seed, uint64_t first, size_t n, float *x, float mean,
                     float stddev);

@@ -6,8 +6,10 @@
 # corners r^2 C N 4, for the neighbours that exist); memory by category equals the model; with
 # -C ring (where the all-reduce splits dW evenly), bytes per step equal the model. On the default
 # model where a hidden unit's ReLU falls the other way than the serial stack's (-n 15 blocking,
-# -n 20 overlap, with OpenBLAS's AVX2 kernel), the check still passes. Tiles thinner than the
-# halo, and other bad options, are exit 2 naming the option.
+# -n 20 overlap, with OpenBLAS's AVX2 kernel), the check still passes. In f16 and bf16 (-d) every
+# variant passes the same checks within the dtype's tolerance, with exactly half of f32's halo
+# bytes and bytes per step. Tiles thinner than the halo, a dtype other than f32/f16/bf16, and
+# other bad options, are exit 2 naming the option.
 . "$(dirname "$0")/../lib/common.sh"
 out=$(tmpdir)
 trap 'rm -rf "$out"' EXIT
@@ -114,6 +116,52 @@ for case in "-n 15 --variants blocking" "-n 20 --variants overlap"; do
 done
 unset OPENBLAS_CORETYPE
 
+# 16 bits (-d f16,bf16) through the same code as f32, on a 2x2 grid (faces and corners) with
+# -C ring: every variant passes its checks (the weights against the serial stack trained in the
+# dtype, one pass's output, dx and dW within the dtype's stated tolerance); the halo bytes per
+# layer the communication layer counted are exactly half of f32's (busiest rank and all ranks)
+# and equal the model with 2-byte elements; the bytes per step (halos and the ring all-reduce
+# of dW in the dtype) are exactly half of f32's; memory equals the model (16-bit weights and
+# gradients with their f32 master and unscaled twins).
+tag=dtypes
+# shellcheck disable=SC2086
+launch 4 halo_conv $small --grid 2x2 -C ring -d f32,f16,bf16 -o "$out/$tag" >"$out/$tag.txt" 2>&1
+rc=$?
+ok $rc "halo_conv -np 4 --grid 2x2 -C ring -d f32,f16,bf16: every variant passes in every dtype (rc=$rc)"
+[ $rc = 0 ] || tail -8 "$out/$tag.txt" | sed 's/^/#   /' >&2
+python3 - "$out/$tag/halo_conv.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+L, C, F = 3, 3, 3
+np_ = L * C * C * F * F
+by = {(r["variant"], r["dtype"]): r for r in rows}
+m = lambda r: {k: x["value"] for k, x in r["metrics"].items()}
+bad = []
+if sorted(by) != sorted((v, d) for v in ("blocking", "overlap", "data") for d in ("f32", "f16", "bf16")):
+    bad.append(f"rows {sorted(by)}")
+for (v, d), r in by.items():
+    x = m(r)
+    if r["check"]["status"] != "pass": bad.append(f"{v} {d}: {r['check']}")
+    for k in ("params", "grads", "optim", "activ"):
+        if x["mem_" + k] != x["model_" + k]: bad.append(f"{v} {d}: mem_{k} {x['mem_' + k]} model {x['model_' + k]}")
+    want = 4 * np_ if d == "f32" else (2 + 4) * np_  # 16-bit weights and the f32 master
+    if x["mem_params"] != want: bad.append(f"{v} {d}: mem_params {x['mem_params']}, want {want}")
+    if x["halo_bytes"] != x["halo_model"]: bad.append(f"{v} {d}: halo {x['halo_bytes']} model {x['halo_model']}")
+    if d == "f32": continue
+    f = m(by[(v, "f32")])
+    for k in ("halo_bytes", "halo_bytes_all_ranks", "bytes_sent"):
+        if not (x[k] * 2 == f[k]): bad.append(f"{v} {d}: {k} {x[k]}, f32's {f[k]}: not half")
+    if v != "data" and not x["halo_bytes"] > 0: bad.append(f"{v} {d}: no halo bytes")
+print("\n".join(bad), file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+ok $? "f16 and bf16: halo bytes per layer and bytes per step exactly half of f32's; memory == model"
+for d in f16 bf16; do
+  n=$(grep -c "^# [a-z]* $d: one pass with the trained weights against the serial stack" "$out/$tag.txt")
+  [ "$n" = 3 ]
+  ok $? "$d: every variant compared one pass's output, dx and dW with the serial stack in $d ($n)"
+done
+
 # The squarest grid by default (the runs above checked the rows' grid): 4 ranks are 2x2, 2
 # ranks the row split 1x2; uneven tiles give the first blocks the extra row and column.
 grep -q "grid 2x2, rank 0's tile 7x6" "$out/np4_2x2_f5_d1.txt"
@@ -133,6 +181,7 @@ expect_usage 4 "--grid 1x4: the smallest tile" --image 8x8 --filter 7 --grid 1x4
 # dilation 2 makes a 3x3 filter's halo 2 deep: 6 columns over 4 ranks leave tiles of 1
 expect_usage 4 "--grid 4x1: the smallest tile" --image 16x6 --dilation 2 --grid 4x1
 expect_usage 0 "--filter" --filter 4
+expect_usage 0 "--dtype (-d): halo_conv accepts f32|f16|bf16" -d f64
 expect_usage 2 "--grid 3x1: a grid of 3 ranks" --grid 3x1
 expect_usage 0 "--grid: expected PXxPY" --grid two
 expect_usage 0 "--image" --image 0x5

@@ -512,6 +512,44 @@ static void check_copy_block(void)
     t_free(sd), t_free(dd);
 }
 
+/* The same between dtypes: a [2][3][5] block of src [2][4][6] (dtype st) at (0, 1, 1) into dst
+ * [2][3][7] (dtype dt) at (0, 0, 2), against a naive loop that rounds each value with
+ * sl_half.h (the suite's one rounding): the bits must match, and nothing else is written. */
+static void check_copy_block_cast(void)
+{
+    enum { NS = 2 * 4 * 6, ND = 2 * 3 * 7 };
+    float vals[NS];
+    for (int i = 0; i < NS; i++) vals[i] = (i % 7 - 3) * 0.3137f + (i % 5) * 1e-3f; /* not exact in 16 bits */
+    vals[5] = 7e4f; /* past f16's range: inf in f16 */
+    static const sl_dtype dts[] = {SL_F32, SL_F16, SL_BF16};
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++) {
+            const sl_dtype st = dts[a], dt = dts[b];
+            const size_t ses = sl_dtype_size(st), des = sl_dtype_size(dt);
+            void *src = t_pack(st, vals, NS);
+            float fill[ND];
+            for (int i = 0; i < ND; i++) fill[i] = -1.0f;
+            void *dst = t_pack(dt, fill, ND);
+            char *sd = t_up(src, NS * ses), *dd = t_up(dst, ND * des);
+            sl_k_copy_block_cast(T_BE, 2, 3, 5, sd + (1 * 6 + 1) * ses, st, 24, 6, dd + 2 * des, dt, 21, 7);
+            t_down(dst, dd, ND * des);
+            int bad = 0;
+            for (int z = 0; z < 2; z++)
+                for (int y = 0; y < 3; y++)
+                    for (int x = 0; x < 7; x++) {
+                        int in = x >= 2;
+                        float want = in ? sl_round_to(dt, t_load(st, src, (size_t)z * 24 + (y + 1) * 6 + (x - 2 + 1)))
+                                        : sl_round_to(dt, -1.0f);
+                        float got = t_load(dt, dst, (size_t)z * 21 + y * 7 + x);
+                        bad += memcmp(&got, &want, sizeof got) != 0;
+                    }
+            ok(bad == 0, "copy_block_cast %s -> %s: a [2][3][5] block, rounded as sl_half.h rounds, "
+               "nothing else written (%d wrong)", sl_dtype_name(st), sl_dtype_name(dt), bad);
+            t_free(sd), t_free(dd);
+            free(src), free(dst);
+        }
+}
+
 /* Random numbers ----------------------------------------------------------------------------- */
 
 static void check_rng(void)
@@ -622,6 +660,7 @@ static void run_all_checks(void)
     check_cast_counts();
     check_conv();
     check_copy_block();
+    check_copy_block_cast();
     check_rng();
     check_stream_events();
 }
