@@ -241,9 +241,25 @@ smpi:
 	$(Q)$(MAKE) --no-print-directory SMPI_TREE=1 MPICC=smpicc BUILD=$(BUILD)/smpi BIN=$(BUILD)/smpi/bin \
 	  CUDA=0 NCCL=0 PAPI=0 SANITIZE=0 SIMGRID=0 $(SMPI_PROGRAMS:%=$(BUILD)/smpi/bin/%)
 
+# make check runs CHECK_JOBS test files at a time: many wait (MPI start-up, a hung rank's time
+# limit) more than they compute. A test file runs beside another unless it is named in
+# CHECK_SERIAL: each has a temporary directory of its own, no fixed port or name, and time limits
+# that a second test beside it cannot reach. Those of CHECK_SERIAL run afterwards, one at a time:
+# gate (its --confirm case measures mae_threads twice and wants the same figure), pairs (the
+# sweep's tight --timeout), two_hosts (network namespaces on pairs' subnet), fullfs and memlimit
+# (a mount, a memory cgroup), launch (signals, binding to cores). CHECK_FIRST, the longest,
+# start first.
+CHECK_JOBS ?= 2
+CHECK_SERIAL := gate pairs two_hosts fullfs memlimit launch
+CHECK_FIRST := coll labs ddp docs allreduce slurm run_all pipeline megatron_mlp zero simulate
+CHECK_PAR := $(CHECK_FIRST:%=t/integration/%.t) \
+  $(filter-out $(CHECK_FIRST:%=t/integration/%.t) $(CHECK_SERIAL:%=t/integration/%.t),$(sort $(wildcard t/integration/*.t))) \
+  $(sort $(wildcard t/unit/*.t))
+
 check: all
 	@if [ "$(HAVE_PROVE)" != 1 ]; then echo "make check needs prove (apt: perl, dnf: perl-Test-Harness)" >&2; exit 1; fi
-	SL_SANITIZE=$(SANITIZE) prove -r t/
+	@echo "prove -j$(CHECK_JOBS) -r t/ (alone, at the end: $(CHECK_SERIAL:%=%.t))"
+	@SL_SANITIZE=$(SANITIZE) prove --timer -j$(CHECK_JOBS) $(CHECK_PAR:%=--rules=par=%) -r t/
 
 # Installed layout: PREFIX/bin holds the programs and sl-launch; PREFIX/share/scalelab holds
 # run_all.sh (which finds PREFIX/bin from there), its scripts, the lab sheets and the schema.

@@ -87,8 +87,9 @@ printf '#!/bin/sh\nsleep 60\n' >"$out/tree/bin/hangs"
 cp bin/mae_threads "$out/tree/bin/"
 chmod +x "$out/tree/bin/"*
 # (the limit leaves mae_threads' quick run room under the sanitizers on a busy 2-core machine,
-# where it takes several seconds; the stand-in that hangs is killed at it)
-(cd "$out/tree" && ./run_all.sh --quick --np 1 --timeout 15 --out "$out/tree/res" >"$out/log2" 2>&1)
+# where it takes several seconds, with another test file beside it (make check runs two at a
+# time); the stand-in that hangs is killed at it)
+(cd "$out/tree" && ./run_all.sh --quick --np 1 --timeout 30 --out "$out/tree/res" >"$out/log2" 2>&1)
 rc=$?
 [ $rc = 1 ] && grep -q 'always_fails: FAILED' "$out/log2" && grep -q 'hangs: FAILED (killed' "$out/log2" \
   && grep -q 'mae_threads *partial' "$out/log2"
@@ -106,7 +107,7 @@ chmod +x "$out/tree/bin/"*
 # (a background job starts with SIGINT ignored; perl gives it back its default)
 (cd "$out/tree" && exec perl -e '$SIG{INT}="DEFAULT"; exec @ARGV' ./run_all.sh --quick --np 1 --out "$out/tree/res") >"$out/log3" 2>&1 &
 ra=$!
-for _ in $(seq 100); do [ -s "$out/sleeper.pid" ] && break; sleep 0.1; done
+for _ in $(seq 300); do [ -s "$out/sleeper.pid" ] && break; sleep 0.1; done
 sleep 0.5
 kill -INT "$ra"
 wait "$ra"
@@ -116,7 +117,7 @@ sleeper=$(cat "$out/sleeper.pid" 2>/dev/null)
   && [ ! -e "$out/b_ran" ] && grep -q 'a_hangs	130	' "$out/tree/res/status.tsv"
 ok $? "Ctrl-C: exit 130, the summary so far marked INTERRUPTED, the next program not started (rc=$rc)"
 gone() { ! kill -0 "$1" 2>/dev/null || ps -o stat= -p "$1" | grep -q Z; } # a zombie is gone
-for _ in $(seq 30); do gone "$sleeper" && break; sleep 0.1; done
+for _ in $(seq 100); do gone "$sleeper" && break; sleep 0.1; done
 [ -n "$sleeper" ] && gone "$sleeper"
 ok $? "... and the running program is gone"
 [ -n "$sleeper" ] && ! gone "$sleeper" && diag "$(ps -o pid,ppid,stat,cmd -p "$sleeper")"
