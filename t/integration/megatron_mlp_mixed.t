@@ -113,8 +113,12 @@ for (v, d, c), r in rows.items():
     if not (loss > 0 and f32 > 0 and abs(loss - f32) < 0.05 * f32): bad.append(f"{name}: loss {loss} vs f32 {f32}")
     if not val(r, "grad_rel_err") > 0: bad.append(f"{name}: grad_rel_err {val(r, 'grad_rel_err')}")
     # the same sums as plain's (an all-reduce is a reduce-scatter then an all-gather; overlap
-    # only reorders the GEMMs): the weights equal plain's to the f32 master's precision
-    if v != "plain" and not val(r, "vs_plain") <= 1e-6: bad.append(f"{name}: vs_plain {val(r, 'vs_plain')}")
+    # only reorders the GEMMs), but not always the same bits: overlap's row pieces and seqpar's
+    # n/t-row GEMMs are other shapes, which OpenBLAS's AVX2 kernels block (and so round in f32)
+    # differently, and a 16-bit gradient rounded from a slightly different f32 sum can land one
+    # unit away. Measured: 0 with AVX-512 kernels, 1.3e-6 to 2.5e-5 with AVX2 ones; a piece left
+    # out or summed twice moves the weights by 1e-2 and more.
+    if v != "plain" and not val(r, "vs_plain") <= 1e-4: bad.append(f"{name}: vs_plain {val(r, 'vs_plain')}")
 print("\n".join(bad), file=sys.stderr)
 sys.exit(1 if bad else 0)
 PY
