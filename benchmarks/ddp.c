@@ -376,6 +376,7 @@ static const sl_column columns[] = {
 };
 
 static const sl_technique ddp = {
+    .trains_gpt = 1,
     .program = {
         .name = "ddp",
         .summary = "data-parallel training: per-step, bucketed+overlapped, accumulated, parameter server",

@@ -692,6 +692,7 @@ static const sl_column columns[] = {
 };
 
 static sl_technique zero_technique = {
+    .trains_gpt = 1,
     .program = {.name = "zero",
                 .summary = "ZeRO stages 0-3: optimizer state, gradients and parameters sharded over data-parallel ranks",
                 .uses = SL_USES_BACKEND | SL_USES_COLL | SL_USES_DTYPE, .default_coll = SL_COLL_MPI, /* .colls: main */

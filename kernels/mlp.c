@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "gpt_model.h"
 #include "mlp.h"
 #include "sl_error.h"
 
@@ -32,17 +33,23 @@ int sl_mlp_init(sl_mlp *m, sl_backend be, int nlayers, int in, int hidden, int o
 
 size_t sl_mlp_layer_size(const sl_mlp *m, int l)
 {
+    if (sl_mlp_is_gpt(m)) return sl_gpt_layer_size(m, l);
     return (size_t)m->dims[l + 1] * (m->dims[l] + 1);
 }
 
 size_t sl_mlp_range_size(const sl_mlp *m, int l0, int l1)
 {
     if (l1 <= l0) return 0;
+    if (sl_mlp_is_gpt(m)) return m->w_off[l1] - m->w_off[l0];
     return m->b_off[l1 - 1] + m->dims[l1] - m->w_off[l0];
 }
 
 void sl_mlp_init_params(const sl_mlp *m, uint64_t seed, size_t first, size_t count, float *dst)
 {
+    if (sl_mlp_is_gpt(m)) {
+        sl_gpt_init_params(m, seed, first, count, dst);
+        return;
+    }
     size_t end = first + count;
     for (int l = 0; l < m->nlayers; l++) {
         /* the weight part of layer l intersected with [first, end) */
@@ -62,6 +69,7 @@ void sl_mlp_init_params(const sl_mlp *m, uint64_t seed, size_t first, size_t cou
 
 double sl_mlp_flops_forward(const sl_mlp *m, int batch)
 {
+    if (sl_mlp_is_gpt(m)) return sl_gpt_flops_forward(m, batch);
     double f = 0;
     for (int l = 0; l < m->nlayers; l++) f += 2.0 * batch * m->dims[l] * m->dims[l + 1];
     return f;
@@ -69,7 +77,9 @@ double sl_mlp_flops_forward(const sl_mlp *m, int batch)
 
 double sl_mlp_flops_backward(const sl_mlp *m, int batch)
 {
-    /* dW for every layer, dx for every layer but the first */
+    /* dW for every layer, dx for every layer but the first (the GPT's first is the embedding:
+     * no GEMM, so its backward is twice its forward) */
+    if (sl_mlp_is_gpt(m)) return 2.0 * sl_gpt_flops_forward(m, batch);
     return 2.0 * sl_mlp_flops_forward(m, batch) - 2.0 * batch * m->dims[0] * m->dims[1];
 }
 
@@ -124,6 +134,7 @@ static int max_width(const sl_mlp *m)
 
 size_t sl_mlp_acts_bytes(const sl_mlp *m, int batch)
 {
+    if (sl_mlp_is_gpt(m)) return sl_gpt_acts_bytes(m, SL_F32, batch);
     size_t e = 0;
     for (int l = 0; l <= m->nlayers; l++) e += m->dims[l];
     for (int l = 0; l < m->nlayers; l++)
@@ -221,6 +232,7 @@ void sl_optim_step(sl_backend be, const sl_optim *o, size_t n, float *w, const f
 double sl_optim_default_lr(const sl_mlp *m, sl_optim_kind k)
 {
     if (k != SL_OPTIM_ADAMW) return 0.01;
+    if (sl_mlp_is_gpt(m)) return 1e-3; /* GPT-2's and most transformers' AdamW rate */
     double sum = 0;
     for (int l = 0; l < m->nlayers; l++) sum += sqrt((double)m->dims[l] * m->dims[l + 1]);
     const double bound = 2.0 * sqrt(2.0) / sum;
@@ -261,8 +273,28 @@ void sl_task_init(sl_task *t, sl_backend be, int in, int out, uint64_t seed, int
     acts_alloc(&t->teacher, max_batch, SL_MEM_DATA, &t->tacts);
 }
 
+void sl_task_init_gpt(sl_task *t, sl_backend be, int seq, int vocab, uint64_t seed)
+{
+    memset(t, 0, sizeof *t);
+    t->be = be;
+    t->seed = seed;
+    t->loss_weight = 1.0f;
+    t->seq = seq;
+    t->vocab = vocab;
+}
+
+void sl_task_tokens(sl_task *t, uint64_t first, int count, int32_t *tok, int32_t *tgt)
+{
+    if (!t->seq) SL_FATAL("sl_task_tokens: the task is the MLP's, not the GPT's");
+    sl_gpt_task_tokens(t->be, t->seed, t->seq, t->vocab, first, count, tok, tgt);
+}
+
 void sl_task_free(sl_task *t)
 {
+    if (t->seq) {
+        memset(t, 0, sizeof *t);
+        return;
+    }
     sl_mlp_acts_free(&t->teacher, &t->tacts);
     sl_k_free(t->be, t->teacher_params);
     memset(t, 0, sizeof *t);
@@ -270,12 +302,13 @@ void sl_task_free(sl_task *t)
 
 float sl_task_loss_norm(const sl_task *t, int batch)
 {
-    return t->loss_weight / ((float)batch * (float)t->teacher.dims[2]);
+    return t->loss_weight / ((float)batch * (float)(t->seq ? t->seq : t->teacher.dims[2]));
 }
 
 void sl_task_batch(sl_task *t, uint64_t first, int count, float *x, float *y)
 {
     const int in = t->teacher.dims[0], out = t->teacher.dims[2];
+    if (t->seq) SL_FATAL("sl_task_batch: the task is the GPT's (sl_task_tokens)");
     if (count > t->max_batch)
         SL_FATAL("sl_task_batch: %d samples, the task was set up for %d", count, t->max_batch);
     sl_k_rng_normal(t->be, t->seed ^ DATA_STREAM, first * in, (size_t)count * in, x, 0.0f, 1.0f);

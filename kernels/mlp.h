@@ -25,6 +25,12 @@
 
 #define SL_MLP_MAX_LAYERS 256
 
+/* A GPT's shape (gpt_model.h): L blocks of width C with NH heads, T tokens per sequence, a
+ * position table of max_T rows, a vocabulary of V. All zero for the MLP. */
+typedef struct sl_gpt_dims {
+    int layers, C, NH, T, max_T, V;
+} sl_gpt_dims;
+
 typedef struct sl_mlp {
     sl_backend be;
     int nlayers;
@@ -33,7 +39,13 @@ typedef struct sl_mlp {
     size_t w_off[SL_MLP_MAX_LAYERS]; /* W_l in the flat vector (elements) */
     size_t b_off[SL_MLP_MAX_LAYERS]; /* b_l = w_off[l] + dims[l + 1] * dims[l] */
     size_t nparams;
+    sl_gpt_dims gpt;                 /* gpt.layers > 0: a GPT (gpt_model.h), whose layers are the
+                                        embeddings, the blocks and the head; dims, act and b_off
+                                        are then unused, and w_off[nlayers] = nparams */
 } sl_mlp;
+
+/* The model is a GPT (gpt_model.h), not the stack of Linear layers. */
+static inline int sl_mlp_is_gpt(const sl_mlp *m) { return m->gpt.layers > 0; }
 
 /* nlayers Linear layers in -> hidden -> ... -> hidden -> out, `act` after every layer but the
  * last (nlayers 1 is a single in -> out layer). Returns 0, or -1 for an invalid shape. */
@@ -143,11 +155,19 @@ typedef struct sl_task {
     float loss_weight; /* the loss is this times the MSE (1 after sl_task_init): an objective
                           whose gradients are all this much smaller, as a weighted term of a
                           larger loss is (precision.c's underflow scenario) */
+    int seq, vocab;    /* the GPT's next-token task (sl_task_init_gpt): T and V; 0 for the MLP's */
 } sl_task;
 
 void sl_task_init(sl_task *t, sl_backend be, int in, int out, uint64_t seed, int max_batch);
+/* The GPT's task instead: next-token prediction on sequences of seq tokens from a vocabulary of
+ * vocab (gpt_model.h's sl_gpt_task_tokens). A sample is a sequence; its loss is the mean
+ * cross-entropy over its tokens. */
+void sl_task_init_gpt(sl_task *t, sl_backend be, int seq, int vocab, uint64_t seed);
+/* Sequences [first, first + count): tokens and next tokens, (count, seq) int32 each. */
+void sl_task_tokens(sl_task *t, uint64_t first, int count, int32_t *tok, int32_t *tgt);
 void sl_task_free(sl_task *t);
-/* The factor of the MSE over a batch of `batch` samples: loss_weight / (batch * outputs). */
+/* The factor of the MSE over a batch of `batch` samples: loss_weight / (batch * outputs); for
+ * the GPT's task, of the cross-entropy summed over its tokens: loss_weight / (batch * seq). */
 float sl_task_loss_norm(const sl_task *t, int batch);
 /* x[count, in] and y[count, out] (backend memory) for samples [first, first + count). */
 void sl_task_batch(sl_task *t, uint64_t first, int count, float *x, float *y);

@@ -23,7 +23,8 @@ sl_gpt_options sl_gpt_opt = {.preset = -1, .dropout = NAN};
  * messages say why. */
 static const sl_opt gpt_opts[] = {
     {"model", 0, SL_OPT_CHOICE, &sl_gpt_opt.model, 0, 0, "mlp|gpt", 0,
-     "the model: the MLP stack (default), or gpt (not trained yet: --analytic only)"},
+     "the model: the MLP stack (default), or gpt (GPT blocks; programs that do not train it yet take it with "
+     "--analytic only)"},
     {"d-model", 0, SL_OPT_INT, &sl_gpt_opt.d_model, 1, 1 << 20, NULL, 0, "gpt: width h (default 128)"},
     {"heads", 0, SL_OPT_INT, &sl_gpt_opt.heads, 1, 1 << 20, NULL, 0, "gpt: attention heads a, dividing h (default 4)"},
     {"seq", 0, SL_OPT_INT, &sl_gpt_opt.seq, 1, 1 << 24, NULL, 0, "gpt: tokens per sequence s (default 64)"},
@@ -169,9 +170,12 @@ void sl_gpt_gate(sl_ctx *ctx)
         sl_usage_error("--stages %lld: more pipeline stages than the GPT has blocks (--layers %lld)", *sl_gpt_opt.stages,
                        g.layers);
     if (sl_gpt_opt.analytic && !gpt) sl_gpt_opt.model = 1; /* the flag alone: the default GPT shape */
-    if (!sl_gpt_opt.analytic)
+    if (sl_gpt_opt.analytic) return;
+    if (!sl_gpt_opt.trains)
         sl_usage_error("--model gpt: the gpt model is not trained by %s yet; --analytic prints its figures",
                        ctx->prog->name);
+    if (g.dropout > 0)
+        sl_usage_error("--dropout %g: training applies no dropout yet (0 only); --analytic takes any", g.dropout);
 }
 
 void sl_gpt_analytic(sl_ctx *ctx)

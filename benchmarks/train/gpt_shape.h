@@ -4,8 +4,9 @@
  * ZeRO's model states per rank. The arithmetic is pure (no MPI): t/unit/test_gpt_shape.c
  * checks it on hand-computed cases.
  *
- * The GPT model is not trained yet: --model gpt is accepted with --analytic only (any other
- * use is a usage error), never silently replaced by the MLP. */
+ * A program that trains the GPT (kernels/gpt_model.h) sets sl_gpt_opt.trains; in the others
+ * --model gpt is accepted with --analytic only (any other use is a usage error), never silently
+ * replaced by the MLP. */
 #ifndef SL_GPT_SHAPE_H
 #define SL_GPT_SHAPE_H
 
@@ -31,6 +32,7 @@ typedef struct sl_gpt_options {
     int model;      /* 0 mlp, 1 gpt */
     int preset;     /* -1 none, 0 gpt2-small */
     int analytic;
+    int trains;     /* the program trains the GPT (set before parsing); else --analytic only */
     long long layers, d_model, heads, seq, max_seq, vocab, batch;
     double dropout;
     const long long *stages; /* pipeline: its --stages (0: not given), which the blocks must fill */
@@ -69,9 +71,9 @@ double sl_zero_states(int stage, double psi, double nd, const double pgo[3]);
 void sl_gpt_print_analytic(const sl_gpt_shape *g, int nd);
 
 /* Called in a program's validate: an invalid shape (or more
- * pipeline stages than blocks) is a usage error; so is --model gpt without --analytic (not
- * trained by this program yet), and a GPT shape option without --model gpt, --preset or
- * --analytic. Then sl_gpt_analytic: with --analytic, rank 0 prints the table and the program
+ * pipeline stages than blocks) is a usage error; so is --model gpt without --analytic in a
+ * program that does not train it (.trains 0), --dropout above 0 in training, and a GPT shape
+ * option without --model gpt, --preset or --analytic. Then sl_gpt_analytic: with --analytic, rank 0 prints the table and the program
  * ends with status 0 (nothing written, the technique's own checks skipped: they are about the
  * run, which does not happen); without, it returns. */
 void sl_gpt_gate(struct sl_ctx *ctx);

@@ -29,6 +29,7 @@
 
 #include <stddef.h>
 
+#include "gpt_model.h"
 #include "kernels.h"
 #include "loss_scale.h"
 #include "mlp.h"
@@ -206,6 +207,9 @@ typedef struct sl_technique {
      * shape. The task then has m's input and output widths, and the program does not take
      * the stack's options (sl_train_step_option_group). NULL: the stack from the options. */
     int (*model)(sl_mlp *m, sl_backend be);
+    /* The technique trains --model gpt (kernels/gpt_model.h: the layered GPT on the same flat
+     * vector and per-layer hooks as the MLP). 0: --model gpt is taken with --analytic only. */
+    int trains_gpt;
     /* A sweep of the technique's own around the collectives x variants (megatron_mlp: the
      * tensor-parallel degrees): before each pass the driver calls sweep(ctx, pass) for pass = 0,
      * 1, ..., and stops at the first that returns 0. NULL: one pass. */
@@ -340,6 +344,10 @@ void sl_train_scaler(sl_dtype dt, sl_loss_scaler *s);
  * losses[s] (host, may be NULL) step s's loss; returns the steps the scaler skipped. */
 long sl_train_serial_mixed(const sl_mlp *m, sl_task *task, const sl_optim *o, sl_dtype dt,
                            int batch, int steps, uint64_t seed, float *params, double *losses);
+/* The same for the GPT (train_gpt.c), in any dtype (f32: no scaler, no master copy): one
+ * process, the whole global batch, the layers of gpt_model.h. Returns the steps skipped. */
+long sl_train_serial_gpt(const sl_mlp *m, sl_task *task, const sl_optim *o, sl_dtype dt, int batch,
+                         int steps, uint64_t seed, float *params, double *losses);
 /* A loss-scaled step is applied or skipped on every rank alike: returns the OR over the ranks
  * of `mine` (this rank saw inf/NaN in the gradient elements it holds), through one int's
  * MPI_Allreduce on the world — outside the technique's communicator, so its bytes_sent stays
@@ -392,6 +400,8 @@ typedef struct sl_acts {
     float *x, *y;     /* input and target of the samples loaded (x is f.x[0] in f32) */
     sl_mlp_acts f;    /* f32: the store-all activations */
     sl_mixed mx;      /* 16-bit: the activations in t->dtype, the layers' f32 workspaces */
+    sl_gpt_acts g;    /* --model gpt, every dtype: the blocks' activations (gpt_model.h); f, mx
+                         and x, y are then unused */
     float *gw32;      /* 16-bit: one layer's weight gradient in f32 before it is rounded */
     /* Micro-batches (16-bit): their gradients are summed in f32 into sum32 (the flat f32
      * twin, NULL with one micro-batch) and rounded into t->dtype after the last. In f32 the

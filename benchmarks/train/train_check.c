@@ -40,6 +40,9 @@ static const reference *reference_in(sl_train *t, sl_dtype dtype)
         t->tech->reference(t, dev, losses);
     else if (t->tech->model_params)
         SL_FATAL("%s: a technique with its own model needs its own reference", t->tech->program.name);
+    else if (sl_mlp_is_gpt(m))
+        skipped = sl_train_serial_gpt(m, t->task, &t->optim, dtype, t->global_batch, t->nsteps,
+                                      (uint64_t)sl_train_opt.seed, dev, losses);
     else if (dtype != SL_F32)
         skipped = sl_train_serial_mixed(m, t->task, &t->optim, dtype, t->global_batch, t->nsteps,
                                         (uint64_t)sl_train_opt.seed, dev, losses);

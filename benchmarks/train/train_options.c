@@ -26,10 +26,11 @@ static const sl_opt train_opts[] = {
     {"scaling", 0, SL_OPT_CHOICE, &sl_train_opt.scaling, 0, 0, "weak|strong", 0,
      "keep the per-rank (weak) or the global (strong) batch fixed as ranks grow"},
     {"optim", 0, SL_OPT_CHOICE, &sl_train_opt.optim, 0, 0, "sgd|adamw", 0,
-     "optimizer (sgd has momentum 0.9; adamw betas 0.9/0.999, weight decay 0.01)"},
+     "optimizer (sgd has momentum 0.9; adamw betas 0.9/0.999, weight decay 0.01; default the program's, "
+     "adamw with --model gpt)"},
     {"lr", 0, SL_OPT_DOUBLE, &sl_train_opt.lr, 0, 0, NULL, 0,
-     "learning rate (default: sgd 0.01; adamw from the MLP's width and depth, at most 0.01, "
-     "printed on the model's note line)"},
+     "learning rate (default: sgd 0.01; adamw from the MLP's width and depth, at most 0.01, or 0.001 "
+     "for the GPT; printed on the model's note line)"},
     {"seed", 0, SL_OPT_INT, &sl_train_opt.seed, 0, 1LL << 62, NULL, 0, "initialisation and data seed"},
     {"baseline", 0, SL_OPT_INT, &sl_train_opt.baseline, 0, 1, NULL, 0,
      "measure the one-rank run for scaling efficiency (1) or not (0)"},

@@ -47,6 +47,12 @@ static void acts_init(sl_train *t, int rows, sl_acts *a, int placed)
     memset(a, 0, sizeof *a);
     a->rows = rows > 0 ? rows : 1;
     a->first = a->last = 1;
+    if (sl_mlp_is_gpt(m)) {
+        if (placed) SL_FATAL("%s: the GPT's activations are not placed by a technique yet", t->tech->program.name);
+        sl_gpt_acts_alloc(m, t->dtype, a->rows, &a->g);
+        if (t->dtype != SL_F32) a->gw32 = sl_k_malloc(t->be, SL_MEM_OTHER, largest_layer(m) * sizeof(float));
+        return;
+    }
     a->y = sl_k_malloc(t->be, SL_MEM_DATA, (size_t)a->rows * m->dims[m->nlayers] * sizeof(float));
     if (t->dtype == SL_F32) {
         if (!placed) sl_mlp_acts_alloc(m, a->rows, &a->f);
@@ -64,6 +70,11 @@ void sl_acts_place(sl_train *t, int rows, sl_acts *a) { acts_init(t, rows, a, 1)
 
 void sl_acts_free(sl_train *t, sl_acts *a)
 {
+    if (sl_mlp_is_gpt(t->m)) {
+        sl_gpt_acts_free(&a->g);
+        sl_k_free(t->be, a->gw32);
+        return;
+    }
     sl_k_free(t->be, a->y);
     if (t->dtype == SL_F32) {
         sl_mlp_acts_free(t->m, &a->f);
@@ -77,6 +88,7 @@ void sl_acts_free(sl_train *t, sl_acts *a)
 void sl_acts_alloc_work(sl_train *t, int rows, sl_acts *a)
 {
     const sl_mlp *m = t->m;
+    if (sl_mlp_is_gpt(m)) SL_FATAL("%s: the GPT is not run a layer at a time by a technique yet", t->tech->program.name);
     memset(a, 0, sizeof *a);
     a->rows = rows > 0 ? rows : 1;
     a->first = a->last = 1;
@@ -134,6 +146,7 @@ void sl_acts_map(sl_train *t, sl_acts *a, int l0, int l1, int rows, void *block,
 size_t sl_acts_bytes(const sl_train *t, int rows)
 {
     rows = rows > 0 ? rows : 1;
+    if (sl_mlp_is_gpt(t->m)) return sl_gpt_acts_bytes(t->m, t->dtype, rows);
     return t->dtype == SL_F32 ? sl_mlp_acts_bytes(t->m, rows)
                               : sl_mixed_memory(t->m, t->dtype, 1, rows, &t->optim).activ;
 }

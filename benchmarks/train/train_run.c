@@ -148,7 +148,16 @@ static void common_row(sl_train *t, sl_result *res, const sl_stats *st, const do
     sl_result_param_num(res, "global_batch", B);
     sl_result_param_num(res, "rank_batch", t->hi - t->lo);
     sl_result_param_str(res, "scaling", sl_train_opt.scaling ? "strong" : "weak");
-    if (!tech->model_params) {
+    if (sl_mlp_is_gpt(m)) { /* layers: the GPT's blocks */
+        const sl_gpt_dims *g = &m->gpt;
+        sl_result_param_str(res, "model", "gpt");
+        sl_result_param_num(res, "layers", g->layers);
+        sl_result_param_num(res, "d_model", g->C);
+        sl_result_param_num(res, "heads", g->NH);
+        sl_result_param_num(res, "seq", g->T);
+        sl_result_param_num(res, "vocab", g->V);
+        sl_result_param_num(res, "tied_embeddings", 0); /* gpt_model.h says why */
+    } else if (!tech->model_params) {
         sl_result_param_num(res, "layers", (double)sl_train_opt.layers);
         sl_result_param_num(res, "width", (double)sl_train_opt.width);
     }

@@ -71,10 +71,17 @@ static const void *layer_params(sl_train *t, const void *params, int l, int back
     return lp ? lp : (const char *)params + t->m->w_off[l] * es;
 }
 
-/* Layer l's kernel; with no output buffer, z alone (a recomputed segment's top layer). */
-static void layer_forward(sl_train *t, sl_mlp_acts *f, sl_mixed *mx, int l, const void *lp)
+/* Layer l's kernel; with no output buffer, z alone (a recomputed segment's top layer). The
+ * GPT's layers in every dtype through gpt_model.h. */
+static void layer_forward(sl_train *t, sl_acts *a, int l, const void *lp)
 {
     const sl_mlp *m = t->m;
+    if (sl_mlp_is_gpt(m)) {
+        sl_gpt_layer_forward(m, &a->g, l, lp);
+        return;
+    }
+    sl_mlp_acts *f = t->dtype == SL_F32 ? &a->f : NULL;
+    sl_mixed *mx = f ? NULL : &a->mx;
     const int in = m->dims[l], out = m->dims[l + 1];
     if (mx)
         sl_mixed_layer_forward(mx, l, lp);
@@ -84,16 +91,17 @@ static void layer_forward(sl_train *t, sl_mlp_acts *f, sl_mixed *mx, int l, cons
         sl_linear_forward(t->be, f->batch, in, out, lp, (const float *)lp + (size_t)out * in, f->x[l], f->z[l]);
 }
 
-static void forward_layers(sl_train *t, sl_mlp_acts *f, sl_mixed *mx, const void *params, int l0,
-                           int l1, const sl_layer_hooks *h)
+static void forward_layers(sl_train *t, sl_acts *a, const void *params, int l0, int l1,
+                           const sl_layer_hooks *h)
 {
+    const int f32 = t->dtype == SL_F32;
     for (int l = l0; l < l1; l++) {
-        const void *lp = layer_params(t, params, l, 0, h, mx ? sl_dtype_size(mx->dt) : sizeof(float));
+        const void *lp = layer_params(t, params, l, 0, h, sl_train_esize(t));
         double t0 = sl_now();
-        layer_forward(t, f, mx, l, lp);
+        layer_forward(t, a, l, lp);
         sl_k_sync(t->be);
         char name[40]; /* named by layer, counted from 1, so the trace reads as the model */
-        snprintf(name, sizeof name, "forward L%d%s", l + 1, mx ? " (16-bit)" : "");
+        snprintf(name, sizeof name, "forward L%d%s", l + 1, f32 ? "" : " (16-bit)");
         sl_train_span(t, SL_PHASE_COMPUTE, name, t0, sl_now());
         if (h && h->after) h->after(t, l, 0);
     }
@@ -112,31 +120,60 @@ static void backward16(sl_train *t, sl_acts *a, int l, void *dy, void *dx, const
     if (a->last) sl_k_cast(t->be, size, sum, SL_F32, lg, t->dtype, NULL);
 }
 
-/* A layer's backward kernel on the f32 store (f) or in 16 bits (a; sum: see backward16). */
-static void layer_backward(sl_train *t, sl_mlp_acts *f, sl_acts *a, int l, void *dy, void *dx, const void *lp,
-                           void *lg, float *sum)
+/* A GPT layer's backward: its f32 gradient accumulated in place in f32 (lg is then f32, and
+ * micro-batches add up there as the MLP's do); in 16 bits into the f32 block gw32, or sum (see
+ * backward16), rounded into lg once. */
+static void backward_gpt(sl_train *t, sl_acts *a, int l, void *dy, void *dx, const void *lp, void *lg,
+                         float *sum)
 {
-    if (a)
-        backward16(t, a, l, dy, dx, lp, lg, sum);
-    else
-        sl_mlp_layer_backward(t->m, l, f->batch, lp, f->x[l], f->z[l], dy, lg, dx);
+    if (t->dtype == SL_F32) {
+        sl_gpt_layer_backward(t->m, &a->g, l, dy, dx, lp, lg);
+        return;
+    }
+    const size_t size = sl_mlp_layer_size(t->m, l);
+    float *g32 = sum && a->first ? sum : a->gw32;
+    sl_k_memset0(t->be, g32, size * sizeof(float));
+    sl_gpt_layer_backward(t->m, &a->g, l, dy, dx, lp, g32);
+    if (sum && !a->first) sl_k_add(t->be, SL_F32, size, a->gw32, sum);
+    if (!sum || a->last) sl_k_cast(t->be, size, sum ? sum : a->gw32, SL_F32, lg, t->dtype, NULL);
 }
 
-static void *backward_layers(sl_train *t, sl_mlp_acts *f, sl_acts *a, const void *params,
-                             void *grads, void *dy, int l0, int l1, const sl_layer_hooks *h)
+/* A layer's backward kernel on the f32 store or in 16 bits (sum: see backward16). */
+static void layer_backward(sl_train *t, sl_acts *a, int l, void *dy, void *dx, const void *lp, void *lg,
+                           float *sum)
+{
+    if (sl_mlp_is_gpt(t->m))
+        backward_gpt(t, a, l, dy, dx, lp, lg, sum);
+    else if (t->dtype != SL_F32)
+        backward16(t, a, l, dy, dx, lp, lg, sum);
+    else
+        sl_mlp_layer_backward(t->m, l, a->f.batch, lp, a->f.x[l], a->f.z[l], dy, lg, dx);
+}
+
+/* Where layer l's dL/dx goes (NULL for the first layer). */
+static void *layer_dx(sl_train *t, sl_acts *a, int l)
+{
+    if (sl_mlp_is_gpt(t->m)) return sl_gpt_dx(&a->g, l);
+    if (t->dtype != SL_F32) return sl_mixed_dx(&a->mx, l);
+    return l > 0 ? a->f.dbuf[l & 1] : NULL;
+}
+
+static void *backward_layers(sl_train *t, sl_acts *a, const void *params, void *grads, void *dy, int l0,
+                             int l1, const sl_layer_hooks *h)
 {
     const sl_mlp *m = t->m;
-    const size_t es = a ? sl_train_esize(t) : sizeof(float);
+    const size_t es = sl_train_esize(t);
+    const int f32 = t->dtype == SL_F32;
     for (int l = l1 - 1; l >= l0; l--) {
         const void *lp = layer_params(t, params, l, 1, h, es);
         void *lg = h && h->grads ? h->grads(t, l) : NULL;
         if (!lg) lg = (char *)grads + m->w_off[l] * es;
-        void *dx = a ? sl_mixed_dx(&a->mx, l) : l > 0 ? f->dbuf[l & 1] : NULL;
+        void *dx = layer_dx(t, a, l);
         double t0 = sl_now();
-        layer_backward(t, f, a, l, dy, dx, lp, lg, a ? sl_f32_at(a->sum32, m->w_off[l]) : NULL);
+        layer_backward(t, a, l, dy, dx, lp, lg, f32 ? NULL : sl_f32_at(a->sum32, m->w_off[l]));
         sl_k_sync(t->be); /* the layer's gradients are final before a hook communicates them */
         char name[40];
-        snprintf(name, sizeof name, "backward L%d%s", l + 1, a ? " (16-bit)" : "");
+        snprintf(name, sizeof name, "backward L%d%s", l + 1, f32 ? "" : " (16-bit)");
         sl_train_span(t, SL_PHASE_COMPUTE, name, t0, sl_now());
         if (h && h->after) h->after(t, l, 1);
         dy = dx;
@@ -163,6 +200,16 @@ double train_loss_f32(sl_train *t, sl_mlp_acts *a, const float *y)
 void sl_acts_load(sl_train *t, sl_acts *a, int first, int count)
 {
     if (count > a->rows) SL_FATAL("%d samples on activations sized for %d", count, a->rows);
+    if (sl_mlp_is_gpt(t->m)) { /* the tokens; the loss's factor and scale for the head */
+        a->g.B = count;
+        a->g.norm = sl_task_loss_norm(t->task, t->global_batch);
+        a->g.scale = t->dtype == SL_F32 ? 1.0f : (float)t->ms.sc.scale;
+        double t0 = sl_now();
+        sl_task_tokens(t->task, (uint64_t)t->step * (uint64_t)t->global_batch + (uint64_t)first, count,
+                       a->g.tok, a->g.tgt);
+        sl_train_span(t, SL_PHASE_DATA, "data", t0, sl_now());
+        return;
+    }
     a->f.batch = a->mx.batch = count;
     sl_train_load(t, first, count, t->dtype == SL_F32 ? a->f.x[0] : a->x, a->y); /* f32: the layers' input */
     if (t->dtype == SL_F32) return; /* the input is the layers' */
@@ -175,18 +222,17 @@ void sl_acts_load(sl_train *t, sl_acts *a, int first, int count)
 void sl_acts_forward(sl_train *t, sl_acts *a, const void *params, int l0, int l1,
                      const sl_layer_hooks *h)
 {
-    const int f32 = t->dtype == SL_F32;
-    forward_layers(t, f32 ? &a->f : NULL, f32 ? NULL : &a->mx, params, l0, l1, h);
+    forward_layers(t, a, params, l0, l1, h);
 }
 
-void sl_acts_layer_forward(sl_train *t, sl_acts *a, int l, const void *lp)
-{
-    const int f32 = t->dtype == SL_F32;
-    layer_forward(t, f32 ? &a->f : NULL, f32 ? NULL : &a->mx, l, lp);
-}
+void sl_acts_layer_forward(sl_train *t, sl_acts *a, int l, const void *lp) { layer_forward(t, a, l, lp); }
 
 double sl_acts_loss(sl_train *t, sl_acts *a)
 {
+    if (sl_mlp_is_gpt(t->m)) { /* computed by the head's forward, which needs its weights */
+        t->loss += a->g.loss;
+        return a->g.loss;
+    }
     if (t->dtype == SL_F32) return train_loss_f32(t, &a->f, a->y);
     double t0 = sl_now();
     /* normalised over the global batch: micro-batches and ranks sum to its gradient */
@@ -200,22 +246,22 @@ double sl_acts_loss(sl_train *t, sl_acts *a)
 void *sl_acts_backward_range(sl_train *t, sl_acts *a, const void *params, void *grads, void *dy,
                              int l0, int l1, const sl_layer_hooks *h)
 {
-    const int f32 = t->dtype == SL_F32;
-    return backward_layers(t, f32 ? &a->f : NULL, f32 ? NULL : a, params, grads, dy, l0, l1, h);
+    return backward_layers(t, a, params, grads, dy, l0, l1, h);
 }
 
 void sl_acts_backward(sl_train *t, sl_acts *a, const void *params, void *grads,
                       const sl_layer_hooks *h)
 {
-    void *dout = t->dtype == SL_F32 ? (void *)dout_f32(t, &a->f) : sl_mixed_dout(&a->mx);
+    void *dout = sl_mlp_is_gpt(t->m)     ? sl_gpt_dout(&a->g, t->m)
+                 : t->dtype == SL_F32 ? (void *)dout_f32(t, &a->f)
+                                      : sl_mixed_dout(&a->mx);
     sl_acts_backward_range(t, a, params, grads, dout, 0, t->m->nlayers, h);
 }
 
 void sl_acts_layer_backward(sl_train *t, sl_acts *a, int l, void *dy, void *dx, const void *lp, void *lg,
                             float *sum)
 {
-    const int f32 = t->dtype == SL_F32;
-    layer_backward(t, f32 ? &a->f : NULL, f32 ? NULL : a, l, dy, dx, lp, lg, sum);
+    layer_backward(t, a, l, dy, dx, lp, lg, sum);
 }
 
 void sl_train_optimize(sl_train *t, float *params, const float *grads, float *state, size_t off,

@@ -1,8 +1,9 @@
 #!/bin/bash
 # The GPT shape's options on the training programs: --preset gpt2-small --analytic prints the
 # figures (124,439,808 parameters with tied embeddings) and exits 0 writing nothing; each bad
-# shape, --model gpt without --analytic (not trained yet) and a GPT option without the GPT are
-# usage errors: exit 2, one line naming the option.
+# shape, --model gpt without --analytic in a program that does not train it yet, dropout in
+# training, the MLP's shape options with the GPT and a GPT option without the GPT are usage
+# errors: exit 2, one line naming the option.
 . "$(dirname "$0")/../lib/common.sh"
 out=$(tmpdir)
 trap 'rm -rf "$out"' EXIT
@@ -46,11 +47,14 @@ expect_usage_of vdnn "^vdnn: --dropout 1: expected a probability in \[0, 1)" --m
 expect_usage_of precision "^precision: --dropout -0.5: expected a probability in \[0, 1)" --model gpt --dropout -0.5 --analytic
 expect_usage_of pipeline "^pipeline: --stages 2: more pipeline stages than the GPT has blocks (--layers 1)" \
   --model gpt --layers 1 --stages 2 --analytic
-# Until the GPT trains, --model gpt without --analytic says so: never the MLP in its place.
-for prog in ddp zero pipeline checkpoint vdnn precision megatron_mlp; do
+# A program that does not train the GPT yet says so without --analytic: never the MLP in its place
+# (ddp and zero train it: t/integration/gpt_train.t).
+for prog in pipeline checkpoint vdnn precision megatron_mlp; do
   expect_usage_of "$prog" "^$prog: --model gpt: the gpt model is not trained by $prog yet" --model gpt
 done
-expect_usage_of ddp "^ddp: --model gpt: the gpt model is not trained by ddp yet" --preset gpt2-small
+expect_usage_of pipeline "^pipeline: --model gpt: the gpt model is not trained by pipeline yet" --preset gpt2-small
+expect_usage_of ddp "^ddp: --dropout 0.1: training applies no dropout yet (0 only)" --model gpt --dropout 0.1
+expect_usage_of zero "^zero: --width: the MLP stack's; with --model gpt the shape is" --model gpt --width 64
 expect_usage_of ddp "^ddp: --d-model: a GPT shape option; it applies with --model gpt" --d-model 64
 expect_usage_of ddp "^ddp: --analytic: prints the GPT model's figures; it does not apply with --model mlp" \
   --model mlp --analytic

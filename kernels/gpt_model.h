@@ -1,0 +1,111 @@
+/* gpt_model.h — the GPT (decoder-only transformer) as a model the training layer trains: the
+ * same flat, layered shape as the MLP (mlp.h), so that every technique that partitions the
+ * MLP's layers and flat vector (DDP buckets, ZeRO shards, ...) partitions the GPT's alike.
+ *
+ * Layers of the flat parameter vector (sl_mlp with m->gpt set; nlayers = L + 2):
+ *   layer 0        token embedding wte (V,C), then position embedding wpe (max_T,C)
+ *   layers 1..L    one block each, packed as gpt_ref.h's sl_gpt_block_offsets (12C^2 + 13C)
+ *   layer L + 1    final layer norm (lnfw C, lnfb C), then the LM head whead (V,C)
+ * The LM head is NOT tied to wte here, unlike GPT-2 (and sl_gpt_params' analytic count): a tied
+ * head would make the last layer's weights part of the first layer's block, so a pipeline's
+ * first and last stages, or ZeRO-3's per-layer gather, would each need the other's; Megatron-LM
+ * keeps the two copies and all-reduces their gradients between the stages. Untied, every
+ * layer's parameters are its own block. The row says tied_embeddings 0.
+ *
+ * The data between layers is the residual stream (B,T,C) in the run's dtype dt; layer 0 reads
+ * the tokens, and the last layer's forward ends with the loss: final layer norm, logits,
+ * cross-entropy against the next tokens and dL/d(the final norm's output) at once (the LM
+ * head's logits are (B*T,V) f32, too large to keep), leaving the head's weight gradient for its
+ * backward. So the loss is known after forward, and the last layer's parameters are used only
+ * inside it (ZeRO-3 gathers them for forward and, for the final norm, for backward).
+ *
+ * Precision (llm.c's floatX): activations and the GEMMs' operands are dt (f32, f16, bf16),
+ * every sum is accumulated in f32, and parameter gradients are accumulated (+=) in f32 blocks
+ * that the caller rounds into dt where it keeps them in dt. Parameters are read in dt from the
+ * flat vector; layer-norm gains and biases are widened to f32 for the kernels.
+ * All pointers are backend memory. Shapes: B sequences, T tokens, N = B*T rows. */
+#ifndef SL_KERNELS_GPT_MODEL_H
+#define SL_KERNELS_GPT_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mlp.h"
+
+/* m as a GPT of shape g for backend be: the layers, offsets and nparams above. Returns 0, or -1
+ * for a shape the kernels cannot run (heads not dividing C, T above max_T, V < 2, too many
+ * blocks for SL_MLP_MAX_LAYERS). */
+int sl_gpt_model_init(sl_mlp *m, sl_backend be, const sl_gpt_dims *g);
+
+/* Elements of layer l's block. */
+size_t sl_gpt_layer_size(const sl_mlp *m, int l);
+/* GPT-2's initialisation of flat elements [first, first + count) into dst (f32): weights and
+ * embeddings N(0, 0.02), the two projections into the residual stream N(0, 0.02/sqrt(2L)),
+ * layer-norm gains 1, biases 0. Element e depends only on (seed, e). */
+void sl_gpt_init_params(const sl_mlp *m, uint64_t seed, size_t first, size_t count, float *dst);
+/* FLOPs of one step's forward on `batch` sequences, as the kernels compute them (the full TxT
+ * attention products, the LM head over the whole vocabulary); backward is twice it. */
+double sl_gpt_flops_forward(const sl_mlp *m, int batch);
+
+/* The activations of up to `rows` sequences, and the workspaces of the layers ------------ */
+typedef struct sl_gpt_block_acts {
+    void *ln1, *qkv, *att, *atty, *h, *ln2, *fc, *ge; /* dt */
+    float *m1, *r1, *m2, *r2;                         /* layer-norm moments (N) */
+} sl_gpt_block_acts;
+
+typedef struct sl_gpt_acts {
+    sl_backend be;
+    sl_dtype dt;
+    int rows, B;             /* capacity and the sequences loaded */
+    int32_t *tok, *tgt;      /* (B,T): the tokens and the next tokens */
+    void *res[SL_MLP_MAX_LAYERS + 1]; /* res[l]: layer l's input for l = 1..L+1 (B,T,C) dt */
+    sl_gpt_block_acts blk[SL_MLP_MAX_LAYERS];
+    void *lnf;               /* (N,C) dt: the final layer norm's output */
+    float *mf, *rf;
+    /* backward */
+    void *dres[2];           /* (N,C) dt: dL/d(residual stream), ping-pong over the layers */
+    void *dfc, *dc, *dh, *dqkv; /* a block's internal gradients, dt: (N,4C) (N,C) (N,C) (N,3C) */
+    float *dwhead;           /* (V,C) f32: the head's weight gradient, from the forward */
+    double loss;             /* the last forward's loss, unscaled */
+    float norm, scale;       /* the loss's factor (per token) and the loss scale, set by the caller */
+    /* workspaces */
+    float *lin32;            /* (N,4C) f32: a 16-bit linear's product before the bias and the cast */
+    float *vec32;            /* (4C) f32: a bias or layer-norm parameters widened */
+    void *attn_work, *head_work;
+} sl_gpt_acts;
+
+void sl_gpt_acts_alloc(const sl_mlp *m, sl_dtype dt, int rows, sl_gpt_acts *a);
+void sl_gpt_acts_free(sl_gpt_acts *a);
+/* What sl_gpt_acts_alloc holds: the activations kept for backward, and in all (kept + the
+ * backward's gradients + the workspaces + the token buffers). */
+size_t sl_gpt_acts_kept_bytes(const sl_mlp *m, sl_dtype dt, int rows);
+size_t sl_gpt_acts_bytes(const sl_mlp *m, sl_dtype dt, int rows);
+
+/* Layer l forward with its parameter block lp (dt). Layer 0 reads a->tok; the last layer also
+ * computes the loss against a->tgt at a->norm * a->scale (a->loss: unscaled), dL/d(the final
+ * norm's output) into sl_gpt_dout and the head's weight gradient into a->dwhead. */
+void sl_gpt_layer_forward(const sl_mlp *m, sl_gpt_acts *a, int l, const void *lp);
+/* Layer l backward from dy = dL/d(its output) (dt; for the last layer sl_gpt_dout, where its
+ * forward left the loss's gradient) into dx = dL/d(its input) (dt; NULL for layer 0, which has none), accumulating its
+ * parameter gradients into g32 (f32, the layer's block). dy is not kept. */
+void sl_gpt_layer_backward(const sl_mlp *m, sl_gpt_acts *a, int l, void *dy, void *dx,
+                           const void *lp, float *g32);
+/* Where the last layer's forward leaves dL/d(its input), and where layer l's backward should
+ * put its dx (NULL for l = 0): buffers that alternate, so dy and dx never coincide. */
+void *sl_gpt_dout(sl_gpt_acts *a, const sl_mlp *m);
+void *sl_gpt_dx(sl_gpt_acts *a, int l);
+
+/* The synthetic next-token task ------------------------------------------------------------- */
+
+/* Sequence s (T + 1 tokens, deterministic from (seed, s)): the first token uniform, then each
+ * next token the fixed successor of the one before (a random table of the seed) with probability
+ * 3/4, else uniform. A model that learns the table reaches a loss of about
+ * -(3/4 + 1/(4V)) ln(3/4 + 1/(4V)) - (V - 1)/(4V) ln(1/(4V)) nats from ln V; attention is not
+ * needed for it, which keeps the task learnable in a few hundred steps by a small model. tok and
+ * tgt (count, T) int32, backend memory: tokens 0..T-1 and 1..T of sequences [first, first+count). */
+void sl_gpt_task_tokens(sl_backend be, uint64_t seed, int T, int V, uint64_t first, int count,
+                        int32_t *tok, int32_t *tgt);
+/* The loss the task's best predictor reaches (nats per token). */
+double sl_gpt_task_floor(int V);
+
+#endif
