@@ -21,10 +21,6 @@ out=$(tmpdir)
 export SL_NETNS_HOSTS="$out/hosts"
 trap 'mesh_down; rm -rf "$out"' EXIT
 cd "$top" || exit 1
-# rows against the results format: scripts/validate where the tree has it, else the tests' reader
-validate() {
-  if [ -x "$top/scripts/validate" ]; then "$top/scripts/validate" "$@"; else python3 "$top/t/lib/validate_results.py" "$@"; fi
-}
 mesh_up slp$$ 5 || { mesh_down; skip_all "cannot make network namespaces here: $mesh_err"; }
 # slhosta's end of the slhosta-slhostc link: 20 Mbit/s out of slhosta (the other links carry
 # GB/s): a factor of hundreds, far beyond this machine's noise. netem adds 20 ms; a kernel
@@ -71,7 +67,7 @@ diag "the sweep ran in $((SECONDS - t0)) s; the measured pairs took $took s each
 sed 's/^/#   /' "$out/pairs.log" >&2
 [ $rc = 1 ]
 ok $? "the sweep ends, exit 1 (flagged and timed-out pairs) (rc=$rc)"
-validate rows "$out/res/pairs.jsonl" --min-rows 10 >/dev/null
+"$top/scripts/validate" rows "$out/res/pairs.jsonl" --min-rows 10 >/dev/null
 ok $? "pairs.jsonl: valid rows, at least one per pair (10)"
 
 python3 - "$out/res/pairs.jsonl" <<'PY'
