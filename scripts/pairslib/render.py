@@ -24,6 +24,8 @@ def from_row(row):
     if not all(isinstance(p.get(k), str) for k in ("host_a", "host_b", "status")):
         return None
     d = {k: p.get(k) for k in ("host_a", "host_b", "endpoint_a", "endpoint_b", "status", "round")}
+    below = _num(p.get("flag_below"))
+    d["flag_below"] = below if below is not None and 0 < below < 1 else None
     d["endpoint_a"] = d["endpoint_a"] or d["host_a"]
     d["endpoint_b"] = d["endpoint_b"] or d["host_b"]
     for name, _u, _h in analysis.METRICS:
@@ -75,6 +77,23 @@ def heat(pairs, s, metric="p2p_bw"):
     return out
 
 
+def rule_text(name, g, below):
+    """One metric's verdict over one kind of pair: its reference, its limit and what fell past it
+    (pairslib.analysis: the median with 10 pairs or more, the best pair below that)."""
+    unit, scale = UNITS[name]
+    side = "flagged below" if name in analysis.FLAGS else "noted above"
+    if g["rule"] == "median":
+        return (f"median {fmt(g['median'], scale)} {unit} over {g['n']} pairs; {side} "
+                f"{fmt(g['limit'], scale)} {unit} ({analysis.K:g} MAD of the logs, MAD {g['mad']:.3f}): "
+                f"{len(g['flagged'])}")
+    if g["rule"] == "best":
+        ref = f"{below:g} x the best" if name in analysis.FLAGS else f"the best / {below:g}"
+        return (f"best {fmt(g['best'], scale)} {unit} of {g['n']} pairs (fewer than "
+                f"{analysis.MEDIAN_MIN}: no median); {side} {fmt(g['limit'], scale)} {unit} "
+                f"({ref}): {len(g['flagged'])}")
+    return f"{g['n']} measured pair(s): nothing to compare with"
+
+
 def lines(rows, title="pairs"):
     """The text: table, heat map, flags and verdict; and whether anything is wrong (a flagged,
     timed-out or failed pair)."""
@@ -112,15 +131,7 @@ def lines(rows, title="pairs"):
         out.append(line)
 
     for name, r in s["metrics"].items():
-        unit, scale = UNITS[name]
-        if r["median"] is None:
-            out.append(f"# {SHORT[name]}: {r['n']} measured pair(s): too few to flag any "
-                       f"(needs {analysis.MIN_PAIRS})")
-            continue
-        side = "flagged below" if name in analysis.FLAGS else "noted above"
-        out.append(f"# {SHORT[name]}: median {fmt(r['median'], scale)} {unit} over {r['n']} pairs; "
-                   f"{side} {fmt(r['limit'], scale)} {unit} ({analysis.K:g} MAD of the logs, "
-                   f"MAD {r['mad']:.3f}): {len(r['flagged'])}")
+        out += [f"# {SHORT[name]} {g['kind']}: " + rule_text(name, g, s["below"]) for g in r["groups"]]
 
     def names(idx):
         return ", ".join(f"{pairs[i]['endpoint_a']}-{pairs[i]['endpoint_b']}" for i in idx)
@@ -138,8 +149,7 @@ def lines(rows, title="pairs"):
         tie = f" (a tie: {n} each)" if len(hosts_top) > 1 else f" (in {n} of them)"
         out.append(f"# host in most {word} pairs: {', '.join(hosts_top)}{tie}")
     if s["noted"]:
-        out.append(f"# noted, not flagged (a small-message time more than {analysis.K:g} MAD above the "
-                   f"median): {names(s['noted'])}")
+        out.append(f"# noted, not flagged (a small-message time above its limit): {names(s['noted'])}")
     if not bad:
         out.append("# no pair flagged, timed out or failed")
     return out, bad

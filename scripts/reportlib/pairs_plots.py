@@ -47,9 +47,8 @@ def heat_map(rows):
     ax.set_title("point-to-point bandwidth between hosts (worst pair)")
     named, k = s["most_flagged"]
     caption = (f"{len(pairs)} pairs of {n} hosts. Each cell: the p2p_bw (GB/s) of the worst pair between "
-               "the two hosts (the diagonal: pairs inside a node). Red outline: flagged (more than "
-               f"{analysis.K:g} MAD of the logs below the median p2p_bw or all-reduce busbw); T timed out, "
-               "F failed (grey: no value).")
+               "the two hosts (the diagonal: pairs inside a node). Red outline: flagged (p2p_bw or "
+               f"all-reduce busbw: {analysis.describe(s['below'])}); T timed out, F failed (grey: no value).")
     if named:
         caption += f" Host in most flagged pairs: {', '.join(named)} ({k})."
     tnamed, tk = s["most_timeouts"]

@@ -10,10 +10,6 @@
 out=$(tmpdir)
 trap 'rm -rf "$out"' EXIT
 cd "$top" || exit 1
-# rows against the results format: scripts/validate where the tree has it, else the tests' reader
-validate() {
-  if [ -x "$top/scripts/validate" ]; then "$top/scripts/validate" "$@"; else python3 "$top/t/lib/validate_results.py" "$@"; fi
-}
 
 scripts/expected-table --check
 ok $? "common/expected_table.c is what scripts/expected-table makes of results/expected/*.json"
@@ -43,7 +39,7 @@ grep -qx "# expected values (results/expected): no GPU; link 100000 Mb/s (eth7):
 ok $? "the header names the link found and its file: $(grep '^# expected' "$out/allreduce.log")"
 invalid=0
 for p in mae_threads kernels allreduce; do
-  validate rows "$out/res/$p.jsonl" >/dev/null || { invalid=1; diag "$p rows invalid"; }
+  "$top/scripts/validate" rows "$out/res/$p.jsonl" >/dev/null || { invalid=1; diag "$p rows invalid"; }
 done
 ok $invalid "the rows with the expected-value fields are valid results rows"
 python3 - "$out/res" <<'PY'

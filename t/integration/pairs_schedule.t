@@ -1,8 +1,10 @@
 #!/bin/bash
 # pairs_schedule.t — scripts/pairs without hosts: its schedule (every pair once, rounds of
 # disjoint pairs, N - 1 rounds for even N and N for odd), its flags on made-up sweeps (the pairs
-# of one slow host flagged and that host named; healthy pairs within a few percent never
-# flagged; too few pairs flag nothing; timeouts named by host) and its usage errors.
+# of one slow host flagged and that host named, against the median of many pairs and against
+# the best of few; healthy pairs within a few percent never flagged; one pair flags nothing;
+# GPU pairs inside a node judged apart from those between nodes; timeouts named by host) and its
+# usage errors.
 # (t/integration/pairs.t runs it on hosts in network namespaces.)
 . "$(dirname "$0")/../lib/common.sh"
 cd "$top" || exit 1
@@ -60,7 +62,7 @@ for seed in range(50):
         fails.append(f"healthy sweep (seed {seed}) flagged {s['flagged']} noted {s['noted']}")
         break
 s = analysis.summary(sweep(2, slow="node01"))
-if s["flagged"] or s["metrics"]["p2p_bw"]["median"] is not None:
+if s["flagged"] or [g["rule"] for g in s["metrics"]["p2p_bw"]["groups"]] != [None]:
     fails.append("one pair: flagged or judged")
 pairs = sweep(6, dead="node03")
 s = analysis.summary(pairs)
@@ -79,6 +81,69 @@ print("# " + ("; ".join(fails) if fails else "all as expected"))
 sys.exit(1 if fails else 0)
 PY
 ok $? "flags: one slow host of 8 (pairs at 0.3x): its 7 pairs flagged, it is named; healthy pairs within +-4% never flagged (50 sweeps); one pair judges nothing; a dead host's 5 timeouts named by host; a pair slow once and fine on its retry is not flagged"
+
+# fewer than 10 pairs of a kind: each pair against the best pair of its kind (--flag-below)
+python3 - <<'PY'
+import random, sys
+sys.path.insert(0, "scripts")
+from pairslib import analysis, schedule
+rnd = random.Random(11)
+def sweep(eps, slow=(), spread=0.04, fast_inside=1):
+    """pairs of endpoints 'host' or 'host:gpuN'; a pair through a slow endpoint or link at 0.3x,
+    pairs inside a host fast_inside x faster"""
+    out = []
+    for r in schedule.rounds(eps):
+        for a, b in r:
+            ha, hb = a.split(":")[0], b.split(":")[0]
+            f = (1 + rnd.uniform(-spread, spread)) * (fast_inside if ha == hb else 1)
+            if any(x in (a, b) if isinstance(x, str) else set(x) == {a, b} for x in slow):
+                f *= 0.3
+            p = {"host_a": ha, "host_b": hb, "endpoint_a": a, "endpoint_b": b, "status": "ok"}
+            for name, unit, higher in analysis.METRICS:
+                p[name] = 12.0 * f if higher else 5e-6 / f
+            out.append(p)
+    return out
+def flagged(pairs, s):
+    return {"-".join(sorted((pairs[i]["endpoint_a"], pairs[i]["endpoint_b"]))) for i in s["flagged"]}
+fails = []
+hosts = [f"node{i:02d}" for i in range(4)]
+for n in (3, 4):
+    pairs = sweep(hosts[:n], slow=["node02"])
+    s = analysis.summary(pairs)
+    want = {"-".join(sorted((h, "node02"))) for h in hosts[:n] if h != "node02"}
+    if flagged(pairs, s) != want or s["most_flagged"] != (["node02"], n - 1) or s["noted"] != s["flagged"]:
+        fails.append(f"{n} hosts, node02 slow: flagged {sorted(flagged(pairs, s))}, named {s['most_flagged']}")
+    if {g["rule"] for r in s["metrics"].values() for g in r["groups"]} != {"best"}:
+        fails.append(f"{n} hosts: not judged against the best pair")
+    for seed in range(50):
+        rnd.seed(seed)
+        s = analysis.summary(sweep(hosts[:n]))
+        if s["flagged"] or s["noted"]:
+            fails.append(f"{n} healthy hosts (seed {seed}): flagged {s['flagged']} noted {s['noted']}")
+            break
+pairs = sweep(hosts[:3], slow=[("node00", "node02")])
+s = analysis.summary(pairs)
+if flagged(pairs, s) != {"node00-node02"} or s["most_flagged"] != (["node00", "node02"], 1):
+    fails.append(f"3 hosts, one slow link: flagged {sorted(flagged(pairs, s))}, named {s['most_flagged']}")
+pairs = sweep(hosts[:3], slow=["node02"])
+if analysis.summary([dict(p, flag_below=0.2) for p in pairs])["flagged"]:
+    fails.append("pairs at 0.3x flagged by a sweep run with --flag-below 0.2")
+# two hosts of two GPUs: the two pairs inside a node 10x faster than the four between them,
+# each kind judged on its own; then gpu1 of node01 slow: its three pairs
+eps = ["node00:gpu0", "node00:gpu1", "node01:gpu0", "node01:gpu1"]
+pairs = sweep(eps, fast_inside=10)
+s = analysis.summary(pairs)
+kinds = [g["kind"] for g in s["metrics"]["p2p_bw"]["groups"]]
+if s["flagged"] or kinds != ["between hosts", "inside a host"]:
+    fails.append(f"2 hosts x 2 GPUs, healthy: flagged {sorted(flagged(pairs, s))}, kinds {kinds}")
+pairs = sweep(eps, slow=["node01:gpu1"], fast_inside=10)
+s = analysis.summary(pairs)
+if flagged(pairs, s) != {"node00:gpu0-node01:gpu1", "node00:gpu1-node01:gpu1", "node01:gpu0-node01:gpu1"}:
+    fails.append(f"2 hosts x 2 GPUs, node01:gpu1 slow: flagged {sorted(flagged(pairs, s))}")
+print("# " + ("; ".join(fails) if fails else "all as expected"))
+sys.exit(1 if fails else 0)
+PY
+ok $? "flags with few pairs, against the best of their kind: one slow host of 3 or 4 (0.3x): its pairs flagged, it named; healthy pairs within +-4% never (50 sweeps each); one slow link of 3 hosts: that pair, its ends named; the sweep's --flag-below is the reader's; GPU pairs inside and between hosts judged apart"
 
 # a made-up sweep of six hosts: node02's links at a tenth, node04 hanging
 res=$(tmpdir)
@@ -145,7 +210,7 @@ rm -rf "$res"
 
 printf 'onlyone slots=1\n' >"${TMPDIR:-/tmp}/pairs-one.$$"
 printf 'a slots=x\n' >"${TMPDIR:-/tmp}/pairs-bad.$$"
-for args in "--small 0" "--large 1X" "--small 8K --large 8K" "--timeout 0" "--retries 11" "--coll ring" "--gpus -1" "--frobnicate 1" \
+for args in "--small 0" "--large 1X" "--small 8K --large 8K" "--timeout 0" "--retries 11" "--flag-below 0" "--flag-below 1" "--flag-below x" "--coll ring" "--gpus -1" "--frobnicate 1" \
             "--timeout" "--hostfile ${TMPDIR:-/tmp}/pairs-nosuch.$$" "--hostfile ${TMPDIR:-/tmp}/pairs-one.$$" \
             "--hostfile ${TMPDIR:-/tmp}/pairs-bad.$$"; do
   # shellcheck disable=SC2086
