@@ -110,6 +110,12 @@ size_t sl_gpt_acts_kept_bytes(const sl_mlp *m, sl_dtype dt, int rows)
            2 * N * sizeof(float);
 }
 
+size_t sl_gpt_block_kept_bytes(const sl_mlp *m, sl_dtype dt, int rows)
+{
+    const size_t B = rows > 0 ? (size_t)rows : 1, N = B * (size_t)m->gpt.T;
+    return (block_kept(&m->gpt, N, B) + N * (size_t)m->gpt.C) * sl_dtype_size(dt) + 4 * N * sizeof(float);
+}
+
 size_t sl_gpt_acts_bytes(const sl_mlp *m, sl_dtype dt, int rows)
 {
     const size_t N = (size_t)(rows > 0 ? rows : 1) * (size_t)m->gpt.T;

@@ -79,6 +79,11 @@ void sl_gpt_acts_free(sl_gpt_acts *a);
 /* What sl_gpt_acts_alloc holds: the activations kept for backward, and in all (kept + the
  * backward's gradients + the workspaces + the token buffers). */
 size_t sl_gpt_acts_kept_bytes(const sl_mlp *m, sl_dtype dt, int rows);
+/* One block's share of them: what it keeps for its backward and its input (the residual
+ * stream), (16sbh + as^2b) elements of dt and the layer norms' 4sb f32 moments, as Korthikanti
+ * et al. count a block (their 34sbh + 5as^2b bytes at 16 bits also hold dropout's masks and
+ * the attention dropout's output, which this model, without dropout, does not keep). */
+size_t sl_gpt_block_kept_bytes(const sl_mlp *m, sl_dtype dt, int rows);
 size_t sl_gpt_acts_bytes(const sl_mlp *m, sl_dtype dt, int rows);
 
 /* Layer l forward with its parameter block lp (dt). Layer 0 reads a->tok; the last layer also

@@ -2,7 +2,8 @@
 # --model gpt trained by ddp (every variant) and zero (stages 0-3): GPT blocks on the training
 # layer (kernels/gpt_model.h), checked against one process training the whole batch in the same
 # dtype, on 2 and 3 ranks, in f32, f16 and bf16, with the MPI library's collectives and the ring;
-# 16-bit gradients move exactly half of f32's bytes; the rows say what was trained; the loss falls
+# 16-bit gradients move exactly half of f32's bytes; the rows say what was trained and a block's
+# activations beside Korthikanti et al.'s count; the loss falls
 # on the next-token task; one rank's overflow in f16 skips the step everywhere and fails the check.
 . "$(dirname "$0")/../lib/common.sh"
 out=$(tmpdir)
@@ -33,6 +34,11 @@ for r in rows:
         if not (val(r, "bytes_sent") > 0 and 2 * val(r, "bytes_sent") == val(f, "bytes_sent")):
             bad.append(f"{name}: sent {val(r, 'bytes_sent')} vs f32 {val(f, 'bytes_sent')}")
         if p.get("precision") != "mixed": bad.append(f"{name}: precision {p.get('precision')}")
+    # a block's activations at s 16, b 2, h 64, a 4 (sbh = as^2b = 2048): kept (16sbh + as^2b) x 2
+    # bytes + 16sb of moments = 70144 in 16 bits; Korthikanti's (34 + 5) x 2048 = 79872 bytes
+    if r["variant"] in ("sync", "stage0") and r["dtype"] != "f32":
+        if (val(r, "activ_block"), val(r, "activ_block_formula")) != (70144, 79872):
+            bad.append(f"{name}: activ_block {val(r, 'activ_block')} formula {val(r, 'activ_block_formula')}")
 print("\n".join(bad), file=sys.stderr)
 sys.exit(1 if bad else 0)
 PY
