@@ -1,6 +1,6 @@
 #!/bin/bash
-# lab_sheet_counts: exact figures the ddp and checkpoint sheets quote for their exercises (counts,
-# never timings): the buckets of ddp's simulation exercise 2 and the trace spans checkpoint's
+# lab_sheet_counts: exact figures the ddp, checkpoint and transformer sheets quote for their
+# exercises (counts and bytes, never timings): the buckets of ddp's simulation exercise 2 and the trace spans checkpoint's
 # exercise 4 sums. (mae_threads.t asserts that the read probe reads at least the data.)
 . "$(dirname "$0")/../lib/common.sh"
 out=$(tmpdir)
@@ -36,5 +36,26 @@ got = {k: n[k] for k in want}
 sys.exit(0 if got == want else f"spans {got}, expected {want}")
 PY
 ok $? "checkpoint: the trace's forward, backward, recompute and optimizer spans (the sheet's exercise 4)"
+
+# transformer: the default GPT's parameters on the note line and a block's activations at the
+# sheet's shortest and longest sequences (exercise 2 fits them), in bf16 at b 8, h 128, a 4
+for s in 32 256; do
+  ddp --model gpt --variants sync -n 1 -w 0 --baseline 0 --max-seq 256 -d bf16 --seq $s -o "$out/gpt$s" \
+    >"$out/gpt$s.txt" 2>&1
+  ok $? "ddp --model gpt --seq $s (the transformer sheet's command) exits 0"
+done
+ddp --model gpt --variants sync -n 1 -w 0 --baseline 0 -o "$out/gpt" >"$out/gpt.txt" 2>&1
+grep -q "^# GPT 2 blocks x 128, 4 heads, 64 tokens, vocabulary 256 (470528 parameters" "$out/gpt.txt"
+ok $? "transformer: the default GPT has 470,528 parameters with its LM head untied (exercise 1)"
+python3 - "$out" <<'PY'
+import json, sys
+got = {}
+for s in (32, 256):
+    m = json.loads(open(f"{sys.argv[1]}/gpt{s}/ddp.jsonl").readline())["metrics"]
+    got[s] = (m["activ_block"]["value"], m["activ_block_formula"]["value"])
+want = {32: (1118208, 1277952), 256: (12615680, 19398656)}
+sys.exit(0 if got == want else f"activ_block, formula {got}, the sheet says {want}")
+PY
+ok $? "transformer: activ_block and activ_block_formula at s = 32 and 256 are the sheet's"
 
 done_testing
