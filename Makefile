@@ -9,6 +9,9 @@
 #   make SIMGRID=1       also the MPI programs SimGrid's SMPI can run, into build/smpi/bin/
 #   make NO_OPTIONAL=1   do not install the optional packages (below) as root on Debian/Ubuntu
 # Overrides: CUDA=0|1 NCCL=0|1 PAPI=0|1 CUDA_HOME=... MPICC=... SANITIZE=1 DEBUG=1 CUDA_ARCH="80 90"
+# CUDA_ARCH: machine code for each listed architecture, plus the PTX of the last one (the
+# newest), which the driver compiles at load time for a newer GPU: without it such a GPU fails
+# every kernel with "no kernel image is available for execution on the device".
 # V=1 prints every command.
 # Every dependency is probed below; one line per dependency says what it enables or disables.
 
@@ -174,6 +177,7 @@ endif
 ifeq ($(CUDA),1)
 NVCCFLAGS := -O2 -g -std=c++17 $(DEFS) -DSL_DEBUG=$(DEBUG) -DOMPI_SKIP_MPICXX -DMPICH_SKIP_MPICXX -Icommon -Icommon/coll -Ikernels -Ibenchmarks/train -I$(BUILD) $(MPI_CFLAGS) \
              $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(a),code=sm_$(a)) \
+             -gencode arch=compute_$(lastword $(CUDA_ARCH)),code=compute_$(lastword $(CUDA_ARCH)) \
              -Xcompiler -Wall,-Wextra,-Werror,-fPIC --Werror all-warnings
 LDLIBS  += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
 ifeq ($(NCCL),1)

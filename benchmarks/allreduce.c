@@ -869,8 +869,16 @@ int main(int argc, char **argv)
     int be = sl_k_backend_resolve(ctx.opt.backend, why, sizeof why);
     if (be < 0) SL_FATAL("-B %s: %s", sl_backend_name(ctx.opt.backend), why);
     sl_mem_space space = be == SL_BACKEND_CUDA ? SL_MEM_DEVICE : SL_MEM_HOST;
-    if (space == SL_MEM_DEVICE) /* sl_init gave each rank of a node its own GPU */
+    if (space == SL_MEM_DEVICE) { /* sl_init gave each rank of a node its own GPU */
         sl_note(&ctx, "one GPU per rank of a node (rank 0: GPU %d)", sl_coll_bind_device(ctx.comm));
+        /* which path the mpi rows and the suite's algorithms time: the two differ by the copies */
+        int stage;
+        sl_coll_env_stage(&stage);
+        sl_note(&ctx, "device buffers through MPI: %s",
+                sl_coll_mpi_takes_device() ? "handed to MPI directly (CUDA-aware)"
+                : stage ? "staged through pinned host memory (SL_COLL_STAGE=1)"
+                        : "staged through pinned host memory (MPI is not CUDA-aware)");
+    }
 
     /* Sizes: -b, -b*f, ... <= -e (checked by validate()). */
     size_t sizes[MAX_SIZES];

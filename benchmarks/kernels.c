@@ -568,7 +568,7 @@ static void gpt_fn(void *p)
         sl_k_attention_backward(a->be, a->dt, a->B, a->T, a->C, a->NH, a->g, a->qkv, a->att,
                                 a->x, a->work);
         break;
-    case K_EMB: sl_k_embedding_forward(a->be, a->dt, a->B, a->T, a->C, a->tok, a->wte, a->wpe, a->y); break;
+    case K_EMB: sl_k_embedding_forward(a->be, a->dt, a->B, a->T, a->C, a->V, a->tok, a->wte, a->wpe, a->y); break;
     case K_EMB_BWD: sl_k_embedding_backward(a->be, a->dt, a->B, a->T, a->C, a->V, a->tok, a->g, a->dwte, a->dw); break;
     case K_GELU: sl_k_gelu_forward(a->be, a->dt, (size_t)N * a->C, a->x, a->y); break;
     case K_GELU_BWD: sl_k_gelu_backward(a->be, a->dt, (size_t)N * a->C, a->x, a->g, a->y); break;

@@ -460,6 +460,10 @@ void sl_init(sl_ctx *ctx, const sl_program *prog, int argc, char **argv)
     if ((prog->uses & SL_USES_COLL) && sl_coll_env_segment(&segv) != 0)
         sl_usage_error("SL_COLL_SEGMENT: expected a size in bytes of at least 8 (K/M/G suffixes "
                        "allowed), got '%s'", getenv("SL_COLL_SEGMENT"));
+    int stage;
+    if ((prog->uses & SL_USES_COLL) && sl_coll_env_stage(&stage) != 0)
+        sl_usage_error("SL_COLL_STAGE: expected 0 or 1 (1: device buffers staged through pinned "
+                       "host memory even where MPI is CUDA-aware), got '%s'", getenv("SL_COLL_STAGE"));
     int rpn;
     if ((prog->uses & SL_USES_COLL) && sl_coll_env_ranks_per_node(&rpn) != 0)
         sl_usage_error("SL_COLL_RANKS_PER_NODE: expected a whole number of ranks per (virtual) "

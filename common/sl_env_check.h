@@ -7,8 +7,8 @@
  *   OPENBLAS_NUM_THREADS  read by OpenBLAS, which reads garbage as 0 (its default, every core)
  *   SL_TEST_CORRUPT       the tests' switch that spoils one result so that a check must fail
  *   SL_NO_PHASES          the training programs' phase recording off (its cost, measured)
- * SL_TEST_SLOWDOWN is checked by sl_slowdown_init (sl_slowdown.h), SL_COLL_SEGMENT and
- * SL_COLL_RANKS_PER_NODE by sl_init with the communication layer's parsers.
+ * SL_TEST_SLOWDOWN is checked by sl_slowdown_init (sl_slowdown.h), SL_COLL_SEGMENT,
+ * SL_COLL_RANKS_PER_NODE and SL_COLL_STAGE by sl_init with the communication layer's parsers.
  */
 #ifndef SL_ENV_CHECK_H
 #define SL_ENV_CHECK_H

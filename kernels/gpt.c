@@ -184,12 +184,13 @@ void sl_k_residual_forward(sl_backend be, sl_dtype dt, size_t n, const void *a, 
 
 /* Embeddings */
 
-void sl_k_embedding_forward(sl_backend be, sl_dtype dt, int B, int T, int C, const int32_t *tok,
-                            const void *wte, const void *wpe, void *out)
+void sl_k_embedding_forward(sl_backend be, sl_dtype dt, int B, int T, int C, int V,
+                            const int32_t *tok, const void *wte, const void *wpe, void *out)
 {
     check_dtype("sl_k_embedding_forward", dt);
     check_dims("sl_k_embedding_forward", B, T, C);
-    gops(be)->embedding_forward(dt, B, T, C, tok, wte, wpe, out);
+    if (V <= 0) SL_FATAL("sl_k_embedding_forward: bad vocabulary V=%d", V);
+    gops(be)->embedding_forward(dt, B, T, C, V, tok, wte, wpe, out);
 }
 
 void sl_k_embedding_backward(sl_backend be, sl_dtype dt, int B, int T, int C, int V,

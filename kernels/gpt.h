@@ -73,10 +73,11 @@ void sl_k_residual_forward(sl_backend be, sl_dtype dt, size_t n, const void *a, 
 /* Embeddings -------------------------------------------------------------------------------- */
 
 /* out[b,t,:] = wte[tok[b,t],:] + wpe[t,:].
- * tok (B,T) int32 in [0,V) (on the backend; not range-checked there);
+ * tok (B,T) int32 in [0,V) (on the backend; range-checked there only by the cuda backend of a
+ * DEBUG=1 build, where an id outside is otherwise an out-of-bounds access far from its cause);
  * wte (V,C) dt; wpe (>= T,C) dt; out (B,T,C) dt */
-void sl_k_embedding_forward(sl_backend be, sl_dtype dt, int B, int T, int C, const int32_t *tok,
-                            const void *wte, const void *wpe, void *out);
+void sl_k_embedding_forward(sl_backend be, sl_dtype dt, int B, int T, int C, int V,
+                            const int32_t *tok, const void *wte, const void *wpe, void *out);
 /* dwte[tok[b,t],:] += dout[b,t,:] (a scatter-add: repeated tokens add up, in row order, so the
  * bits do not depend on threads);  dwpe[t,:] += sum_b dout[b,t,:].
  * dout (B,T,C) dt;  dwte (V,C), dwpe (T,C) f32 */

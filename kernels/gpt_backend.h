@@ -31,7 +31,7 @@ typedef struct sl_gpt_kops {
                                     const float *datt, void *dpre);
     void (*gelu_forward)(sl_dtype dt, size_t n, const void *x, void *y);
     void (*gelu_backward)(sl_dtype dt, size_t n, const void *x, const void *dy, void *dx);
-    void (*embedding_forward)(sl_dtype dt, int B, int T, int C, const int32_t *tok,
+    void (*embedding_forward)(sl_dtype dt, int B, int T, int C, int V, const int32_t *tok,
                               const void *wte, const void *wpe, void *out);
     void (*embedding_backward)(sl_dtype dt, int B, int T, int C, int V, const int32_t *tok,
                                const void *dout, float *dwte, float *dwpe);

@@ -31,7 +31,7 @@ struct sl_comm {
     int rank, size;
     sl_coll impl;
     sl_mem_space space;   /* where the buffers passed to this communicator live */
-    int mpi_device_ok;    /* device buffers may go to MPI directly (CUDA-aware MPI) */
+    int mpi_device_ok;    /* device buffers may go to MPI directly (sl_coll_mpi_takes_device) */
     size_t seg_bytes;     /* pipelining segment of ring, tree, dbtree, rhd messages; may be
                              changed between calls (default 256 KiB, env SL_COLL_SEGMENT) */
     /* Scratch, grown on demand and kept: received segments (in the buffers' memory space),

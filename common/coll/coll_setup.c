@@ -73,6 +73,23 @@ int sl_coll_env_segment(size_t *bytes)
     return 0;
 }
 
+int sl_coll_env_stage(int *on)
+{
+    *on = 0;
+    const char *e = getenv("SL_COLL_STAGE");
+    if (!e || !*e || !strcmp(e, "0")) return 0;
+    if (strcmp(e, "1")) return -1;
+    *on = 1;
+    return 0;
+}
+
+int sl_coll_mpi_takes_device(void)
+{
+    int stage;
+    sl_coll_env_stage(&stage); /* a malformed value leaves MPI's choice (programs reject it first) */
+    return !stage && mpi_is_cuda_aware();
+}
+
 static size_t default_segment(void)
 {
     size_t seg;
@@ -156,7 +173,7 @@ int sl_comm_create(sl_comm **out, MPI_Comm comm, sl_coll impl, sl_mem_space spac
     c->torus_bidir = impl == SL_COLL_TORUS && torus_bidir;
     c->max_inflight = max_inflight && max_inflight < c->size - 1 ? max_inflight : c->size - 1;
     if (space == SL_MEM_DEVICE) {
-        c->mpi_device_ok = mpi_is_cuda_aware();
+        c->mpi_device_ok = sl_coll_mpi_takes_device();
         c->stream = sl_cdev_stream_create();
     }
     if (impl == SL_COLL_MPI) rc = slc_mpi_init(c);

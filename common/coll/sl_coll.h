@@ -24,8 +24,8 @@
  * with either; sl_coll_available says beforehand whether a combination can run, and why not.
  * The suite's own algorithms (ring, tree, dbtree, rhd, direct, torus) run over MPI
  * point-to-point: on host buffers directly; on device buffers through
- * CUDA-aware MPI where the library has it, otherwise staged segment by segment through pinned
- * host memory with the reductions done on the device by a CUDA kernel.
+ * CUDA-aware MPI where the library has it, otherwise (or with SL_COLL_STAGE=1) staged segment
+ * by segment through pinned host memory with the reductions done on the device by a CUDA kernel.
  *
  * Conventions (those of NCCL where the MPI and NCCL conventions differ):
  *   - counts are in elements; count 0 is valid and does nothing; every rank passes the same
@@ -104,6 +104,16 @@ int sl_coll_env_segment(size_t *bytes);
 /* SL_COLL_RANKS_PER_NODE for hier (a testing aid): *k = 0 where unset, -1 returned (and 0 in
  * *k) where set but not an integer in [1, 2^20]. */
 int sl_coll_env_ranks_per_node(int *k);
+
+/* SL_COLL_STAGE=1 stages device buffers through pinned host memory even where MPI is
+ * CUDA-aware, so that the staging path can be measured and checked on a node whose MPI takes
+ * device pointers; 0 or unset leaves the choice to the library (device pointers to MPI
+ * directly where it can take them). Returns -1 (and 0 in *on) where set to anything else. */
+int sl_coll_env_stage(int *on);
+/* Whether device buffers go to MPI directly: MPI says it is CUDA-aware and SL_COLL_STAGE is
+ * not 1. The rule every communicator on device buffers follows; local, needs no communicator
+ * (MPI started, except where SL_COLL_STAGE=1 answers without asking MPI). */
+int sl_coll_mpi_takes_device(void);
 
 /* Bytes one rank of shm reads and writes for an all-reduce of `bytes` on l ranks, cache and
  * memory alike ((5 - 2/l) x bytes), and of those the bytes that must reach memory: its input

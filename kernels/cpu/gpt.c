@@ -241,9 +241,10 @@ static void gelu_backward(sl_dtype dt, size_t n, const void *x, const void *dy, 
 
 /* Embeddings ------------------------------------------------------------------------------- */
 
-static void embedding_forward(sl_dtype dt, int B, int T, int C, const int32_t *tok,
+static void embedding_forward(sl_dtype dt, int B, int T, int C, int V, const int32_t *tok,
                               const void *wte, const void *wpe, void *out)
 {
+    (void)V;
 #pragma omp parallel if (sl_cpu_par((size_t)B * T * C))
     {
         float *e = xmalloc_f32(C), *p = xmalloc_f32(C);

@@ -62,7 +62,7 @@ static void cast_from(size_t n, const void *src, void *dst, sl_dtype dt, sl_cast
 void slk_cast(size_t n, const void *src, sl_dtype st, void *dst, sl_dtype dt, sl_cast_count *cnt)
 {
     if (st == dt && !cnt) { /* a copy loses nothing; with counts, the kernel counts the zeros */
-        SL_CHECK_CUDA(cudaMemcpy(dst, src, n * (st == SL_F32 ? 4 : 2), cudaMemcpyDeviceToDevice));
+        SL_CHECK_CUDA(cudaMemcpy(dst, src, n * sl_dtype_size(st), cudaMemcpyDeviceToDevice));
         return;
     }
     switch (st) {

@@ -336,6 +336,34 @@ __global__ void embedding_wte_kernel(int N, int C, const int32_t *tok, const typ
     for (int i = 0; i < N; i++) dwte[(size_t)tok[i] * C + j] += D::load(dout[(size_t)i * C + j]);
 }
 
+#if SL_DEBUG
+/* DEBUG=1: an id outside [0, V) makes the kernels below read (forward) or write (backward)
+ * outside wte, which surfaces later as an illegal address or as wrong numbers; a debug build
+ * looks for one first and names it. The lowest offending row wins, so the message is the same
+ * on every run. */
+__global__ void bad_token_kernel(int N, const int32_t *tok, int V, unsigned long long *first)
+{
+    GRID_STRIDE(i, (size_t)N)
+    if (tok[i] < 0 || tok[i] >= V) atomicMin(first, (unsigned long long)i);
+}
+
+static void check_tokens(const char *what, int N, const int32_t *tok, int V)
+{
+    const unsigned long long none = ~0ULL;
+    unsigned long long first = none, *d;
+    SL_CHECK_CUDA(cudaMalloc((void **)&d, sizeof *d));
+    SL_CHECK_CUDA(cudaMemcpy(d, &first, sizeof first, cudaMemcpyHostToDevice));
+    bad_token_kernel<<<slk_blocks((size_t)N), SLK_THREADS>>>(N, tok, V, d);
+    SLK_LAUNCHED();
+    SL_CHECK_CUDA(cudaMemcpy(&first, d, sizeof first, cudaMemcpyDeviceToHost));
+    SL_CHECK_CUDA(cudaFree(d));
+    if (first == none) return;
+    int32_t id;
+    SL_CHECK_CUDA(cudaMemcpy(&id, tok + first, sizeof id, cudaMemcpyDeviceToHost));
+    SL_FATAL("%s: token id %d at row %llu is outside the vocabulary [0, %d)", what, (int)id, first, V);
+}
+#endif
+
 template <class D>
 static void embedding_forward_t(int B, int T, int C, const int32_t *tok, const void *wte,
                                 const void *wpe, void *out)
@@ -358,15 +386,24 @@ static void embedding_backward_t(int B, int T, int C, const int32_t *tok, const 
     SLK_LAUNCHED();
 }
 
-static void embedding_forward(sl_dtype dt, int B, int T, int C, const int32_t *tok,
+static void embedding_forward(sl_dtype dt, int B, int T, int C, int V, const int32_t *tok,
                               const void *wte, const void *wpe, void *out)
 {
+#if SL_DEBUG
+    check_tokens("sl_k_embedding_forward", B * T, tok, V);
+#else
+    (void)V;
+#endif
     DISPATCH(dt, embedding_forward_t, B, T, C, tok, wte, wpe, out);
 }
 static void embedding_backward(sl_dtype dt, int B, int T, int C, int V, const int32_t *tok,
                                const void *dout, float *dwte, float *dwpe)
 {
+#if SL_DEBUG
+    check_tokens("sl_k_embedding_backward", B * T, tok, V);
+#else
     (void)V;
+#endif
     DISPATCH(dt, embedding_backward_t, B, T, C, tok, dout, dwte, dwpe);
 }
 

@@ -155,23 +155,46 @@ static double event_elapsed(void *a, void *b)
 
 /* Shared state ------------------------------------------------------------------------------ */
 
+/* One cuBLAS handle and one scratch area for the process, made on first use by whichever
+ * thread comes first: call_once, because OpenMP threads and a program's own threads may reach
+ * them together, and two handles made in a race would leak one and split the settings. */
+static std::once_flag cublas_once;
+static cublasHandle_t cublas_h;
+static int cublas_dev;
+
 cublasHandle_t slk_cublas(void)
 {
-    static cublasHandle_t h;
-    if (!h) {
-        SL_CHECK_CUBLAS(cublasCreate(&h));
-        SL_CHECK_CUBLAS(cublasSetStream(h, 0));
+    std::call_once(cublas_once, [] {
+        /* the device current now: the programs bind theirs (sl_coll_bind_device, in sl_init)
+         * before their first GEMM */
+        SL_CHECK_CUDA(cudaGetDevice(&cublas_dev));
+        SL_CHECK_CUBLAS(cublasCreate(&cublas_h));
+        SL_CHECK_CUBLAS(cublasSetStream(cublas_h, 0));
         /* Plain f32 arithmetic for f32 GEMM (no TF32), so figures compare with the CPU. */
-        SL_CHECK_CUBLAS(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
-    }
-    return h;
+        SL_CHECK_CUBLAS(cublasSetMathMode(cublas_h, CUBLAS_DEFAULT_MATH));
+    });
+    /* A handle works on the device it was made on only: a GEMM after a switch of device (or
+     * from a thread whose current device is another) would fail inside cuBLAS far from the
+     * cause, or touch the wrong GPU's memory. */
+    int dev;
+    SL_CHECK_CUDA(cudaGetDevice(&dev));
+    if (dev != cublas_dev)
+        sl_fatal(SL_EXIT_RUNTIME, __FILE__, __LINE__,
+                 "cuBLAS handle made on GPU %d, used on GPU %d: the device must be bound "
+                 "(sl_coll_bind_device) before the first GEMM, and every thread must use it",
+                 cublas_dev, dev);
+    return cublas_h;
 }
+
+static std::once_flag scratch_once;
+static double *scratch;
 
 double *slk_scratch(void)
 {
-    static double *p;
-    if (!p) SL_CHECK_CUDA(cudaMalloc((void **)&p, SLK_RED_GROUPS * SLK_RED_BLOCKS * sizeof(double)));
-    return p;
+    std::call_once(scratch_once, [] {
+        SL_CHECK_CUDA(cudaMalloc((void **)&scratch, SLK_RED_GROUPS * SLK_RED_BLOCKS * sizeof(double)));
+    });
+    return scratch;
 }
 
 /* The table ---------------------------------------------------------------------------------- */

@@ -39,6 +39,7 @@ expect_usage_of ddp "out of the range of a double (it underflows to 0)" --lr 1e-
 expect_usage_of ddp "out of the range of a double (it overflows)" --lr 1e400
 expect_usage_of ddp "--lr: expected a finite number, got 'nan'" --lr nan
 SL_COLL_SEGMENT=abc expect_usage_of allreduce "SL_COLL_SEGMENT: expected a size in bytes" -n 1
+SL_COLL_STAGE=yes expect_usage_of allreduce "SL_COLL_STAGE: expected 0 or 1 (1: device buffers staged" -n 1
 [ ! -e "$out/results" ]
 ok $? "none of them created a results directory"
 kernels -d bf16,f32 -k relu,gemm -n 1 -w 0 --gemm-n 64 --elems 1024 --copy-bytes 8M -o "$out/k" >"$out/stdout" 2>&1

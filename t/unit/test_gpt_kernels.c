@@ -200,7 +200,7 @@ static void check_embedding(sl_dtype dt)
     int32_t *btok = t_up(tok, sizeof tok);
     void *bte = up(dt, wte), *bpe = up(dt, wpe), *bg = up(dt, g), *bo = dalloc_be(dt, no);
     float *gte = t_up(one, (size_t)V * C * 4), *gpe = t_up(one, (size_t)T * C * 4);
-    sl_k_embedding_forward(T_BE, dt, B, T, C, btok, bte, bpe, bo);
+    sl_k_embedding_forward(T_BE, dt, B, T, C, V, btok, bte, bpe, bo);
     sl_k_embedding_backward(T_BE, dt, B, T, C, V, btok, bg, gte, gpe);
     float *o = down(dt, bo, no), *fte = down32(gte, (size_t)V * C), *fpe = down32(gpe, (size_t)T * C);
     close_to("embedding forward", dt, o, out, no, 1);
