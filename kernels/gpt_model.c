@@ -297,7 +297,8 @@ void sl_gpt_layer_forward(const sl_mlp *m, sl_gpt_acts *a, int l, const void *lp
     const sl_gpt_dims *g = &m->gpt;
     const int L = g->layers, C = g->C, N = a->B * g->T;
     if (l == 0) {
-        sl_k_embedding_forward(a->be, a->dt, a->B, g->T, C, a->tok, lp, at(a, lp, (size_t)g->V * C), a->res[1]);
+        sl_k_embedding_forward(a->be, a->dt, a->B, g->T, C, g->V, a->tok, lp, at(a, lp, (size_t)g->V * C),
+                               a->res[1]);
     } else if (l <= L) {
         block_forward(g, a, l - 1, lp, a->res[l], a->res[l + 1]);
     } else { /* the head: final norm, logits, loss and its gradient */
