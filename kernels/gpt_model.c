@@ -100,7 +100,8 @@ static size_t block_kept(const sl_gpt_dims *g, size_t N, size_t B)
     return 15 * N * (size_t)g->C + B * (size_t)g->NH * (size_t)g->T * (size_t)g->T;
 }
 
-size_t sl_gpt_acts_kept_bytes(const sl_mlp *m, sl_dtype dt, int rows)
+/* The activations kept for backward (sl_gpt_acts_bytes less the two gradient buffers). */
+static size_t acts_kept_bytes(const sl_mlp *m, sl_dtype dt, int rows)
 {
     const sl_gpt_dims *g = &m->gpt;
     const size_t B = rows > 0 ? (size_t)rows : 1, N = B * (size_t)g->T, es = sl_dtype_size(dt);
@@ -119,7 +120,7 @@ size_t sl_gpt_block_kept_bytes(const sl_mlp *m, sl_dtype dt, int rows)
 size_t sl_gpt_acts_bytes(const sl_mlp *m, sl_dtype dt, int rows)
 {
     const size_t N = (size_t)(rows > 0 ? rows : 1) * (size_t)m->gpt.T;
-    return sl_gpt_acts_kept_bytes(m, dt, rows) + 2 * N * (size_t)m->gpt.C * sl_dtype_size(dt);
+    return acts_kept_bytes(m, dt, rows) + 2 * N * (size_t)m->gpt.C * sl_dtype_size(dt);
 }
 
 void sl_gpt_acts_alloc(const sl_mlp *m, sl_dtype dt, int rows, sl_gpt_acts *a)

@@ -10,7 +10,9 @@
  * head would make the last layer's weights part of the first layer's block, so a pipeline's
  * first and last stages, or ZeRO-3's per-layer gather, would each need the other's; Megatron-LM
  * keeps the two copies and all-reduces their gradients between the stages. Untied, every
- * layer's parameters are its own block. The row says tied_embeddings 0.
+ * layer's parameters are its own block. The row says tied_embeddings 0. (ZeRO-3 gathers a layer's
+ * block for its backward too, where the embeddings' backward reads none of it and the head's
+ * only the final norm's 2C: bytes its model counts, not a saving this layout makes.)
  *
  * The data between layers is the residual stream (B,T,C) in the run's dtype dt; layer 0 reads
  * the tokens, and the last layer's forward ends with the loss: final layer norm, logits,
@@ -39,8 +41,8 @@ int sl_gpt_model_init(sl_mlp *m, sl_backend be, const sl_gpt_dims *g);
 
 /* Elements of layer l's block. */
 size_t sl_gpt_layer_size(const sl_mlp *m, int l);
-/* GPT-2's initialisation of flat elements [first, first + count) into dst (f32): weights and
- * embeddings N(0, 0.02), the two projections into the residual stream N(0, 0.02/sqrt(2L)),
+/* GPT-2's initialisation of flat elements [first, first + count) into dst (f32): weights, the
+ * token embedding and the LM head N(0, 0.02), the position embedding N(0, 0.01), the two projections into the residual stream N(0, 0.02/sqrt(2L)),
  * layer-norm gains 1, biases 0. Element e depends only on (seed, e). */
 void sl_gpt_init_params(const sl_mlp *m, uint64_t seed, size_t first, size_t count, float *dst);
 /* FLOPs of one step's forward on `batch` sequences, as the kernels compute them (the full TxT
@@ -76,9 +78,9 @@ typedef struct sl_gpt_acts {
 
 void sl_gpt_acts_alloc(const sl_mlp *m, sl_dtype dt, int rows, sl_gpt_acts *a);
 void sl_gpt_acts_free(sl_gpt_acts *a);
-/* What sl_gpt_acts_alloc holds: the activations kept for backward, and in all (kept + the
- * backward's gradients + the workspaces + the token buffers). */
-size_t sl_gpt_acts_kept_bytes(const sl_mlp *m, sl_dtype dt, int rows);
+/* What sl_gpt_acts_alloc holds under SL_MEM_ACTIV: the activations kept for backward (every
+ * block's, the residual stream's, the final norm's) and the backward's two gradient buffers;
+ * the workspaces are SL_MEM_OTHER and the tokens SL_MEM_DATA. */
 /* One block's share of them: what it keeps for its backward and its input (the residual
  * stream), (16sbh + as^2b) elements of dt and the layer norms' 4sb f32 moments, as Korthikanti
  * et al. count a block (their 34sbh + 5as^2b bytes at 16 bits also hold dropout's masks and
@@ -95,8 +97,8 @@ void sl_gpt_layer_forward(const sl_mlp *m, sl_gpt_acts *a, int l, const void *lp
  * parameter gradients into g32 (f32, the layer's block). dy is not kept. */
 void sl_gpt_layer_backward(const sl_mlp *m, sl_gpt_acts *a, int l, void *dy, void *dx,
                            const void *lp, float *g32);
-/* Where the last layer's forward leaves dL/d(its input), and where layer l's backward should
- * put its dx (NULL for l = 0): buffers that alternate, so dy and dx never coincide. */
+/* Where the last layer's forward leaves dL/d(the final norm's output), and where layer l's
+ * backward should put its dx (NULL for l = 0): buffers that alternate, so dy and dx never coincide. */
 void *sl_gpt_dout(sl_gpt_acts *a, const sl_mlp *m);
 void *sl_gpt_dx(sl_gpt_acts *a, int l);
 

@@ -110,6 +110,8 @@ typedef struct sl_train {
     sl_dtype dtype;         /* f32, or f16/bf16: mixed-precision training (technique.dtypes) */
     double loss;            /* this rank's loss of the step being run (sl_train_loss adds to it) */
     int sleeping;           /* sleep mode's timed step: compute is slept (sl_compute.h) */
+    int act_rows;           /* the most samples one sl_acts of this rank holds (sl_acts_alloc):
+                               a micro-batch's under accumulation */
     int replaying;          /* sleep mode's replay of every step with real compute: not a driver
                                step (the technique records none of its figures) */
     void *state;            /* the technique's */
@@ -428,7 +430,8 @@ static inline void sl_acts_set(sl_acts *a, sl_acts_slot s, int i, void *p)
     *f = p;
 }
 static inline void *sl_acts_get(sl_acts *a, sl_acts_slot s, int i) { return *sl_acts_slot_mx(a, s, i); }
-/* What sl_acts_alloc holds under activ (the model's: sl_mlp_acts_bytes or sl_mixed_memory). */
+/* What sl_acts_alloc holds under activ (the model's: sl_mlp_acts_bytes or sl_mixed_memory, or
+ * the GPT's sl_gpt_acts_bytes). */
 size_t sl_acts_bytes(const sl_train *t, int rows);
 /* Samples [first, first + count) of the step into a (phase data; the cast into t->dtype is
  * compute). */
@@ -440,7 +443,8 @@ void sl_acts_forward(sl_train *t, sl_acts *a, const void *params, int l0, int l1
  * t->dtype; returns the unscaled loss (added to t->loss). Phase compute. */
 double sl_acts_loss(sl_train *t, sl_acts *a);
 /* Backward of layers [0, nlayers) from the loss's gradient into grads (t->dtype, or the hooks'
- * blocks): accumulated in f32, written (first micro-batch) or summed (later ones) in 16 bits.
+ * blocks): in f32 accumulated in place; in 16 bits each layer's f32 gradient rounded into grads
+ * once, or with micro-batches (a->sum32) summed in f32 and rounded after the last.
  * Each layer is synced before `after` runs, so its gradients are final there. Phase compute. */
 void sl_acts_backward(sl_train *t, sl_acts *a, const void *params, void *grads,
                       const sl_layer_hooks *h);

@@ -47,6 +47,7 @@ static void acts_init(sl_train *t, int rows, sl_acts *a, int placed)
     memset(a, 0, sizeof *a);
     a->rows = rows > 0 ? rows : 1;
     a->first = a->last = 1;
+    if (a->rows > t->act_rows) t->act_rows = a->rows;
     if (sl_mlp_is_gpt(m)) {
         if (placed) SL_FATAL("%s: the GPT's activations are not placed by a technique yet", t->tech->program.name);
         sl_gpt_acts_alloc(m, t->dtype, a->rows, &a->g);

@@ -161,15 +161,16 @@ static void common_row(sl_train *t, sl_result *res, const sl_stats *st, const do
         /* a block's activations as kept for this rank's samples beside Korthikanti et al.'s
          * count at the run's element size, and what the two count differently */
         const sl_gpt_shape gs = {.layers = g->layers, .d_model = g->C, .heads = g->NH, .seq = g->T};
-        const int rows = t->hi - t->lo;
+        const int rows = t->act_rows > 0 ? t->act_rows : t->hi - t->lo; /* a micro-batch's, if any */
         const double kept = (double)sl_gpt_block_kept_bytes(m, t->dtype, rows);
         const double formula = sl_gpt_activ_block(&gs, rows, SL_GPT_STORE_ALL) * sl_dtype_size(t->dtype) / 2;
         sl_result_metric(res, "activ_block", kept, "bytes");
         sl_result_metric(res, "activ_block_formula", formula, "bytes");
         sl_result_param_str(res, "activ_block_note",
                             "kept: 16sbh + as^2b values + 16sb bytes of f32 layer-norm moments; the formula "
-                            "(34sbh + 5as^2b at 16 bits) also holds dropout's masks (2sbh + as^2b bytes) and the "
-                            "attention dropout's output (2as^2b), which a model without dropout does not keep");
+                            "(34sbh + 5as^2b at 16 bits, all of it scaled to the run's element size, its 1-byte "
+                            "masks too) also holds dropout's masks (2sbh + as^2b bytes) and the attention "
+                            "dropout's output (2as^2b), which a model without dropout does not keep");
     } else if (!tech->model_params) {
         sl_result_param_num(res, "layers", (double)sl_train_opt.layers);
         sl_result_param_num(res, "width", (double)sl_train_opt.width);

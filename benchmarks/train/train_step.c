@@ -1,8 +1,9 @@
 /* train_step.c — the pieces of a training step, each recording its phase: the batch, forward
  * and backward over a layer range with per-layer hooks (pipeline stages run a range, ZeRO-3
  * gathers a layer's parameters before it, checkpointing recomputes a range, vDNN prefetches
- * the next layer's input), the loss and the optimizer, in the run's dtype (sl_acts: the f32
- * store sl_mlp_acts in f32, the 16-bit one sl_mixed otherwise), through the same loops. */
+ * the next layer's input), the loss and the optimizer, in the run's dtype (sl_acts: for the MLP
+ * the f32 store sl_mlp_acts in f32, the 16-bit one sl_mixed otherwise; for the GPT its layers'
+ * activations in any dtype, gpt_model.h), through the same loops. */
 #include "sl_env_check.h"
 #include "train_internal.h"
 
@@ -62,8 +63,8 @@ void sl_train_load(sl_train *t, int first, int count, float *x, float *y)
     sl_train_span(t, SL_PHASE_DATA, "data", t0, sl_now());
 }
 
-/* The layer loops, for the f32 store (f) or the 16-bit one (a->mx) alike: the hooks, the
- * phases and the trace are the same; only the kernel of a layer differs. */
+/* The layer loops, for every model and dtype alike: the hooks, the phases and the trace are the
+ * same; only the kernel of a layer differs. */
 static const void *layer_params(sl_train *t, const void *params, int l, int backward,
                                 const sl_layer_hooks *h, size_t es)
 {

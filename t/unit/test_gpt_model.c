@@ -114,9 +114,10 @@ static void check_task(void)
     const double frac = (double)top / total, want = 0.75 + 0.25 / V;
     ok(fabs(frac - want) < 0.03, "task: the successor table carries %.3f of the transitions (3/4 + 1/(4V) = %.3f)",
        frac, want);
-    const double q = 0.25 / V, p = 0.75 + q;
-    ok(fabs(sl_gpt_task_floor(V) - (-p * log(p) - (V - 1) * q * log(q))) < 1e-12 && sl_gpt_task_floor(V) < log(V),
-       "task: its loss floor %.4f nats is below ln V = %.4f", sl_gpt_task_floor(V), log(V));
+    /* V = 2 by hand: p = 7/8, q = 1/8: 7/8 ln(8/7) + 1/8 ln 8 = 0.116840 + 0.259930 */
+    ok(fabs(sl_gpt_task_floor(2) - 0.376770) < 1e-6 && sl_gpt_task_floor(V) < log(V),
+       "task: its loss floor is 0.37677 nats at V = 2 (by hand), %.4f below ln V = %.4f at V = %d",
+       sl_gpt_task_floor(V), log(V), V);
     t_free(tok), t_free(tgt), free(ht), free(hg), free(h2);
 }
 
@@ -149,6 +150,8 @@ static double ref_model(const sl_mlp *m, const double *p, const int32_t *tok, co
     free(dx), free(dy), free(lnf);
     return loss;
 }
+
+static void pass(const sl_mlp *m, sl_gpt_acts *a, const void *W, size_t es, float *g32);
 
 static double normwise(const float *got, const double *want, size_t n)
 {
@@ -183,14 +186,7 @@ static void check_model(sl_dtype dt)
     int32_t tok[B * T], tgt[B * T];
     t_down(tok, a.tok, sizeof tok);
     t_down(tgt, a.tgt, sizeof tgt);
-    for (int l = 0; l < m.nlayers; l++) sl_gpt_layer_forward(&m, &a, l, (char *)W + m.w_off[l] * es);
-    void *dy = sl_gpt_dout(&a, &m);
-    for (int l = m.nlayers - 1; l >= 0; l--) {
-        void *dx = sl_gpt_dx(&a, l);
-        sl_gpt_layer_backward(&m, &a, l, dy, dx, (char *)W + m.w_off[l] * es, g32 + m.w_off[l]);
-        dy = dx;
-    }
-    sl_k_sync(T_BE);
+    pass(&m, &a, W, es, g32);
     const double loss = ref_model(&m, p, tok, tgt, 1.0 / N, dp);
     float *g = t_xmalloc(n * 4);
     t_down(g, g32, n * 4);
@@ -212,6 +208,56 @@ static void check_model(sl_dtype dt)
     t_free(d0), t_free(W), t_free(g32);
 }
 
+/* One forward and backward of B sequences on activations sized for more, into g32 (f32,
+ * accumulating), as the training layer runs a micro-batch. */
+static void pass(const sl_mlp *m, sl_gpt_acts *a, const void *W, size_t es, float *g32)
+{
+    for (int l = 0; l < m->nlayers; l++) sl_gpt_layer_forward(m, a, l, (const char *)W + m->w_off[l] * es);
+    void *dy = sl_gpt_dout(a, m);
+    for (int l = m->nlayers - 1; l >= 0; l--) {
+        void *dx = sl_gpt_dx(a, l);
+        sl_gpt_layer_backward(m, a, l, dy, dx, (const char *)W + m->w_off[l] * es, g32 + m->w_off[l]);
+        dy = dx;
+    }
+    sl_k_sync(T_BE);
+}
+
+/* Parameter gradients accumulate (+=) over passes, at fewer sequences than the activations hold
+ * (micro-batches): two passes give twice one pass's, up to the rounding of the sums (f32). */
+static void check_accumulate(sl_dtype dt)
+{
+    sl_mlp m = model();
+    const size_t n = m.nparams, es = sl_dtype_size(dt);
+    float *w = t_xmalloc(n * 4), *d0 = sl_k_malloc(T_BE, SL_MEM_OTHER, n * 4);
+    sl_gpt_init_params(&m, 3, 0, n, d0);
+    t_down(w, d0, n * 4);
+    void *hw = t_pack(dt, w, n), *W = t_up(hw, n * es);
+    float *g1 = sl_k_malloc(T_BE, SL_MEM_OTHER, n * 4), *g2 = sl_k_malloc(T_BE, SL_MEM_OTHER, n * 4);
+    sl_k_memset0(T_BE, g1, n * 4);
+    sl_k_memset0(T_BE, g2, n * 4);
+    sl_gpt_acts a;
+    sl_gpt_acts_alloc(&m, dt, B + 2, &a);
+    a.B = B, a.norm = 1.0f / (B * T), a.scale = 1.0f;
+    sl_gpt_task_tokens(T_BE, 8, T, V, 0, B, a.tok, a.tgt);
+    pass(&m, &a, W, es, g1);
+    pass(&m, &a, W, es, g2);
+    pass(&m, &a, W, es, g2);
+    float *h1 = t_xmalloc(n * 4), *h2 = t_xmalloc(n * 4);
+    t_down(h1, g1, n * 4);
+    t_down(h2, g2, n * 4);
+    double d = 0, big = 0;
+    for (size_t i = 0; i < n; i++) {
+        d = fmax(d, fabs(h2[i] - 2.0 * h1[i]));
+        big = fmax(big, fabs(2.0 * h1[i]));
+    }
+    ok(big > 0 && d <= 1e-6 * big, "%s %s: gradients accumulate over passes of %d sequences on activations for %d: "
+                                   "two passes give twice one's (largest difference %.2g of the largest)",
+       sl_backend_name(T_BE), sl_dtype_name(dt), B, B + 2, d / big);
+    sl_gpt_acts_free(&a);
+    free(w), free(hw), free(h1), free(h2);
+    t_free(d0), t_free(W), t_free(g1), t_free(g2);
+}
+
 static void run_backend(void)
 {
     check_layout();
@@ -220,6 +266,8 @@ static void run_backend(void)
     check_model(SL_F32);
     check_model(SL_F16);
     check_model(SL_BF16);
+    check_accumulate(SL_F32);
+    check_accumulate(SL_BF16);
 }
 
 int main(void)
