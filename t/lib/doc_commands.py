@@ -16,6 +16,12 @@ conventions in benchmarks/labs/README.md): one command per line, `#` a comment, 
     verdict depends on the machine's timings (scripts/compare): exit 0 or 1 (a verdict) passes,
     anything else (2: nothing compared, 3: a failure) fails.
 
+A command that leaves a report (run_all.sh prints "# report: wrote PATH (...)") gets two more
+tests of that page (t/lib/report_check.py): a plot on it for every program that ran and has one
+(skipped, saying why, without matplotlib), and the page rendered in headless Chromium with every
+image decoded (skipped without a browser). So the README's `./run_all.sh --quick` is checked
+for what a newcomer opens after it.
+
 Each page's commands run one after another in a sandbox of their own: a directory whose entries
 are links to the repository's, except results/, which is new (holding links to the baselines
 and the schema), so that a page's `--out results/NAME` is written there and a later command of
@@ -32,9 +38,15 @@ import time
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import lab_sheets as labs  # noqa: E402
+import report_check  # noqa: E402
 
 TOP = labs.TOP
 VERDICT_RE = re.compile(r"<!--\s*doc-test\s+verdict\s*:\s*(.*?)\s*-->")
+# A hang guard, not a measurement: the README's ./run_all.sh --quick runs every program (each
+# under run_all.sh's own limit), minutes on 2 cores and more under the sanitizers, where one
+# program's guard (labs.TIMEOUT_S) would cut it short.
+SUITE_LIMIT_S = 1200
+REPORT_RE = re.compile(r"^# report: wrote (.+?\.html) \(", re.M)   # run_all.sh's last lines
 NOT_RUN = {"cluster": "needs a cluster (Slurm, several hosts or a GPU node)",
            "whole-suite": "builds or tests the whole suite (.ci/run runs make and make check; "
                           "gate.t runs compare --ab on built trees)"}
@@ -92,7 +104,8 @@ def main(argv):
                     print(f"ok {n} - {name}:{no}: {shlex.join(words)} # SKIP {skip}")
                     continue
                 t0 = time.monotonic()
-                rc, text = labs.run_command(words, root, env)
+                rc, text = labs.run_command(words, root, env, SUITE_LIMIT_S if
+                                            labs.program_of(words) == "run_all.sh" else labs.TIMEOUT_S)
                 secs = time.monotonic() - t0
                 good = rc in (0, 1) if gates & set(words) else rc == 0
                 print(("ok" if good else "not ok") + f" {n} - {name}:{no}: {shlex.join(words)} "
@@ -101,6 +114,24 @@ def main(argv):
                     failed += 1
                     for line in text.splitlines()[-15:]:
                         print("#   " + line)
+                # (a path printed relative is relative to the sandbox, where the command ran)
+                for page in (os.path.join(root, p) for p in REPORT_RE.findall(text)):
+                    shown = os.path.relpath(page, root)
+                    for what, check in (("a plot for every program that ran and has one",
+                                         lambda: report_check.plots(os.path.dirname(page), page)),
+                                        ("rendered in headless Chromium, every image decoded",
+                                         lambda: report_check.render(page))):
+                        n += 1
+                        try:
+                            got, detail = check()
+                        except (OSError, RuntimeError) as e:   # no status.tsv, the page unreadable
+                            got, detail = False, f"{e.__class__.__name__}: {e}"
+                        detail = ", ".join(detail) if isinstance(detail, list) else detail
+                        if got is None:
+                            print(f"ok {n} - {name}:{no}: {shown}: {what} # SKIP {detail}")
+                            continue
+                        print(("ok" if got else "not ok") + f" {n} - {name}:{no}: {shown}: {what}: {detail}")
+                        failed += not got
                 sys.stdout.flush()
     if not listing:
         print(f"1..{n}")

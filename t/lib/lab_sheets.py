@@ -174,11 +174,11 @@ def prepare(cmd, quick, as_written, gpu, smpi):
     return words, None
 
 
-def run_command(words, cwd, env):
+def run_command(words, cwd, env, timeout=TIMEOUT_S):
     """(exit status, or "timeout" / "not started"; its output)."""
     try:
         p = subprocess.run(words, cwd=cwd, env=env, capture_output=True, text=True,
-                           errors="replace", timeout=TIMEOUT_S)
+                           errors="replace", timeout=timeout)
         return p.returncode, p.stdout + p.stderr
     except subprocess.TimeoutExpired as e:
         return "timeout", str(e.stdout or "")
