@@ -162,6 +162,27 @@ void sl_cpu_act_backward(sl_act act, size_t n, const float *x, const float *dy, 
     } while (0)
 #define ID(v) (v)
 
+/* One block's combine in f32, the zero coefficients decided once per block rather than per
+ * element (a select per element kept the loop scalar). Each case is the expression the element
+ * loop had: alpha = 0 gives 0 + beta y (so -0 becomes +0), beta = 0 leaves y unread. Correctly
+ * rounded operations without contraction: every clone gives the same bits. */
+SL_CPU_CLONES static void axpby_block(size_t m, float al, const float *xf, float be, float *yf)
+{
+    if (al == 0.0f && be == 0.0f) {
+#pragma omp simd
+        for (size_t i = 0; i < m; i++) yf[i] = 0.0f;
+    } else if (al == 0.0f) {
+#pragma omp simd
+        for (size_t i = 0; i < m; i++) yf[i] = 0.0f + be * yf[i];
+    } else if (be == 0.0f) {
+#pragma omp simd
+        for (size_t i = 0; i < m; i++) yf[i] = al * xf[i];
+    } else {
+#pragma omp simd
+        for (size_t i = 0; i < m; i++) yf[i] = al * xf[i] + be * yf[i];
+    }
+}
+
 /* f16 and bf16 in blocks: widen (half_vec.c: F16C, vectorised bf16), combine in f32, narrow
  * once */
 static void axpby_16(sl_dtype dt, size_t n, float al, const uint16_t *x, float be, uint16_t *y)
@@ -178,11 +199,7 @@ static void axpby_16(sl_dtype dt, size_t n, float al, const uint16_t *x, float b
         size_t lo = b * B, m = n - lo < B ? n - lo : B;
         if (al != 0.0f) widen(x + lo, xf, m);
         if (be != 0.0f) widen(y + lo, yf, m);
-        for (size_t i = 0; i < m; i++) {
-            float v = al == 0.0f ? 0.0f : al * xf[i];
-            if (be != 0.0f) v += be * yf[i];
-            yf[i] = v;
-        }
+        axpby_block(m, al, xf, be, yf);
         narrow(yf, y + lo, m);
     }
 }

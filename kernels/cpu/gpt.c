@@ -9,6 +9,7 @@
 
 #include "cpu/cpu.h"
 #include "cpu/vmath.h"
+#include "cpu/vsum.h"
 #include "gpt_backend.h"
 #include "sl_error.h"
 #include "sl_half.h"
@@ -18,16 +19,14 @@ static void load(sl_dtype dt, const void *src, size_t off, size_t n, float *dst)
 {
     if (dt == SL_F32) memcpy(dst, (const float *)src + off, n * 4);
     else if (dt == SL_F16) sl_cpu_f16_to_f32_n((const uint16_t *)src + off, dst, n);
-    else
-        for (size_t i = 0; i < n; i++) dst[i] = sl_bf16_to_f32(((const uint16_t *)src)[off + i]);
+    else sl_cpu_bf16_to_f32_n((const uint16_t *)src + off, dst, n);
 }
 
 static void store(sl_dtype dt, const float *src, void *dst, size_t off, size_t n)
 {
     if (dt == SL_F32) memcpy((float *)dst + off, src, n * 4);
     else if (dt == SL_F16) sl_cpu_f32_to_f16_n(src, (uint16_t *)dst + off, n);
-    else
-        for (size_t i = 0; i < n; i++) ((uint16_t *)dst)[off + i] = sl_f32_to_bf16(src[i]);
+    else sl_cpu_f32_to_bf16_n(src, (uint16_t *)dst + off, n);
 }
 
 static float *xmalloc_f32(size_t n)
@@ -54,6 +53,23 @@ static void gemm_batched(int transa, int transb, int m, int n, int k, float alph
 
 #define LN_EPS 1e-5f
 
+/* One row in place: the mean, then the variance about it (a second pass over the row, in
+ * cache, instead of E[x^2] - m^2, which cancels), each summed in vsum.h's fixed lanes so that
+ * every clone gives the same bits. */
+SL_CPU_CLONES static void layernorm_row(int C, float *x, const float *w, const float *b,
+                                        float *mean, float *rstd)
+{
+    float a[SL_LANES] = {0}, q[SL_LANES] = {0};
+    SL_LANE_LOOP(C, j, l, a[l] += x[j];);
+    float m = sl_lanes_fold(a) / C;
+    SL_LANE_LOOP(C, j, l, float d = x[j] - m; q[l] += d * d;);
+    float s = 1.0f / sqrtf(sl_lanes_fold(q) / C + LN_EPS);
+#pragma omp simd
+    for (int j = 0; j < C; j++) x[j] = (x[j] - m) * s * w[j] + b[j];
+    *mean = m;
+    *rstd = s;
+}
+
 static void layernorm_forward(sl_dtype dt, int N, int C, const void *inp, const float *w,
                               const float *b, void *out, float *mean, float *rstd)
 {
@@ -63,17 +79,25 @@ static void layernorm_forward(sl_dtype dt, int N, int C, const void *inp, const 
 #pragma omp for schedule(static)
         for (int i = 0; i < N; i++) {
             load(dt, inp, (size_t)i * C, C, x);
-            float m = 0.0f, v = 0.0f;
-            for (int j = 0; j < C; j++) m += x[j];
-            m /= C;
-            for (int j = 0; j < C; j++) v += (x[j] - m) * (x[j] - m);
-            float s = 1.0f / sqrtf(v / C + LN_EPS);
-            for (int j = 0; j < C; j++) x[j] = (x[j] - m) * s * w[j] + b[j];
+            layernorm_row(C, x, w, b, &mean[i], &rstd[i]);
             store(dt, x, out, (size_t)i * C, C);
-            mean[i] = m;
-            rstd[i] = s;
         }
         free(x);
+    }
+}
+
+/* One row of dinp, written over x: the two means in vsum.h's fixed lanes. */
+SL_CPU_CLONES static void layernorm_bwd_row(int C, float *x, const float *g, const float *w,
+                                            float mean, float rstd)
+{
+    float a[SL_LANES] = {0}, q[SL_LANES] = {0};
+    SL_LANE_LOOP(C, j, l, float xh = (x[j] - mean) * rstd, dxh = g[j] * w[j]; a[l] += dxh;
+                 q[l] += dxh * xh;);
+    float s1 = sl_lanes_fold(a) / C, s2 = sl_lanes_fold(q) / C;
+#pragma omp simd
+    for (int j = 0; j < C; j++) {
+        float xh = (x[j] - mean) * rstd;
+        x[j] = rstd * (g[j] * w[j] - s1 - xh * s2);
     }
 }
 
@@ -91,18 +115,7 @@ static void layernorm_backward(sl_dtype dt, int N, int C, const void *dout, cons
         for (int i = 0; i < N; i++) {
             load(dt, inp, (size_t)i * C, C, x);
             load(dt, dout, (size_t)i * C, C, g);
-            float s1 = 0.0f, s2 = 0.0f;
-            for (int j = 0; j < C; j++) {
-                float xh = (x[j] - mean[i]) * rstd[i], dxh = g[j] * w[j];
-                s1 += dxh;
-                s2 += dxh * xh;
-            }
-            s1 /= C;
-            s2 /= C;
-            for (int j = 0; j < C; j++) {
-                float xh = (x[j] - mean[i]) * rstd[i];
-                x[j] = rstd[i] * (g[j] * w[j] - s1 - xh * s2);
-            }
+            layernorm_bwd_row(C, x, g, w, mean[i], rstd[i]);
             store(dt, x, dinp, (size_t)i * C, C);
         }
         free(x);
@@ -121,6 +134,7 @@ static void layernorm_backward(sl_dtype dt, int N, int C, const void *dout, cons
             for (int i = 0; i < N; i++) {
                 load(dt, inp, (size_t)i * C + j0, nj, x);
                 load(dt, dout, (size_t)i * C + j0, nj, g);
+#pragma omp simd
                 for (int j = 0; j < nj; j++) {
                     sw[j] += g[j] * ((x[j] - mean[i]) * rstd[i]);
                     sb[j] += g[j];
@@ -138,16 +152,19 @@ static void layernorm_backward(sl_dtype dt, int N, int C, const void *dout, cons
 
 /* Causal softmax --------------------------------------------------------------------------- */
 
-/* exp of a row of non-positive arguments through vmath.h (vectorises), cloned per ISA */
-SL_CPU_CLONES static float exp_row(int n, float *p, float m)
+/* One row of n live scores (the rest, up to T, masked to 0) into p: the max (exact in any
+ * order), exp through vmath.h, summed in vsum.h's fixed lanes, so that every clone gives the
+ * same bits. */
+SL_CPU_CLONES static void softmax_row(int n, int T, const float *z, float *p)
 {
-    float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-    for (int j = 0; j < n; j++) {
-        p[j] = (float)sl_vexp_nonpos((double)p[j] - m);
-        s += p[j];
-    }
-    return s;
+    float m = z[0], a[SL_LANES] = {0};
+#pragma omp simd reduction(max : m)
+    for (int j = 1; j < n; j++) m = z[j] > m ? z[j] : m;
+    SL_LANE_LOOP(n, j, l, p[j] = (float)sl_vexp_nonpos((double)z[j] - m); a[l] += p[j];);
+    float inv = 1.0f / sl_lanes_fold(a);
+#pragma omp simd
+    for (int j = 0; j < n; j++) p[j] *= inv;
+    for (int j = n; j < T; j++) p[j] = 0.0f;
 }
 
 static void softmax_causal_forward(sl_dtype dt, long long rows, int T, const float *scores,
@@ -159,17 +176,22 @@ static void softmax_causal_forward(sl_dtype dt, long long rows, int T, const flo
 #pragma omp for schedule(static)
         for (long long r = 0; r < rows; r++) {
             int t = (int)(r % T), n = t + 1;
-            const float *z = scores + (size_t)r * T;
-            float m = z[0];
-            for (int j = 1; j < n; j++) m = z[j] > m ? z[j] : m;
-            memcpy(p, z, (size_t)n * 4);
-            float inv = 1.0f / exp_row(n, p, m);
-            for (int j = 0; j < n; j++) p[j] *= inv;
-            for (int j = n; j < T; j++) p[j] = 0.0f;
+            softmax_row(n, T, scores + (size_t)r * T, p);
             store(dt, p, att, (size_t)r * T, T);
         }
         free(p);
     }
+}
+
+/* p = p (g - sum p g) over the n live entries, the sum in vsum.h's fixed lanes; 0 beyond. */
+SL_CPU_CLONES static void softmax_bwd_row(int n, int T, const float *g, float *p)
+{
+    float a[SL_LANES] = {0};
+    SL_LANE_LOOP(n, j, l, a[l] += p[j] * g[j];);
+    float s = sl_lanes_fold(a);
+#pragma omp simd
+    for (int j = 0; j < n; j++) p[j] = p[j] * (g[j] - s);
+    for (int j = n; j < T; j++) p[j] = 0.0f;
 }
 
 static void softmax_causal_backward(sl_dtype dt, long long rows, int T, const void *att,
@@ -183,10 +205,7 @@ static void softmax_causal_backward(sl_dtype dt, long long rows, int T, const vo
             int n = (int)(r % T) + 1;
             const float *g = datt + (size_t)r * T;
             load(dt, att, (size_t)r * T, T, p);
-            float s = 0.0f;
-            for (int j = 0; j < n; j++) s += p[j] * g[j];
-            for (int j = 0; j < n; j++) p[j] = p[j] * (g[j] - s);
-            for (int j = n; j < T; j++) p[j] = 0.0f;
+            softmax_bwd_row(n, T, g, p);
             store(dt, p, dpre, (size_t)r * T, T); /* may overwrite g's row (f32): read above */
         }
         free(p);

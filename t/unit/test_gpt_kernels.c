@@ -111,6 +111,44 @@ static void check_layernorm(sl_dtype dt)
     tfree(x), tfree(g), tfree(w), tfree(b);
 }
 
+/* The cpu backend sums a row in 16 fixed lanes (kernels/cpu/vsum.h: element j into partial sum
+ * j % 16, folded halves first), so that its vectorised loops, the loop's remainder and every
+ * ISA clone give the same bits. The same order in plain scalar C here must match the kernel
+ * bit for bit, on rows of 40 (two whole blocks of 16 and a remainder of 8). */
+static float lane_sum(const float *t, int n)
+{
+    float a[16] = {0};
+    for (int j = 0; j < n; j++) a[j % 16] += t[j];
+    for (int w = 8; w > 0; w /= 2)
+        for (int l = 0; l < w; l++) a[l] += a[l + w];
+    return a[0];
+}
+
+static void check_layernorm_lanes(void)
+{
+    enum { N = 3, C = 40 };
+    tin x = mk(SL_F32, 21, N * C, 2.0f), w = mk(SL_F32, 22, C, 1.0f), b = mk(SL_F32, 23, C, 1.0f);
+    const float *xs = x.h, *ws = w.h, *bs = b.h;
+    float out[N * C], mean[N], rstd[N], d[C];
+    for (int i = 0; i < N; i++) {
+        const float *xi = xs + i * C;
+        float m = lane_sum(xi, C) / C;
+        for (int j = 0; j < C; j++) d[j] = (xi[j] - m) * (xi[j] - m);
+        float s = 1.0f / sqrtf(lane_sum(d, C) / C + 1e-5f);
+        for (int j = 0; j < C; j++) out[i * C + j] = (xi[j] - m) * s * ws[j] + bs[j];
+        mean[i] = m, rstd[i] = s;
+    }
+    float *dx = up(SL_F32, x), *dwv = up(SL_F32, w), *dbv = up(SL_F32, b);
+    float *dout = dalloc_be(SL_F32, N * C), *dm = dalloc_be(SL_F32, N), *dr = dalloc_be(SL_F32, N);
+    sl_k_layernorm_forward(T_BE, SL_F32, N, C, dx, dwv, dbv, dout, dm, dr);
+    float *o = down32(dout, N * C), *m = down32(dm, N), *r = down32(dr, N);
+    ok(!memcmp(o, out, sizeof out) && !memcmp(m, mean, sizeof mean) && !memcmp(r, rstd, sizeof rstd),
+       "cpu layernorm forward: the bits of the fixed 16-lane order, row of %d", C);
+    free(o), free(m), free(r);
+    t_free(dx), t_free(dwv), t_free(dbv), t_free(dout), t_free(dm), t_free(dr);
+    tfree(x), tfree(w), tfree(b);
+}
+
 /* Attention -------------------------------------------------------------------------------- */
 
 static void check_attention(sl_dtype dt, int B, int T, int C, int NH)
@@ -425,6 +463,7 @@ int main(void)
     check_attention_cost();
     T_BE = SL_BACKEND_CPU;
     run_backend();
+    check_layernorm_lanes();
     check_block_fd();
     if (sl_k_backend_available(SL_BACKEND_CUDA)) {
         T_BE = SL_BACKEND_CUDA;
