@@ -11,7 +11,8 @@
  * ring does, but in 2 steps rather than 2(n-1): alpha counts twice instead of 2(n-1) times, at the
  * price of n-1 messages in flight into each rank at once, which a switched network with all-to-all
  * bandwidth absorbs and a ring or torus of links does not. c->max_inflight (--max-inflight)
- * bounds the exchanges in flight: 1 is a pairwise exchange, one peer after the other. */
+ * bounds the exchanges in flight, blocking and non-blocking alike: 1 is a pairwise exchange,
+ * one peer after the other. */
 #include <stdlib.h>
 
 #include "coll_internal.h"
@@ -92,12 +93,15 @@ int slc_direct_allgather(sl_comm *c, const void *s, void *r, size_t n, sl_dtype 
     return SL_COLL_OK;
 }
 
-/* The schedule for the non-blocking engine: the same exchanges, one peer per step (the engine
- * runs one step at a time, so a non-blocking direct collective has one exchange in flight:
- * max_inflight does not apply to it). */
+/* The schedule for the non-blocking engine: the same exchanges, one step per peer, the
+ * reduce-scatter's n-1 steps one group and the all-gather's another (slc_step.join), so that
+ * the engine keeps window(c) exchanges in flight as slx_fan does and reduces the received
+ * copies in the same order k = 1, 2, ...: the same bits as the blocking algorithm. The
+ * all-gather's group starts once the reduce-scatter's is complete: it sends the piece that
+ * group summed. */
 int slc_direct_schedule(const sl_comm *c, size_t count, size_t block, int parts, slc_step *out)
 {
-    int n = c->size, r = c->rank, k = 0;
+    int n = c->size, r = c->rank, k = 0, w = window(c);
     size_t mine = piece(c, count, block, r), mlen = piece_len(c, count, block, r);
     for (int d = 1; (parts & SLC_PART_RS) && d < n; d++) {
         int to = (r + d) % n, from = (r + n - d) % n;
@@ -105,7 +109,7 @@ int slc_direct_schedule(const sl_comm *c, size_t count, size_t block, int parts,
                        .send_off = piece(c, count, block, to),
                        .send_len = piece_len(c, count, block, to),
                        .recv_off = mine, .recv_len = mlen, .reduce = 1,
-                       .a_buf = d == 1 ? SLC_BUF_S : SLC_BUF_R};
+                       .a_buf = d == 1 ? SLC_BUF_S : SLC_BUF_R, .join = d > 1, .window = w};
         if (d == n - 1) {
             st.avg_off = mine;
             st.avg_len = mlen;
@@ -116,7 +120,8 @@ int slc_direct_schedule(const sl_comm *c, size_t count, size_t block, int parts,
         int to = (r + d) % n, from = (r + n - d) % n;
         out[k++] = (slc_step){.to = to, .from = from, .send_buf = SLC_BUF_R, .send_off = mine,
                               .send_len = mlen, .recv_off = piece(c, count, block, from),
-                              .recv_len = piece_len(c, count, block, from)};
+                              .recv_len = piece_len(c, count, block, from), .join = d > 1,
+                              .window = w};
     }
     return k;
 }

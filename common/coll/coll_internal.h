@@ -126,7 +126,11 @@ int slc_hier_allreduce(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t,
  * a list of steps, each one exchange (send a range to one rank while receiving a range from
  * another), after which the received range is reduced into the result or was received straight
  * into it. Ranges are in elements; S is the send buffer, R the result. The engine runs one step
- * at a time, advancing whenever the caller tests. */
+ * at a time, advancing whenever the caller tests, unless steps form a group: a step with join
+ * set is posted while the steps before it in its group are still in flight, at most `window`
+ * of the group at once (direct's p - 1 exchanges, the bidirectional ring's two directions).
+ * A group's steps are completed, and reduced, in their order; the next group starts when the
+ * whole group is complete. The steps of a group must not touch each other's ranges. */
 enum { SLC_BUF_S, SLC_BUF_R };
 typedef struct slc_step {
     int to, from;                /* MPI_PROC_NULL when this step only receives / only sends */
@@ -136,8 +140,10 @@ typedef struct slc_step {
     int reduce;                  /* 1: R[recv] = A[recv] op received; 0: received into R */
     int a_buf;                   /* A: SLC_BUF_S or SLC_BUF_R */
     size_t avg_off, avg_len;     /* for avg: this range of R is final after the step; divide it */
+    int join;                    /* 1: in the previous step's group (0: starts one) */
+    int window;                  /* joining steps: the most of the group in flight at once */
 } slc_step;
-/* Each fills out[0..) (room for 2 * nranks + 64 steps) and returns the number of steps.
+/* Each fills out[0..) (room for 4 * nranks + 64 steps) and returns the number of steps.
  * The ring's: its reduce-scatter half, its all-gather half or both (the all-reduce), over an
  * even split of count (block 0) or over nranks blocks of `block` elements (reduce-scatter and
  * all-gather, R then being the whole vector). rhd's: the all-reduce, and its reduce-scatter
@@ -148,6 +154,9 @@ int slc_ring_schedule(const sl_comm *c, size_t count, size_t block, int parts, s
  * rank's contribution (SLC_BUF_S, or SLC_BUF_R after an earlier phase); avg: divide the chunk
  * the reduce-scatter completes. */
 int slc_ring_steps(const slc_ring *g, const slc_layout *L, int parts, int own, int avg, slc_step *out);
+/* The same for the bidirectional ring (slc_ring_rs2, slc_ring_ag2): each of its steps as a
+ * group of two, the clockwise half and the counter-clockwise half in flight together. */
+int slc_ring_steps2(const slc_ring *g, const slc_layout *L, int parts, int own, int avg, slc_step *out);
 /* direct and torus: all-reduce over an even split of count (block 0), or reduce-scatter /
  * all-gather (parts) over nranks blocks of `block`, as the ring's. */
 int slc_direct_schedule(const sl_comm *c, size_t count, size_t block, int parts, slc_step *out);

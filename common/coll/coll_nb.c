@@ -14,10 +14,15 @@
  * and send together on the communicator's second duplicate, with the request's own tag, cut
  * into the communicator's segments as the blocking transport cuts them: each segment that has
  * arrived is reduced at the next test while the later ones are still on their way, and when
- * every segment has arrived and been sent the next step is posted. The collective thus
- * advances whenever the caller tests, which a training loop does between layers. The
- * dispatch (coll_comm.c) decides which operations run as schedules (host buffers) and which
- * complete inside the start call (see sl_coll.h). */
+ * every segment has arrived and been sent the next step is posted. Steps may form a group
+ * (slc_step.join): those are posted together, up to the group's window, and as the oldest
+ * completes the next of the group takes its slot, as slx_fan runs a round of exchanges; so
+ * direct keeps max_inflight exchanges in flight and the bidirectional torus both directions.
+ * Whatever order messages arrive in, steps are completed and reduced oldest first, so that a
+ * schedule's sums are taken in its blocking algorithm's order and give its bits. The
+ * collective thus advances whenever the caller tests, which a training loop does between
+ * layers. The dispatch (coll_comm.c) decides which operations run as schedules (host buffers)
+ * and which complete inside the start call (see sl_coll.h). */
 #include <stdlib.h>
 
 #include "coll_internal.h"
@@ -45,7 +50,6 @@ int sl_coll_iallreduce_overlaps(const sl_comm *c)
     if (c->impl == SL_COLL_MPI) return c->space == SL_MEM_HOST || c->mpi_device_ok;
     if (c->impl == SL_COLL_NCCL) return 1;
     if (c->impl == SL_COLL_SHM || c->impl == SL_COLL_HIER) return 0; /* loads and stores */
-    if (c->torus_bidir) return 0; /* two exchanges per step: no schedule (coll_torus.c) */
     return c->space == SL_MEM_HOST;
 }
 
@@ -57,27 +61,57 @@ static size_t seg_len(const sl_coll_req *q, size_t len, size_t i)
     return len - i * q->seg < q->seg ? len - i * q->seg : q->seg;
 }
 
-/* Posts the current step: its receive segments (mq[0..nrseg)), then its send segments. A
- * reducing step receives into scratch, where segment i waits at offset i until reduced. */
-static void post_step(sl_coll_req *q)
+/* Step j's segments: its receives, then its sends. */
+static size_t recv_segs(const sl_coll_req *q, const slc_step *st)
 {
-    const slc_step *st = &q->steps[q->step];
+    return st->from != MPI_PROC_NULL ? nsegs(q, st->recv_len) : 0;
+}
+static size_t send_segs(const sl_coll_req *q, const slc_step *st)
+{
+    return st->to != MPI_PROC_NULL ? nsegs(q, st->send_len) : 0;
+}
+
+/* Step j's slot: its requests, and the scratch a reducing step receives into (segment i at
+ * offset i * seg until it is reduced). The steps in flight are consecutive and at most
+ * q->slots, so no two share a slot. */
+static MPI_Request *slot_req(const sl_coll_req *q, int j)
+{
+    return q->mq + (size_t)(j % q->slots) * q->per;
+}
+static char *slot_scratch(const sl_coll_req *q, int j)
+{
+    return (char *)q->scratch + (size_t)(j % q->slots) * q->room * sl_dtype_size(q->t);
+}
+
+/* Posts step j: its receive segments, then its send segments. */
+static void post_step(sl_coll_req *q, int j)
+{
+    const slc_step *st = &q->steps[j];
     size_t es = sl_dtype_size(q->t);
     MPI_Comm comm = q->c->nb_comm;
-    size_t nr = st->from != MPI_PROC_NULL ? nsegs(q, st->recv_len) : 0;
-    size_t ns = st->to != MPI_PROC_NULL ? nsegs(q, st->send_len) : 0;
-    char *into = st->reduce ? q->scratch : slc_at(q->r, st->recv_off, q->t);
+    size_t nr = recv_segs(q, st), ns = send_segs(q, st);
+    MPI_Request *rq = slot_req(q, j);
+    char *into = st->reduce ? slot_scratch(q, j) : slc_at(q->r, st->recv_off, q->t);
     for (size_t i = 0; i < nr; i++)
         SL_CHECK_MPI(MPI_Irecv(into + i * q->seg * es, (int)(seg_len(q, st->recv_len, i) * es),
-                               MPI_BYTE, st->from, q->tag, comm, &q->mq[i]));
+                               MPI_BYTE, st->from, q->tag, comm, &rq[i]));
     const char *from = ns ? slc_at(buf_of(q, st->send_buf), st->send_off, q->t) : NULL;
     for (size_t i = 0; i < ns; i++)
         SL_CHECK_MPI(MPI_Isend(from + i * q->seg * es, (int)(seg_len(q, st->send_len, i) * es),
-                               MPI_BYTE, st->to, q->tag, comm, &q->mq[nr + i]));
+                               MPI_BYTE, st->to, q->tag, comm, &rq[nr + i]));
     if (ns) q->c->bytes_sent += st->send_len * es;
-    q->nrseg = (int)nr;
-    q->nmq = (int)(nr + ns);
-    q->reduced = 0;
+}
+
+/* Posts what may be in flight now: the next step when nothing is, and after it the steps that
+ * join its group (slc_step.join), up to the group's window. A step of the next group waits
+ * until the whole group before it is complete: it may send what that group reduced. */
+static void post_more(sl_coll_req *q)
+{
+    while (q->posted < q->nsteps) {
+        const slc_step *st = &q->steps[q->posted];
+        if (q->posted > q->step && (!st->join || q->posted - q->step >= st->window)) break;
+        post_step(q, q->posted++);
+    }
 }
 
 /* The request's messages are complete: its epilogue, once. */
@@ -90,23 +124,25 @@ static void finish(sl_coll_req *q)
     q->kind = SLC_REQ_DONE;
 }
 
-/* Receive segment i of the current step has arrived: reduce it into its place in R. */
-static void reduce_segment(sl_coll_req *q, size_t i)
+/* Receive segment i of step j has arrived: reduce it into its place in R. */
+static void reduce_segment(sl_coll_req *q, int j, size_t i)
 {
-    const slc_step *st = &q->steps[q->step];
+    const slc_step *st = &q->steps[j];
     if (!st->reduce) return;
     size_t off = st->recv_off + i * q->seg;
     sl_reduce_host(slc_at(q->r, off, q->t), slc_at(buf_of(q, st->a_buf), off, q->t),
-                   slc_at(q->scratch, i * q->seg, q->t), seg_len(q, st->recv_len, i), q->t, q->op);
+                   slot_scratch(q, j) + i * q->seg * sl_dtype_size(q->t),
+                   seg_len(q, st->recv_len, i), q->t, q->op);
 }
 
-/* Every segment of the current step has arrived (and been reduced) and been sent: its avg
- * range, then the next step. */
+/* Every segment of the oldest step in flight has arrived (and been reduced) and been sent:
+ * its avg range, then what may follow it. */
 static void advance(sl_coll_req *q)
 {
     const slc_step *st = &q->steps[q->step];
     if (st->avg_len) slc_finish_avg(q->c, slc_at(q->r, st->avg_off, q->t), st->avg_len, q->t, q->op);
-    if (++q->step < q->nsteps) post_step(q);
+    q->reduced = 0;
+    if (++q->step < q->nsteps) post_more(q);
     else finish(q);
 }
 
@@ -128,7 +164,7 @@ void slc_nb_schedule(sl_coll_req *q, sl_collective w, const void *s, void *r, si
     size_t es = sl_dtype_size(q->t);
     q->s = s;
     q->r = r;
-    q->steps = malloc((size_t)(2 * c->size + 64) * sizeof *q->steps);
+    q->steps = malloc((size_t)(4 * c->size + 64) * sizeof *q->steps);
     if (!q->steps) SL_FATAL("out of memory for a schedule");
     if (w == SL_CO_REDUCE_SCATTER) {
         /* Partial sums need the whole vector: R is a work vector, this rank's block of it is
@@ -158,21 +194,26 @@ void slc_nb_schedule(sl_coll_req *q, sl_collective w, const void *s, void *r, si
         }
     }
     q->seg = slc_seg_elems(c, q->t);
-    size_t most = 0, reqs = 0;
+    /* A slot per step that may be in flight (the widest group's window), each with room for
+     * the largest step's requests and the largest reducing step's receive. */
+    q->slots = 1;
     for (int i = 0; i < q->nsteps; i++) {
         const slc_step *st = &q->steps[i];
-        if (st->reduce && st->recv_len > most) most = st->recv_len;
+        if (st->join && st->window > q->slots) q->slots = st->window;
+        if (st->reduce && st->recv_len > q->room) q->room = st->recv_len;
         size_t k = nsegs(q, st->recv_len) + nsegs(q, st->send_len);
-        if (k > reqs) reqs = k;
+        if (k > q->per) q->per = k;
     }
-    q->scratch = sl_alloc(SL_MEM_COMM, most * es);
+    if (q->slots > q->nsteps && q->nsteps > 0) q->slots = q->nsteps;
+    q->scratch = sl_alloc(SL_MEM_COMM, (size_t)q->slots * q->room * es);
+    size_t reqs = (size_t)q->slots * q->per;
     if (reqs > 2) {
         q->mq = malloc(reqs * sizeof *q->mq);
         if (!q->mq) SL_FATAL("out of memory for %zu requests", reqs);
     }
     q->kind = SLC_REQ_SCHED;
     q->nmq = 0;
-    if (q->nsteps) post_step(q);
+    if (q->nsteps) post_more(q);
     else finish(q);
 }
 
@@ -189,15 +230,21 @@ static void progress(sl_coll_req *q)
         if (sl_cdev_event_done(q->event)) finish(q);
         break;
     case SLC_REQ_SCHED:
-        while (q->kind == SLC_REQ_SCHED) { /* through as many segments and steps as have arrived */
-            while (q->reduced < q->nrseg) { /* in order: one sender's segments arrive in order */
-                SL_CHECK_MPI(MPI_Test(&q->mq[q->reduced], &flag, MPI_STATUS_IGNORE));
+        /* Through as many segments and steps as have arrived, oldest step first, whatever the
+         * order of arrival: the reductions happen in the schedule's order, so the result's
+         * bits do not depend on timing (direct's sums in the order k = 1, 2, ... as the
+         * blocking slx_fan takes them). */
+        while (q->kind == SLC_REQ_SCHED) {
+            const slc_step *st = &q->steps[q->step];
+            MPI_Request *rq = slot_req(q, q->step);
+            int nr = (int)recv_segs(q, st), ns = (int)send_segs(q, st);
+            while (q->reduced < nr) { /* in order: one sender's segments arrive in order */
+                SL_CHECK_MPI(MPI_Test(&rq[q->reduced], &flag, MPI_STATUS_IGNORE));
                 if (!flag) break;
-                reduce_segment(q, (size_t)q->reduced++);
+                reduce_segment(q, q->step, (size_t)q->reduced++);
             }
-            if (q->reduced < q->nrseg) break;
-            SL_CHECK_MPI(MPI_Testall(q->nmq - q->nrseg, q->mq + q->nrseg, &flag,
-                                     MPI_STATUSES_IGNORE)); /* the sends */
+            if (q->reduced < nr) break;
+            SL_CHECK_MPI(MPI_Testall(ns, rq + nr, &flag, MPI_STATUSES_IGNORE)); /* the sends */
             if (!flag) break;
             advance(q);
         }

@@ -223,6 +223,34 @@ int slc_ring_steps(const slc_ring *g, const slc_layout *L, int parts, int own, i
     return k;
 }
 
+/* The bidirectional ring's steps: step s of slc_ring_rs2 / slc_ring_ag2 as a group of two,
+ * its clockwise exchange (d = 0) then its counter-clockwise one, in flight together. The
+ * halves are disjoint, so the order in which they are reduced does not change the bits; where
+ * the ring has two members (left = right) the two exchanges go to the same peer under the
+ * same tag, and match because both ends post them in the same order. */
+int slc_ring_steps2(const slc_ring *g, const slc_layout *L, int parts, int own, int avg, slc_step *out)
+{
+    int p = g->n, r = g->pos, k = 0;
+    int first = parts & SLC_PART_RS ? 0 : p - 1, last = parts & SLC_PART_AG ? 2 * (p - 1) : p - 1;
+    for (int s = first; s < last; s++) {
+        int rs = s < p - 1, j = rs ? s : s - (p - 1);
+        for (int d = 0; d < 2; d++) {
+            int si = slc_mod(d ? r + j + rs : r - j - rs, p), ri = slc_mod(d ? r + j + rs + 1 : r - j - rs - 1, p);
+            slc_step st = {.to = d ? g->left : g->right, .from = d ? g->right : g->left,
+                           .send_buf = s == 0 ? own : SLC_BUF_R, .reduce = rs, .a_buf = own,
+                           .join = d, .window = 2};
+            half(L, si, d, &st.send_off, &st.send_len);
+            half(L, ri, d, &st.recv_off, &st.recv_len);
+            if (s == p - 2 && avg) { /* the last reduce-scatter step completes chunk r */
+                st.avg_off = st.recv_off;
+                st.avg_len = st.recv_len;
+            }
+            out[k++] = st;
+        }
+    }
+    return k;
+}
+
 /* The ring all-reduce (both halves over an even split), reduce-scatter (the first half over
  * blocks) or all-gather (the second half over blocks) as a schedule. */
 int slc_ring_schedule(const sl_comm *c, size_t count, size_t block, int parts, slc_step *out)

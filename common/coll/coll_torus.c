@@ -15,8 +15,8 @@
  * Bidirectional (c->torus_bidir, --torus-bidir): every ring sends the first half of each chunk
  * clockwise and the second half counter-clockwise in the same step, as a torus whose links
  * carry traffic both ways does: the same steps and bytes, half of each step's bytes on each
- * link direction. The non-blocking engine runs one exchange per step, so it has no schedule
- * for this (sl_coll_iallreduce_overlaps is 0 and the i-calls run these loops at the call). */
+ * link direction. The non-blocking engine runs each such step as a group of two exchanges in
+ * flight together (slc_ring_steps2). */
 #include "coll_internal.h"
 
 int sl_coll_torus_grid(int n, int *rows, int *cols)
@@ -100,19 +100,21 @@ int slc_torus_allgather(sl_comm *c, const void *s, void *r, size_t n, sl_dtype t
     return SL_COLL_OK;
 }
 
-/* The same four rings (unidirectional) as a schedule for the non-blocking engine. */
+/* The same four rings as a schedule for the non-blocking engine; bidirectional, each ring
+ * step a group of two exchanges (slc_ring_steps2), as slc_ring_rs2 and slc_ring_ag2 run them. */
 int slc_torus_schedule(const sl_comm *c, size_t count, size_t block, int parts, slc_step *out)
 {
     grid g = grid_of(c, count, block);
     int k = 0, row_only = g.col.n == 1;
+    int (*steps)(const slc_ring *, const slc_layout *, int, int, int, slc_step *) =
+        c->torus_bidir ? slc_ring_steps2 : slc_ring_steps;
     if (parts & SLC_PART_RS) {
-        k += slc_ring_steps(&g.row, &g.lrow, SLC_PART_RS, SLC_BUF_S, row_only, out + k);
-        k += slc_ring_steps(&g.col, &g.lcol, SLC_PART_RS, g.row.n > 1 ? SLC_BUF_R : SLC_BUF_S, 1,
-                            out + k);
+        k += steps(&g.row, &g.lrow, SLC_PART_RS, SLC_BUF_S, row_only, out + k);
+        k += steps(&g.col, &g.lcol, SLC_PART_RS, g.row.n > 1 ? SLC_BUF_R : SLC_BUF_S, 1, out + k);
     }
     if (parts & SLC_PART_AG) {
-        k += slc_ring_steps(&g.col, &g.lcol, SLC_PART_AG, SLC_BUF_R, 0, out + k);
-        k += slc_ring_steps(&g.row, &g.lrow, SLC_PART_AG, SLC_BUF_R, 0, out + k);
+        k += steps(&g.col, &g.lcol, SLC_PART_AG, SLC_BUF_R, 0, out + k);
+        k += steps(&g.row, &g.lrow, SLC_PART_AG, SLC_BUF_R, 0, out + k);
     }
     return k;
 }

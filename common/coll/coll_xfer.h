@@ -74,10 +74,12 @@ struct sl_coll_req {
     MPI_Request *mq, mq2[2];       /* mq: mq2, or an array of nmq for many segments */
     int nmq;
     struct slc_step *steps;        /* schedule (coll_nb.c) */
-    int nsteps, step;
+    int nsteps, step, posted;      /* steps [step, posted) are in flight, one group's */
     size_t seg;                    /* schedule: elements per segment of a step's messages */
-    int nrseg, reduced;            /* the step's receive segments (mq[0..nrseg)), and how many
-                                      of them have been reduced; sends follow in mq */
+    int slots;                     /* schedule: step j uses slot j % slots of mq and scratch */
+    size_t per, room;              /* requests per slot (receives first, then sends), and
+                                      elements of scratch per slot */
+    int reduced;                   /* receive segments of step `step` reduced so far */
     void *scratch;                 /* where a reducing step receives */
     const void *copy_from;         /* epilogue */
     void *copy_to;

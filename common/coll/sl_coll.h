@@ -140,9 +140,8 @@ void sl_coll_set_max_inflight(int k);
 /* The torus's rings bidirectional (on != 0; a program's --torus-bidir) for the torus
  * communicators made afterwards: each dimension's reduce-scatter and all-gather send half of
  * every chunk each way round the ring at once, exchanging with both neighbours each step
- * (the same steps and bytes). The non-blocking engine runs one exchange per step and cannot:
- * a bidirectional torus's non-blocking collectives run the blocking algorithm inside the start
- * call (sl_coll_iallreduce_overlaps says 0). Not collective; every rank must set the same. */
+ * (the same steps and bytes), blocking and non-blocking alike. Not collective; every rank must
+ * set the same. */
 void sl_coll_set_torus_bidir(int on);
 
 /* The communicator: opaque; made and queried by the calls below. */
@@ -221,8 +220,9 @@ int sl_coll_barrier(sl_comm *c);
  *           neighbours started by several calls cannot deadlock in stream order.
  *   ring, rhd, tree, dbtree, direct, torus   on host buffers: the algorithm's steps as a
  *           schedule (all-reduce for all six; reduce-scatter and all-gather, the two halves of
- *           the all-reduce, for ring, rhd, direct and torus; direct's exchanges one peer per
- *           step, so one in flight whatever max_inflight); a step's messages travel in the
+ *           the all-reduce, for ring, rhd, direct and torus; direct with max_inflight
+ *           exchanges in flight, the bidirectional torus with both directions of each ring
+ *           step, as their blocking forms); a step's messages travel in the
  *           communicator's segments, as the
  *           blocking transport's do, and each sl_coll_test reduces the segments that have
  *           arrived and, once the step is complete, posts the next, so the collective advances
@@ -234,9 +234,7 @@ int sl_coll_barrier(sl_comm *c);
  *           received into the stage, copied to the device when complete).
  *   others  collectives of the suite's algorithms on device buffers (without CUDA-aware MPI: the
  *           copies to and from the device must be ordered with the messages), of mpi on device
- *           buffers without CUDA-aware MPI, a bidirectional torus (sl_coll_set_torus_bidir: the
- *           engine runs one exchange per step, the bidirectional ring needs two), and on
- *           vectors whose messages exceed 2 GiB run to
+ *           buffers without CUDA-aware MPI, and on vectors whose messages exceed 2 GiB run to
  *           completion inside the start call: correct, but nothing overlaps.
  *           sl_coll_iallreduce_overlaps says which case a communicator is in (for vectors
  *           under 2 GiB).

@@ -47,8 +47,12 @@ the link one after the other: a step of m bytes costs s(m) alpha + m beta, s(m) 
                                  2 (ceil((p-1)/K) alpha_max + (p-1)/p n beta)
           This holds where the network gives every rank its link's bandwidth to all the others at
           once (a non-blocking fat-tree); on a torus the p-1 flows share the links between, and
-          the model is a lower bound. With fewer elements than ranks (8 B) only the ranks owning
-          an element's piece send in the first step and receive in the second: the same 2 alpha.
+          the model is a lower bound. The busiest link is that of the rank owning the largest
+          piece, ceil(count/p) elements: p-1 copies of it arrive there in the reduce-scatter and
+          leave in the all-gather, so the beta term is 2 (p-1) ceil(count/p) esize beta, which is
+          the above where p divides the count. With fewer elements than ranks (8 B) only the
+          ranks owning an element's piece receive in the first step and send in the second: the
+          same 2 alpha, and p-1 single elements through the owners' links (0.3 us at p = 1024).
   torus   an R x C grid (common/coll/coll_torus.c: columns of R consecutive ranks, rows of ranks R
           apart): the ring's steps along the rows on chunks of n/C, then along the columns on
           pieces of n/p, and back:
@@ -160,7 +164,8 @@ def model(coll, p, n, plat, segment=256 << 10, esize=4, grid=None, inflight=None
     if coll == "direct":
         alpha_max = max(plat.route_latency(0, r) for r in range(1, p))
         rounds = math.ceil((p - 1) / min(inflight or p - 1, p - 1))
-        return 2 * (rounds * alpha_max + (p - 1) / p * n * beta)
+        piece = math.ceil(n / esize / p) * esize  # the largest piece, in bytes
+        return 2 * (rounds * alpha_max + (p - 1) * piece * beta)
     if coll == "torus":
         R, C = grid or torus_grid(p)
         row_hops = [[plat.route_latency(i + j * R, i + (j + 1) % C * R) for j in range(C)] for i in range(R)]

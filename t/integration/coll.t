@@ -58,9 +58,12 @@ for np in 2 3 4 5 6 7; do
   done
 done
 # The torus on 9 ranks (3x3), on 8 as 2x4 and as a grid taller than wide (4x2: rows of 2) and on
-# 7 (1x7), direct on 9, 8 and on 7 with at most 3 exchanges in flight, each with the count
-# 10^6 + 3 that the --quick runs of 5..8 ranks above leave out; 1..8 ranks above took the default
-# grids (1x1, 1x2, 1x3, 2x2, 1x5, 2x3, 1x7, 2x4) and every exchange at once.
+# 7 (1x7), direct on 9, 8 and on 7 with at most 3 exchanges in flight, and both on 5 and 6 ranks
+# (1x5, 2x3), each with the count 10^6 + 3 that the --quick runs of 5..8 ranks above leave out
+# (seconds each); 1..8 ranks above took the default grids (1x1, 1x2, 1x3, 2x2, 1x5, 2x3, 1x7,
+# 2x4) and every exchange at once.
+run 5 "[default grid 1x5, 4 in flight] " --counts-only --only direct,torus
+run 6 "[default grid 2x3, 5 in flight] " --counts-only --only direct,torus
 run 9 "[default grid 3x3, 8 in flight] " --counts-only --only direct,torus
 run 8 "[--grid 4x2] " --counts-only --only direct,torus --grid 4x2
 run 8 "[default grid 2x4] " --counts-only --only torus

@@ -896,6 +896,117 @@ static void check_direct_torus(sl_comm *c, const char *space, int quick)
     bufs_free(&b);
 }
 
+/* Rank p's value at element i where the order of additions must matter: fractions of many
+ * bits (|v| < 102, not the small integers of val), so that sums taken in another order round
+ * differently somewhere. */
+static double frac_val(int p, size_t i)
+{
+    unsigned h = (unsigned)i * 2654435761u ^ (unsigned)(p + 1) * 40503u;
+    h ^= h >> 13;
+    h *= 0x5bd1e995u;
+    h ^= h >> 15;
+    return ((double)(h % 20001u) - 10000.0) / 99.0;
+}
+
+/* The non-blocking all-reduce and reduce-scatter of c against its blocking ones on frac_val
+ * data, bit for bit, in every dtype, with the default segment and with 1000-byte ones (many
+ * segments per exchange, arriving out of step): the schedule must take its sums in the
+ * blocking algorithm's order. The engine's steps in flight (q->posted - q->step) are read right
+ * after the start, where they must be `want` (direct's window, 2 for the bidirectional torus's
+ * two directions), and after every test, where they must never be more. On 3 ranks and more
+ * the data are shown to be order-sensitive: the sums in rank order differ from the blocking
+ * result somewhere, so equal bits mean the same order, not merely exact arithmetic. */
+static void check_nb_bits(sl_comm *c, int want, const char *label)
+{
+    if (g_size < 2 || !sl_coll_iallreduce_overlaps(c)) return;
+    const size_t n = 100003, per = 14293; /* primes: uneven pieces, blocks of reduce-scatter */
+    size_t cap = n > per * (size_t)g_size ? n : per * (size_t)g_size, bytes = cap * sizeof(double);
+    char *in = malloc(bytes), *blk = malloc(bytes), *nbr = malloc(bytes), *acc = malloc(bytes);
+    char *other = malloc(bytes);
+    tally bits = {0}, flight = {0}, sens = {0};
+    size_t seg0 = sl_comm_segment(c);
+    for (int t = 0; t < SL_NDTYPES; t++) {
+        size_t es = sl_dtype_size((sl_dtype)t);
+        for (size_t i = 0; i < cap; i++) sl_elem_put(in, i, (sl_dtype)t, frac_val(g_rank, i));
+        for (int sg = 0; sg < 2; sg++) {
+            sl_comm_set_segment(c, sg ? 1000 : seg0);
+            for (int w = 0; w < 2; w++) { /* all-reduce of n, reduce-scatter of per per rank */
+                size_t len = w ? per : n;
+                poison(blk, bytes);
+                poison(nbr, bytes);
+                int rc = w ? sl_coll_reduce_scatter(c, in, blk, per, (sl_dtype)t, SL_OP_SUM)
+                           : sl_coll_allreduce(c, in, blk, n, (sl_dtype)t, SL_OP_SUM);
+                sl_coll_req *q = NULL;
+                rc |= w ? sl_coll_ireduce_scatter(c, in, nbr, per, (sl_dtype)t, SL_OP_SUM, &q)
+                        : sl_coll_iallreduce(c, in, nbr, n, (sl_dtype)t, SL_OP_SUM, &q);
+                if (rc || !q) {
+                    fail(&bits, "rc %d", rc);
+                    if (q) sl_coll_wait(q);
+                    continue;
+                }
+                int first = q->posted - q->step, most = first, done = 0;
+                while (!done) {
+                    sl_coll_test(q, &done);
+                    if (!done && q->posted - q->step > most) most = q->posted - q->step;
+                }
+                sl_coll_wait(q);
+                if (first != want || most != want)
+                    fail(&flight, "%s %s: %d steps in flight at the start, at most %d, expected %d",
+                         w ? "ireduce_scatter" : "iallreduce", sl_dtype_name((sl_dtype)t), first, most, want);
+                if (memcmp(blk, nbr, len * es)) {
+                    size_t i = 0;
+                    while (!memcmp(blk + i * es, nbr + i * es, es)) i++;
+                    fail(&bits, "%s %s segment %zu B: element %zu is %.9g, blocking %.9g",
+                         w ? "ireduce_scatter" : "iallreduce", sl_dtype_name((sl_dtype)t),
+                         sl_comm_segment(c), i, sl_elem_get(nbr, i, (sl_dtype)t), sl_elem_get(blk, i, (sl_dtype)t));
+                }
+            }
+        }
+        /* the all-reduce's sums in rank order 0, 1, ..., as this type rounds them */
+        for (int p = 0; p < g_size; p++) {
+            for (size_t i = 0; i < n; i++) sl_elem_put(p ? other : acc, i, (sl_dtype)t, frac_val(p, i));
+            if (p) sl_reduce_host(acc, acc, other, n, (sl_dtype)t, SL_OP_SUM);
+        }
+        sl_coll_allreduce(c, in, blk, n, (sl_dtype)t, SL_OP_SUM);
+        int differ = memcmp(acc, blk, n * es) != 0, any = 0;
+        MPI_Allreduce(&differ, &any, 1, MPI_INT, MPI_MAX, g_world);
+        if (g_size >= 3 && !any) fail(&sens, "%s: the sums in rank order equal the blocking result", sl_dtype_name((sl_dtype)t));
+    }
+    sl_comm_set_segment(c, seg0);
+    verdict(&bits, "host %s (%s) non-blocking all-reduce and reduce-scatter equal the blocking ones bit for bit, "
+            "every dtype, order-sensitive data, segments default and 1000 B", sl_coll_name(sl_comm_impl(c)), label);
+    verdict(&flight, "host %s (%s): %d step(s) in flight at the start, never more", sl_coll_name(sl_comm_impl(c)),
+            label, want);
+    if (g_size >= 3)
+        verdict(&sens, "host %s (%s): the data are order-sensitive in every dtype (sums in rank order differ)",
+                sl_coll_name(sl_comm_impl(c)), label);
+    free(in), free(blk), free(nbr), free(acc), free(other);
+}
+
+/* direct's non-blocking form with at most K = 1, 2 and n - 1 exchanges in flight (each K once,
+ * those below n), on communicators made for each; the default K of later ones is restored. */
+static int g_max_inflight; /* --max-inflight */
+
+static void check_direct_windows(void)
+{
+    int ks[3] = {1, 2, g_size - 1};
+    for (int i = 0; i < 3; i++) {
+        int k = ks[i];
+        if (k < 1 || k > g_size - 1 || (i == 2 && k <= 2)) continue;
+        sl_coll_set_max_inflight(k);
+        sl_comm *c;
+        if (sl_comm_create(&c, MPI_COMM_WORLD, SL_COLL_DIRECT, SL_MEM_HOST) != SL_COLL_OK) {
+            if (g_rank == 0) ok(0, "np=%d host direct --max-inflight %d: create", g_size, k);
+            continue;
+        }
+        char label[48];
+        snprintf(label, sizeof label, "max-inflight %d", k);
+        check_nb_bits(c, k, label);
+        sl_comm_destroy(c);
+    }
+    sl_coll_set_max_inflight(g_max_inflight);
+}
+
 /* --sizes K,K,...: the torus's counts and bytes on the first K ranks of this launch, for each
  * K (at most the launch's size), so that one launch covers several grids; the others wait. */
 static void check_torus_sizes(const char *list, int quick)
@@ -915,6 +1026,7 @@ static void check_torus_sizes(const char *list, int quick)
             sl_comm *c;
             if (sl_comm_create(&c, sub, SL_COLL_TORUS, SL_MEM_HOST) == SL_COLL_OK) {
                 check_direct_torus(c, "host", quick);
+                check_nb_bits(c, 1 + g_bidir, g_bidir ? "bidirectional" : "one way");
                 sl_comm_destroy(c);
             } else if (g_rank == 0) {
                 ok(0, "np=%d host torus: create", g_size);
@@ -949,7 +1061,8 @@ int main(int argc, char **argv)
             if (sscanf(argv[++a], "%dx%d", &r, &k) == 2) sl_coll_set_torus(r, k);
         }
         if (!strcmp(argv[a], "--bidir")) sl_coll_set_torus_bidir(g_bidir = 1);
-        if (!strcmp(argv[a], "--max-inflight") && a + 1 < argc) sl_coll_set_max_inflight(atoi(argv[++a]));
+        if (!strcmp(argv[a], "--max-inflight") && a + 1 < argc)
+            sl_coll_set_max_inflight(g_max_inflight = atoi(argv[++a]));
         if (!strcmp(argv[a], "--sizes") && a + 1 < argc) sizes = argv[++a];
         if (!strcmp(argv[a], "--only") && a + 1 < argc) {
             only = 0;
@@ -994,6 +1107,9 @@ int main(int argc, char **argv)
             segments[0] = sl_comm_segment(c);
             segments[1] = TINY_SEGMENT;
             check_direct_torus(c, sname, quick);
+            if (space == SL_MEM_HOST && !counts_only && impl == SL_COLL_DIRECT) check_direct_windows();
+            if (space == SL_MEM_HOST && !counts_only && impl == SL_COLL_TORUS)
+                check_nb_bits(c, 1 + g_bidir, g_bidir ? "bidirectional" : "one way");
             /* A torus of one row or one column (1 x n: every prime rank count) runs the ring's
              * steps: the sweeps below are the ring's there, and cost time on 2 cores. */
             int rows, cols;
