@@ -108,22 +108,31 @@ static void forward_layers(sl_train *t, sl_acts *a, const void *params, int l0, 
     }
 }
 
-/* One layer's 16-bit backward: the f32 dW either rounded at once into lg, or (micro-batches)
- * summed in f32 at sum (the layer's block of the f32 accumulator) and rounded into lg after the
- * last. */
+/* A 16-bit layer's f32 dW, for every model: with one micro-batch (sum NULL) it goes to gw32 and
+ * is rounded into lg at once; with several it goes to sum (the layer's block of the f32
+ * accumulator) for the first micro-batch and to gw32, then added to sum, for the later ones, and
+ * the sum is rounded into lg after the last. dw32_of says where the kernel writes; sum_micro
+ * does the rest once it has. */
+static float *dw32_of(sl_acts *a, float *sum) { return sum && a->first ? sum : a->gw32; }
+
+static void sum_micro(sl_train *t, sl_acts *a, size_t size, void *lg, float *sum)
+{
+    if (sum && !a->first) sl_k_add(t->be, SL_F32, size, a->gw32, sum);
+    if (!sum || a->last) sl_k_cast(t->be, size, sum ? sum : a->gw32, SL_F32, lg, t->dtype, NULL);
+}
+
+/* The MLP's 16-bit layer (sl_mixed writes its f32 dW, and rounds it into lg itself: with one
+ * micro-batch that is all). */
 static void backward16(sl_train *t, sl_acts *a, int l, void *dy, void *dx, const void *lp, void *lg,
                        float *sum)
 {
-    const size_t size = sl_mlp_layer_size(t->m, l);
-    sl_mixed_layer_backward(&a->mx, l, dy, dx, lp, sum && a->first ? sum : a->gw32, lg);
-    if (!sum || a->first) return;
-    sl_k_add(t->be, SL_F32, size, a->gw32, sum);
-    if (a->last) sl_k_cast(t->be, size, sum, SL_F32, lg, t->dtype, NULL);
+    sl_mixed_layer_backward(&a->mx, l, dy, dx, lp, dw32_of(a, sum), lg);
+    if (sum) sum_micro(t, a, sl_mlp_layer_size(t->m, l), lg, sum);
 }
 
-/* A GPT layer's backward: its f32 gradient accumulated in place in f32 (lg is then f32, and
- * micro-batches add up there as the MLP's do); in 16 bits into the f32 block gw32, or sum (see
- * backward16), rounded into lg once. */
+/* A GPT layer's backward: in f32 its gradient accumulated in place (lg is then f32, and
+ * micro-batches add up there as the MLP's do); in 16 bits accumulated into a zeroed f32 block
+ * (dw32_of) and rounded as sum_micro says. */
 static void backward_gpt(sl_train *t, sl_acts *a, int l, void *dy, void *dx, const void *lp, void *lg,
                          float *sum)
 {
@@ -132,11 +141,10 @@ static void backward_gpt(sl_train *t, sl_acts *a, int l, void *dy, void *dx, con
         return;
     }
     const size_t size = sl_mlp_layer_size(t->m, l);
-    float *g32 = sum && a->first ? sum : a->gw32;
+    float *g32 = dw32_of(a, sum);
     sl_k_memset0(t->be, g32, size * sizeof(float));
     sl_gpt_layer_backward(t->m, &a->g, l, dy, dx, lp, g32);
-    if (sum && !a->first) sl_k_add(t->be, SL_F32, size, a->gw32, sum);
-    if (!sum || a->last) sl_k_cast(t->be, size, sum ? sum : a->gw32, SL_F32, lg, t->dtype, NULL);
+    sum_micro(t, a, size, lg, sum);
 }
 
 /* A layer's backward kernel on the f32 store or in 16 bits (sum: see backward16). */

@@ -272,14 +272,7 @@ static void run_backend(void)
 
 int main(void)
 {
-    T_BE = SL_BACKEND_CPU;
-    run_backend();
-    if (sl_k_backend_available(SL_BACKEND_CUDA)) {
-        T_BE = SL_BACKEND_CUDA;
-        run_backend();
-    } else {
-        diag("cuda backend not available here: the cpu backend only");
-    }
+    t_each_backend(run_backend, NULL);
     done_testing();
     return exit_status();
 }

@@ -19,6 +19,21 @@
 
 static sl_backend T_BE = SL_BACKEND_CPU;
 
+/* run() on the cpu backend, then cpu_only() (may be NULL: the checks with no device twin), then
+ * run() again on cuda where a device is visible (else a diagnostic says it was not). */
+static inline void t_each_backend(void (*run)(void), void (*cpu_only)(void))
+{
+    T_BE = SL_BACKEND_CPU;
+    run();
+    if (cpu_only) cpu_only();
+    if (sl_k_backend_available(SL_BACKEND_CUDA)) {
+        T_BE = SL_BACKEND_CUDA;
+        run();
+    } else {
+        diag("cuda backend not available here: the cpu backend only");
+    }
+}
+
 #define U32 0x1p-24 /* unit roundoff of f32 */
 
 static inline void *t_up(const void *host, size_t bytes)
