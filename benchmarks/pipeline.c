@@ -117,10 +117,13 @@ typedef struct stage {
     float *optim;
     void **stash;            /* pipedream: p - s weight versions (t->dtype) */
     int nstash;
-    int rows_max, width_max;
+    int rows_max;
+    size_t io_max;           /* bytes of the largest tensor between two layers (dbuf) */
+    size_t in_row, out_row;  /* bytes of a sample's input and target as the task makes them */
     void *dbuf[2];           /* dL/dx between a chunk's layers (t->dtype) */
-    float *xscratch, *x32;   /* the data no chunk reads; x32 (16 bits): the input before its cast */
-    float **target;          /* per slot, on the stage holding the model's last chunk */
+    void *xscratch;          /* the data no chunk reads */
+    float *x32;              /* the MLP's input before its cast (16 bits) */
+    void **target;           /* per slot, on the stage holding the model's last chunk */
     void **act_in, **act_out, **grad_in, **grad_out; /* per slot, boundary buffers (t->dtype) */
     sl_acts acts;            /* the layers' workspaces; each operation maps its block */
     int nb[MAX_CHUNKS];      /* this step's backwards per chunk so far (the f32 sum's first/last) */
@@ -148,6 +151,12 @@ typedef struct pline {
     double sent;             /* bytes both communicators sent in the driver's steps */
     stage *ref;              /* reference simulation, rank 0 */
 } pline;
+
+/* What stages split: the MLP's layers, or the GPT's blocks. */
+static long long units(void)
+{
+    return sl_gpt_selected() ? sl_gpt_resolve(&sl_gpt_opt).layers : sl_train_opt.layers;
+}
 
 /* --balance, parsed and checked by validate: layers per chunk of the run's nbalance chunks. */
 static int balance[SL_MLP_MAX_LAYERS], nbalance;
@@ -183,9 +192,20 @@ static void chunk_layers(int c, int G, int *l0, int *l1)
         return;
     }
     size_t a, b;
-    sl_share((size_t)sl_train_opt.layers, G, c, &a, &b);
+    sl_share((size_t)units(), G, c, &a, &b);
     *l0 = (int)a;
     *l1 = (int)b;
+}
+
+/* The model's layers of global chunk c of G: the MLP's layers are chunk_layers' units; the GPT's
+ * units are its blocks (layers 1..L), the embedding going with the first chunk and the LM head
+ * with the last, so --balance and the even split count blocks. */
+static void chunk_model_layers(int c, int G, int *l0, int *l1)
+{
+    chunk_layers(c, G, l0, l1);
+    if (!sl_gpt_selected()) return;
+    *l0 = c == 0 ? 0 : *l0 + 1;
+    *l1 = c == G - 1 ? (int)units() + 2 : *l1 + 1;
 }
 
 /* Rows of micro-batch j (within its step) of the replicas the stage stands for, and the samples
@@ -205,25 +225,21 @@ static int mb_rows(const sl_train *t, const stage *st, int j)
     return rows;
 }
 
-static size_t keep_elems(const sl_mlp *m, const chunk *c, int rows, int full)
+/* What a chunk keeps per micro-batch (full) or its input alone (--recompute), in bytes. */
+static size_t keep_bytes(const sl_train *t, const chunk *c, int rows, int full)
 {
-    size_t e = 0;
-    for (int l = c->l0; l < (full ? c->l1 : c->l0 + 1); l++) {
-        e += (size_t)m->dims[l];
-        if (full && m->act[l] != SL_ACT_NONE) e += (size_t)m->dims[l + 1];
-    }
-    return e * (size_t)rows;
+    return sl_acts_range_bytes(t, c->l0, c->l1, rows, full);
 }
 
-static void *activ_alloc(sl_train *t, stage *st, size_t elems)
+static void *activ_alloc(sl_train *t, stage *st, size_t bytes)
 {
-    st->activ += (double)elems * st->es;
+    st->activ += (double)bytes;
     if (st->activ > st->activ_peak) st->activ_peak = st->activ;
-    return sl_k_malloc(t->be, SL_MEM_ACTIV, elems * st->es + 1);
+    return sl_k_malloc(t->be, SL_MEM_ACTIV, bytes + 1);
 }
-static void activ_free(sl_train *t, stage *st, void *p, size_t elems)
+static void activ_free(sl_train *t, stage *st, void *p, size_t bytes)
 {
-    st->activ -= (double)elems * st->es;
+    st->activ -= (double)bytes;
     sl_k_free(t->be, p);
 }
 
@@ -256,7 +272,7 @@ static void setup_stage(sl_train *t, stage *st, const geometry *g, int sched, in
     for (int c = 0; c < g->v; c++) {
         chunk *ch = &st->ch[c];
         ch->global = c * g->p + s;
-        chunk_layers(ch->global, g->p * g->v, &ch->l0, &ch->l1);
+        chunk_model_layers(ch->global, g->p * g->v, &ch->l0, &ch->l1);
         /* the loss reads x[nlayers], which only the model's last chunk fills */
         if (ch->l0 < 0 || ch->l1 <= ch->l0 || ch->l1 > m->nlayers ||
             (ch->global == g->p * g->v - 1) != (ch->l1 == m->nlayers))
@@ -265,7 +281,6 @@ static void setup_stage(sl_train *t, stage *st, const geometry *g, int sched, in
         ch->off = st->nparams;
         ch->count = sl_mlp_range_size(m, ch->l0, ch->l1);
         st->nparams += ch->count;
-        for (int l = ch->l0; l <= ch->l1; l++) st->width_max = m->dims[l] > st->width_max ? m->dims[l] : st->width_max;
     }
     st->last = st->ch[g->v - 1].global == g->p * g->v - 1;
     st->params = sl_k_malloc(t->be, SL_MEM_PARAMS, st->nparams * st->es + 1);
@@ -282,11 +297,20 @@ static void setup_stage(sl_train *t, stage *st, const geometry *g, int sched, in
             st->stash[i] = sl_k_malloc(t->be, SL_MEM_PARAMS, st->nparams * st->es + 1);
     }
     st->rows_max = mb_rows(t, st, 0); /* the first micro-batch is the largest */
-    for (int i = 0; i < 2; i++)
-        st->dbuf[i] = sl_k_malloc(t->be, SL_MEM_ACTIV, (size_t)st->rows_max * st->width_max * st->es + 1);
-    const int scratch = m->dims[0] > m->dims[m->nlayers] ? m->dims[0] : m->dims[m->nlayers];
-    st->xscratch = sl_k_malloc(t->be, SL_MEM_DATA, (size_t)st->rows_max * scratch * sizeof(float) + 1);
-    st->x32 = sl_train_twin(t, SL_MEM_DATA, (size_t)st->rows_max * m->dims[0]);
+    for (int c = 0; c < g->v; c++)
+        for (int l = st->ch[c].l0; l <= st->ch[c].l1; l++) {
+            const size_t b = sl_acts_io_bytes(t, l, st->rows_max);
+            st->io_max = b > st->io_max ? b : st->io_max;
+        }
+    for (int i = 0; i < 2; i++) st->dbuf[i] = sl_k_malloc(t->be, SL_MEM_ACTIV, st->io_max + 1);
+    /* the MLP's samples in f32 as the task makes them (cast into t->dtype on the first chunk),
+     * the GPT's tokens and next tokens (int32) */
+    const int gpt = sl_mlp_is_gpt(m);
+    st->in_row = gpt ? (size_t)m->gpt.T * sizeof(int32_t) : (size_t)m->dims[0] * sizeof(float);
+    st->out_row = gpt ? st->in_row : (size_t)m->dims[m->nlayers] * sizeof(float);
+    const size_t scratch = st->in_row > st->out_row ? st->in_row : st->out_row;
+    st->xscratch = sl_k_malloc(t->be, SL_MEM_DATA, (size_t)st->rows_max * scratch + 1);
+    st->x32 = gpt ? NULL : sl_train_twin(t, SL_MEM_DATA, (size_t)st->rows_max * m->dims[0]);
     sl_acts_alloc_work(t, st->rows_max, &st->acts);
     /* pipedream's stream keeps at most p micro-batches in flight beside a step's m */
     st->nslots = (g->m + (sched == S_PIPEDREAM ? g->m + g->p : 0)) * g->v;
@@ -299,17 +323,17 @@ static void setup_stage(sl_train *t, stage *st, const geometry *g, int sched, in
     st->grad_out = st->grad_in + st->nslots;
     for (int k = 0; k < st->nslots; k++) {
         const chunk *ch = &st->ch[k % g->v];
-        size_t in = (size_t)st->rows_max * m->dims[ch->l0], out = (size_t)st->rows_max * m->dims[ch->l1];
-        st->act_in[k] = sl_k_malloc(t->be, SL_MEM_COMM, in * st->es + 1);
-        st->grad_out[k] = sl_k_malloc(t->be, SL_MEM_COMM, in * st->es + 1);
-        st->act_out[k] = sl_k_malloc(t->be, SL_MEM_COMM, out * st->es + 1);
-        st->grad_in[k] = sl_k_malloc(t->be, SL_MEM_COMM, out * st->es + 1);
+        size_t in = sl_acts_io_bytes(t, ch->l0, st->rows_max), out = sl_acts_io_bytes(t, ch->l1, st->rows_max);
+        st->act_in[k] = sl_k_malloc(t->be, SL_MEM_COMM, in + 1);
+        st->grad_out[k] = sl_k_malloc(t->be, SL_MEM_COMM, in + 1);
+        st->act_out[k] = sl_k_malloc(t->be, SL_MEM_COMM, out + 1);
+        st->grad_in[k] = sl_k_malloc(t->be, SL_MEM_COMM, out + 1);
     }
     if (st->last) {
         st->target = calloc((size_t)st->nslots, sizeof *st->target);
         if (!st->target) SL_FATAL("out of memory");
         for (int k = 0; k < st->nslots; k++)
-            st->target[k] = sl_k_malloc(t->be, SL_MEM_DATA, (size_t)st->rows_max * m->dims[m->nlayers] * sizeof(float) + 1);
+            st->target[k] = sl_k_malloc(t->be, SL_MEM_DATA, (size_t)st->rows_max * st->out_row + 1);
     }
     st->ops = malloc((size_t)ops_capacity(g) * sizeof *st->ops);
     if (!st->ops) SL_FATAL("out of memory");
@@ -427,16 +451,18 @@ static void chunk_backward(sl_train *t, stage *st, const chunk *c, const void *p
 static int slot_of(const stage *st, const op *o) { return (o->mb % (st->nslots / st->g.v)) * st->g.v + o->chunk; }
 static int step_mb(const stage *st, const op *o) { return o->mb % st->g.m; }
 
-/* The step's samples of micro-batch j for the replicas the stage stands for, into x and y. */
-static void load_mb(sl_train *t, stage *st, const op *o, float *x, float *y)
+/* The step's samples of micro-batch j for the replicas the stage stands for, into x and y (the
+ * GPT's: its tokens and their next tokens). */
+static void load_mb(sl_train *t, stage *st, const op *o, void *x, void *y)
 {
-    const sl_mlp *m = t->m;
     const int j = o->mb % st->g.m, saved = t->step;
     int row = 0;
     if (st->sched == S_PIPEDREAM) t->step = o->mb / st->g.m; /* the stream runs ahead of the steps */
     for (int rr = st->first_rep; rr < st->first_rep + st->nrep; rr++) {
         int first, count = mb_part(t, st, rr, j, &first);
-        sl_train_load(t, first, count, x + (size_t)row * m->dims[0], y + (size_t)row * m->dims[m->nlayers]);
+        void *xr = (char *)x + (size_t)row * st->in_row, *yr = (char *)y + (size_t)row * st->out_row;
+        if (sl_mlp_is_gpt(t->m)) sl_train_load_tokens(t, first, count, xr, yr);
+        else sl_train_load(t, first, count, xr, yr);
         row += count;
     }
     t->step = saved;
@@ -450,8 +476,8 @@ static void prefetch(sl_train *t, stage *st, const op *o)
     const chunk *c = &st->ch[o->chunk];
     const int k = slot_of(st, o), first = c->global == 0, last = c->global == st->g.p * st->g.v - 1;
     if (o->kind != 'F' || (!first && !last)) return;
-    /* the input in f32 as the task makes it: into act_in itself, or (16 bits) into x32 and cast */
-    float *x = !first ? st->xscratch : st->x32 ? st->x32 : st->act_in[k];
+    /* the input as the task makes it: into act_in itself, or (the MLP's in 16 bits) into x32 and cast */
+    void *x = !first ? st->xscratch : st->x32 ? (void *)st->x32 : st->act_in[k];
     load_mb(t, st, o, x, last ? st->target[k] : st->xscratch);
     if (first && st->x32)
         sl_k_cast(t->be, (size_t)mb_rows(t, st, step_mb(st, o)) * t->m->dims[0], x, SL_F32, st->act_in[k],
@@ -467,13 +493,13 @@ static void note_inflight(stage *st, int delta)
     if (st->inflight > st->inflight_peak) st->inflight_peak = st->inflight;
 }
 
-/* After a forward: its activations block (the input first, full elements) kept for the
- * backward, or only the input (in elements) with --recompute. */
+/* After a forward: its activations block (the input first, full bytes) kept for the backward,
+ * or only the input (in bytes) with --recompute. */
 static void keep_for_backward(sl_train *t, stage *st, int k, void *work, size_t full, size_t in)
 {
     if (opt_recompute) {
         st->slots[k].keep = activ_alloc(t, st, in);
-        sl_k_memcpy(t->be, st->slots[k].keep, work, in * st->es, SL_K_D2D);
+        sl_k_memcpy(t->be, st->slots[k].keep, work, in, SL_K_D2D);
         activ_free(t, st, work, full);
     } else {
         st->slots[k].keep = work;
@@ -481,23 +507,30 @@ static void keep_for_backward(sl_train *t, stage *st, int k, void *work, size_t 
     note_inflight(st, 1);
 }
 
+/* The target of slot k's micro-batch for the loss on the model's last chunk: the MLP's after
+ * its layers, the GPT's inside its head's forward. */
+static void set_target(sl_train *t, stage *st, int k)
+{
+    if (sl_mlp_is_gpt(t->m)) st->acts.g.tgt = st->target[k];
+    else st->acts.y = st->target[k];
+}
+
 /* F: input in act_in[k] (received, or loaded on the first chunk); output in act_out[k] (to be
  * sent), or, on the model's last chunk, the loss gradient in grad_in[k]. */
 static void do_forward(sl_train *t, stage *st, const op *o)
 {
-    const sl_mlp *m = t->m;
     const chunk *c = &st->ch[o->chunk];
     const int k = slot_of(st, o), rows = mb_rows(t, st, step_mb(st, o));
     const int last = c->global == st->g.p * st->g.v - 1;
     if (st->stash && o->chunk == 0) /* the version this micro-batch's backward will use */
         sl_k_memcpy(t->be, st->stash[o->mb % st->nstash], st->params, st->nparams * st->es, SL_K_D2D);
-    size_t full = keep_elems(m, c, rows, 1), in = keep_elems(m, c, rows, 0);
+    size_t full = keep_bytes(t, c, rows, 1), in = keep_bytes(t, c, rows, 0);
     void *work = activ_alloc(t, st, full);
     sl_acts_map(t, &st->acts, c->l0, c->l1, rows, work, st->act_out[k], st->grad_in[k]);
-    sl_k_memcpy(t->be, work, st->act_in[k], in * st->es, SL_K_D2D); /* x[l0] heads the block */
+    sl_k_memcpy(t->be, work, st->act_in[k], sl_acts_io_bytes(t, c->l0, rows), SL_K_D2D); /* the input heads the block */
+    if (last) set_target(t, st, k);
     if (sl_compute_sleep_layers(t, &st->clock, c->l0, c->l1, 0, last, SL_PHASE_COMPUTE, "forward")) {
     } else if (chunk_forward(t, st, c, st->params, SL_PHASE_COMPUTE), last) {
-        st->acts.y = st->target[k];
         SL_COMPUTE_PIECE(t, &st->clock, SL_COMPUTE_LOSS, SL_PHASE_COMPUTE, "loss", sl_acts_loss(t, &st->acts));
     }
     keep_for_backward(t, st, k, work, full, in);
@@ -508,16 +541,17 @@ static void do_forward(sl_train *t, stage *st, const op *o)
  * backwards of the chunk); pipedream's update takes one micro-batch's gradient. */
 static void do_backward(sl_train *t, stage *st, const op *o)
 {
-    const sl_mlp *m = t->m;
     const chunk *c = &st->ch[o->chunk];
     const int k = slot_of(st, o), rows = mb_rows(t, st, step_mb(st, o));
     const void *w = st->stash ? st->stash[o->mb % st->nstash] : st->params;
-    size_t full = keep_elems(m, c, rows, 1), in = keep_elems(m, c, rows, 0);
+    size_t full = keep_bytes(t, c, rows, 1), in = keep_bytes(t, c, rows, 0);
     void *block = st->slots[k].keep;
     if (opt_recompute) {
         block = activ_alloc(t, st, full);
         sl_acts_map(t, &st->acts, c->l0, c->l1, rows, block, st->act_out[k], st->grad_in[k]);
-        sl_k_memcpy(t->be, block, st->slots[k].keep, in * st->es, SL_K_D2D);
+        sl_k_memcpy(t->be, block, st->slots[k].keep, in, SL_K_D2D);
+        /* the GPT's head recomputes its loss's gradient (the same, into grad_in[k]) */
+        if (c->global == st->g.p * st->g.v - 1) set_target(t, st, k);
         chunk_forward(t, st, c, w, SL_PHASE_RECOMPUTE);
         activ_free(t, st, st->slots[k].keep, in);
     } else {
@@ -561,19 +595,25 @@ static int tag_of(const stage *st, int mb, int global, int grad)
     return (int)((((long long)mb * st->g.p * st->g.v + global) * 2 + grad) % (1 << 19));
 }
 
+/* Elements of t->dtype of the tensor crossing the boundary before layer l (never the model's
+ * first or last: those are the data and the loss). */
+static size_t boundary_elems(const sl_train *t, const stage *st, int l, int rows)
+{
+    return sl_acts_io_bytes(t, l, rows) / st->es;
+}
+
 /* Receives of an operation, posted ahead; on the last chunk there is none. */
 static void post_recv(sl_train *t, pline *pp, const op *o)
 {
     stage *st = &pp->st;
-    const sl_mlp *m = t->m;
     const chunk *c = &st->ch[o->chunk];
     const int k = slot_of(st, o), rows = mb_rows(t, st, step_mb(st, o)), G = st->g.p * st->g.v;
     if (o->kind == 'F' && c->global > 0)
-        sl_train_coll_ok(sl_coll_irecv(pp->pipe_comm, st->act_in[k], (size_t)rows * m->dims[c->l0], t->dtype,
+        sl_train_coll_ok(sl_coll_irecv(pp->pipe_comm, st->act_in[k], boundary_elems(t, st, c->l0, rows), t->dtype,
                                        (c->global - 1) % pp->p, tag_of(st, o->mb, c->global, 0), &st->slots[k].rq_act),
                          "irecv activation");
     if (o->kind == 'B' && c->global < G - 1)
-        sl_train_coll_ok(sl_coll_irecv(pp->pipe_comm, st->grad_in[k], (size_t)rows * m->dims[c->l1], t->dtype,
+        sl_train_coll_ok(sl_coll_irecv(pp->pipe_comm, st->grad_in[k], boundary_elems(t, st, c->l1, rows), t->dtype,
                                        (c->global + 1) % pp->p, tag_of(st, o->mb, c->global, 1), &st->slots[k].rq_grad),
                          "irecv gradient");
 }
@@ -608,21 +648,20 @@ static void start_send(sl_train *t, pline *pp, void *buf, size_t count, int peer
 static void run_op(sl_train *t, pline *pp, const op *o)
 {
     stage *st = &pp->st;
-    const sl_mlp *m = t->m;
     const chunk *c = &st->ch[o->chunk];
     const int k = slot_of(st, o), rows = mb_rows(t, st, step_mb(st, o)), G = st->g.p * st->g.v;
     if (o->kind == 'F') {
         wait_recv(t, st, &st->slots[k].rq_act);
         do_forward(t, st, o);
         if (c->global < G - 1)
-            start_send(t, pp, st->act_out[k], (size_t)rows * m->dims[c->l1], (c->global + 1) % pp->p,
+            start_send(t, pp, st->act_out[k], boundary_elems(t, st, c->l1, rows), (c->global + 1) % pp->p,
                        tag_of(st, o->mb, c->global + 1, 0), &st->slots[k].sq_act);
         return;
     }
     st->wait_b[st->nbackward++ > 0] += wait_recv(t, st, &st->slots[k].rq_grad);
     do_backward(t, st, o);
     if (c->global > 0)
-        start_send(t, pp, st->grad_out[k], (size_t)rows * m->dims[c->l0], (c->global - 1) % pp->p,
+        start_send(t, pp, st->grad_out[k], boundary_elems(t, st, c->l0, rows), (c->global - 1) % pp->p,
                    tag_of(st, o->mb, c->global - 1, 1), &st->slots[k].sq_grad);
     if (st->sched == S_PIPEDREAM) { /* update after every backward, summed over the replicas */
         if (pp->d > 1) {
@@ -807,7 +846,7 @@ static void gather_weights(sl_train *t, float *full)
         for (int c = 0; c < g.v; c++) {
             chunk *ch = &other.ch[c];
             ch->global = c * g.p + s;
-            chunk_layers(ch->global, g.p * g.v, &ch->l0, &ch->l1);
+            chunk_model_layers(ch->global, g.p * g.v, &ch->l0, &ch->l1);
             ch->off = n;
             ch->count = sl_mlp_range_size(t->m, ch->l0, ch->l1);
             n += ch->count;
@@ -825,12 +864,7 @@ static void gather_weights(sl_train *t, float *full)
  * run pipedream's drift is measured from. */
 static void serial(sl_train *t, float *params, double *losses)
 {
-    if (t->dtype != SL_F32)
-        sl_train_serial_mixed(t->m, t->task, &t->optim, t->dtype, t->global_batch, t->nsteps,
-                              (uint64_t)sl_train_opt.seed, params, losses);
-    else
-        sl_train_serial(t->m, t->task, &t->optim, t->global_batch, t->nsteps, (uint64_t)sl_train_opt.seed, params,
-                        losses);
+    sl_train_serial_run(t, t->dtype, params, losses);
 }
 
 /* pipedream's reference: all p stages in one process, every replica's part of a micro-batch
@@ -880,11 +914,11 @@ static void reference(sl_train *t, float *params, double *losses)
                 if (o->kind == 'F') {
                     prefetch(ts, &st[s], o);
                     if (s > 0) sl_k_memcpy(ts->be, st[s].act_in[k], st[s - 1].act_out[slot_of(&st[s - 1], o)],
-                                           (size_t)rows * ts->m->dims[st[s].ch[0].l0] * st[s].es, SL_K_D2D);
+                                           sl_acts_io_bytes(ts, st[s].ch[0].l0, rows), SL_K_D2D);
                     do_forward(ts, &st[s], o);
                 } else {
                     if (s < p - 1) sl_k_memcpy(ts->be, st[s].grad_in[k], st[s + 1].grad_out[slot_of(&st[s + 1], o)],
-                                               (size_t)rows * ts->m->dims[st[s].ch[0].l1] * st[s].es, SL_K_D2D);
+                                               sl_acts_io_bytes(ts, st[s].ch[0].l1, rows), SL_K_D2D);
                     do_backward(ts, &st[s], o);
                     stage_update(ts, &st[s], 1);
                     st[s].updates++;
@@ -925,12 +959,12 @@ static double bytes_model(const sl_train *t)
         double b = 0, np = 0;
         for (int c = 0; c < g.v; c++) {
             int gl = c * g.p + s, l0, l1;
-            chunk_layers(gl, g.p * g.v, &l0, &l1);
+            chunk_model_layers(gl, g.p * g.v, &l0, &l1);
             np += (double)sl_mlp_range_size(t->m, l0, l1);
             for (int j = 0; j < g.m; j++) {
                 int rows = mb_rows(t, &pp->st, j);
-                if (gl < g.p * g.v - 1) b += (double)rows * t->m->dims[l1] * es;
-                if (gl > 0) b += (double)rows * t->m->dims[l0] * es;
+                if (gl < g.p * g.v - 1) b += (double)sl_acts_io_bytes(t, l1, rows);
+                if (gl > 0) b += (double)sl_acts_io_bytes(t, l0, rows);
             }
         }
         int updates = pp->st.sched == S_PIPEDREAM ? g.m : 1;
@@ -1087,7 +1121,7 @@ static void row(sl_train *t, sl_result *res)
         double want = 0;
         for (int s = 0; s < p - 1; s++) {
             int gl0, gl1;
-            chunk_layers(s, p, &gl0, &gl1);
+            chunk_model_layers(s, p, &gl0, &gl1);
             want += (double)(p - s) * sl_mlp_range_size(t->m, gl0, gl1) * sl_train_esize(t);
         }
         sl_result_metric(res, "stash_bytes", stash, "bytes");
@@ -1114,6 +1148,8 @@ static void row(sl_train *t, sl_result *res)
 static void validate(sl_ctx *ctx)
 {
     const int P = ctx->nranks;
+    if (sl_gpt_selected() && sl_compute_sleep_mode())
+        sl_usage_error("--compute sleep: calibrates the MLP's layers; with --model gpt use --compute real");
     if (opt_micro < 1) sl_usage_error("--micro-batches %lld: expected at least 1", opt_micro);
     if (opt_stages == 0) opt_stages = P / opt_dp > 0 ? P / opt_dp : 1;
     if (opt_stages * opt_dp != P)
@@ -1121,7 +1157,7 @@ static void validate(sl_ctx *ctx)
                        opt_stages * opt_dp, P);
     if (opt_virtual > 0 && !(opt_schedules & (1u << S_INTERLEAVED)))
         sl_usage_error("--virtual: only the interleaved schedule has chunks (--schedule interleaved)");
-    const long long L = sl_train_opt.layers;
+    const long long L = units();
     if (opt_stages > L) sl_usage_error("--stages %lld: more stages than --layers %lld", opt_stages, L);
     if ((opt_schedules & (1u << S_INTERLEAVED)) && opt_stages * virtual_of(S_INTERLEAVED) > L) {
         if (opt_schedules == (1u << S_INTERLEAVED) || opt_virtual > 0)
@@ -1184,6 +1220,7 @@ static const sl_technique pipeline = {
     .bytes_model = bytes_model, .row = row,
     /* --compute sleep: the layers, the loss and the optimizer step slept in the timed steps */
     .sleep_mode = 1, .reset = reset, .calibrate = calibrate,
+    .trains_gpt = 1, /* blocks per stage; the embedding on the first, the LM head on the last */
     .columns = columns, .ncolumns = (int)(sizeof columns / sizeof columns[0]),
 };
 

@@ -123,7 +123,8 @@ size_t sl_gpt_acts_bytes(const sl_mlp *m, sl_dtype dt, int rows)
     return acts_kept_bytes(m, dt, rows) + 2 * N * (size_t)m->gpt.C * sl_dtype_size(dt);
 }
 
-void sl_gpt_acts_alloc(const sl_mlp *m, sl_dtype dt, int rows, sl_gpt_acts *a)
+/* The backward's scratch and the kernels' workspaces (SL_MEM_OTHER): not activations kept. */
+void sl_gpt_acts_alloc_work(const sl_mlp *m, sl_dtype dt, int rows, sl_gpt_acts *a)
 {
     const sl_gpt_dims *g = &m->gpt;
     const sl_backend be = m->be;
@@ -132,6 +133,30 @@ void sl_gpt_acts_alloc(const sl_mlp *m, sl_dtype dt, int rows, sl_gpt_acts *a)
     a->dt = dt;
     a->rows = rows > 0 ? rows : 1;
     a->norm = a->scale = 1.0f;
+    const size_t B = (size_t)a->rows, N = B * (size_t)g->T, C = (size_t)g->C, es = sl_dtype_size(dt);
+    const size_t NC = N * C;
+    a->dfc = sl_k_malloc(be, SL_MEM_OTHER, 4 * NC * es);
+    a->dc = sl_k_malloc(be, SL_MEM_OTHER, NC * es);
+    a->dh = sl_k_malloc(be, SL_MEM_OTHER, NC * es);
+    a->dqkv = sl_k_malloc(be, SL_MEM_OTHER, 3 * NC * es);
+    if (dt != SL_F32) a->lin32 = sl_k_malloc(be, SL_MEM_OTHER, 4 * NC * sizeof(float));
+    a->vec32 = sl_k_malloc(be, SL_MEM_OTHER, 4 * C * sizeof(float));
+    a->attn_work = sl_k_malloc(be, SL_MEM_OTHER, sl_k_attention_work_bytes(dt, (int)B, g->NH, g->T));
+    a->head_work = sl_k_malloc(be, SL_MEM_OTHER, sl_k_lmhead_work_bytes((int)N, g->V));
+}
+
+void sl_gpt_acts_free_work(sl_gpt_acts *a)
+{
+    void *p[] = {a->dfc, a->dc, a->dh, a->dqkv, a->lin32, a->vec32, a->attn_work, a->head_work};
+    for (size_t i = 0; i < sizeof p / sizeof *p; i++) sl_k_free(a->be, p[i]);
+    memset(a, 0, sizeof *a);
+}
+
+void sl_gpt_acts_alloc(const sl_mlp *m, sl_dtype dt, int rows, sl_gpt_acts *a)
+{
+    const sl_gpt_dims *g = &m->gpt;
+    const sl_backend be = m->be;
+    sl_gpt_acts_alloc_work(m, dt, rows, a);
     const size_t B = (size_t)a->rows, N = B * (size_t)g->T, C = (size_t)g->C, es = sl_dtype_size(dt);
     const size_t NC = N * C;
 #define ACT(n) sl_k_malloc(be, SL_MEM_ACTIV, (n) * es)
@@ -148,18 +173,10 @@ void sl_gpt_acts_alloc(const sl_mlp *m, sl_dtype dt, int rows, sl_gpt_acts *a)
     a->lnf = ACT(NC);
     a->mf = F32(SL_MEM_ACTIV, N), a->rf = F32(SL_MEM_ACTIV, N);
     a->dres[0] = ACT(NC), a->dres[1] = ACT(NC);
+    a->dlnf = a->dres[m->nlayers & 1];
 #undef ACT
-    /* the backward's scratch and the kernels' workspaces: not activations kept */
-    a->dfc = sl_k_malloc(be, SL_MEM_OTHER, 4 * NC * es);
-    a->dc = sl_k_malloc(be, SL_MEM_OTHER, NC * es);
-    a->dh = sl_k_malloc(be, SL_MEM_OTHER, NC * es);
-    a->dqkv = sl_k_malloc(be, SL_MEM_OTHER, 3 * NC * es);
     a->dwhead = F32(SL_MEM_OTHER, (size_t)g->V * C);
-    if (dt != SL_F32) a->lin32 = F32(SL_MEM_OTHER, 4 * NC);
-    a->vec32 = F32(SL_MEM_OTHER, 4 * C);
 #undef F32
-    a->attn_work = sl_k_malloc(be, SL_MEM_OTHER, sl_k_attention_work_bytes(dt, (int)B, g->NH, g->T));
-    a->head_work = sl_k_malloc(be, SL_MEM_OTHER, sl_k_lmhead_work_bytes((int)N, g->V));
     a->tok = sl_k_malloc(be, SL_MEM_DATA, N * sizeof(int32_t));
     a->tgt = sl_k_malloc(be, SL_MEM_DATA, N * sizeof(int32_t));
 }
@@ -173,13 +190,73 @@ void sl_gpt_acts_free(sl_gpt_acts *a)
         void *p[] = {k->ln1, k->qkv, k->att, k->atty, k->h, k->ln2, k->fc, k->ge, k->m1, k->r1, k->m2, k->r2};
         for (size_t i = 0; i < sizeof p / sizeof *p; i++) sl_k_free(be, p[i]);
     }
-    void *p[] = {a->lnf, a->mf, a->rf, a->dres[0], a->dres[1], a->dfc, a->dc, a->dh, a->dqkv, a->dwhead,
-                 a->lin32, a->vec32, a->attn_work, a->head_work, a->tok, a->tgt};
+    void *p[] = {a->lnf, a->mf, a->rf, a->dres[0], a->dres[1], a->dwhead, a->tok, a->tgt};
     for (size_t i = 0; i < sizeof p / sizeof *p; i++) sl_k_free(be, p[i]);
-    memset(a, 0, sizeof *a);
+    sl_gpt_acts_free_work(a);
 }
 
-void *sl_gpt_dout(sl_gpt_acts *a, const sl_mlp *m) { return a->dres[m->nlayers & 1]; }
+size_t sl_gpt_io_bytes(const sl_mlp *m, sl_dtype dt, int rows, int l)
+{
+    const size_t N = (size_t)(rows > 0 ? rows : 1) * (size_t)m->gpt.T;
+    return l == 0 ? N * sizeof(int32_t) : N * (size_t)m->gpt.C * sl_dtype_size(dt);
+}
+
+/* Each piece of a placed block starts on a cache line, as sl_k_malloc's buffers do (the
+ * kernels' vector loads and the GPU's 16-byte ones). */
+#define PIECE_ALIGN 64
+
+/* The pieces of a range's block in order (sl_gpt_acts_map): pointers into base set in a (base
+ * NULL: a dummy, sizes only). Returns the block's bytes. */
+static size_t range_layout(const sl_mlp *m, sl_dtype dt, int rows, int l0, int l1, int full, char *base,
+                           sl_gpt_acts *a)
+{
+    const sl_gpt_dims *g = &m->gpt;
+    const size_t B = (size_t)(rows > 0 ? rows : 1), N = B * (size_t)g->T, es = sl_dtype_size(dt);
+    const size_t NC = N * (size_t)g->C, f32 = sizeof(float);
+    size_t at = 0;
+#define PUT(ptr, bytes) \
+    ((ptr) = base ? (void *)(base + at) : NULL, at += ((bytes) + PIECE_ALIGN - 1) / PIECE_ALIGN * PIECE_ALIGN)
+    if (l0 == 0) PUT(a->tok, N * sizeof(int32_t));
+    else PUT(a->res[l0], NC * es);
+    for (int l = l0; full && l < l1; l++) {
+        if (l > l0) PUT(a->res[l], NC * es);
+        if (l >= 1 && l <= g->layers) {
+            sl_gpt_block_acts *k = &a->blk[l - 1];
+            PUT(k->ln1, NC * es), PUT(k->qkv, 3 * NC * es), PUT(k->att, B * (size_t)g->NH * g->T * g->T * es);
+            PUT(k->atty, NC * es), PUT(k->h, NC * es), PUT(k->ln2, NC * es), PUT(k->fc, 4 * NC * es);
+            PUT(k->ge, 4 * NC * es), PUT(k->m1, N * f32), PUT(k->r1, N * f32), PUT(k->m2, N * f32);
+            PUT(k->r2, N * f32);
+        } else if (l == g->layers + 1) {
+            PUT(a->lnf, NC * es), PUT(a->mf, N * f32), PUT(a->rf, N * f32);
+            PUT(a->dwhead, (size_t)g->V * g->C * f32);
+        }
+    }
+#undef PUT
+    return at;
+}
+
+size_t sl_gpt_range_bytes(const sl_mlp *m, sl_dtype dt, int rows, int l0, int l1, int full)
+{
+    sl_gpt_acts dummy;
+    return range_layout(m, dt, rows, l0, l1, full, NULL, &dummy);
+}
+
+void sl_gpt_acts_map(const sl_mlp *m, sl_gpt_acts *a, int l0, int l1, int rows, void *block, void *out,
+                     void *dout)
+{
+    if (rows > a->rows) SL_FATAL("%d sequences on workspaces sized for %d", rows, a->rows);
+    if (l0 < 0 || l1 <= l0 || l1 > m->nlayers) SL_FATAL("sl_gpt_acts_map: layers [%d, %d) of %d", l0, l1, m->nlayers);
+    range_layout(m, a->dt, rows, l0, l1, 1, block, a);
+    a->B = rows;
+    if (l1 < m->nlayers) a->res[l1] = out;
+    else a->dlnf = dout;
+}
+
+void *sl_gpt_dout(sl_gpt_acts *a, const sl_mlp *m)
+{
+    (void)m;
+    return a->dlnf;
+}
 void *sl_gpt_dx(sl_gpt_acts *a, int l) { return l > 0 ? a->dres[l & 1] : NULL; }
 
 /* Layers ----------------------------------------------------------------------------------------- */

@@ -66,6 +66,8 @@ typedef struct sl_gpt_acts {
     float *mf, *rf;
     /* backward */
     void *dres[2];           /* (N,C) dt: dL/d(residual stream), ping-pong over the layers */
+    void *dlnf;              /* (N,C) dt: where the head's forward leaves dL/d(the final norm's
+                                output): dres[(L + 2) & 1], or a technique's buffer (sl_gpt_acts_map) */
     void *dfc, *dc, *dh, *dqkv; /* a block's internal gradients, dt: (N,4C) (N,C) (N,C) (N,3C) */
     float *dwhead;           /* (V,C) f32: the head's weight gradient, from the forward */
     double loss;             /* the last forward's loss, unscaled */
@@ -78,6 +80,31 @@ typedef struct sl_gpt_acts {
 
 void sl_gpt_acts_alloc(const sl_mlp *m, sl_dtype dt, int rows, sl_gpt_acts *a);
 void sl_gpt_acts_free(sl_gpt_acts *a);
+
+/* Activations a technique places itself, a layer range at a time (a pipeline stage keeps one
+ * block per micro-batch in flight; checkpointing recomputes a range into a block it frees
+ * after the range's backward). sl_gpt_acts_alloc_work holds only the workspaces (SL_MEM_OTHER:
+ * the backward's scratch, the kernels' workspaces) for up to `rows` sequences.
+ * sl_gpt_range_bytes is the size of a block that holds what layers [l0, l1) keep for their
+ * backward at `rows` sequences (full = 1), or their input alone (full = 0: what a recomputing
+ * technique keeps); sl_gpt_acts_map points them into such a block, with each piece aligned to
+ * 64 bytes:
+ *   the range's input first: the tokens (rows,T) int32 when l0 = 0, else res[l0] (rows,T,C) dt
+ *     (the caller copies it in);
+ *   then, for each layer of the range: its input res[l] (l > l0), a block's tensors and
+ *     layer-norm moments, and for the head the final norm's output and moments and its weight
+ *     gradient dwhead (V,C) f32 (the head's forward computes it and its backward adds it:
+ *     kept in between, as a framework keeps the logits).
+ * The range's output res[l1] is `out` (l1 <= L + 1), and the head's dL/d(final norm output)
+ * goes to `dout` (l1 = L + 2). The targets a->tgt are the caller's (the head's forward only). */
+void sl_gpt_acts_alloc_work(const sl_mlp *m, sl_dtype dt, int rows, sl_gpt_acts *a);
+void sl_gpt_acts_free_work(sl_gpt_acts *a);
+size_t sl_gpt_range_bytes(const sl_mlp *m, sl_dtype dt, int rows, int l0, int l1, int full);
+void sl_gpt_acts_map(const sl_mlp *m, sl_gpt_acts *a, int l0, int l1, int rows, void *block, void *out,
+                     void *dout);
+/* Bytes of the tensor that enters layer l (0 <= l <= L + 2) at `rows` sequences: the tokens
+ * (int32) for l = 0, else (rows,T,C) of dt (for l = L + 2: dL/d(final norm output)). */
+size_t sl_gpt_io_bytes(const sl_mlp *m, sl_dtype dt, int rows, int l);
 /* What sl_gpt_acts_alloc holds under SL_MEM_ACTIV: the activations kept for backward (every
  * block's, the residual stream's, the final norm's) and the backward's two gradient buffers;
  * the workspaces are SL_MEM_OTHER and the tokens SL_MEM_DATA. */

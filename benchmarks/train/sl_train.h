@@ -329,6 +329,9 @@ typedef struct sl_layer_hooks {
 /* Samples [first, first + count) of the current step's batch into x[count, in] and
  * y[count, out] (backend memory). Phase data. */
 void sl_train_load(sl_train *t, int first, int count, float *x, float *y);
+/* The GPT's: sequences [first, first + count) of the step as tokens and next tokens
+ * (count,T int32, backend memory). Phase data. */
+void sl_train_load_tokens(sl_train *t, int first, int count, int32_t *tok, int32_t *tgt);
 /* One optimizer step on flat elements [off, off + count) with state for that slice.
  * Phase compute. */
 void sl_train_optimize(sl_train *t, float *params, const float *grads, float *state, size_t off,
@@ -350,6 +353,10 @@ long sl_train_serial_mixed(const sl_mlp *m, sl_task *task, const sl_optim *o, sl
  * process, the whole global batch, the layers of gpt_model.h. Returns the steps skipped. */
 long sl_train_serial_gpt(const sl_mlp *m, sl_task *task, const sl_optim *o, sl_dtype dt, int batch,
                          int steps, uint64_t seed, float *params, double *losses);
+/* Serial full-batch training of the run's model (the MLP in f32 or 16 bits, the GPT in any
+ * dtype) at t's global batch for t->nsteps steps: the driver's reference, for a technique's
+ * .reference to start from. Returns the steps the scaler skipped. */
+long sl_train_serial_run(sl_train *t, sl_dtype dt, float *params, double *losses);
 /* A loss-scaled step is applied or skipped on every rank alike: returns the OR over the ranks
  * of `mine` (this rank saw inf/NaN in the gradient elements it holds), through one int's
  * MPI_Allreduce on the world — outside the technique's communicator, so its bytes_sent stays
@@ -462,6 +469,15 @@ void *sl_acts_backward_range(sl_train *t, sl_acts *a, const void *params, void *
 void sl_acts_alloc_work(sl_train *t, int rows, sl_acts *a);
 void sl_acts_free_work(sl_train *t, sl_acts *a);
 void sl_acts_map(sl_train *t, sl_acts *a, int l0, int l1, int rows, void *block, void *out, void *dout);
+/* The bytes of such a block for layers [l0, l1) at `rows` samples: everything they keep for
+ * backward (full = 1), or their input alone (full = 0: what a recomputing technique keeps; it
+ * heads the block). The GPT's block is gpt_model.h's sl_gpt_acts_map: the tokens or the residual
+ * stream first, then the blocks' tensors; its last layer's target is a->g.tgt, the MLP's a->y. */
+size_t sl_acts_range_bytes(const sl_train *t, int l0, int l1, int rows, int full);
+/* Bytes of the tensor entering layer l (0 <= l <= nlayers) at `rows` samples, as a range's input
+ * or output (the GPT's layer 0: its tokens, int32; its l = nlayers: dL/d(final norm output),
+ * which the head's forward leaves where sl_acts_map's dout says). */
+size_t sl_acts_io_bytes(const sl_train *t, int l, int rows);
 /* Layer l's kernels alone, with its parameter block lp (t->dtype); no hooks, no phase recorded
  * and no sync: the caller times the layer (pipeline stages, checkpointing's recomputation).
  * Forward; with slot x[l + 1] NULL only z[l] is computed (a recomputed segment's top layer).

@@ -24,13 +24,24 @@ typedef struct reference {
 static reference refs[MAX_REFERENCES];
 static int nrefs;
 
+long sl_train_serial_run(sl_train *t, sl_dtype dt, float *params, double *losses)
+{
+    const sl_mlp *m = t->m;
+    const uint64_t seed = (uint64_t)sl_train_opt.seed;
+    if (sl_mlp_is_gpt(m))
+        return sl_train_serial_gpt(m, t->task, &t->optim, dt, t->global_batch, t->nsteps, seed, params, losses);
+    if (dt != SL_F32)
+        return sl_train_serial_mixed(m, t->task, &t->optim, dt, t->global_batch, t->nsteps, seed, params, losses);
+    sl_train_serial(m, t->task, &t->optim, t->global_batch, t->nsteps, seed, params, losses);
+    return 0;
+}
+
 static const reference *reference_in(sl_train *t, sl_dtype dtype)
 {
     const int variant = t->tech->reference ? t->variant : -1;
     for (int i = 0; i < nrefs; i++)
         if (refs[i].batch == t->global_batch && refs[i].variant == variant && refs[i].dtype == dtype)
             return &refs[i];
-    const sl_mlp *m = t->m;
     const size_t n = t->nparams;
     float *dev = sl_k_malloc(t->be, SL_MEM_OTHER, n * sizeof(float));
     double *losses = sl_alloc(SL_MEM_OTHER, (size_t)t->nsteps * sizeof(double));
@@ -40,15 +51,8 @@ static const reference *reference_in(sl_train *t, sl_dtype dtype)
         t->tech->reference(t, dev, losses);
     else if (t->tech->model_params)
         SL_FATAL("%s: a technique with its own model needs its own reference", t->tech->program.name);
-    else if (sl_mlp_is_gpt(m))
-        skipped = sl_train_serial_gpt(m, t->task, &t->optim, dtype, t->global_batch, t->nsteps,
-                                      (uint64_t)sl_train_opt.seed, dev, losses);
-    else if (dtype != SL_F32)
-        skipped = sl_train_serial_mixed(m, t->task, &t->optim, dtype, t->global_batch, t->nsteps,
-                                        (uint64_t)sl_train_opt.seed, dev, losses);
     else
-        sl_train_serial(m, t->task, &t->optim, t->global_batch, t->nsteps,
-                        (uint64_t)sl_train_opt.seed, dev, losses);
+        skipped = sl_train_serial_run(t, dtype, dev, losses);
     const double loss = losses[t->nsteps - 1], first = losses[0];
     /* the largest loss; inf for one that is inf or NaN (NAN: the reference does not say) */
     double peak = NAN;

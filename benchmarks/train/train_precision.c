@@ -89,10 +89,14 @@ void sl_acts_free(sl_train *t, sl_acts *a)
 void sl_acts_alloc_work(sl_train *t, int rows, sl_acts *a)
 {
     const sl_mlp *m = t->m;
-    if (sl_mlp_is_gpt(m)) SL_FATAL("%s: the GPT is not run a layer at a time by a technique yet", t->tech->program.name);
     memset(a, 0, sizeof *a);
     a->rows = rows > 0 ? rows : 1;
     a->first = a->last = 1;
+    if (sl_mlp_is_gpt(m)) {
+        sl_gpt_acts_alloc_work(m, t->dtype, a->rows, &a->g);
+        if (t->dtype != SL_F32) a->gw32 = sl_k_malloc(t->be, SL_MEM_OTHER, largest_layer(m) * sizeof(float));
+        return;
+    }
     if (t->dtype == SL_F32) return; /* the f32 kernels need no workspace */
     size_t w = 0;
     for (int l = 0; l <= m->nlayers; l++) w = (size_t)m->dims[l] > w ? (size_t)m->dims[l] : w;
@@ -110,6 +114,7 @@ void sl_acts_alloc_work(sl_train *t, int rows, sl_acts *a)
 
 void sl_acts_free_work(sl_train *t, sl_acts *a)
 {
+    if (sl_mlp_is_gpt(t->m)) sl_gpt_acts_free_work(&a->g);
     void *bufs[] = {a->mx.t0, a->mx.t1, a->mx.bias32, a->mx.out32, a->mx.dout32, a->gw32};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) sl_k_free(t->be, bufs[i]);
     memset(a, 0, sizeof *a);
@@ -118,6 +123,12 @@ void sl_acts_free_work(sl_train *t, sl_acts *a)
 void sl_acts_map(sl_train *t, sl_acts *a, int l0, int l1, int rows, void *block, void *out, void *dout)
 {
     const sl_mlp *m = t->m;
+    if (sl_mlp_is_gpt(m)) { /* the head's loss factor and scale, as sl_acts_load sets them */
+        sl_gpt_acts_map(m, &a->g, l0, l1, rows, block, out, dout);
+        a->g.norm = sl_task_loss_norm(t->task, t->global_batch);
+        a->g.scale = t->dtype == SL_F32 ? 1.0f : (float)t->ms.sc.scale;
+        return;
+    }
     const size_t es = sl_train_esize(t);
     const int f32 = t->dtype == SL_F32;
     char *base = block;
@@ -142,6 +153,24 @@ void sl_acts_map(sl_train *t, sl_acts *a, int l0, int l1, int rows, void *block,
     if (l1 < m->nlayers) return;
     a->f.dbuf[m->nlayers & 1] = dout; /* where sl_acts_loss leaves dL/d(output) */
     a->mx.dbuf[m->nlayers & 1] = dout;
+}
+
+size_t sl_acts_range_bytes(const sl_train *t, int l0, int l1, int rows, int full)
+{
+    const sl_mlp *m = t->m;
+    if (sl_mlp_is_gpt(m)) return sl_gpt_range_bytes(m, t->dtype, rows, l0, l1, full);
+    size_t e = 0; /* x[l0 .. l1), and z[l] where layer l has an activation */
+    for (int l = l0; l < (full ? l1 : l0 + 1); l++) {
+        e += (size_t)m->dims[l];
+        if (full && m->act[l] != SL_ACT_NONE) e += (size_t)m->dims[l + 1];
+    }
+    return e * (size_t)rows * sl_train_esize(t);
+}
+
+size_t sl_acts_io_bytes(const sl_train *t, int l, int rows)
+{
+    if (sl_mlp_is_gpt(t->m)) return sl_gpt_io_bytes(t->m, t->dtype, rows, l);
+    return (size_t)rows * (size_t)t->m->dims[l] * sl_train_esize(t);
 }
 
 size_t sl_acts_bytes(const sl_train *t, int rows)

@@ -63,6 +63,13 @@ void sl_train_load(sl_train *t, int first, int count, float *x, float *y)
     sl_train_span(t, SL_PHASE_DATA, "data", t0, sl_now());
 }
 
+void sl_train_load_tokens(sl_train *t, int first, int count, int32_t *tok, int32_t *tgt)
+{
+    double t0 = sl_now();
+    sl_task_tokens(t->task, (uint64_t)t->step * (uint64_t)t->global_batch + (uint64_t)first, count, tok, tgt);
+    sl_train_span(t, SL_PHASE_DATA, "data", t0, sl_now());
+}
+
 /* The layer loops, for every model and dtype alike: the hooks, the phases and the trace are the
  * same; only the kernel of a layer differs. */
 static const void *layer_params(sl_train *t, const void *params, int l, int backward,
@@ -213,10 +220,7 @@ void sl_acts_load(sl_train *t, sl_acts *a, int first, int count)
         a->g.B = count;
         a->g.norm = sl_task_loss_norm(t->task, t->global_batch);
         a->g.scale = t->dtype == SL_F32 ? 1.0f : (float)t->ms.sc.scale;
-        double t0 = sl_now();
-        sl_task_tokens(t->task, (uint64_t)t->step * (uint64_t)t->global_batch + (uint64_t)first, count,
-                       a->g.tok, a->g.tgt);
-        sl_train_span(t, SL_PHASE_DATA, "data", t0, sl_now());
+        sl_train_load_tokens(t, first, count, a->g.tok, a->g.tgt);
         return;
     }
     a->f.batch = a->mx.batch = count;
