@@ -58,4 +58,24 @@ sys.exit(0 if got == want else f"activ_block, formula {got}, the sheet says {wan
 PY
 ok $? "transformer: activ_block and activ_block_formula at s = 32 and 256 are the sheet's"
 
+# transformer, pipeline: each stage's activation peak in the sheet's table (gpipe, 1f1b, gpipe
+# --recompute at 4 blocks on 2 stages), and exercise 7's prediction at 4 micro-batches of 2
+for run in "a:--schedule gpipe,1f1b" "r:--schedule gpipe --recompute" "e:--schedule gpipe --micro-batches 4"; do
+  # shellcheck disable=SC2086
+  launch 2 pipeline --model gpt --layers 4 -n 1 -w 0 --baseline 0 ${run#*:} -o "$out/pipe${run%%:*}" \
+    >"$out/pipe${run%%:*}.txt" 2>&1
+  ok $? "pipeline --model gpt ${run#*:} exits 0"
+done
+python3 - "$out" <<'PY'
+import json, sys
+got = {}
+for k in "are":
+    for r in map(json.loads, open(f"{sys.argv[1]}/pipe{k}/pipeline.jsonl")):
+        got[(k, r["variant"])] = (r["params"]["activ_peak_stages"], r["params"]["inflight_stages"])
+want = {("a", "gpipe"): ("9455616,11030528", "8,8"), ("a", "1f1b"): ("2363904,1378816", "2,1"),
+        ("r", "gpipe"): ("1184000,1640960", "8,8"), ("e", "gpipe"): ("9455616,10506240", "4,4")}
+sys.exit(0 if got == want else f"activ_peak_stages, inflight_stages {got}, the sheet says {want}")
+PY
+ok $? "transformer: the pipeline table's peaks per stage, and exercise 7's 10,506,240 bytes"
+
 done_testing
