@@ -16,8 +16,10 @@
 # --out DIR    results directory (default results/<run-id>); every program writes into it
 # --timeout S  per-program limit in seconds (default 300 quick, 3600 full): a hang cannot stall
 #              the suite; a program past it is killed and counted as failed
-# Programs run one after another; a failing one does not stop the rest. The run ends with a
-# summary table (program, variant, headline metric, check) and exits 1 if any program failed.
+# Programs run one after another; a failing one does not stop the rest (ddp, zero and pipeline
+# run twice: on the MLP, then on the transformer, --model gpt, into the same log and jsonl). The
+# run ends with a summary table (program, variant, headline metric, check) and exits 1 if any
+# program failed.
 # Ctrl-C, TERM (scancel) or HUP (a closed terminal or ssh session) stops the running program and
 # its ranks, records it in status.tsv with exit 130, prints the summary so far marked INTERRUPTED
 # and exits 130, whichever the signal (the summary names it).
@@ -35,7 +37,7 @@ command_line="$0 $*"
 # Rounds of --ci: with 5 rounds a side the rank test can reach p = 0.008 (complete separation);
 # fewer can never reach compare's default alpha of 0.01.
 ci_rounds=5
-usage() { sed -n '3,23p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '3,25p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "run_all.sh: $*" >&2; exit 2; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -97,6 +99,22 @@ declare -A full_args=(
   [vdnn]="-n 10 -w 2"
   [checkpoint]="--segments sweep"
   [megatron_mlp]="-C ring,mpi"
+)
+
+# The transformer: a second configuration of the programs that train it, run right after the
+# program's first into the same log and jsonl (its rows are told apart by params.model "gpt");
+# status.tsv keeps one line per program (the worse exit, the seconds of both).
+declare -A quick_gpt=(
+  [ddp]="--model gpt --layers 2 --d-model 64 --heads 4 --seq 32 --vocab 128 --batch 4 --bucket-mb 0.1 -n 3 -w 1"
+  [zero]="--model gpt --layers 2 --d-model 64 --heads 4 --seq 32 --vocab 128 --batch 4 --bucket-mb 0.1 -n 3 -w 1"
+  [pipeline]="--model gpt --layers 4 --d-model 64 --heads 4 --seq 32 --vocab 128 --batch 8 --micro-batches 4 -n 3 -w 1"
+)
+declare -A ci_gpt=()
+for p in "${!quick_gpt[@]}"; do ci_gpt[$p]="${quick_gpt[$p]/-n 3 -w 1/-n 10 -w 2}"; done
+declare -A full_gpt=(
+  [ddp]="--model gpt -C mpi,ring"
+  [zero]="--model gpt -C mpi,ring"
+  [pipeline]="--model gpt --layers 4"
 )
 
 # Ranks per node for programs that scale with threads inside a rank: they get the node's cores
@@ -173,9 +191,48 @@ trap 'on_signal SIGTERM' TERM
 trap 'on_signal SIGHUP' HUP
 
 failed=0 ran=0
+# One configuration of program P on N ranks with ARGS, its output to DIR/P.log (MODE > starts the
+# log, >> adds to it); its exit status in config_rc (130 when a signal stopped it).
+run_config() { # run_config DIR P N ARGS MODE
+  local dir="$1" p="$2" p_np="$3" args="$4" start secs logfd tee_pid tee_mode
+  [[ $5 == ">>" ]] && tee_mode=-a || tee_mode=
+  echo
+  echo "## $p  ($p_np ranks: $p $args)"
+  start=$(date +%s)
+  # The program in the background (so that a signal reaches this script at once) writing through
+  # tee, which ignores the signals and ends when the program's output does.
+  exec {logfd}> >(trap '' INT TERM HUP; exec tee $tee_mode "$dir/$p.log")
+  tee_pid=$!
+  # shellcheck disable=SC2086
+  timeout --kill-after=10 "$timeout_s" "$launch" -np "$p_np" "$bindir/$p" $args >&"$logfd" 2>&1 &
+  child=$!
+  exec {logfd}>&-
+  wait "$child"
+  config_rc=$?
+  # a signal ends the wait early: wait until the program has really gone
+  if [[ -n "$interrupted" ]]; then
+    for _ in $(seq 100); do kill -0 "$child" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL -- "-$child" 2>/dev/null
+    wait "$child" 2>/dev/null
+  fi
+  child=""
+  wait "$tee_pid" 2>/dev/null
+  secs=$(( $(date +%s) - start ))
+  if [[ -n "$interrupted" ]]; then
+    # into the log first: the terminal may be gone
+    echo "## $p: stopped by $interrupted after ${secs}s" >>"$dir/$p.log"
+    echo "## $p: stopped by $interrupted after ${secs}s"
+    config_rc=130
+  elif [[ $config_rc == 124 ]] || [[ $config_rc == 137 && $secs -ge $timeout_s ]]; then
+    echo "## $p: killed after the ${timeout_s}s limit" | tee -a "$dir/$p.log"
+  elif [[ $config_rc == 137 ]]; then
+    echo "## $p: killed by SIGKILL from outside the suite after ${secs}s, well within the ${timeout_s}s limit (the kernel's out-of-memory killer? see dmesg, or the job's memory limit)" | tee -a "$dir/$p.log"
+  fi
+}
+
 # One round: every program once, into DIR (its own manifest, rows, logs and status.tsv).
 run_round() { # run_round DIR RUN_ID
-  local dir="$1" p args p_np start rc secs logfd tee_pid
+  local dir="$1" p args gpt p_np start rc secs
   mkdir -p "$dir" || die "--out: cannot create '$dir'"
   export SL_RESULTS="$dir" SL_RUN_ID="$2"
   status_file="$dir/status.tsv"
@@ -187,44 +244,25 @@ run_round() { # run_round DIR RUN_ID
       ci) args="${ci_args[$p]-}" ;;
       *) args="${full_args[$p]-}" ;;
     esac
-    args="$args${extra:+ $extra}"
     p_np="$np"
     if [[ -z "$np_given" && -n "${ranks_per_node[$p]-}" ]]; then
       p_np=$(( ${SLURM_NNODES:-1} * ${ranks_per_node[$p]} ))
     fi
-    echo
-    echo "## $p  ($p_np ranks: $p $args)"
+    case $mode in
+      quick) gpt="${quick_gpt[$p]-}" ;;
+      ci) gpt="${ci_gpt[$p]-}" ;;
+      *) gpt="${full_gpt[$p]-}" ;;
+    esac
     start=$(date +%s)
-    # The program in the background (so that a signal reaches this script at once) writing through
-    # tee, which ignores the signals and ends when the program's output does.
-    exec {logfd}> >(trap '' INT TERM HUP; exec tee "$dir/$p.log")
-    tee_pid=$!
-    # shellcheck disable=SC2086
-    timeout --kill-after=10 "$timeout_s" "$launch" -np "$p_np" "$bindir/$p" $args >&"$logfd" 2>&1 &
-    child=$!
-    exec {logfd}>&-
-    wait "$child"
-    rc=$?
-    # a signal ends the wait early: wait until the program has really gone
-    if [[ -n "$interrupted" ]]; then
-      for _ in $(seq 100); do kill -0 "$child" 2>/dev/null || break; sleep 0.1; done
-      kill -KILL -- "-$child" 2>/dev/null
-      wait "$child" 2>/dev/null
+    run_config "$dir" "$p" "$p_np" "$args${extra:+ $extra}" ">"
+    rc=$config_rc
+    if [[ -n "$gpt" && -z "$interrupted" ]]; then
+      run_config "$dir" "$p" "$p_np" "$gpt${extra:+ $extra}" ">>"
+      [[ $rc != 0 ]] || rc=$config_rc
     fi
-    child=""
-    wait "$tee_pid" 2>/dev/null
     secs=$(( $(date +%s) - start ))
     ran=$((ran + 1))
-    if [[ -n "$interrupted" ]]; then
-      # into the log first: the terminal may be gone
-      echo "## $p: stopped by $interrupted after ${secs}s" >>"$dir/$p.log"
-      echo "## $p: stopped by $interrupted after ${secs}s"
-      rc=130
-    elif [[ $rc == 124 ]] || [[ $rc == 137 && $secs -ge $timeout_s ]]; then
-      echo "## $p: killed after the ${timeout_s}s limit" | tee -a "$dir/$p.log"
-    elif [[ $rc == 137 ]]; then
-      echo "## $p: killed by SIGKILL from outside the suite after ${secs}s, well within the ${timeout_s}s limit (the kernel's out-of-memory killer? see dmesg, or the job's memory limit)" | tee -a "$dir/$p.log"
-    fi
+    [[ -z "$interrupted" ]] || rc=130
     [[ $rc == 0 ]] || failed=1
     printf '%s\t%s\t%s\n' "$p" "$rc" "$secs" >>"$status_file"
     [[ -z "$interrupted" ]] || break

@@ -36,6 +36,23 @@ else
   ok $? "report.html without matplotlib: tables, and it says why there are no plots"
 fi
 
+# ddp runs twice, on the MLP then on the transformer: one status line, one log and jsonl with
+# both models' rows, the summary's ddp/gpt groups beside ddp's
+./run_all.sh --quick --only ddp --out "$out/gpt" >"$out/gpt.log" 2>&1
+rc=$?
+python3 - "$out/gpt" <<'PY'
+import json, sys
+d = sys.argv[1]
+models = sorted({r["params"].get("model", "mlp") for r in map(json.loads, open(f"{d}/ddp.jsonl"))})
+status = [l.split("\t")[0] for l in open(f"{d}/status.tsv")][1:]
+log = open(f"{d}/ddp.log").read()
+summary = open(f"{d}/summary.txt").read()
+ok = models == ["gpt", "mlp"] and status == ["ddp"] and log.count("# GPT 2 blocks x 64") == 1 and \
+    "ddp/gpt" in summary and " ddp " in summary
+sys.exit(0 if ok else f"models {models}, status {status}")
+PY
+ok $? "run_all --only ddp: the MLP's and the GPT's rows in one jsonl and log, one status line, ddp/gpt in the summary (rc=$rc)"
+
 touch "$out/a_file"
 ./run_all.sh --quick --only mae_threads --out "$out/a_file" >"$out/log" 2>&1
 rc=$?
