@@ -507,6 +507,17 @@ static void keep_for_backward(sl_train *t, stage *st, int k, void *work, size_t 
     note_inflight(st, 1);
 }
 
+/* The global number of micro-batch o's first sequence, from which the GPT's dropout numbers its
+ * elements (sl_dropout.h): the rows of a stage standing for one replica are contiguous in the
+ * step's batch (pipedream's reference with --dp > 1 is refused with dropout: validate). */
+static uint64_t mb_seq0(const sl_train *t, const stage *st, const op *o)
+{
+    int first;
+    mb_part(t, st, st->first_rep, o->mb % st->g.m, &first);
+    const int step = st->sched == S_PIPEDREAM ? o->mb / st->g.m : t->step; /* the stream runs ahead */
+    return (uint64_t)step * (uint64_t)t->global_batch + (uint64_t)first;
+}
+
 /* The target of slot k's micro-batch for the loss on the model's last chunk: the MLP's after
  * its layers, the GPT's inside its head's forward. */
 static void set_target(sl_train *t, stage *st, int k)
@@ -527,6 +538,7 @@ static void do_forward(sl_train *t, stage *st, const op *o)
     size_t full = keep_bytes(t, c, rows, 1), in = keep_bytes(t, c, rows, 0);
     void *work = activ_alloc(t, st, full);
     sl_acts_map(t, &st->acts, c->l0, c->l1, rows, work, st->act_out[k], st->grad_in[k]);
+    st->acts.g.seq0 = mb_seq0(t, st, o);
     sl_k_memcpy(t->be, work, st->act_in[k], sl_acts_io_bytes(t, c->l0, rows), SL_K_D2D); /* the input heads the block */
     if (last) set_target(t, st, k);
     if (sl_compute_sleep_layers(t, &st->clock, c->l0, c->l1, 0, last, SL_PHASE_COMPUTE, "forward")) {
@@ -549,6 +561,7 @@ static void do_backward(sl_train *t, stage *st, const op *o)
     if (opt_recompute) {
         block = activ_alloc(t, st, full);
         sl_acts_map(t, &st->acts, c->l0, c->l1, rows, block, st->act_out[k], st->grad_in[k]);
+        st->acts.g.seq0 = mb_seq0(t, st, o);
         sl_k_memcpy(t->be, block, st->slots[k].keep, in, SL_K_D2D);
         /* the GPT's head recomputes its loss's gradient (the same, into grad_in[k]) */
         if (c->global == st->g.p * st->g.v - 1) set_target(t, st, k);
@@ -556,6 +569,7 @@ static void do_backward(sl_train *t, stage *st, const op *o)
         activ_free(t, st, st->slots[k].keep, in);
     } else {
         sl_acts_map(t, &st->acts, c->l0, c->l1, rows, block, st->act_out[k], st->grad_in[k]);
+        st->acts.g.seq0 = mb_seq0(t, st, o);
     }
     const int pipedream = st->sched == S_PIPEDREAM, nb = st->nb[o->chunk]++;
     st->acts.first = pipedream || nb == 0;
@@ -1150,6 +1164,10 @@ static void validate(sl_ctx *ctx)
     const int P = ctx->nranks;
     if (sl_gpt_selected() && sl_compute_sleep_mode())
         sl_usage_error("--compute sleep: calibrates the MLP's layers; with --model gpt use --compute real");
+    if (sl_gpt_selected() && sl_gpt_resolve(&sl_gpt_opt).dropout > 0 && opt_dp > 1 &&
+        (opt_schedules & (1u << S_PIPEDREAM)))
+        sl_usage_error("--dropout: pipedream's reference runs its --dp %lld replicas' rows as one batch, whose "
+                       "dropout masks differ from the run's; use --dp 1 or --schedule without pipedream", opt_dp);
     if (opt_micro < 1) sl_usage_error("--micro-batches %lld: expected at least 1", opt_micro);
     if (opt_stages == 0) opt_stages = P / opt_dp > 0 ? P / opt_dp : 1;
     if (opt_stages * opt_dp != P)

@@ -91,6 +91,22 @@ static void *work_get(sl_backend be, void *work, size_t bytes, int *owned)
 void sl_k_attention_forward(sl_backend be, sl_dtype dt, int B, int T, int C, int NH,
                             const void *qkv, void *att, void *out, void *work)
 {
+    sl_k_attention_forward_drop(be, dt, B, T, C, NH, qkv, att, out, work, NULL);
+}
+
+void sl_k_attention_backward(sl_backend be, sl_dtype dt, int B, int T, int C, int NH,
+                             const void *dout, const void *qkv, const void *att, void *dqkv,
+                             void *work)
+{
+    sl_k_attention_backward_drop(be, dt, B, T, C, NH, dout, qkv, att, dqkv, work, NULL);
+}
+
+static int dropping(const sl_dropout *d) { return d && d->p > 0; }
+
+void sl_k_attention_forward_drop(sl_backend be, sl_dtype dt, int B, int T, int C, int NH,
+                                 const void *qkv, void *att, void *out, void *work,
+                                 const sl_dropout *drop)
+{
     check_attention("sl_k_attention_forward", dt, B, T, C, NH);
     const sl_gpt_kops *k = gops(be);
     int owned, d = C / NH;
@@ -105,19 +121,26 @@ void sl_k_attention_forward(sl_backend be, sl_dtype dt, int B, int T, int C, int
                         scores + (size_t)b * NH * tt, T, tt, NH, dt, SL_F32);
     }
     k->softmax_causal_forward(dt, (long long)B * NH * T, T, scores, att);
+    /* the probabilities V multiplies: att itself, or (dropout) att dropped into the scores'
+     * place, which the softmax has read (dt fits in the f32 scores' bytes) */
+    const void *p = att;
+    if (dropping(drop)) {
+        k->dropout(dt, (size_t)B * NH * tt, att, scores, drop->p, drop->key, drop->first);
+        p = scores;
+    }
     for (int b = 0; b < B; b++) {
         const char *v = (const char *)qkv + ((size_t)b * T * 3 * C + 2 * (size_t)C) * es;
         /* out_h (T,d) = att_h (T,T) V_h (T,d), written in place into (B,T,C) */
-        k->gemm_batched(0, 0, T, d, T, 1.0f, (const char *)att + (size_t)b * NH * tt * es, T,
+        k->gemm_batched(0, 0, T, d, T, 1.0f, (const char *)p + (size_t)b * NH * tt * es, T,
                         tt, v, 3 * C, d, 0.0f, (char *)out + (size_t)b * T * C * es, C, d, NH,
                         dt, dt);
     }
     if (owned) sl_k_free(be, scores);
 }
 
-void sl_k_attention_backward(sl_backend be, sl_dtype dt, int B, int T, int C, int NH,
-                             const void *dout, const void *qkv, const void *att, void *dqkv,
-                             void *work)
+void sl_k_attention_backward_drop(sl_backend be, sl_dtype dt, int B, int T, int C, int NH,
+                                  const void *dout, const void *qkv, const void *att, void *dqkv,
+                                  void *work, const sl_dropout *drop)
 {
     check_attention("sl_k_attention_backward", dt, B, T, C, NH);
     const sl_gpt_kops *k = gops(be);
@@ -128,18 +151,27 @@ void sl_k_attention_backward(sl_backend be, sl_dtype dt, int B, int T, int C, in
     /* dS in dt: in place over dP for f32, after it in the workspace for 16 bits */
     void *dpre = dt == SL_F32 ? (void *)datt : (void *)(datt + (size_t)B * NH * tt);
     float scale = 1.0f / sqrtf((float)d);
+    const int drops = dropping(drop);
     for (int b = 0; b < B; b++) {
         const char *qb = (const char *)qkv + (size_t)b * T * 3 * C * es;
         const char *ab = (const char *)att + (size_t)b * NH * tt * es;
         const char *gb = (const char *)dout + (size_t)b * T * C * es;
         char *dqb = (char *)dqkv + (size_t)b * T * 3 * C * es;
+        float *db = datt + (size_t)b * NH * tt;
+        if (drops) { /* the forward's dropped probabilities again, in batch b's part of dP, which
+                        the GEMM below overwrites only once dV has read them */
+            k->dropout(dt, (size_t)NH * tt, ab, db, drop->p, drop->key, drop->first + (uint64_t)b * NH * tt);
+            ab = (const char *)db;
+        }
         /* dV_h (T,d) = att_h^T (T,T) dout_h (T,d) */
         k->gemm_batched(1, 0, T, d, T, 1.0f, ab, T, tt, gb, C, d, 0.0f, dqb + 2 * (size_t)C * es,
                         3 * C, d, NH, dt, dt);
         /* datt_h (T,T) = dout_h (T,d) V_h^T (d,T) */
         k->gemm_batched(0, 1, T, T, d, 1.0f, gb, C, d, qb + 2 * (size_t)C * es, 3 * C, d, 0.0f,
-                        datt + (size_t)b * NH * tt, T, tt, NH, dt, SL_F32);
+                        db, T, tt, NH, dt, SL_F32);
     }
+    /* through the dropout: the same mask and scale on dL/d(probabilities) */
+    if (drops) k->dropout(SL_F32, (size_t)B * NH * tt, datt, datt, drop->p, drop->key, drop->first);
     k->softmax_causal_backward(dt, (long long)B * NH * T, T, att, datt, dpre);
     for (int b = 0; b < B; b++) {
         const char *qb = (const char *)qkv + (size_t)b * T * 3 * C * es;
@@ -152,6 +184,18 @@ void sl_k_attention_backward(sl_backend be, sl_dtype dt, int B, int T, int C, in
                         dqb + (size_t)C * es, 3 * C, d, NH, dt, dt);
     }
     if (owned) sl_k_free(be, datt);
+}
+
+void sl_k_dropout(sl_backend be, sl_dtype dt, size_t n, const void *x, void *y, const sl_dropout *drop)
+{
+    check_dtype("sl_k_dropout", dt);
+    if (!(drop->p >= 0 && drop->p < 1)) SL_FATAL("sl_k_dropout: p %g outside [0, 1)", (double)drop->p);
+    if (!n) return;
+    if (drop->p == 0) {
+        if (x != y) sl_k_memcpy(be, y, x, n * sl_dtype_size(dt), SL_K_D2D);
+        return;
+    }
+    gops(be)->dropout(dt, n, x, y, drop->p, drop->key, drop->first);
 }
 
 /* Element-wise */

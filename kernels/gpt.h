@@ -18,6 +18,7 @@
 #define SL_KERNELS_GPT_H
 
 #include "kernels.h"
+#include "sl_dropout.h"
 
 /* Layer norm over the last dimension -------------------------------------------------------- */
 
@@ -52,6 +53,15 @@ void sl_k_attention_forward(sl_backend be, sl_dtype dt, int B, int T, int C, int
 void sl_k_attention_backward(sl_backend be, sl_dtype dt, int B, int T, int C, int NH,
                              const void *dout, const void *qkv, const void *att, void *dqkv,
                              void *work);
+/* The same with dropout on the probabilities (drop NULL or p 0: none): out = dropout(att) V,
+ * att kept before the dropout, whose mask the backward draws again (sl_dropout.h: element
+ * (b,h,t,s) is drop->first + ((b NH + h) T + t) T + s). No more workspace. */
+void sl_k_attention_forward_drop(sl_backend be, sl_dtype dt, int B, int T, int C, int NH,
+                                 const void *qkv, void *att, void *out, void *work,
+                                 const sl_dropout *drop);
+void sl_k_attention_backward_drop(sl_backend be, sl_dtype dt, int B, int T, int C, int NH,
+                                  const void *dout, const void *qkv, const void *att, void *dqkv,
+                                  void *work, const sl_dropout *drop);
 /* FLOPs and minimum memory traffic (bytes) of one forward or backward call: the GEMMs' 2mnk
  * over the full T x T scores, and each operand read and each result written once (qkv, out,
  * att in dt; the f32 scores written and read once). */
@@ -65,6 +75,10 @@ void sl_k_gelu_forward(sl_backend be, sl_dtype dt, size_t n, const void *x, void
 /* dx = dy * gelu'(x); x, dy, dx (n) dt; dx may be dy */
 void sl_k_gelu_backward(sl_backend be, sl_dtype dt, size_t n, const void *x, const void *dy,
                         void *dx);
+/* y = dropout(x) (n) dt, element i numbered drop->first + i: kept and scaled by 1/(1 - p), or
+ * 0 (sl_dropout.h). Its backward is the same call on the gradient (the same mask and scale).
+ * y may be x; drop->p 0 copies. */
+void sl_k_dropout(sl_backend be, sl_dtype dt, size_t n, const void *x, void *y, const sl_dropout *drop);
 /* out = a + b (n) dt: the residual connection. Its backward is the identity: da = db = dout,
  * so a caller adds dout into the gradient of each branch (sl_k_add). out may be a or b. */
 void sl_k_residual_forward(sl_backend be, sl_dtype dt, size_t n, const void *a, const void *b,

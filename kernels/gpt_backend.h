@@ -35,6 +35,8 @@ typedef struct sl_gpt_kops {
                               const void *wte, const void *wpe, void *out);
     void (*embedding_backward)(sl_dtype dt, int B, int T, int C, int V, const int32_t *tok,
                                const void *dout, float *dwte, float *dwpe);
+    /* y = keep(first + i) ? x / (1 - p) : 0 (sl_dropout.h); y may be x */
+    void (*dropout)(sl_dtype dt, size_t n, const void *x, void *y, float p, uint64_t key, uint64_t first);
 } sl_gpt_kops;
 
 extern const sl_gpt_kops sl_cpu_gpt_ops;

@@ -17,7 +17,7 @@ int sl_gpt_model_init(sl_mlp *m, sl_backend be, const sl_gpt_dims *g)
 {
     /* nlayers + 1 entries of w_off: the last holds nparams */
     if (g->layers < 1 || g->layers + 2 >= SL_MLP_MAX_LAYERS || g->C < 1 || g->NH < 1 ||
-        g->C % g->NH != 0 || g->T < 1 || g->max_T < g->T || g->V < 2)
+        g->C % g->NH != 0 || g->T < 1 || g->max_T < g->T || g->V < 2 || !(g->dropout >= 0 && g->dropout < 1))
         return -1;
     memset(m, 0, sizeof *m);
     m->be = be;
@@ -321,29 +321,58 @@ static block_shape shape_of(const sl_gpt_dims *g, const sl_gpt_acts *a)
     return s;
 }
 
+/* Dropout site `site` of layer l over a tensor of per_seq elements per sequence, numbered from
+ * the acts' first sequence (sl_dropout.h); p 0 when the model has none. */
+static sl_dropout drop_at(const sl_gpt_dims *g, const sl_gpt_acts *a, int l, int site, size_t per_seq)
+{
+    sl_dropout d = {g->dropout, 0, 0};
+    if (d.p > 0) {
+        d.key = sl_dropout_key(g->dropout_seed, l, site);
+        d.first = a->seq0 * per_seq;
+    }
+    return d;
+}
+
+/* A block's three sites: the attention probabilities (B,NH,T,T), the attention's and the MLP's
+ * outputs (B,T,C) before their residual adds. */
+typedef struct block_drops {
+    sl_dropout attn, resid_attn, resid_mlp;
+} block_drops;
+
+static block_drops drops_of(const sl_gpt_dims *g, const sl_gpt_acts *a, int b)
+{
+    const size_t TC = (size_t)g->T * g->C, att = (size_t)g->NH * g->T * g->T;
+    return (block_drops){drop_at(g, a, b + 1, SL_DROP_ATTN, att), drop_at(g, a, b + 1, SL_DROP_RESID_ATTN, TC),
+                         drop_at(g, a, b + 1, SL_DROP_RESID_MLP, TC)};
+}
+
 static void block_forward(const sl_gpt_dims *g, sl_gpt_acts *a, int b, const void *lp, const void *x, void *out)
 {
     sl_gpt_block_acts *k = &a->blk[b];
     const block_shape s = shape_of(g, a);
     const int B = s.B, T = s.T, C = s.C, N = s.N;
     const size_t NC = s.NC, *off = s.off;
+    const block_drops d = drops_of(g, a, b);
 #define P(i) at(a, lp, off[i])
     const float *ln = ln_params(a, C, P(SL_GPT_LN1W));
     sl_k_layernorm_forward(a->be, a->dt, N, C, x, ln, ln + C, k->ln1, k->m1, k->r1);
     linear_forward(a, N, C, 3 * C, k->ln1, P(SL_GPT_WQKV), P(SL_GPT_BQKV), k->qkv);
-    sl_k_attention_forward(a->be, a->dt, B, T, C, g->NH, k->qkv, k->att, k->atty, a->attn_work);
+    sl_k_attention_forward_drop(a->be, a->dt, B, T, C, g->NH, k->qkv, k->att, k->atty, a->attn_work, &d.attn);
     linear_forward(a, N, C, C, k->atty, P(SL_GPT_WPROJ), P(SL_GPT_BPROJ), k->h);
+    if (d.resid_attn.p > 0) sl_k_dropout(a->be, a->dt, NC, k->h, k->h, &d.resid_attn);
     sl_k_residual_forward(a->be, a->dt, NC, x, k->h, k->h);
     ln = ln_params(a, C, P(SL_GPT_LN2W));
     sl_k_layernorm_forward(a->be, a->dt, N, C, k->h, ln, ln + C, k->ln2, k->m2, k->r2);
     linear_forward(a, N, C, 4 * C, k->ln2, P(SL_GPT_WFC), P(SL_GPT_BFC), k->fc);
     sl_k_gelu_forward(a->be, a->dt, 4 * NC, k->fc, k->ge);
     linear_forward(a, N, 4 * C, C, k->ge, P(SL_GPT_WFCPROJ), P(SL_GPT_BFCPROJ), out);
+    if (d.resid_mlp.p > 0) sl_k_dropout(a->be, a->dt, NC, out, out, &d.resid_mlp);
     sl_k_residual_forward(a->be, a->dt, NC, k->h, out, out);
 #undef P
 }
 
-/* The reverse, from dy = dL/dout into dx = dL/dx; the residuals pass their gradient through. */
+/* The reverse, from dy = dL/dout into dx = dL/dx; the residuals pass their gradient through,
+ * each dropout its mask again (into scratch free at that point: dc, then dfc). */
 static void block_backward(const sl_gpt_dims *g, sl_gpt_acts *a, int b, const void *lp, const void *x,
                            const void *dy, void *dx, float *g32)
 {
@@ -351,17 +380,23 @@ static void block_backward(const sl_gpt_dims *g, sl_gpt_acts *a, int b, const vo
     const block_shape s = shape_of(g, a);
     const int B = s.B, T = s.T, C = s.C, N = s.N;
     const size_t NC = s.NC, *off = s.off;
+    const block_drops d = drops_of(g, a, b);
 #define P(i) at(a, lp, off[i])
 #define G(i) (g32 + off[i])
-    linear_backward(a, N, 4 * C, C, dy, k->ge, P(SL_GPT_WFCPROJ), a->dfc, G(SL_GPT_WFCPROJ), G(SL_GPT_BFCPROJ));
+    const void *dmlp = dy; /* dL/d(the MLP's output before its dropout) */
+    if (d.resid_mlp.p > 0) sl_k_dropout(a->be, a->dt, NC, dy, a->dc, &d.resid_mlp), dmlp = a->dc;
+    linear_backward(a, N, 4 * C, C, dmlp, k->ge, P(SL_GPT_WFCPROJ), a->dfc, G(SL_GPT_WFCPROJ), G(SL_GPT_BFCPROJ));
     sl_k_gelu_backward(a->be, a->dt, 4 * NC, k->fc, a->dfc, a->dfc);
     linear_backward(a, N, C, 4 * C, a->dfc, k->ln2, P(SL_GPT_WFC), a->dc, G(SL_GPT_WFC), G(SL_GPT_BFC));
     const float *ln = ln_params(a, C, P(SL_GPT_LN2W));
     sl_k_layernorm_backward(a->be, a->dt, N, C, a->dc, k->h, ln, k->m2, k->r2, a->dh, G(SL_GPT_LN2W),
                             G(SL_GPT_LN2B));
     sl_k_add(a->be, a->dt, NC, dy, a->dh); /* out = h + ...: dL/dh gets dy too */
-    linear_backward(a, N, C, C, a->dh, k->atty, P(SL_GPT_WPROJ), a->dc, G(SL_GPT_WPROJ), G(SL_GPT_BPROJ));
-    sl_k_attention_backward(a->be, a->dt, B, T, C, g->NH, a->dc, k->qkv, k->att, a->dqkv, a->attn_work);
+    const void *dattn = a->dh; /* dL/d(the attention's output before its dropout) */
+    if (d.resid_attn.p > 0) sl_k_dropout(a->be, a->dt, NC, a->dh, a->dfc, &d.resid_attn), dattn = a->dfc;
+    linear_backward(a, N, C, C, dattn, k->atty, P(SL_GPT_WPROJ), a->dc, G(SL_GPT_WPROJ), G(SL_GPT_BPROJ));
+    sl_k_attention_backward_drop(a->be, a->dt, B, T, C, g->NH, a->dc, k->qkv, k->att, a->dqkv, a->attn_work,
+                                 &d.attn);
     linear_backward(a, N, C, 3 * C, a->dqkv, k->ln1, P(SL_GPT_WQKV), a->dc, G(SL_GPT_WQKV), G(SL_GPT_BQKV));
     ln = ln_params(a, C, P(SL_GPT_LN1W));
     sl_k_layernorm_backward(a->be, a->dt, N, C, a->dc, x, ln, k->m1, k->r1, dx, G(SL_GPT_LN1W), G(SL_GPT_LN1B));
@@ -377,6 +412,8 @@ void sl_gpt_layer_forward(const sl_mlp *m, sl_gpt_acts *a, int l, const void *lp
     if (l == 0) {
         sl_k_embedding_forward(a->be, a->dt, a->B, g->T, C, g->V, a->tok, lp, at(a, lp, (size_t)g->V * C),
                                a->res[1]);
+        const sl_dropout d = drop_at(g, a, 0, SL_DROP_EMBED, (size_t)g->T * C);
+        if (d.p > 0) sl_k_dropout(a->be, a->dt, (size_t)N * C, a->res[1], a->res[1], &d);
     } else if (l <= L) {
         block_forward(g, a, l - 1, lp, a->res[l], a->res[l + 1]);
     } else { /* the head: final norm, logits, loss and its gradient */
@@ -395,6 +432,8 @@ void sl_gpt_layer_backward(const sl_mlp *m, sl_gpt_acts *a, int l, void *dy, voi
     const sl_gpt_dims *g = &m->gpt;
     const int L = g->layers, C = g->C, N = a->B * g->T;
     if (l == 0) {
+        const sl_dropout d = drop_at(g, a, 0, SL_DROP_EMBED, (size_t)g->T * C);
+        if (d.p > 0) sl_k_dropout(a->be, a->dt, (size_t)N * C, dy, dy, &d); /* dy is not kept */
         sl_k_embedding_backward(a->be, a->dt, a->B, g->T, C, g->V, a->tok, dy, g32, g32 + (size_t)g->V * C);
     } else if (l <= L) {
         block_backward(g, a, l - 1, lp, a->res[l], dy, dx, g32);

@@ -59,6 +59,9 @@ typedef struct sl_gpt_acts {
     sl_backend be;
     sl_dtype dt;
     int rows, B;             /* capacity and the sequences loaded */
+    uint64_t seq0;           /* the global number of the first sequence loaded (the step's first
+                                + its place in the global batch): dropout numbers its elements
+                                from it (sl_dropout.h), so that every partition draws alike */
     int32_t *tok, *tgt;      /* (B,T): the tokens and the next tokens */
     void *res[SL_MLP_MAX_LAYERS + 1]; /* res[l]: layer l's input for l = 1..L+1 (B,T,C) dt */
     sl_gpt_block_acts blk[SL_MLP_MAX_LAYERS];
@@ -111,7 +114,8 @@ size_t sl_gpt_io_bytes(const sl_mlp *m, sl_dtype dt, int rows, int l);
 /* One block's share of them: what it keeps for its backward and its input (the residual
  * stream), (16sbh + as^2b) elements of dt and the layer norms' 4sb f32 moments, as Korthikanti
  * et al. count a block (their 34sbh + 5as^2b bytes at 16 bits also hold dropout's masks and
- * the attention dropout's output, which this model, without dropout, does not keep). */
+ * the attention dropout's output, which this model does not keep: its masks are drawn again
+ * from their counter in backward, and the dropped probabilities recomputed from the kept). */
 size_t sl_gpt_block_kept_bytes(const sl_mlp *m, sl_dtype dt, int rows);
 size_t sl_gpt_acts_bytes(const sl_mlp *m, sl_dtype dt, int rows);
 

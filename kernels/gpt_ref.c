@@ -57,8 +57,28 @@ void sl_ref_layernorm_backward(int N, int C, const double *dout, const double *i
     }
 }
 
+/* The factor element i of a dropout site multiplies by: 0, or the kernels' 1/(1 - p) (f32);
+ * 1 without dropout. */
+static double drop_factor(const sl_dropout *d, uint64_t i)
+{
+    if (!d || d->p == 0) return 1.0;
+    return sl_dropout_keep(d->key, d->first + i, d->p) ? (double)sl_dropout_scale(d->p) : 0.0;
+}
+
 void sl_ref_attention_forward(int B, int T, int C, int NH, const double *qkv, double *att,
                               double *out)
+{
+    sl_ref_attention_forward_drop(B, T, C, NH, qkv, att, out, NULL);
+}
+
+void sl_ref_attention_backward(int B, int T, int C, int NH, const double *dout,
+                               const double *qkv, const double *att, double *dqkv)
+{
+    sl_ref_attention_backward_drop(B, T, C, NH, dout, qkv, att, dqkv, NULL);
+}
+
+void sl_ref_attention_forward_drop(int B, int T, int C, int NH, const double *qkv, double *att,
+                                   double *out, const sl_dropout *drop)
 {
     int d = C / NH;
     double scale = 1.0 / sqrt((double)d);
@@ -81,17 +101,19 @@ void sl_ref_attention_forward(int B, int T, int C, int NH, const double *qkv, do
                 for (int u = 0; u <= t; u++) s += a[u] = exp(a[u] - m);
                 for (int u = 0; u <= t; u++) a[u] /= s;
                 double *o = out + ((size_t)b * T + t) * C + h * d;
+                const uint64_t row = (((uint64_t)b * NH + h) * T + t) * T;
                 for (int i = 0; i < d; i++) {
                     double acc = 0;
                     for (int u = 0; u <= t; u++)
-                        acc += a[u] * qkv[((size_t)b * T + u) * 3 * C + 2 * C + h * d + i];
+                        acc += a[u] * drop_factor(drop, row + u) * qkv[((size_t)b * T + u) * 3 * C + 2 * C + h * d + i];
                     o[i] = acc;
                 }
             }
 }
 
-void sl_ref_attention_backward(int B, int T, int C, int NH, const double *dout,
-                               const double *qkv, const double *att, double *dqkv)
+void sl_ref_attention_backward_drop(int B, int T, int C, int NH, const double *dout,
+                                    const double *qkv, const double *att, double *dqkv,
+                                    const sl_dropout *drop)
 {
     int d = C / NH;
     double scale = 1.0 / sqrt((double)d);
@@ -103,14 +125,17 @@ void sl_ref_attention_backward(int B, int T, int C, int NH, const double *dout,
                 const double *a = att + (((size_t)b * NH + h) * T + t) * T;
                 const double *g = dout + ((size_t)b * T + t) * C + h * d;
                 double s = 0;
+                const uint64_t row = (((uint64_t)b * NH + h) * T + t) * T;
                 for (int u = 0; u <= t; u++) {
                     double *dv = dqkv + ((size_t)b * T + u) * 3 * C + 2 * C + h * d;
                     const double *v = qkv + ((size_t)b * T + u) * 3 * C + 2 * C + h * d;
+                    const double f = drop_factor(drop, row + u);
                     da[u] = 0;
                     for (int i = 0; i < d; i++) {
-                        dv[i] += a[u] * g[i];
+                        dv[i] += a[u] * f * g[i];
                         da[u] += g[i] * v[i];
                     }
+                    da[u] *= f; /* through the dropout to the probabilities */
                     s += a[u] * da[u];
                 }
                 const double *q = qkv + ((size_t)b * T + t) * 3 * C + h * d;
@@ -224,6 +249,19 @@ size_t sl_ref_gpt_block_params(int C)
 void sl_ref_gpt_block(int B, int T, int C, int NH, const double *p, const double *x, double *out,
                       const double *dout, double *dx, double *dp)
 {
+    sl_ref_gpt_block_drop(B, T, C, NH, p, x, out, dout, dx, dp, NULL);
+}
+
+/* v[i] *= the factor of element i of site d */
+static void drop_apply(const sl_dropout *d, size_t n, double *v)
+{
+    for (size_t i = 0; d && d->p > 0 && i < n; i++) v[i] *= drop_factor(d, i);
+}
+
+void sl_ref_gpt_block_drop(int B, int T, int C, int NH, const double *p, const double *x, double *out,
+                           const double *dout, double *dx, double *dp, const sl_dropout *drop)
+{
+    const sl_dropout *da = drop ? &drop[0] : NULL, *dr1 = drop ? &drop[1] : NULL, *dr2 = drop ? &drop[2] : NULL;
     size_t off[SL_GPT_NPARAMS + 1], N = (size_t)B * T;
     sl_gpt_block_offsets(C, off);
 #define P(i) (p + off[i])
@@ -233,18 +271,23 @@ void sl_ref_gpt_block(int B, int T, int C, int NH, const double *p, const double
     double *fc = dalloc(N * 4 * C), *ge = dalloc(N * 4 * C);
     sl_ref_layernorm_forward((int)N, C, x, P(SL_GPT_LN1W), P(SL_GPT_LN1B), ln1, NULL, NULL);
     sl_ref_linear_forward((int)N, C, 3 * C, ln1, P(SL_GPT_WQKV), P(SL_GPT_BQKV), qkv);
-    sl_ref_attention_forward(B, T, C, NH, qkv, att, y);
+    sl_ref_attention_forward_drop(B, T, C, NH, qkv, att, y, da);
     sl_ref_linear_forward((int)N, C, C, y, P(SL_GPT_WPROJ), P(SL_GPT_BPROJ), h);
+    drop_apply(dr1, N * C, h);
     for (size_t i = 0; i < N * C; i++) h[i] += x[i];
     sl_ref_layernorm_forward((int)N, C, h, P(SL_GPT_LN2W), P(SL_GPT_LN2B), ln2, NULL, NULL);
     sl_ref_linear_forward((int)N, C, 4 * C, ln2, P(SL_GPT_WFC), P(SL_GPT_BFC), fc);
     for (size_t i = 0; i < N * 4 * C; i++) ge[i] = sl_ref_gelu(fc[i]);
     sl_ref_linear_forward((int)N, 4 * C, C, ge, P(SL_GPT_WFCPROJ), P(SL_GPT_BFCPROJ), out);
+    drop_apply(dr2, N * C, out);
     for (size_t i = 0; i < N * C; i++) out[i] += h[i];
     if (dout) {
         double *dge = dalloc(N * 4 * C), *dln2 = dalloc(N * C), *dh = dalloc(N * C);
         double *dy = dalloc(N * C), *dqkv = dalloc(N * 3 * C), *dln1 = dalloc(N * C);
-        sl_ref_linear_backward((int)N, 4 * C, C, dout, ge, P(SL_GPT_WFCPROJ), dge,
+        double *dmlp = dalloc(N * C), *dattn = dalloc(N * C);
+        memcpy(dmlp, dout, N * C * sizeof *dmlp);
+        drop_apply(dr2, N * C, dmlp);
+        sl_ref_linear_backward((int)N, 4 * C, C, dmlp, ge, P(SL_GPT_WFCPROJ), dge,
                                DP(SL_GPT_WFCPROJ), DP(SL_GPT_BFCPROJ));
         for (size_t i = 0; i < N * 4 * C; i++) dge[i] *= sl_ref_gelu_grad(fc[i]);
         sl_ref_linear_backward((int)N, C, 4 * C, dge, ln2, P(SL_GPT_WFC), dln2, DP(SL_GPT_WFC),
@@ -252,15 +295,17 @@ void sl_ref_gpt_block(int B, int T, int C, int NH, const double *p, const double
         sl_ref_layernorm_backward((int)N, C, dln2, h, P(SL_GPT_LN2W), dh, DP(SL_GPT_LN2W),
                                   DP(SL_GPT_LN2B));
         for (size_t i = 0; i < N * C; i++) dh[i] += dout[i]; /* the residual */
-        sl_ref_linear_backward((int)N, C, C, dh, y, P(SL_GPT_WPROJ), dy, DP(SL_GPT_WPROJ),
+        memcpy(dattn, dh, N * C * sizeof *dattn);
+        drop_apply(dr1, N * C, dattn);
+        sl_ref_linear_backward((int)N, C, C, dattn, y, P(SL_GPT_WPROJ), dy, DP(SL_GPT_WPROJ),
                                DP(SL_GPT_BPROJ));
-        sl_ref_attention_backward(B, T, C, NH, dy, qkv, att, dqkv);
+        sl_ref_attention_backward_drop(B, T, C, NH, dy, qkv, att, dqkv, da);
         sl_ref_linear_backward((int)N, C, 3 * C, dqkv, ln1, P(SL_GPT_WQKV), dln1,
                                DP(SL_GPT_WQKV), DP(SL_GPT_BQKV));
         sl_ref_layernorm_backward((int)N, C, dln1, x, P(SL_GPT_LN1W), dx, DP(SL_GPT_LN1W),
                                   DP(SL_GPT_LN1B));
         for (size_t i = 0; i < N * C; i++) dx[i] += dh[i];
-        free(dge), free(dln2), free(dh), free(dy), free(dqkv), free(dln1);
+        free(dge), free(dln2), free(dh), free(dy), free(dqkv), free(dln1), free(dmlp), free(dattn);
     }
 #undef P
 #undef DP

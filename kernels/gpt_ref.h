@@ -8,6 +8,8 @@
 
 #include <stdint.h>
 
+#include "sl_dropout.h"
+
 /* inp, out (N,C); w, b (C); mean, rstd (N) */
 void sl_ref_layernorm_forward(int N, int C, const double *inp, const double *w, const double *b,
                               double *out, double *mean, double *rstd);
@@ -20,6 +22,13 @@ void sl_ref_attention_forward(int B, int T, int C, int NH, const double *qkv, do
 /* dqkv (B,T,3C) assigned, from dout (B,T,C), qkv and att */
 void sl_ref_attention_backward(int B, int T, int C, int NH, const double *dout,
                                const double *qkv, const double *att, double *dqkv);
+/* The same with dropout on the probabilities (drop NULL: none): out = dropout(att) V, att kept
+ * before it, element (b,h,t,s) numbered drop->first + ((b NH + h) T + t) T + s. */
+void sl_ref_attention_forward_drop(int B, int T, int C, int NH, const double *qkv, double *att,
+                                   double *out, const sl_dropout *drop);
+void sl_ref_attention_backward_drop(int B, int T, int C, int NH, const double *dout,
+                                    const double *qkv, const double *att, double *dqkv,
+                                    const sl_dropout *drop);
 /* out (N,OC) = inp (N,C) w^T + b, w (OC,C), b (OC) or NULL */
 void sl_ref_linear_forward(int N, int C, int OC, const double *inp, const double *w,
                            const double *b, double *out);
@@ -51,5 +60,10 @@ size_t sl_ref_gpt_block_params(int C);
 /* out (B,T,C) from x (B,T,C); when dout is not NULL also dx (assigned) and dp (+=, packed). */
 void sl_ref_gpt_block(int B, int T, int C, int NH, const double *p, const double *x, double *out,
                       const double *dout, double *dx, double *dp);
+/* The same with dropout (sl_dropout.h) at drop[0] the attention probabilities, drop[1] the
+ * attention's output and drop[2] the MLP's before their residual adds (NULL: none), each
+ * numbering its elements as the kernels do. */
+void sl_ref_gpt_block_drop(int B, int T, int C, int NH, const double *p, const double *x, double *out,
+                           const double *dout, double *dx, double *dp, const sl_dropout *drop);
 
 #endif

@@ -26,9 +26,12 @@
 #define SL_MLP_MAX_LAYERS 256
 
 /* A GPT's shape (gpt_model.h): L blocks of width C with NH heads, T tokens per sequence, a
- * position table of max_T rows, a vocabulary of V. All zero for the MLP. */
+ * position table of max_T rows, a vocabulary of V; dropout's probability and its masks' seed
+ * (sl_dropout.h). All zero for the MLP. */
 typedef struct sl_gpt_dims {
     int layers, C, NH, T, max_T, V;
+    float dropout;
+    uint64_t dropout_seed;
 } sl_gpt_dims;
 
 typedef struct sl_mlp {

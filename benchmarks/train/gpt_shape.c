@@ -174,8 +174,6 @@ void sl_gpt_gate(sl_ctx *ctx)
     if (!sl_gpt_opt.trains)
         sl_usage_error("--model gpt: the gpt model is not trained by %s yet; --analytic prints its figures",
                        ctx->prog->name);
-    if (g.dropout > 0)
-        sl_usage_error("--dropout %g: training applies no dropout yet (0 only); --analytic takes any", g.dropout);
 }
 
 void sl_gpt_analytic(sl_ctx *ctx)

@@ -26,6 +26,7 @@ long sl_train_serial_gpt(const sl_mlp *m, sl_task *task, const sl_optim *o, sl_d
     int applied = 0; /* AdamW's step count: a skipped step is not one */
     for (int s = 0; s < steps; s++) {
         a.B = batch;
+        a.seq0 = (uint64_t)s * (uint64_t)batch; /* dropout's numbering, as sl_acts_load's */
         a.norm = sl_task_loss_norm(task, batch);
         a.scale = (float)sc.scale;
         sl_task_tokens(task, (uint64_t)s * (uint64_t)batch, batch, a.tok, a.tgt);

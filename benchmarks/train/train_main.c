@@ -90,7 +90,8 @@ int sl_train_main(const sl_technique *tech, int argc, char **argv)
     const sl_gpt_shape gs = sl_gpt_resolve(&sl_gpt_opt);
     if (gpt) {
         const sl_gpt_dims d = {.layers = (int)gs.layers, .C = (int)gs.d_model, .NH = (int)gs.heads,
-                               .T = (int)gs.seq, .max_T = (int)gs.max_seq, .V = (int)gs.vocab};
+                               .T = (int)gs.seq, .max_T = (int)gs.max_seq, .V = (int)gs.vocab,
+                               .dropout = (float)gs.dropout, .dropout_seed = (uint64_t)o->seed};
         if (sl_gpt_model_init(&m, be, &d) != 0)
             sl_usage_error("--layers %lld: the GPT takes at most %d blocks", gs.layers, SL_MLP_MAX_LAYERS - 3);
     } else if (tech->model ? tech->model(&m, be) != 0

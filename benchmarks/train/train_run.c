@@ -170,7 +170,8 @@ static void common_row(sl_train *t, sl_result *res, const sl_stats *st, const do
                             "kept: 16sbh + as^2b values + 16sb bytes of f32 layer-norm moments; the formula "
                             "(34sbh + 5as^2b at 16 bits, all of it scaled to the run's element size, its 1-byte "
                             "masks too) also holds dropout's masks (2sbh + as^2b bytes) and the attention "
-                            "dropout's output (2as^2b), which a model without dropout does not keep");
+                            "dropout's output (2as^2b), which this model does not keep: with --dropout it draws "
+                            "each mask again from its counter and recomputes the dropped probabilities");
     } else if (!tech->model_params) {
         sl_result_param_num(res, "layers", (double)sl_train_opt.layers);
         sl_result_param_num(res, "width", (double)sl_train_opt.width);

@@ -220,6 +220,7 @@ void sl_acts_load(sl_train *t, sl_acts *a, int first, int count)
         a->g.B = count;
         a->g.norm = sl_task_loss_norm(t->task, t->global_batch);
         a->g.scale = t->dtype == SL_F32 ? 1.0f : (float)t->ms.sc.scale;
+        a->g.seq0 = (uint64_t)t->step * (uint64_t)t->global_batch + (uint64_t)first;
         sl_train_load_tokens(t, first, count, a->g.tok, a->g.tgt);
         return;
     }

@@ -11,6 +11,7 @@
 #include "cpu/vmath.h"
 #include "cpu/vsum.h"
 #include "gpt_backend.h"
+#include "sl_dropout.h"
 #include "sl_error.h"
 #include "sl_half.h"
 
@@ -306,6 +307,26 @@ static void embedding_backward(sl_dtype dt, int B, int T, int C, int V, const in
     }
 }
 
+/* Dropout: the mask drawn per element from its global number (sl_dropout.h). */
+static void dropout(sl_dtype dt, size_t n, const void *x, void *y, float p, uint64_t key, uint64_t first)
+{
+    const float scale = sl_dropout_scale(p);
+    const long long nn = (long long)n;
+#pragma omp parallel for schedule(static) if (sl_cpu_par(n))
+    for (long long i = 0; i < nn; i++) {
+        const int keep = sl_dropout_keep(key, first + (uint64_t)i, p);
+        if (dt == SL_F32) {
+            ((float *)y)[i] = keep ? ((const float *)x)[i] * scale : 0.0f;
+        } else if (dt == SL_F16) {
+            const float v = keep ? sl_f16_to_f32(((const uint16_t *)x)[i]) * scale : 0.0f;
+            ((uint16_t *)y)[i] = sl_f32_to_f16(v);
+        } else {
+            const float v = keep ? sl_bf16_to_f32(((const uint16_t *)x)[i]) * scale : 0.0f;
+            ((uint16_t *)y)[i] = sl_f32_to_bf16(v);
+        }
+    }
+}
+
 const sl_gpt_kops sl_cpu_gpt_ops = {
     .gemm_batched = gemm_batched,
     .layernorm_forward = layernorm_forward,
@@ -316,4 +337,5 @@ const sl_gpt_kops sl_cpu_gpt_ops = {
     .gelu_backward = gelu_backward,
     .embedding_forward = embedding_forward,
     .embedding_backward = embedding_backward,
+    .dropout = dropout,
 };

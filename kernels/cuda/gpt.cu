@@ -6,6 +6,7 @@
 #include "cuda/cuda_util.cuh"
 #include "cuda/half.cuh"
 #include "gpt_backend.h"
+#include "sl_dropout.h"
 
 #define GRID_STRIDE(i, n) \
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
@@ -407,10 +408,37 @@ static void embedding_backward(sl_dtype dt, int B, int T, int C, int V, const in
     DISPATCH(dt, embedding_backward_t, B, T, C, tok, dout, dwte, dwpe);
 }
 
+/* Dropout ---------------------------------------------------------------------------------------- */
+
+template <class D>
+__global__ void dropout_kernel(size_t n, const typename D::T *x, typename D::T *y, float p,
+                               uint64_t key, uint64_t first)
+{
+    const float scale = sl_dropout_scale(p);
+    GRID_STRIDE(i, n)
+    {
+        y[i] = D::store(sl_dropout_keep(key, first + i, p) ? D::load(x[i]) * scale : 0.0f);
+    }
+}
+
+template <class D>
+static void dropout_t(size_t n, const void *x, void *y, float p, uint64_t key, uint64_t first)
+{
+    dropout_kernel<D><<<slk_blocks(n), SLK_THREADS>>>(n, (const typename D::T *)x, (typename D::T *)y, p,
+                                                      key, first);
+    SLK_LAUNCHED();
+}
+
+static void dropout(sl_dtype dt, size_t n, const void *x, void *y, float p, uint64_t key, uint64_t first)
+{
+    DISPATCH(dt, dropout_t, n, x, y, p, key, first);
+}
+
 static const sl_gpt_kops cuda_gpt_ops = {
     gemm_batched,        layernorm_forward,  layernorm_backward,
     softmax_causal_forward, softmax_causal_backward, gelu_forward,
     gelu_backward,       embedding_forward,  embedding_backward,
+    dropout,
 };
 
 extern "C" const sl_gpt_kops *sl_cuda_gpt_ops(void) { return &cuda_gpt_ops; }

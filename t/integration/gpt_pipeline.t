@@ -92,7 +92,16 @@ rc=$?
 rows "$out/dp/pipeline.jsonl" 1f1b,pipedream f32,f16 mpi,ring
 ok $? "--dp 2 --stages 2 on 4 ranks: 1f1b and pipedream x f32, f16 x mpi, ring pass (rc=$rc)"
 
+# Dropout: each stage numbers a micro-batch's elements by its sequences' place in the step, so
+# every schedule (pipedream's stream too) draws serial training's masks.
+# shellcheck disable=SC2086
+launch 2 pipeline $shape --dropout 0.2 -d f32,bf16 -o "$out/drop" >"$out/drop.txt" 2>&1 </dev/null
+rc=$?
+rows "$out/drop/pipeline.jsonl" gpipe,1f1b,interleaved,pipedream f32,bf16 mpi
+ok $? "--dropout 0.2: every schedule in f32 and bf16 passes against serial training with dropout (rc=$rc)"
+
 # What cannot apply
+expect_usage_of pipeline "--dropout" --model gpt --dropout 0.1 --dp 2 --schedule pipedream
 expect_usage_of pipeline "--compute sleep" --model gpt --compute sleep
 expect_usage_of pipeline "--stages 3" --model gpt --layers 2 --stages 3
 expect_usage_of pipeline "--balance 1,2" --model gpt --layers 4 --balance 1,2 --schedule 1f1b

@@ -53,7 +53,7 @@ for prog in checkpoint vdnn precision megatron_mlp; do
   expect_usage_of "$prog" "^$prog: --model gpt: the gpt model is not trained by $prog yet" --model gpt
 done
 expect_usage_of vdnn "^vdnn: --model gpt: the gpt model is not trained by vdnn yet" --preset gpt2-small
-expect_usage_of ddp "^ddp: --dropout 0.1: training applies no dropout yet (0 only)" --model gpt --dropout 0.1
+expect_usage_of ddp "^ddp: --dropout 1: expected a probability in \[0, 1)" --model gpt --dropout 1
 expect_usage_of zero "^zero: --width: the MLP stack's; with --model gpt the shape is" --model gpt --width 64
 expect_usage_of ddp "^ddp: --d-model: a GPT shape option; it applies with --model gpt" --d-model 64
 expect_usage_of ddp "^ddp: --analytic: prints the GPT model's figures; it does not apply with --model mlp" \

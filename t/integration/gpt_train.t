@@ -83,6 +83,24 @@ sys.exit(0 if r["check"]["status"] == "pass" and loss < math.log(64) - 1 and abs
 PY
 ok $? "40 steps learn the next-token task: the loss a nat or more below ln V, equal to serial training's (rc=$rc)"
 
+# Dropout: every rank draws the masks serial training draws (counter-based, numbered by the
+# sequence's place in the global batch), so ddp and zero still match it; the loss differs from
+# the run without dropout.
+for prog in "ddp --variants sync,bucketed,ps" "zero --stage 1,3"; do
+  # shellcheck disable=SC2086
+  launch 3 $prog $shape --dropout 0.2 -d f32,bf16 -C ring -o "$out/drop${prog%% *}" >"$out/drop${prog%% *}.txt" 2>&1 </dev/null
+  ok $? "${prog%% *} --dropout 0.2 on 3 ranks, f32 and bf16: every row passes against serial training with dropout"
+done
+python3 - "$out/dropddp/ddp.jsonl" "$out/ddp3/ddp.jsonl" <<'PY'
+import json, sys
+loss = lambda f: [json.loads(l)["metrics"]["final_loss"]["value"] for l in open(f)
+                  if '"variant":"sync"' in l.replace(" ", "") and '"dtype":"f32"' in l.replace(" ", "")][0]
+a, b = loss(sys.argv[1]), loss(sys.argv[2])
+print(f"final loss with dropout {a}, without {b}", file=sys.stderr)
+sys.exit(0 if abs(a - b) > 1e-3 else 1)
+PY
+ok $? "dropout changes the loss (the masks are applied)"
+
 # One rank's overflow at step 0 (SL_TEST_CORRUPT=1) skips the step on every rank: the replicas stay
 # identical, one step short of the serial run's, so the check fails.
 # shellcheck disable=SC2086

@@ -151,22 +151,24 @@ static void check_layernorm_lanes(void)
 
 /* Attention -------------------------------------------------------------------------------- */
 
-static void check_attention(sl_dtype dt, int B, int T, int C, int NH)
+/* drop_p > 0: with dropout on the probabilities (numbered from 1000, as a later micro-batch's) */
+static void check_attention(sl_dtype dt, int B, int T, int C, int NH, float drop_p)
 {
     size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, na = (size_t)B * NH * T * T;
     tin qkv = mk(dt, 21, nq, 1.0f), g = mk(dt, 22, no, 1.0f);
+    const sl_dropout drop = {drop_p, 4242, 1000};
     double *att = t_xmalloc(na * 8), *out = t_xmalloc(no * 8), *dqkv = t_xmalloc(nq * 8);
-    sl_ref_attention_forward(B, T, C, NH, qkv.d, att, out);
-    sl_ref_attention_backward(B, T, C, NH, g.d, qkv.d, att, dqkv);
+    sl_ref_attention_forward_drop(B, T, C, NH, qkv.d, att, out, &drop);
+    sl_ref_attention_backward_drop(B, T, C, NH, g.d, qkv.d, att, dqkv, &drop);
 
     void *dq = up(dt, qkv), *dg = up(dt, g), *da = dalloc_be(dt, na), *dout = dalloc_be(dt, no);
     void *ddq = dalloc_be(dt, nq);
     void *work = sl_k_malloc(T_BE, SL_MEM_OTHER, sl_k_attention_work_bytes(dt, B, NH, T));
-    sl_k_attention_forward(T_BE, dt, B, T, C, NH, dq, da, dout, work);
-    sl_k_attention_backward(T_BE, dt, B, T, C, NH, dg, dq, da, ddq, NULL);
+    sl_k_attention_forward_drop(T_BE, dt, B, T, C, NH, dq, da, dout, work, &drop);
+    sl_k_attention_backward_drop(T_BE, dt, B, T, C, NH, dg, dq, da, ddq, NULL, &drop);
     float *a = down(dt, da, na), *o = down(dt, dout, no), *d = down(dt, ddq, nq);
     char what[96];
-    snprintf(what, sizeof what, "attention B=%d T=%d C=%d NH=%d", B, T, C, NH);
+    snprintf(what, sizeof what, "attention B=%d T=%d C=%d NH=%d%s", B, T, C, NH, drop_p > 0 ? " dropout 0.2" : "");
     char w1[128], w2[128], w3[128];
     snprintf(w1, sizeof w1, "%s probabilities", what);
     snprintf(w2, sizeof w2, "%s out", what);
@@ -185,6 +187,32 @@ static void check_attention(sl_dtype dt, int B, int T, int C, int NH)
     t_free(dq), t_free(dg), t_free(da), t_free(dout), t_free(ddq), t_free(work);
     free(att), free(out), free(dqkv);
     tfree(qkv), tfree(g);
+}
+
+/* Dropout: each element kept exactly where sl_dropout_keep says, scaled by 1/(1 - p) and
+ * rounded to dt once, the rest 0; in place the same; about p of them dropped. */
+static void check_dropout(sl_dtype dt)
+{
+    const size_t n = 20000;
+    const sl_dropout d = {0.3f, 99, 123456};
+    tin x = mk(dt, 35, n, 1.0f);
+    void *dx = up(dt, x), *dy = dalloc_be(dt, n);
+    sl_k_dropout(T_BE, dt, n, dx, dy, &d);
+    sl_k_dropout(T_BE, dt, n, dx, dx, &d);
+    float *y = down(dt, dy, n), *yi = down(dt, dx, n);
+    size_t wrong = 0, dropped = 0;
+    for (size_t i = 0; i < n; i++) {
+        const int keep = sl_dropout_keep(d.key, d.first + i, d.p);
+        const float want = keep ? sl_round_to(dt, (float)x.d[i] * sl_dropout_scale(d.p)) : 0.0f;
+        wrong += y[i] != want || yi[i] != want;
+        dropped += !keep;
+    }
+    const double frac = (double)dropped / n;
+    ok(!wrong && fabs(frac - d.p) < 0.02, "%s %s dropout p 0.3: every element as the mask says (%zu wrong), in place "
+       "too; %.3f dropped", sl_backend_name(T_BE), sl_dtype_name(dt), wrong, frac);
+    free(y), free(yi);
+    t_free(dx), t_free(dy);
+    tfree(x);
 }
 
 /* GELU, residual ---------------------------------------------------------------------------- */
@@ -292,31 +320,33 @@ static double *block_params(void)
     return p;
 }
 
-static double block_loss(const double *p, const double *x, const double *r)
+static double block_loss(const double *p, const double *x, const double *r, const sl_dropout *drop)
 {
     size_t n = (size_t)BB * BT * BC;
     double *out = t_xmalloc(n * 8), s = 0;
-    sl_ref_gpt_block(BB, BT, BC, BNH, p, x, out, NULL, NULL, NULL);
+    sl_ref_gpt_block_drop(BB, BT, BC, BNH, p, x, out, NULL, NULL, NULL, drop);
     for (size_t i = 0; i < n; i++) s += out[i] * r[i];
     free(out);
     return s;
 }
 
-/* |fd - an| <= 1e-8 + 1e-7 |an| for every parameter and input, with L = sum(out * r) */
-static void check_block_fd(void)
+/* |fd - an| <= 1e-8 + 1e-7 |an| for every parameter and input, with L = sum(out * r); with
+ * dropout p (its masks fixed by their keys, as every pass of a step draws them) too */
+static void check_block_fd(float p_drop)
 {
     size_t np = sl_ref_gpt_block_params(BC), n = (size_t)BB * BT * BC;
     double *p = block_params(), *x = t_xmalloc(n * 8), *r = t_xmalloc(n * 8);
     for (size_t i = 0; i < n; i++) x[i] = sl_rng_normal(62, i), r[i] = sl_rng_normal(63, i);
     double *out = t_xmalloc(n * 8), *dx = t_xmalloc(n * 8), *dp = t_xmalloc(np * 8);
-    sl_ref_gpt_block(BB, BT, BC, BNH, p, x, out, r, dx, dp);
+    const sl_dropout drop[3] = {{p_drop, 11, 0}, {p_drop, 12, 5}, {p_drop, 13, 9}};
+    sl_ref_gpt_block_drop(BB, BT, BC, BNH, p, x, out, r, dx, dp, drop);
     double h = 1e-5, worst = 0, worst_rel = 0;
     for (size_t i = 0; i < np + n; i++) {
         double *v = i < np ? &p[i] : &x[i - np], an = i < np ? dp[i] : dx[i - np], keep = *v;
         *v = keep + h;
-        double lp = block_loss(p, x, r);
+        double lp = block_loss(p, x, r, drop);
         *v = keep - h;
-        double lm = block_loss(p, x, r);
+        double lm = block_loss(p, x, r, drop);
         *v = keep;
         double fd = (lp - lm) / (2 * h), e = fabs(fd - an) / (1e-8 + 1e-7 * fabs(an));
         if (!(e <= worst)) worst = e;
@@ -324,9 +354,9 @@ static void check_block_fd(void)
         if (rel > worst_rel) worst_rel = rel;
     }
     ok(worst <= 1.0,
-       "f64 GPT block (B=%d T=%d C=%d heads=%d): %zu parameter and %zu input gradients match "
+       "f64 GPT block (B=%d T=%d C=%d heads=%d, dropout %g): %zu parameter and %zu input gradients match "
        "central differences (h=1e-5) within 1e-8 + 1e-7 |g| (worst %.3g of the bound, "
-       "relative error %.2g)", BB, BT, BC, BNH, np, n, worst, worst_rel);
+       "relative error %.2g)", BB, BT, BC, BNH, (double)p_drop, np, n, worst, worst_rel);
     free(p), free(x), free(r), free(out), free(dx), free(dp);
 }
 
@@ -434,8 +464,10 @@ static void run_backend(void)
     for (int i = 0; i < 3; i++) {
         sl_dtype dt = DTS[i];
         check_layernorm(dt);
-        check_attention(dt, 2, 5, 16, 2);
-        check_attention(dt, 2, 37, 24, 3); /* rows longer than a warp */
+        check_attention(dt, 2, 5, 16, 2, 0);
+        check_attention(dt, 2, 37, 24, 3, 0); /* rows longer than a warp */
+        check_attention(dt, 2, 37, 24, 3, 0.2f);
+        check_dropout(dt);
         check_elementwise(dt);
         check_embedding(dt);
         check_lmhead(dt);
@@ -462,7 +494,8 @@ static void check_attention_cost(void)
 static void cpu_only(void)
 {
     check_layernorm_lanes();
-    check_block_fd();
+    check_block_fd(0);
+    check_block_fd(0.3f);
 }
 
 int main(void)

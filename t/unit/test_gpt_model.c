@@ -21,16 +21,21 @@ enum { L = 2, C = 16, NH = 2, T = 7, MAXT = 9, V = 13, B = 3 };
 
 static double unit(sl_dtype dt) { return dt == SL_F16 ? 0x1p-11 : dt == SL_BF16 ? 0x1p-8 : 0x1p-24; }
 
-static sl_mlp model(void)
+enum { DROP_SEED = 77 };
+
+/* The test's GPT, with dropout p (its masks keyed by DROP_SEED). */
+static sl_mlp model_p(float p)
 {
     sl_mlp m;
-    const sl_gpt_dims g = {.layers = L, .C = C, .NH = NH, .T = T, .max_T = MAXT, .V = V};
+    const sl_gpt_dims g = {.layers = L, .C = C, .NH = NH, .T = T, .max_T = MAXT, .V = V, .dropout = p,
+                           .dropout_seed = DROP_SEED};
     if (sl_gpt_model_init(&m, T_BE, &g) != 0) {
         diag("sl_gpt_model_init refused a valid shape");
         exit(1);
     }
     return m;
 }
+static sl_mlp model(void) { return model_p(0); }
 
 static void check_layout(void)
 {
@@ -40,12 +45,14 @@ static void check_layout(void)
            sl_mlp_range_size(&m, 0, m.nlayers) == want && m.w_off[L + 1] == (size_t)(V + MAXT) * C + L * block,
        "layout: %d layers (embeddings, %d blocks, head), %zu parameters, blocks of 12C^2 + 13C", m.nlayers, L,
        m.nparams);
-    sl_gpt_dims bad[] = {{L, C, 3, T, MAXT, V}, {L, C, NH, 10, MAXT, V}, {L, C, NH, T, MAXT, 1},
-                         {SL_MLP_MAX_LAYERS - 2, C, NH, T, MAXT, V}};
+#define SHAPE(l, nh, t, v, p) {.layers = l, .C = C, .NH = nh, .T = t, .max_T = MAXT, .V = v, .dropout = p}
+    sl_gpt_dims bad[] = {SHAPE(L, 3, T, V, 0), SHAPE(L, NH, 10, V, 0), SHAPE(L, NH, T, 1, 0),
+                         SHAPE(SL_MLP_MAX_LAYERS - 2, NH, T, V, 0), SHAPE(L, NH, T, V, 1), SHAPE(L, NH, T, V, -0.1f)};
+#undef SHAPE
     int refused = 0;
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) refused += sl_gpt_model_init(&m, T_BE, &bad[i]) == -1;
-    ok(refused == 4, "shapes the kernels cannot run are refused: heads not dividing C, T > max_T, V < 2, "
-                     "too many blocks (%d of 4)", refused);
+    ok(refused == 6, "shapes the kernels cannot run are refused: heads not dividing C, T > max_T, V < 2, "
+                     "too many blocks, dropout 1 or below 0 (%d of 6)", refused);
     /* per block: 24 N C^2 + 4 B T^2 C; the head 2 N C V */
     const double N = B * T, fl = L * (24.0 * N * C * C + 4.0 * B * T * T * C) + 2.0 * N * C * V;
     m = model();
@@ -121,17 +128,37 @@ static void check_task(void)
     t_free(tok), t_free(tgt), free(ht), free(hg), free(h2);
 }
 
-/* The double model: the same layers composed from gpt_ref.h. p holds the parameters (double),
- * returns the loss and accumulates dp. */
+/* The model's dropout sites of layer l (sequence 0 first), as gpt_model.c numbers them:
+ * d[0..2] a block's (attention probabilities, its two outputs), d[3] the embedding's. */
+static void ref_drops(const sl_mlp *m, int l, sl_dropout d[4])
+{
+    const float p = m->gpt.dropout;
+    static const int site[4] = {SL_DROP_ATTN, SL_DROP_RESID_ATTN, SL_DROP_RESID_MLP, SL_DROP_EMBED};
+    for (int i = 0; i < 4; i++) d[i] = (sl_dropout){p, sl_dropout_key(DROP_SEED, l, site[i]), 0};
+}
+
+/* x[i] *= dropout's factor for element i of site d (a double reference of sl_k_dropout) */
+static void ref_dropout(const sl_dropout *d, size_t n, double *x)
+{
+    for (size_t i = 0; d->p > 0 && i < n; i++)
+        x[i] *= sl_dropout_keep(d->key, d->first + i, d->p) ? (double)sl_dropout_scale(d->p) : 0.0;
+}
+
+/* The double model: the same layers composed from gpt_ref.h, with the model's dropout. p holds
+ * the parameters (double), returns the loss and accumulates dp. */
 static double ref_model(const sl_mlp *m, const double *p, const int32_t *tok, const int32_t *tgt, double norm,
                         double *dp)
 {
     const int N = B * T;
     const size_t NC = (size_t)N * C;
     double *x[L + 2], *dx = t_xmalloc(NC * 8), *dy = t_xmalloc(NC * 8);
+    sl_dropout d[L + 1][4];
+    for (int l = 0; l <= L; l++) ref_drops(m, l, d[l]);
     for (int l = 1; l <= L + 1; l++) x[l] = t_xmalloc(NC * 8);
     sl_ref_embedding_forward(B, T, C, tok, p, p + (size_t)V * C, x[1]);
-    for (int b = 0; b < L; b++) sl_ref_gpt_block(B, T, C, NH, p + m->w_off[b + 1], x[b + 1], x[b + 2], NULL, NULL, NULL);
+    ref_dropout(&d[0][3], NC, x[1]);
+    for (int b = 0; b < L; b++)
+        sl_ref_gpt_block_drop(B, T, C, NH, p + m->w_off[b + 1], x[b + 1], x[b + 2], NULL, NULL, NULL, d[b + 1]);
     const double *head = p + m->w_off[L + 1];
     double *lnf = t_xmalloc(NC * 8), mean[B * T], rstd[B * T];
     sl_ref_layernorm_forward(N, C, x[L + 1], head, head + C, lnf, mean, rstd);
@@ -142,9 +169,11 @@ static double ref_model(const sl_mlp *m, const double *p, const int32_t *tok, co
         double *swap = dy;
         dy = dx, dx = swap; /* dy: dL/d(block output) */
         double *out = t_xmalloc(NC * 8);
-        sl_ref_gpt_block(B, T, C, NH, p + m->w_off[b + 1], x[b + 1], out, dy, dx, dp + m->w_off[b + 1]);
+        sl_ref_gpt_block_drop(B, T, C, NH, p + m->w_off[b + 1], x[b + 1], out, dy, dx, dp + m->w_off[b + 1],
+                              d[b + 1]);
         free(out);
     }
+    ref_dropout(&d[0][3], NC, dx);
     sl_ref_embedding_backward(B, T, C, tok, dx, dp, dp + (size_t)V * C);
     for (int l = 1; l <= L + 1; l++) free(x[l]);
     free(dx), free(dy), free(lnf);
@@ -163,9 +192,9 @@ static double normwise(const float *got, const double *want, size_t n)
     return s > 0 ? d / s : d;
 }
 
-static void check_model(sl_dtype dt)
+static void check_model(sl_dtype dt, float drop)
 {
-    sl_mlp m = model();
+    sl_mlp m = model_p(drop);
     const size_t n = m.nparams, es = sl_dtype_size(dt);
     const int N = B * T;
     /* parameters away from their initial values, so that every gradient is a real one */
@@ -200,9 +229,10 @@ static void check_model(sl_dtype dt)
     const double u = unit(dt), el = fabs(a.loss - loss) / loss;
     const double bound_g = dt == SL_F32 ? 1e-5 : 8 * u, bound_l = dt == SL_F32 ? 1e-6 : 4 * u;
     ok(el <= bound_l && worst <= bound_g,
-       "%s %s: one step through the %d layers against the double model: loss %.6f vs %.6f (rel %.2g, bound "
+       "%s %s%s: one step through the %d layers against the double model: loss %.6f vs %.6f (rel %.2g, bound "
        "%.2g), parameter gradients within %.2g of each layer's largest (worst layer %d; bound %.2g)",
-       sl_backend_name(T_BE), sl_dtype_name(dt), m.nlayers, a.loss, loss, el, bound_l, worst, worst_layer, bound_g);
+       sl_backend_name(T_BE), sl_dtype_name(dt), drop > 0 ? ", dropout 0.25" : "", m.nlayers, a.loss, loss, el,
+       bound_l, worst, worst_layer, bound_g);
     sl_gpt_acts_free(&a);
     free(w), free(hw), free(p), free(dp), free(g);
     t_free(d0), t_free(W), t_free(g32);
@@ -258,14 +288,62 @@ static void check_accumulate(sl_dtype dt)
     t_free(d0), t_free(W), t_free(g1), t_free(g2);
 }
 
+/* Dropout's masks follow the sequences, not the pass: B sequences in one pass and the same
+ * sequences in two passes (the second numbered from its first sequence, a->seq0, as a
+ * micro-batch or another rank's share is) draw the same masks, so their gradients sum to the
+ * one pass's up to f32 rounding; numbered alike from 0, the second pass would drop other
+ * elements and differ by O(1). */
+static void check_dropout_split(void)
+{
+    sl_mlp m = model_p(0.25f);
+    const size_t n = m.nparams;
+    float *d0 = sl_k_malloc(T_BE, SL_MEM_OTHER, n * 4), *g1 = sl_k_malloc(T_BE, SL_MEM_OTHER, n * 4);
+    float *g2 = sl_k_malloc(T_BE, SL_MEM_OTHER, n * 4), *g3 = sl_k_malloc(T_BE, SL_MEM_OTHER, n * 4);
+    sl_gpt_init_params(&m, 3, 0, n, d0);
+    sl_k_memset0(T_BE, g1, n * 4), sl_k_memset0(T_BE, g2, n * 4), sl_k_memset0(T_BE, g3, n * 4);
+    sl_gpt_acts a;
+    sl_gpt_acts_alloc(&m, SL_F32, B, &a);
+    a.norm = 1.0f / (B * T), a.scale = 1.0f;
+    a.B = B, a.seq0 = 0;
+    sl_gpt_task_tokens(T_BE, 8, T, V, 0, B, a.tok, a.tgt);
+    pass(&m, &a, d0, 4, g1);
+    a.B = 1, a.seq0 = 0;
+    sl_gpt_task_tokens(T_BE, 8, T, V, 0, 1, a.tok, a.tgt);
+    pass(&m, &a, d0, 4, g2);
+    pass(&m, &a, d0, 4, g3);
+    a.B = B - 1, a.seq0 = 1;
+    sl_gpt_task_tokens(T_BE, 8, T, V, 1, B - 1, a.tok, a.tgt);
+    pass(&m, &a, d0, 4, g2);
+    a.seq0 = 0; /* the same sequences numbered as if they came first: other masks */
+    pass(&m, &a, d0, 4, g3);
+    float *h1 = t_xmalloc(n * 4), *h2 = t_xmalloc(n * 4), *h3 = t_xmalloc(n * 4);
+    t_down(h1, g1, n * 4), t_down(h2, g2, n * 4), t_down(h3, g3, n * 4);
+    double d2 = 0, d3 = 0, big = 0;
+    for (size_t i = 0; i < n; i++) {
+        d2 = fmax(d2, fabs(h2[i] - h1[i]));
+        d3 = fmax(d3, fabs(h3[i] - h1[i]));
+        big = fmax(big, fabs(h1[i]));
+    }
+    ok(big > 0 && d2 <= 1e-5 * big && d3 > 1e-2 * big,
+       "%s dropout 0.25: %d sequences in passes of 1 and %d give one pass's gradients (largest difference %.2g of the "
+       "largest); the second pass numbered from 0 instead differs by %.2g",
+       sl_backend_name(T_BE), B, B - 1, d2 / big, d3 / big);
+    sl_gpt_acts_free(&a);
+    free(h1), free(h2), free(h3);
+    t_free(d0), t_free(g1), t_free(g2), t_free(g3);
+}
+
 static void run_backend(void)
 {
     check_layout();
     check_init();
     check_task();
-    check_model(SL_F32);
-    check_model(SL_F16);
-    check_model(SL_BF16);
+    check_model(SL_F32, 0);
+    check_model(SL_F16, 0);
+    check_model(SL_BF16, 0);
+    check_model(SL_F32, 0.25f);
+    check_model(SL_BF16, 0.25f);
+    check_dropout_split();
     check_accumulate(SL_F32);
     check_accumulate(SL_BF16);
 }
