@@ -44,6 +44,11 @@ void train_step_body(void *arg);
 void train_phase_medians(const sl_train *t, int timed, MPI_Comm comm, double med[SL_NPHASES],
                          unsigned *used);
 
+/* The sum over the world's ranks of the GEMM rate (TFLOP/s) each reaches at the model's largest
+ * GEMM on `rows` samples in the run's dtype, measured now on every rank at once (cached per dtype
+ * and rows); its shape n x m x k into shape. Collective over the world (train_gemm_peak.c). */
+double train_gemm_peak(const sl_train *t, int rows, char *shape, size_t len);
+
 /* The one-rank run behind scaling_eff: what it measured and the work it did, for the row. */
 typedef struct train_baseline {
     double step;         /* median step time (0: not measured yet) */

@@ -158,6 +158,7 @@ static void common_row(sl_train *t, sl_result *res, const sl_stats *st, const do
         sl_result_param_num(res, "seq", g->T);
         sl_result_param_num(res, "vocab", g->V);
         sl_result_param_num(res, "tied_embeddings", 0); /* gpt_model.h says why */
+        sl_result_param_num(res, "dropout", g->dropout);
         /* a block's activations as kept for this rank's samples beside Korthikanti et al.'s
          * count at the run's element size, and what the two count differently */
         const sl_gpt_shape gs = {.layers = g->layers, .d_model = g->C, .heads = g->NH, .seq = g->T};
@@ -210,6 +211,13 @@ static void common_row(sl_train *t, sl_result *res, const sl_stats *st, const do
     sl_result_metric(res, "bytes_sent", sent, "bytes");
     double flops = tech->model_flops ? tech->model_flops(B) : 3.0 * sl_mlp_flops_forward(m, B);
     sl_result_metric(res, "tflops", flops / st->median / 1e12, "TFLOP/s");
+    if (!tech->model_params) { /* the model's GEMMs: their rate on these ranks, in this run */
+        char shape[64];
+        const double peak_gemm = train_gemm_peak(t, t->act_rows > 0 ? t->act_rows : t->hi - t->lo, shape, sizeof shape);
+        sl_result_param_str(res, "gemm_shape", shape);
+        sl_result_metric(res, "gemm_peak", peak_gemm, "TFLOP/s");
+        sl_result_metric(res, "gemm_frac", flops / st->median / 1e12 / peak_gemm, "fraction");
+    }
     static const char *const held_names[NHELD] = {"mem_params", "mem_grads", "mem_optim", "mem_activ"};
     for (int k = 0; k < NHELD; k++) sl_result_metric(res, held_names[k], held[k], "bytes");
     if (tech->memory_model) {

@@ -29,6 +29,9 @@ for r in rows:
     if r["ranks"] != ranks or p.get("model") != "gpt" or (p["layers"], p["d_model"], p["heads"], p["seq"], p["vocab"]) != (2, 64, 4, 16, 64):
         bad.append(f"{name}: params {p}")
     if p.get("tied_embeddings") != 0: bad.append(f"{name}: tied_embeddings {p.get('tied_embeddings')}")
+    # the GEMM rate measured in the run at the model's largest GEMM: 2 sequences x 16 tokens, 64 -> 256
+    if r["variant"] == "sync" and not (p.get("gemm_shape") == "32x256x64" and val(r, "gemm_peak") > 0 and val(r, "gemm_frac") > 0):
+        bad.append(f"{name}: gemm_shape {p.get('gemm_shape')} gemm_peak {val(r, 'gemm_peak')} gemm_frac {val(r, 'gemm_frac')}")
     if r["dtype"] != "f32" and r["collective"] != "mpi":
         f = [x for x in rows if (x["variant"], x["dtype"], x["collective"]) == (r["variant"], "f32", r["collective"])][0]
         if not (val(r, "bytes_sent") > 0 and 2 * val(r, "bytes_sent") == val(f, "bytes_sent")):
