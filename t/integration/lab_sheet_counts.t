@@ -78,4 +78,15 @@ sys.exit(0 if got == want else f"activ_peak_stages, inflight_stages {got}, the s
 PY
 ok $? "transformer: the pipeline table's peaks per stage, and exercise 7's 10,506,240 bytes"
 
+# transformer, dropout: the same activation bytes with and without it (no mask is kept)
+for p in 0 0.3; do
+  launch 2 ddp --model gpt --variants sync -C ring -n 1 -w 0 --baseline 0 --dropout $p -o "$out/drop$p" >"$out/drop$p.txt" 2>&1
+done
+python3 - "$out" <<'PY'
+import json, sys
+got = {p: json.loads(open(f"{sys.argv[1]}/drop{p}/ddp.jsonl").readline())["metrics"]["mem_activ"]["value"] for p in ("0", "0.3")}
+sys.exit(0 if got == {"0": 10506240, "0.3": 10506240} else f"mem_activ {got}, the sheet says 10,506,240 in both")
+PY
+ok $? "transformer: activ is 10.506 MB with --dropout 0 and 0.3 alike"
+
 done_testing
