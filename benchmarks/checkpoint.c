@@ -1,5 +1,6 @@
 /* checkpoint.c — activation checkpointing (Chen, Xu, Zhang, Guestrin, "Training Deep Nets with
- * Sublinear Memory Cost", 2016) of the shared deep MLP, on the training layer.
+ * Sublinear Memory Cost", 2016) of the shared deep MLP or the GPT (--model gpt), on the
+ * training layer.
  *
  * Backward needs, for every layer l, its input x_l and its pre-activation z_l. Store-all keeps
  * all of them from the forward pass: memory grows with the depth N. Checkpointing cuts the
@@ -17,12 +18,22 @@
  *              "sweep", gives one row per k
  *   budget     the plan whose activations fit --budget BYTES with the least recomputation, from
  *              Chen et al.'s greedy segmentation searched over its segment budget (plan.c)
+ *   selective  the GPT only (the MLP has no attention; there it is skipped with a note, and
+ *              refused when asked for by name): Korthikanti et al. 2022's selective
+ *              recomputation, every layer kept but each block's attention core (the softmax
+ *              probabilities, B·NH·T·T, and the attention output), recomputed from the kept
+ *              qkv before the block's backward: the s²-sized part gone for a few % more FLOPs
+ *
+ * The GPT (checkpoint/gpt_pass.c) is cut into segments over its L + 2 layers alike (--segments
+ * counts layers: the embedding, each block, the head; default k = 1, a checkpoint per block),
+ * each segment's activations one block from the pool beside its checkpoint, with its own
+ * analytic model (checkpoint/gpt_plan.h).
  *
  * Measured: every activation buffer (inputs, pre-activations, outputs, the gradients flowing
  * backward) is taken when produced and given back when no longer needed (from a caching pool,
  * checkpoint/pool.h, as a framework's allocator keeps them), and the allocator's count of live
  * activation bytes is read after each one is taken; the row's peak is the most of any step,
- * beside the analytic model (ck_model_peak). Forward FLOPs recomputed are counted as
+ * beside the analytic model (ck_model_peak; the GPT's ck_gpt_model_peak). Forward FLOPs recomputed are counted as
  * they are executed, beside the model (every layer outside the last segment), and the time
  * over store-all's, measured A/B in each row, beside the model (recomputed FLOPs over a step's).
  *
@@ -61,7 +72,8 @@ static const sl_opt ck_opts[] = {
      "variants to run (default all)"},
     /* each K within --layers, checked in validate; the shared parser refuses a K given twice */
     {"segments", 0, SL_OPT_INT_LIST, &opt_segments, 1, SL_MLP_MAX_LAYERS, "sweep", 1,
-     "K[,K...]|sweep: every_k checkpoints every K layers (default ceil(sqrt(layers))); sweep: "
+     "K[,K...]|sweep: every_k checkpoints every K layers (default ceil(sqrt(layers)); --model gpt: 1, "
+     "counting the embedding, each block and the head as layers); sweep: "
      "the powers of 2 and every K from sqrt(layers/2) - 2 to sqrt(layers) + 3"},
     {"budget", 0, SL_OPT_SIZE, &opt_budget, 1, 1LL << 50, NULL, 0,
      "activation bytes the budget variant must fit in (K/M/G; default a quarter of store-all's)"},
