@@ -8,8 +8,6 @@
 # between a checkpoint per block's and store-all's; a spoilt recomputation fails the check;
 # what cannot apply is a usage error.
 . "$(dirname "$0")/../lib/common.sh"
-prog="$top/bin/checkpoint"
-[ -x "$prog" ] || { echo "1..0 # SKIP $prog not built"; exit 0; }
 out=$(tmpdir)
 trap 'rm -rf "$out"' EXIT
 # 3 blocks of 32, 2 heads, 8 tokens, vocabulary 32; 2 sequences per rank
