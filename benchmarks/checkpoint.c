@@ -1,5 +1,6 @@
 /* checkpoint.c — activation checkpointing (Chen, Xu, Zhang, Guestrin, "Training Deep Nets with
- * Sublinear Memory Cost", 2016) of the shared deep MLP, on the training layer.
+ * Sublinear Memory Cost", 2016) of the shared deep MLP or the GPT (--model gpt), on the
+ * training layer.
  *
  * Backward needs, for every layer l, its input x_l and its pre-activation z_l. Store-all keeps
  * all of them from the forward pass: memory grows with the depth N. Checkpointing cuts the
@@ -17,12 +18,22 @@
  *              "sweep", gives one row per k
  *   budget     the plan whose activations fit --budget BYTES with the least recomputation, from
  *              Chen et al.'s greedy segmentation searched over its segment budget (plan.c)
+ *   selective  the GPT only (the MLP has no attention; there it is skipped with a note, and
+ *              refused when asked for by name): Korthikanti et al. 2022's selective
+ *              recomputation, every layer kept but each block's attention core (the softmax
+ *              probabilities, B·NH·T·T, and the attention output), recomputed from the kept
+ *              qkv before the block's backward: the s²-sized part gone for a few % more FLOPs
+ *
+ * The GPT (checkpoint/gpt_pass.c) is cut into segments over its L + 2 layers alike (--segments
+ * counts layers: the embedding, each block, the head; default k = 1, a checkpoint per block),
+ * each segment's activations one block from the pool beside its checkpoint, with its own
+ * analytic model (checkpoint/gpt_plan.h).
  *
  * Measured: every activation buffer (inputs, pre-activations, outputs, the gradients flowing
  * backward) is taken when produced and given back when no longer needed (from a caching pool,
  * checkpoint/pool.h, as a framework's allocator keeps them), and the allocator's count of live
  * activation bytes is read after each one is taken; the row's peak is the most of any step,
- * beside the analytic model (ck_model_peak). Forward FLOPs recomputed are counted as
+ * beside the analytic model (ck_model_peak; the GPT's ck_gpt_model_peak). Forward FLOPs recomputed are counted as
  * they are executed, beside the model (every layer outside the last segment), and the time
  * over store-all's, measured A/B in each row, beside the model (recomputed FLOPs over a step's).
  *
@@ -43,11 +54,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sl_train.h"
-#include "checkpoint/plan.h"
-#include "checkpoint/pool.h"
+#include "gpt_shape.h"
+#include "checkpoint/gpt_plan.h"
+#include "checkpoint/state.h"
 
-#define VARIANTS(X) X(V_STORE_ALL, "store_all") X(V_EVERY_K, "every_k") X(V_BUDGET, "budget")
+#define VARIANTS(X) X(V_STORE_ALL, "store_all") X(V_EVERY_K, "every_k") X(V_BUDGET, "budget") X(V_SELECTIVE, "selective")
 SL_ENUM(variant, VARIANTS, NVARIANTS);
 static const char *const variant_names[] = SL_ENUM_NAMES(VARIANTS);
 
@@ -61,7 +72,8 @@ static const sl_opt ck_opts[] = {
      "variants to run (default all)"},
     /* each K within --layers, checked in validate; the shared parser refuses a K given twice */
     {"segments", 0, SL_OPT_INT_LIST, &opt_segments, 1, SL_MLP_MAX_LAYERS, "sweep", 1,
-     "K[,K...]|sweep: every_k checkpoints every K layers (default ceil(sqrt(layers))); sweep: "
+     "K[,K...]|sweep: every_k checkpoints every K layers (default ceil(sqrt(layers)); --model gpt: 1, "
+     "counting the embedding, each block and the head as layers); sweep: "
      "the powers of 2 and every K from sqrt(layers/2) - 2 to sqrt(layers) + 3"},
     {"budget", 0, SL_OPT_SIZE, &opt_budget, 1, 1LL << 50, NULL, 0,
      "activation bytes the budget variant must fit in (K/M/G; default a quarter of store-all's)"},
@@ -83,34 +95,12 @@ static double store_all_time = NAN;
 static const char *store_all_coll;
 static float *store_all_weights;
 
-typedef struct ck {
-    ck_plan plan;
-    int rows;
-    double budget;           /* the budget variant's activation bytes */
-    sl_mem_space space;
-    sl_replica rep;          /* weights and gradients in t->dtype, f32 twins, optimizer state; its
-                                activations placed while alive (a slot is NULL otherwise) */
-    ck_pool pool;            /* every activation buffer comes from it */
-    size_t pool_held;        /* what it held after the training steps */
-    sl_layer_hooks hooks;
-    int seg_lo, keep;        /* the segment running forward; whether it is kept */
-    size_t activ0;           /* the allocator's activation bytes when the pass began */
-    double peak;             /* the most live activation bytes of this pass */
-    double step_peak;        /* ... of any training step */
-    double recomputed;       /* forward FLOPs recomputed in this pass, as executed */
-    double step_recomputed;  /* ... in the last training step */
-    int corrupt;             /* SL_TEST_CORRUPT=1: recomputation spoils one element */
-} ck;
-
 /* Activation buffers ------------------------------------------------------------------- */
 
 static void *act_alloc(sl_train *t, int rows, int width)
 {
     ck *s = t->state;
-    void *p = ck_pool_get(&s->pool, (size_t)rows * width * sl_train_esize(t));
-    const double live = (double)sl_mem_current(s->space, SL_MEM_ACTIV) - (double)s->activ0;
-    if (live > s->peak) s->peak = live;
-    return p;
+    return ck_pool_get(&s->pool, (size_t)rows * width * sl_train_esize(t));
 }
 
 /* A buffer of rows x width taken and put in activation slot (which, i). */
@@ -178,30 +168,28 @@ static void recompute(sl_train *t, const void *params, int lo, int hi)
         sl_k_sync(t->be);
         sl_train_span(t, SL_PHASE_RECOMPUTE, "recompute", t0, sl_now());
         s->recomputed += 2.0 * s->rows * in * out;
-        if (l == lo && s->corrupt) { /* for the test of the check itself: one z element off by 1 */
-            char e[4];
-            float v;
-            sl_k_memcpy(t->be, e, z, sl_train_esize(t), SL_K_D2H);
-            sl_k_cast(SL_BACKEND_CPU, 1, e, t->dtype, &v, SL_F32, NULL);
-            v += 1.0f;
-            sl_k_cast(SL_BACKEND_CPU, 1, &v, SL_F32, e, t->dtype, NULL);
-            sl_k_memcpy(t->be, z, e, sl_train_esize(t), SL_K_H2D);
-        }
+        if (l == lo && s->corrupt) ck_spoil(t, z); /* for the test of the check itself */
     }
 }
 
-/* One forward and backward of this rank's samples under plan p, gradients (t->dtype, loss-
- * scaled in 16 bits) into grads. */
-static void pass(sl_train *t, const ck_plan *p, const void *params, void *grads)
+void ck_spoil(sl_train *t, void *p)
+{
+    char e[4];
+    float v;
+    sl_k_memcpy(t->be, e, p, sl_train_esize(t), SL_K_D2H);
+    sl_k_cast(SL_BACKEND_CPU, 1, e, t->dtype, &v, SL_F32, NULL);
+    v += 1.0f;
+    sl_k_cast(SL_BACKEND_CPU, 1, &v, SL_F32, e, t->dtype, NULL);
+    sl_k_memcpy(t->be, p, e, sl_train_esize(t), SL_K_H2D);
+}
+
+/* The MLP's forward and backward under plan p (the GPT's: ck_gpt_pass, gpt_pass.c). */
+static void mlp_pass(sl_train *t, const ck_plan *p, const void *params, void *grads)
 {
     ck *s = t->state;
     const sl_mlp *m = t->m;
     const int N = m->nlayers, S = p->nseg;
     sl_acts *a = &s->rep.acts;
-    s->activ0 = sl_mem_current(s->space, SL_MEM_ACTIV);
-    s->peak = 0;
-    s->recomputed = 0;
-
     place(t, SL_ACTS_X, 0, m->dims[0]); /* the first checkpoint */
     sl_acts_load(t, a, t->lo, s->rows);
     for (int j = 0; j < S; j++) {
@@ -217,25 +205,61 @@ static void pass(sl_train *t, const ck_plan *p, const void *params, void *grads)
         if (j < S - 1) recompute(t, params, p->start[j], p->start[j + 1]);
         dy = sl_acts_backward_range(t, a, params, grads, dy, p->start[j], p->start[j + 1], &s->hooks);
     }
-    if (sl_mem_current(s->space, SL_MEM_ACTIV) != s->activ0)
-        SL_FATAL("checkpoint: %lld activation bytes still held after backward",
-                 (long long)sl_mem_current(s->space, SL_MEM_ACTIV) - (long long)s->activ0);
+}
+
+/* One forward and backward of this rank's samples under plan p (selective: the GPT's blocks
+ * keep no attention core), gradients (t->dtype, loss-scaled in 16 bits) into grads; the
+ * pool's peak is the pass's. */
+static void pass(sl_train *t, const ck_plan *p, int selective, const void *params, void *grads)
+{
+    ck *s = t->state;
+    s->selective = selective;
+    ck_pool_begin(&s->pool);
+    s->recomputed = 0;
+    if (sl_mlp_is_gpt(t->m)) ck_gpt_pass(t, p, params, grads);
+    else mlp_pass(t, p, params, grads);
+    if (ck_pool_live(&s->pool) != 0)
+        SL_FATAL("checkpoint: %lld activation bytes still held after backward", ck_pool_live(&s->pool));
 }
 
 /* The technique ------------------------------------------------------------------------- */
 
-/* The budget variant's bytes for elements of es bytes (--budget, or a quarter of store-all's,
- * or the least any plan needs if that is more) into *budget, and its plan into *p; -1, with
- * *least and *p the plan of least peak, when no plan fits. */
-static int budget_plan(const sl_mlp *m, size_t es, ck_plan *p, double *budget, double *least)
+/* The analytic models of plan p on model m (the MLP: plan.h; the GPT: gpt_plan.h) at `rows`
+ * samples in dt: the peak of live activation bytes, and the forward FLOPs recomputed. */
+static double model_peak(const sl_mlp *m, sl_dtype dt, int rows, const ck_plan *p, int selective)
+{
+    return sl_mlp_is_gpt(m) ? ck_gpt_model_peak(p, m, dt, rows, selective) : ck_model_peak(p, m, rows, sl_dtype_size(dt));
+}
+
+static double model_recompute(const sl_mlp *m, int rows, const ck_plan *p, int selective)
+{
+    return sl_mlp_is_gpt(m) ? ck_gpt_recompute_flops(p, m, rows, selective) : ck_model_recompute_flops(p, m, rows);
+}
+
+static void plan_store_all(ck_plan *p, const sl_mlp *m) { ck_plan_every(p, m->nlayers, m->nlayers); }
+
+/* The plan search of plan.h on m's costs. */
+static int search(const sl_mlp *m, sl_dtype dt, ck_plan *p, double budget, double *least)
+{
+    if (!sl_mlp_is_gpt(m)) return ck_plan_for_budget(p, m, plan_rows, sl_dtype_size(dt), budget, least);
+    const ck_gpt_ctx ctx = {m, dt, plan_rows};
+    ck_costs c;
+    ck_gpt_costs(&c, &ctx);
+    return ck_plan_search(p, &c, budget, least);
+}
+
+/* The budget variant's bytes for elements of dt (--budget, or a quarter of store-all's, or the
+ * least any plan needs if that is more) into *budget, and its plan into *p; -1, with *least
+ * and *p the plan of least peak, when no plan fits. */
+static int budget_plan(const sl_mlp *m, sl_dtype dt, ck_plan *p, double *budget, double *least)
 {
     ck_plan all;
-    ck_plan_every(&all, m->nlayers, m->nlayers);
-    *budget = opt_budget ? (double)opt_budget : floor(ck_model_peak(&all, m, plan_rows, es) / 4);
-    if (ck_plan_for_budget(p, m, plan_rows, es, *budget, least) == 0) return 0;
+    plan_store_all(&all, m);
+    *budget = opt_budget ? (double)opt_budget : floor(model_peak(m, dt, plan_rows, &all, 0) / 4);
+    if (search(m, dt, p, *budget, least) == 0) return 0;
     if (opt_budget) return -1;
     *budget = *least; /* a shallow model: a quarter is below what any plan needs */
-    return ck_plan_for_budget(p, m, plan_rows, es, *budget, least);
+    return search(m, dt, p, *budget, least);
 }
 
 static void setup(sl_train *t)
@@ -245,15 +269,15 @@ static void setup(sl_train *t)
     if (!s) SL_FATAL("out of memory");
     t->state = s;
     s->rows = t->hi - t->lo;
-    s->space = t->be == SL_BACKEND_CUDA ? SL_MEM_DEVICE : SL_MEM_HOST;
     s->hooks = (sl_layer_hooks){.before = before_layer, .after = after_layer};
     ck_pool_init(&s->pool, t->be);
     s->corrupt = sl_test_corrupt();
     const int kind = runs[t->variant].kind;
     double least;
-    if (kind == V_BUDGET && budget_plan(m, sl_train_esize(t), &s->plan, &s->budget, &least) != 0)
+    if (kind == V_BUDGET && budget_plan(m, t->dtype, &s->plan, &s->budget, &least) != 0)
         SL_FATAL("checkpoint: no plan fits the budget validate accepted"); /* validate checked f32's */
-    if (kind != V_BUDGET) ck_plan_every(&s->plan, m->nlayers, kind == V_STORE_ALL ? m->nlayers : runs[t->variant].k);
+    if (kind != V_BUDGET) ck_plan_every(&s->plan, m->nlayers, kind == V_EVERY_K ? runs[t->variant].k : m->nlayers);
+    s->selective_run = kind == V_SELECTIVE; /* on store-all's plan: every block kept, less its core */
     sl_replica_place(t, s->rows, &s->rep);
 }
 
@@ -274,8 +298,8 @@ static void step(sl_train *t)
 {
     ck *s = t->state;
     sl_k_memset0(t->be, s->rep.grads, t->m->nparams * sl_train_esize(t));
-    pass(t, &s->plan, s->rep.params, s->rep.grads);
-    s->step_peak = fmax(s->step_peak, s->peak);
+    pass(t, &s->plan, s->selective_run, s->rep.params, s->rep.grads);
+    s->step_peak = fmax(s->step_peak, s->pool.peak);
     s->step_recomputed = s->recomputed;
     s->pool_held = s->pool.held;
     reduce_and_step(t, &s->rep);
@@ -320,7 +344,7 @@ static int check(sl_train *t, double *error, char *why, size_t len)
     const size_t n = m->nparams, es = sl_train_esize(t);
     const int steps_run = t->step, tracing = sl_trace_enabled();
     ck_plan all;
-    ck_plan_every(&all, m->nlayers, m->nlayers);
+    plan_store_all(&all, m);
     sl_trace_enable(0); /* not part of the timeline */
     /* store-all's replica from the initial weights, trained here with a scaler of its own: the
      * run's (its state, the optimizer steps applied, the step's flags) is put back after */
@@ -336,8 +360,8 @@ static int check(sl_train *t, double *error, char *why, size_t len)
     sl_k_memset0(t->be, g, n * es);
     sl_k_memset0(t->be, ref.grads, n * es);
     t->step = 0;
-    pass(t, &s->plan, ref.params, g);
-    pass(t, &all, ref.params, ref.grads);
+    pass(t, &s->plan, s->selective_run, ref.params, g);
+    pass(t, &all, 0, ref.params, ref.grads);
     const long long grad_diff = bit_differences(t->be, n, es, g, ref.grads);
 
     /* Weights: store_all's row's when it ran (then store_all itself trains again here: the
@@ -352,7 +376,7 @@ static int check(sl_train *t, double *error, char *why, size_t len)
         sl_k_memset0(t->be, ref.optim, (size_t)sl_optim_state_per_param(&t->optim) * n * sizeof(float));
         for (t->step = 0; t->step < steps_run; t->step++) {
             sl_k_memset0(t->be, ref.grads, n * es);
-            pass(t, &all, ref.params, ref.grads);
+            pass(t, &all, 0, ref.params, ref.grads);
             reduce_and_step(t, &ref);
         }
         weight_diff = bit_differences(t->be, n, sizeof(float), weights32(&s->rep), weights32(&ref));
@@ -370,7 +394,7 @@ static int check(sl_train *t, double *error, char *why, size_t len)
     sl_replica_free(t, &ref);
     sl_k_free(t->be, g);
 
-    const double model = ck_model_peak(&s->plan, m, s->rows, es);
+    const double model = model_peak(m, t->dtype, s->rows, &s->plan, s->selective_run);
     *error = (double)(grad_diff + weight_diff); /* elements that differ: 0 when bit-identical */
     if (grad_diff)
         snprintf(why, len, "first step: %lld of %zu gradient elements differ from store-all's", grad_diff, n);
@@ -404,7 +428,7 @@ static double overhead_ab(sl_train *t)
     const sl_mlp *m = t->m;
     const int rounds = (int)t->ctx->opt.iters, steps_run = t->step, tracing = sl_trace_enabled();
     ck_plan all;
-    ck_plan_every(&all, m->nlayers, m->nlayers);
+    plan_store_all(&all, m);
     void *g = sl_k_malloc(t->be, SL_MEM_OTHER, m->nparams * sl_train_esize(t));
     double *ratio = malloc((size_t)rounds * sizeof *ratio);
     if (!ratio) SL_FATAL("out of memory");
@@ -416,7 +440,7 @@ static double overhead_ab(sl_train *t)
             const int v = (i & 1) ? 1 - j : j; /* 0: this plan, 1: store-all */
             SL_CHECK_MPI(MPI_Barrier(t->ctx->comm));
             const double t0 = sl_now();
-            pass(t, v ? &all : &s->plan, s->rep.params, g);
+            pass(t, v ? &all : &s->plan, v ? 0 : s->selective_run, s->rep.params, g);
             const double mine = sl_now() - t0;
             SL_CHECK_MPI(MPI_Allreduce(&mine, &dt[v], 1, MPI_DOUBLE, MPI_MAX, t->ctx->comm));
         }
@@ -431,8 +455,34 @@ static double overhead_ab(sl_train *t)
     return st.median - 1;
 }
 
+/* The unit the rows count activations in: one tensor T = rows x width of the MLP, one residual
+ * stream rows x s x h of the GPT (s·b·h values, Korthikanti et al.'s unit). */
+static double tensor_bytes(const sl_mlp *m, sl_dtype dt, int rows)
+{
+    if (sl_mlp_is_gpt(m)) return (double)sl_gpt_io_bytes(m, dt, rows, 1);
+    return (double)sl_dtype_size(dt) * rows * (double)sl_train_opt.width;
+}
+
+/* Selective's block beside Korthikanti et al.'s 34sbh (sl_gpt_activ_block), and what differs. */
+static void selective_row(sl_train *t, sl_result *res)
+{
+    const sl_gpt_dims *g = &t->m->gpt;
+    const int rows = ((ck *)t->state)->rows;
+    const sl_gpt_shape gs = {.layers = g->layers, .d_model = g->C, .heads = g->NH, .seq = g->T};
+    sl_result_metric(res, "activ_block_selective", (double)sl_gpt_block_kept_selective_bytes(t->m, t->dtype, rows), "bytes");
+    sl_result_metric(res, "activ_block_selective_formula",
+                     sl_gpt_activ_block(&gs, rows, SL_GPT_SELECTIVE) * sl_dtype_size(t->dtype) / 2, "bytes");
+    sl_result_param_str(res, "activ_block_selective_note",
+                        "kept: 15sbh values (the block's input, ln1, qkv, h, ln2, fc, gelu) + 16sb bytes of f32 "
+                        "layer-norm moments; the formula (34sbh at 16 bits, scaled to the run's element size) "
+                        "also holds dropout's two sbh-byte masks and the attention output atty (the output "
+                        "projection's input, 2sbh), which Korthikanti et al. keep and this model does not: "
+                        "it draws dropout's masks again from their counter and recomputes atty with the "
+                        "attention core");
+}
+
 /* The plan; peak activation bytes measured and by the model (the busiest rank), in bytes and
- * in tensors T = rows x width; recomputed FLOPs counted and by the model, as a fraction of a
+ * in tensors T (tensor_bytes); recomputed FLOPs counted and by the model, as a fraction of a
  * forward pass; the step's overhead over store-all's, measured and by the FLOP model. */
 static void row(sl_train *t, sl_result *res)
 {
@@ -447,11 +497,11 @@ static void row(sl_train *t, sl_result *res)
     if (kind == V_BUDGET) sl_result_param_num(res, "budget", s->budget);
 
     ck_plan all;
-    ck_plan_every(&all, m->nlayers, m->nlayers);
-    const size_t es = sl_train_esize(t);
-    const double peak = max_over_ranks(t, s->step_peak), model = max_over_ranks(t, ck_model_peak(&s->plan, m, s->rows, es));
-    const double store_all = max_over_ranks(t, ck_model_peak(&all, m, s->rows, es));
-    const double tensor = (double)es * s->rows * (double)sl_train_opt.width;
+    plan_store_all(&all, m);
+    const double peak = max_over_ranks(t, s->step_peak);
+    const double model = max_over_ranks(t, model_peak(m, t->dtype, s->rows, &s->plan, s->selective_run));
+    const double store_all = max_over_ranks(t, model_peak(m, t->dtype, s->rows, &all, 0));
+    const double tensor = max_over_ranks(t, tensor_bytes(m, t->dtype, s->rows));
     sl_result_metric(res, "activ_peak", peak, "bytes");
     sl_result_metric(res, "activ_model", model, "bytes");
     sl_result_metric(res, "activ_peak_tensors", peak / tensor, "tensors");
@@ -459,9 +509,10 @@ static void row(sl_train *t, sl_result *res)
     sl_result_metric(res, "activ_store_all", store_all, "bytes");
     sl_result_metric(res, "activ_frac", peak / store_all, "fraction");
     sl_result_metric(res, "activ_pool", max_over_ranks(t, (double)s->pool_held), "bytes");
+    if (kind == V_SELECTIVE) selective_row(t, res);
 
     const double fwd = sl_mlp_flops_forward(m, s->rows), bwd = sl_mlp_flops_backward(m, s->rows);
-    const double flops_model = ck_model_recompute_flops(&s->plan, m, s->rows);
+    const double flops_model = model_recompute(m, s->rows, &s->plan, s->selective_run);
     sl_result_metric(res, "recompute_flops", s->step_recomputed, "FLOP");
     sl_result_metric(res, "recompute_flops_model", flops_model, "FLOP");
     sl_result_metric(res, "extra_forward", s->step_recomputed / fwd, "forwards");
@@ -479,26 +530,51 @@ static void row(sl_train *t, sl_result *res)
 }
 
 
+/* The run's model, for the plans validate makes: the GPT's shape or the MLP stack. Returns 0,
+ * or -1 for a shape the driver refuses (it says why). */
+static int validate_model(sl_mlp *m)
+{
+    if (!sl_gpt_selected())
+        return sl_mlp_init(m, SL_BACKEND_CPU, (int)sl_train_opt.layers, (int)sl_train_opt.inputs,
+                           (int)sl_train_opt.width, (int)sl_train_opt.outputs, SL_ACT_GELU);
+    const sl_gpt_shape gs = sl_gpt_resolve(&sl_gpt_opt);
+    const sl_gpt_dims d = {.layers = (int)gs.layers, .C = (int)gs.d_model, .NH = (int)gs.heads,
+                           .T = (int)gs.seq, .max_T = (int)gs.max_seq, .V = (int)gs.vocab};
+    return sl_gpt_model_init(m, SL_BACKEND_CPU, &d);
+}
+
 /* The runs, the default budget and its plan; usage errors. */
 static void validate(sl_ctx *ctx)
 {
-    const int N = (int)sl_train_opt.layers;
     const int P = ctx->nranks;
     const int rows = plan_rows = sl_train_opt.scaling == 0 ? (int)sl_train_opt.batch
                                                            : (int)((sl_train_opt.batch + P - 1) / P);
     /* the widest element asked for: a budget that holds its plan holds a narrower one's */
-    const size_t es = ctx->opt.dtypes & (1u << SL_F32) ? 4 : 2;
+    const sl_dtype dt = ctx->opt.dtypes & (1u << SL_F32) ? SL_F32 : ctx->opt.dtypes & (1u << SL_F16) ? SL_F16 : SL_BF16;
+    const size_t es = sl_dtype_size(dt);
     sl_mlp m;
-    if (sl_mlp_init(&m, SL_BACKEND_CPU, N, (int)sl_train_opt.inputs, (int)sl_train_opt.width,
-                    (int)sl_train_opt.outputs, SL_ACT_GELU))
-        return; /* the driver says what is wrong with the shape */
+    if (validate_model(&m)) return; /* the driver says what is wrong with the shape */
+    const int gpt = sl_mlp_is_gpt(&m), N = m.nlayers;
+    char layers[96]; /* what a segment's layers are, for the messages */
+    if (gpt)
+        snprintf(layers, sizeof layers, "the GPT's %d layers: the embedding, --layers %d blocks, the head", N, N - 2);
+    else
+        snprintf(layers, sizeof layers, "--layers %d", N);
+
+    /* selective recomputation is of a transformer block's attention core: the MLP has none */
+    if (!gpt && sl_option_given(&ctx->opt, "variants") && (opt_variants & (1u << V_SELECTIVE)))
+        sl_usage_error("--variants selective: recomputes a transformer block's attention core; it applies with --model gpt");
+    if (!gpt && (opt_variants & (1u << V_SELECTIVE)))
+        sl_note(ctx, "selective (Korthikanti et al.'s recomputation of the attention core) applies with --model gpt: "
+                     "not run on the MLP");
+    const unsigned asked = gpt ? opt_variants : opt_variants & ~(1u << V_SELECTIVE);
 
     int nk = 0, ks[MAX_RUNS];
     const int root = (int)ceil(sqrt((double)N) - 1e-9);
     if (opt_segments.is_max && opt_segments.n)
         sl_usage_error("--segments: expected K[,K...] or sweep, not both");
     if (!opt_segments.n && !opt_segments.is_max) {
-        ks[nk++] = root;
+        ks[nk++] = gpt ? 1 : root; /* the GPT: a checkpoint per layer (per block) */
     } else if (opt_segments.is_max) {
         /* the powers of two, and every k around the minimum: sqrt(N/2) for this model's
          * ceil(N/k) + 2k tensors, sqrt(N) for Chen et al.'s N/k + k */
@@ -508,26 +584,28 @@ static void validate(sl_ctx *ctx)
     } else {
         for (int i = 0; i < opt_segments.n; i++) {
             const long long k = opt_segments.v[i];
-            if (k > N) sl_usage_error("--segments: %lld layers per segment is outside 1..%d (--layers %d)", k, N, N);
-            if (nk == MAX_RUNS - 2) sl_usage_error("--segments: at most %d values", MAX_RUNS - 2);
+            if (k > N) sl_usage_error("--segments: %lld layers per segment is outside 1..%d (%s)", k, N, layers);
+            const int most = MAX_RUNS - (gpt ? 3 : 2); /* beside store_all, budget (and selective) */
+            if (nk == most) sl_usage_error("--segments: at most %d values", most);
             ks[nk++] = (int)k;
         }
     }
     /* an option whose variant does not run would be silently unused */
-    if (sl_option_given(&ctx->opt, "segments") && !(opt_variants & (1u << V_EVERY_K)))
+    if (sl_option_given(&ctx->opt, "segments") && !(asked & (1u << V_EVERY_K)))
         sl_usage_error("--segments applies to every_k, which is not among the --variants asked for");
-    if (sl_option_given(&ctx->opt, "budget") && !(opt_variants & (1u << V_BUDGET)))
+    if (sl_option_given(&ctx->opt, "budget") && !(asked & (1u << V_BUDGET)))
         sl_usage_error("--budget applies to budget, which is not among the --variants asked for");
 
     int nruns = 0;
     run_mask = 0;
     for (int v = 0; v < NVARIANTS; v++) {
+        if (v == V_SELECTIVE && !gpt) continue;
         const int copies = v == V_EVERY_K ? nk : 1;
         for (int i = 0; i < copies; i++) {
             runs[nruns].kind = v;
             runs[nruns].k = v == V_EVERY_K ? ks[i] : 0;
             run_names[nruns] = variant_names[v];
-            if (opt_variants & (1u << v)) run_mask |= 1u << nruns;
+            if (asked & (1u << v)) run_mask |= 1u << nruns;
             nruns++;
         }
     }
@@ -535,27 +613,33 @@ static void validate(sl_ctx *ctx)
     checkpoint_technique.nvariants = nruns;
 
     ck_plan all;
-    ck_plan_every(&all, N, N);
-    const double store_all = ck_model_peak(&all, &m, rows, es), tensor = (double)es * rows * (double)sl_train_opt.width;
+    plan_store_all(&all, &m);
+    const double store_all = model_peak(&m, dt, rows, &all, 0), tensor = tensor_bytes(&m, dt, rows);
     ck_plan budget;
     double budget_bytes, least;
-    if ((opt_variants & (1u << V_BUDGET)) && budget_plan(&m, es, &budget, &budget_bytes, &least) != 0) {
+    if ((asked & (1u << V_BUDGET)) && budget_plan(&m, dt, &budget, &budget_bytes, &least) != 0) {
         char plan[64];
         ck_plan_describe(&budget, plan, sizeof plan);
         sl_usage_error("--budget: %.0f bytes cannot hold the activations of %d rows in %zu-byte elements under any "
                        "checkpoint plan; the least any needs is %.0f bytes (segments %s): give --budget >= %.0f",
                        budget_bytes, rows, es, least, plan, least);
     }
-    sl_note(ctx, "activations: T = %d rows x %lld wide x %zu B = %.1f KiB; store-all holds %.6g T = %.3f MB "
-                 "(every layer's input and z, the output, dL/d output); a checkpoint every k layers about N/k + 2k T%s",
-            rows, sl_train_opt.width, es, tensor / 1024, store_all / tensor, store_all / 1e6,
-            es == 4 && (ctx->opt.dtypes & ~(1u << SL_F32)) ? " (f32; half the bytes in f16 and bf16)" : "");
-    if (!(opt_variants & (1u << V_BUDGET))) return;
+    const char *in16 = es == 4 && (ctx->opt.dtypes & ~(1u << SL_F32)) ? " (f32; half the bytes in f16 and bf16)" : "";
+    if (gpt)
+        sl_note(ctx, "activations: T = one residual stream, %d sequences x %d tokens x %d wide x %zu B = %.1f KiB; "
+                     "store-all holds %.6g T = %.3f MB (every layer's input and what it keeps, the head's weight "
+                     "gradient, dL/d output); layers: 0 the embedding, 1..%d the blocks, %d the head%s",
+                rows, m.gpt.T, m.gpt.C, es, tensor / 1024, store_all / tensor, store_all / 1e6, N - 2, N - 1, in16);
+    else
+        sl_note(ctx, "activations: T = %d rows x %lld wide x %zu B = %.1f KiB; store-all holds %.6g T = %.3f MB "
+                     "(every layer's input and z, the output, dL/d output); a checkpoint every k layers about N/k + 2k T%s",
+                rows, sl_train_opt.width, es, tensor / 1024, store_all / tensor, store_all / 1e6, in16);
+    if (!(asked & (1u << V_BUDGET))) return;
     char plan[64];
     ck_plan_describe(&budget, plan, sizeof plan);
     sl_note(ctx, "budget: %.0f bytes%s; chosen plan: segments %s (layers per segment), peak %.0f bytes by the model%s",
             budget_bytes, opt_budget ? "" : " (a quarter of store-all's, or the least any plan needs if more; --budget BYTES)", plan,
-            ck_model_peak(&budget, &m, rows, es), es == 4 && (ctx->opt.dtypes & ~(1u << SL_F32)) ? " in f32 (16 bits plan for their own bytes)" : "");
+            model_peak(&m, dt, rows, &budget, 0), es == 4 && (ctx->opt.dtypes & ~(1u << SL_F32)) ? " in f32 (16 bits plan for their own bytes)" : "");
 }
 static const sl_column columns[] = {
     SL_COL("variant", "variant", 9), SL_COL("dtype", "dtype", 5), SL_COL("k", "k", 4), SL_COL("segs", "segments", 5),
@@ -581,7 +665,8 @@ static sl_technique checkpoint_technique = {
                 .default_coll = SL_COLL_MPI, .default_iters = 5, .default_warmup = 1,
                 .extra = ck_opts, .validate = validate},
     .variant_mask = &run_mask,
-    .mixed_variants = ~0u, /* every row: store_all, each every_k, budget */
+    .mixed_variants = ~0u, /* every row: store_all, each every_k, budget, selective */
+    .trains_gpt = 1,
     .tol_mixed_sgd_max = {[SL_F16] = SL_TRAIN_TOL_MIXED_SGD_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_SGD_BF16},
     .tol_mixed_adamw_l2 = {[SL_F16] = SL_TRAIN_TOL_MIXED_ADAMW_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_ADAMW_BF16},
     .setup = setup, .step = step, .weights = weights, .free = release,

@@ -83,13 +83,33 @@ void sl_gpt_init_params(const sl_mlp *m, uint64_t seed, size_t first, size_t cou
     init_segment(m, seed, (segment){head + 2 * C, VC, w, 0}, first, count, dst);
 }
 
-double sl_gpt_flops_forward(const sl_mlp *m, int batch)
+double sl_gpt_flops_core(const sl_mlp *m, int batch)
+{
+    const sl_gpt_dims *g = &m->gpt;
+    return 4.0 * batch * (double)g->T * g->T * g->C; /* QK^T and att V: 2BT^2C each */
+}
+
+double sl_gpt_flops_out(const sl_mlp *m, int batch)
+{
+    const double C = m->gpt.C;
+    return 8.0 * batch * (double)m->gpt.T * C * C; /* (N,4C) x (4C,C) */
+}
+
+double sl_gpt_layer_flops(const sl_mlp *m, int l, int batch)
 {
     const sl_gpt_dims *g = &m->gpt;
     const double N = (double)batch * g->T, C = g->C;
-    /* per block: qkv 6NC^2, projection 2NC^2, MLP 16NC^2, attention 4BT^2C; the head 2NCV */
-    const double block = 24.0 * N * C * C + 4.0 * batch * (double)g->T * g->T * C;
-    return g->layers * block + 2.0 * N * C * g->V;
+    if (l == 0) return 0; /* the embedding: lookups and adds */
+    /* a block: qkv 6NC^2, projection 2NC^2, MLP 16NC^2, the attention core; the head 2NCV */
+    if (l <= g->layers) return 24.0 * N * C * C + sl_gpt_flops_core(m, batch);
+    return 2.0 * N * C * g->V;
+}
+
+double sl_gpt_flops_forward(const sl_mlp *m, int batch)
+{
+    double f = 0;
+    for (int l = 0; l < m->nlayers; l++) f += sl_gpt_layer_flops(m, l, batch);
+    return f;
 }
 
 /* Activations ----------------------------------------------------------------------------------- */
@@ -115,6 +135,13 @@ size_t sl_gpt_block_kept_bytes(const sl_mlp *m, sl_dtype dt, int rows)
 {
     const size_t B = rows > 0 ? (size_t)rows : 1, N = B * (size_t)m->gpt.T;
     return (block_kept(&m->gpt, N, B) + N * (size_t)m->gpt.C) * sl_dtype_size(dt) + 4 * N * sizeof(float);
+}
+
+size_t sl_gpt_block_kept_selective_bytes(const sl_mlp *m, sl_dtype dt, int rows)
+{
+    const size_t B = rows > 0 ? (size_t)rows : 1, N = B * (size_t)m->gpt.T;
+    const size_t core = B * (size_t)m->gpt.NH * m->gpt.T * m->gpt.T + N * (size_t)m->gpt.C; /* att, atty */
+    return sl_gpt_block_kept_bytes(m, dt, rows) - core * sl_dtype_size(dt);
 }
 
 size_t sl_gpt_acts_bytes(const sl_mlp *m, sl_dtype dt, int rows)
@@ -205,25 +232,29 @@ size_t sl_gpt_io_bytes(const sl_mlp *m, sl_dtype dt, int rows, int l)
  * kernels' vector loads and the GPU's 16-byte ones). */
 #define PIECE_ALIGN 64
 
-/* The pieces of a range's block in order (sl_gpt_acts_map): pointers into base set in a (base
- * NULL: a dummy, sizes only). Returns the block's bytes. */
-static size_t range_layout(const sl_mlp *m, sl_dtype dt, int rows, int l0, int l1, int full, char *base,
+static size_t aligned(size_t bytes) { return (bytes + PIECE_ALIGN - 1) / PIECE_ALIGN * PIECE_ALIGN; }
+
+/* The pieces of a range's block in order (sl_gpt_acts_map_input), kept as `keep` says: the input
+ * at `in`, the others from `body` on, pointers set in a (NULL bases: a dummy, sizes only).
+ * Returns the bytes of both: the input's (aligned) and the body's. */
+static size_t range_layout(const sl_mlp *m, sl_dtype dt, int rows, int l0, int l1, int keep, char *in, char *body,
                            sl_gpt_acts *a)
 {
     const sl_gpt_dims *g = &m->gpt;
     const size_t B = (size_t)(rows > 0 ? rows : 1), N = B * (size_t)g->T, es = sl_dtype_size(dt);
     const size_t NC = N * (size_t)g->C, f32 = sizeof(float);
+    if (l0 == 0) a->tok = (int32_t *)in;
+    else a->res[l0] = in;
     size_t at = 0;
-#define PUT(ptr, bytes) \
-    ((ptr) = base ? (void *)(base + at) : NULL, at += ((bytes) + PIECE_ALIGN - 1) / PIECE_ALIGN * PIECE_ALIGN)
-    if (l0 == 0) PUT(a->tok, N * sizeof(int32_t));
-    else PUT(a->res[l0], NC * es);
-    for (int l = l0; full && l < l1; l++) {
+#define PUT(ptr, bytes) ((ptr) = body ? (void *)(body + at) : NULL, at += aligned(bytes))
+    for (int l = l0; keep != SL_GPT_KEEP_INPUT && l < l1; l++) {
         if (l > l0) PUT(a->res[l], NC * es);
         if (l >= 1 && l <= g->layers) {
             sl_gpt_block_acts *k = &a->blk[l - 1];
-            PUT(k->ln1, NC * es), PUT(k->qkv, 3 * NC * es), PUT(k->att, B * (size_t)g->NH * g->T * g->T * es);
-            PUT(k->atty, NC * es), PUT(k->h, NC * es), PUT(k->ln2, NC * es), PUT(k->fc, 4 * NC * es);
+            PUT(k->ln1, NC * es), PUT(k->qkv, 3 * NC * es);
+            if (keep == SL_GPT_KEEP_SELECTIVE) k->att = k->atty = NULL; /* the core: sl_gpt_core_map */
+            else PUT(k->att, B * (size_t)g->NH * g->T * g->T * es), PUT(k->atty, NC * es);
+            PUT(k->h, NC * es), PUT(k->ln2, NC * es), PUT(k->fc, 4 * NC * es);
             PUT(k->ge, 4 * NC * es), PUT(k->m1, N * f32), PUT(k->r1, N * f32), PUT(k->m2, N * f32);
             PUT(k->r2, N * f32);
         } else if (l == g->layers + 1) {
@@ -232,24 +263,39 @@ static size_t range_layout(const sl_mlp *m, sl_dtype dt, int rows, int l0, int l
         }
     }
 #undef PUT
-    return at;
+    return aligned(sl_gpt_io_bytes(m, dt, rows, l0)) + at;
 }
 
-size_t sl_gpt_range_bytes(const sl_mlp *m, sl_dtype dt, int rows, int l0, int l1, int full)
+size_t sl_gpt_range_bytes(const sl_mlp *m, sl_dtype dt, int rows, int l0, int l1, int keep)
 {
     sl_gpt_acts dummy;
-    return range_layout(m, dt, rows, l0, l1, full, NULL, &dummy);
+    return range_layout(m, dt, rows, l0, l1, keep, NULL, NULL, &dummy);
 }
 
-void sl_gpt_acts_map(const sl_mlp *m, sl_gpt_acts *a, int l0, int l1, int rows, void *block, void *out,
-                     void *dout)
+void sl_gpt_acts_map_input(const sl_mlp *m, sl_gpt_acts *a, int l0, int l1, int rows, void *in, void *body,
+                           void *out, void *dout)
 {
     if (rows > a->rows) SL_FATAL("%d sequences on workspaces sized for %d", rows, a->rows);
-    if (l0 < 0 || l1 <= l0 || l1 > m->nlayers) SL_FATAL("sl_gpt_acts_map: layers [%d, %d) of %d", l0, l1, m->nlayers);
-    range_layout(m, a->dt, rows, l0, l1, 1, block, a);
+    if (l0 < 0 || l1 <= l0 || l1 > m->nlayers) SL_FATAL("sl_gpt_acts_map_input: layers [%d, %d) of %d", l0, l1, m->nlayers);
+    range_layout(m, a->dt, rows, l0, l1, a->selective ? SL_GPT_KEEP_SELECTIVE : SL_GPT_KEEP_ALL, in, body, a);
     a->B = rows;
     if (l1 < m->nlayers) a->res[l1] = out;
     else a->dlnf = dout;
+}
+
+size_t sl_gpt_core_bytes(const sl_mlp *m, sl_dtype dt, int rows)
+{
+    const size_t B = (size_t)(rows > 0 ? rows : 1);
+    return aligned(B * (size_t)m->gpt.NH * m->gpt.T * m->gpt.T * sl_dtype_size(dt)) +
+           aligned(sl_gpt_io_bytes(m, dt, rows, 1));
+}
+
+void sl_gpt_core_map(const sl_mlp *m, sl_gpt_acts *a, int l, void *core)
+{
+    sl_gpt_block_acts *k = &a->blk[l - 1];
+    const size_t att = aligned((size_t)a->B * m->gpt.NH * m->gpt.T * m->gpt.T * sl_dtype_size(a->dt));
+    k->att = core;
+    k->atty = core ? (char *)core + att : NULL;
 }
 
 void *sl_gpt_dout(sl_gpt_acts *a, const sl_mlp *m)
@@ -346,18 +392,29 @@ static block_drops drops_of(const sl_gpt_dims *g, const sl_gpt_acts *a, int b)
                          drop_at(g, a, b + 1, SL_DROP_RESID_MLP, TC)};
 }
 
+/* The attention core of block b, att and atty from its qkv: the forward's, and the same call
+ * again for a selective recomputation (the same arithmetic and dropout mask, so the same bits). */
+static void attention_core(const sl_gpt_dims *g, sl_gpt_acts *a, int b)
+{
+    sl_gpt_block_acts *k = &a->blk[b];
+    const sl_dropout d = drops_of(g, a, b).attn;
+    sl_k_attention_forward_drop(a->be, a->dt, a->B, g->T, g->C, g->NH, k->qkv, k->att, k->atty, a->attn_work, &d);
+}
+
+/* out NULL: the block's output is not needed (the top of a recomputed segment), so its last
+ * linear and residual add are skipped; everything its backward reads is computed. */
 static void block_forward(const sl_gpt_dims *g, sl_gpt_acts *a, int b, const void *lp, const void *x, void *out)
 {
     sl_gpt_block_acts *k = &a->blk[b];
     const block_shape s = shape_of(g, a);
-    const int B = s.B, T = s.T, C = s.C, N = s.N;
+    const int C = s.C, N = s.N;
     const size_t NC = s.NC, *off = s.off;
     const block_drops d = drops_of(g, a, b);
 #define P(i) at(a, lp, off[i])
     const float *ln = ln_params(a, C, P(SL_GPT_LN1W));
     sl_k_layernorm_forward(a->be, a->dt, N, C, x, ln, ln + C, k->ln1, k->m1, k->r1);
     linear_forward(a, N, C, 3 * C, k->ln1, P(SL_GPT_WQKV), P(SL_GPT_BQKV), k->qkv);
-    sl_k_attention_forward_drop(a->be, a->dt, B, T, C, g->NH, k->qkv, k->att, k->atty, a->attn_work, &d.attn);
+    attention_core(g, a, b);
     linear_forward(a, N, C, C, k->atty, P(SL_GPT_WPROJ), P(SL_GPT_BPROJ), k->h);
     if (d.resid_attn.p > 0) sl_k_dropout(a->be, a->dt, NC, k->h, k->h, &d.resid_attn);
     sl_k_residual_forward(a->be, a->dt, NC, x, k->h, k->h);
@@ -365,6 +422,7 @@ static void block_forward(const sl_gpt_dims *g, sl_gpt_acts *a, int b, const voi
     sl_k_layernorm_forward(a->be, a->dt, N, C, k->h, ln, ln + C, k->ln2, k->m2, k->r2);
     linear_forward(a, N, C, 4 * C, k->ln2, P(SL_GPT_WFC), P(SL_GPT_BFC), k->fc);
     sl_k_gelu_forward(a->be, a->dt, 4 * NC, k->fc, k->ge);
+    if (!out) return;
     linear_forward(a, N, 4 * C, C, k->ge, P(SL_GPT_WFCPROJ), P(SL_GPT_BFCPROJ), out);
     if (d.resid_mlp.p > 0) sl_k_dropout(a->be, a->dt, NC, out, out, &d.resid_mlp);
     sl_k_residual_forward(a->be, a->dt, NC, k->h, out, out);
@@ -410,6 +468,7 @@ void sl_gpt_layer_forward(const sl_mlp *m, sl_gpt_acts *a, int l, const void *lp
     const sl_gpt_dims *g = &m->gpt;
     const int L = g->layers, C = g->C, N = a->B * g->T;
     if (l == 0) {
+        if (!a->res[1]) return; /* its output not needed: it keeps nothing else */
         sl_k_embedding_forward(a->be, a->dt, a->B, g->T, C, g->V, a->tok, lp, at(a, lp, (size_t)g->V * C),
                                a->res[1]);
         const sl_dropout d = drop_at(g, a, 0, SL_DROP_EMBED, (size_t)g->T * C);
@@ -425,6 +484,8 @@ void sl_gpt_layer_forward(const sl_mlp *m, sl_gpt_acts *a, int l, const void *lp
         a->loss = loss / a->scale;
     }
 }
+
+void sl_gpt_core_recompute(const sl_mlp *m, sl_gpt_acts *a, int l) { attention_core(&m->gpt, a, l - 1); }
 
 void sl_gpt_layer_backward(const sl_mlp *m, sl_gpt_acts *a, int l, void *dy, void *dx, const void *lp,
                            float *g32)

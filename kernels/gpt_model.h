@@ -46,8 +46,15 @@ size_t sl_gpt_layer_size(const sl_mlp *m, int l);
  * layer-norm gains 1, biases 0. Element e depends only on (seed, e). */
 void sl_gpt_init_params(const sl_mlp *m, uint64_t seed, size_t first, size_t count, float *dst);
 /* FLOPs of one step's forward on `batch` sequences, as the kernels compute them (the full TxT
- * attention products, the LM head over the whole vocabulary); backward is twice it. */
+ * attention products, the LM head over the whole vocabulary); backward is twice it. It is the
+ * sum of sl_gpt_layer_flops: none for the embedding (lookups), 24NC^2 (the four GEMMs) plus
+ * the attention core for a block, 2NCV for the head. Two parts of a block's, for what a
+ * recomputation repeats: sl_gpt_flops_core, the attention core (QK^T and att V, 4BT^2C), and
+ * sl_gpt_flops_out, the MLP's second linear (8NC^2), which a block without an output skips. */
 double sl_gpt_flops_forward(const sl_mlp *m, int batch);
+double sl_gpt_layer_flops(const sl_mlp *m, int l, int batch);
+double sl_gpt_flops_core(const sl_mlp *m, int batch);
+double sl_gpt_flops_out(const sl_mlp *m, int batch);
 
 /* The activations of up to `rows` sequences, and the workspaces of the layers ------------ */
 typedef struct sl_gpt_block_acts {
@@ -70,7 +77,7 @@ typedef struct sl_gpt_acts {
     /* backward */
     void *dres[2];           /* (N,C) dt: dL/d(residual stream), ping-pong over the layers */
     void *dlnf;              /* (N,C) dt: where the head's forward leaves dL/d(the final norm's
-                                output): dres[(L + 2) & 1], or a technique's buffer (sl_gpt_acts_map) */
+                                output): dres[(L + 2) & 1], or a technique's buffer (sl_gpt_acts_map_input) */
     void *dfc, *dc, *dh, *dqkv; /* a block's internal gradients, dt: (N,4C) (N,C) (N,C) (N,3C) */
     float *dwhead;           /* (V,C) f32: the head's weight gradient, from the forward */
     double loss;             /* the last forward's loss, unscaled */
@@ -79,6 +86,11 @@ typedef struct sl_gpt_acts {
     float *lin32;            /* (N,4C) f32: a 16-bit linear's product before the bias and the cast */
     float *vec32;            /* (4C) f32: a bias or layer-norm parameters widened */
     void *attn_work, *head_work;
+    /* Selective recomputation (Korthikanti et al. 2022): a mapped range keeps no attention core
+     * (att, atty); the technique places one per block while it is needed (sl_gpt_core_map)
+     * and, before a block's backward, computes it again from the kept qkv
+     * (sl_gpt_core_recompute). */
+    int selective;
 } sl_gpt_acts;
 
 void sl_gpt_acts_alloc(const sl_mlp *m, sl_dtype dt, int rows, sl_gpt_acts *a);
@@ -90,7 +102,7 @@ void sl_gpt_acts_free(sl_gpt_acts *a);
  * the backward's scratch, the kernels' workspaces) for up to `rows` sequences.
  * sl_gpt_range_bytes is the size of a block that holds what layers [l0, l1) keep for their
  * backward at `rows` sequences (full = 1), or their input alone (full = 0: what a recomputing
- * technique keeps); sl_gpt_acts_map points them into such a block, with each piece aligned to
+ * technique keeps); sl_gpt_acts_map_input points them into such a block, with each piece aligned to
  * 64 bytes:
  *   the range's input first: the tokens (rows,T) int32 when l0 = 0, else res[l0] (rows,T,C) dt
  *     (the caller copies it in);
@@ -99,12 +111,28 @@ void sl_gpt_acts_free(sl_gpt_acts *a);
  *     gradient dwhead (V,C) f32 (the head's forward computes it and its backward adds it:
  *     kept in between, as a framework keeps the logits).
  * The range's output res[l1] is `out` (l1 <= L + 1), and the head's dL/d(final norm output)
- * goes to `dout` (l1 = L + 2). The targets a->tgt are the caller's (the head's forward only). */
+ * goes to `dout` (l1 = L + 2). The targets a->tgt are the caller's (the head's forward only).
+ * out NULL: the range's top layer computes what its backward reads and not its output (a
+ * recomputed range, whose output was kept as the next range's input and is not needed again).
+ * full: SL_GPT_KEEP_INPUT (0), SL_GPT_KEEP_ALL (1), or SL_GPT_KEEP_SELECTIVE (2: all but the
+ * blocks' attention core; a mapping with a->selective set lays the block out so).
+ * sl_gpt_acts_map_input places the input at `in` and the rest at `body`, a block of
+ * sl_gpt_range_bytes(full) - sl_gpt_range_bytes(SL_GPT_KEEP_INPUT) bytes: on one block, body is
+ * in + sl_gpt_range_bytes(SL_GPT_KEEP_INPUT); apart, the input is a checkpoint kept while
+ * what the range keeps besides is dropped. */
+enum { SL_GPT_KEEP_INPUT = 0, SL_GPT_KEEP_ALL = 1, SL_GPT_KEEP_SELECTIVE = 2 };
 void sl_gpt_acts_alloc_work(const sl_mlp *m, sl_dtype dt, int rows, sl_gpt_acts *a);
 void sl_gpt_acts_free_work(sl_gpt_acts *a);
 size_t sl_gpt_range_bytes(const sl_mlp *m, sl_dtype dt, int rows, int l0, int l1, int full);
-void sl_gpt_acts_map(const sl_mlp *m, sl_gpt_acts *a, int l0, int l1, int rows, void *block, void *out,
-                     void *dout);
+void sl_gpt_acts_map_input(const sl_mlp *m, sl_gpt_acts *a, int l0, int l1, int rows, void *in, void *body,
+                           void *out, void *dout);
+/* Selective recomputation (a->selective): the bytes of one block's attention core at `rows`
+ * sequences (att (B,NH,T,T) and atty (B,T,C) of dt, each aligned), placing one for layer l
+ * (1..L) at `core` (NULL: none), and computing it again from the block's kept qkv, as its
+ * forward did (call it before the block's backward, with a core placed). */
+size_t sl_gpt_core_bytes(const sl_mlp *m, sl_dtype dt, int rows);
+void sl_gpt_core_map(const sl_mlp *m, sl_gpt_acts *a, int l, void *core);
+void sl_gpt_core_recompute(const sl_mlp *m, sl_gpt_acts *a, int l);
 /* Bytes of the tensor that enters layer l (0 <= l <= L + 2) at `rows` sequences: the tokens
  * (int32) for l = 0, else (rows,T,C) of dt (for l = L + 2: dL/d(final norm output)). */
 size_t sl_gpt_io_bytes(const sl_mlp *m, sl_dtype dt, int rows, int l);
@@ -117,11 +145,15 @@ size_t sl_gpt_io_bytes(const sl_mlp *m, sl_dtype dt, int rows, int l);
  * the attention dropout's output, which this model does not keep: its masks are drawn again
  * from their counter in backward, and the dropped probabilities recomputed from the kept). */
 size_t sl_gpt_block_kept_bytes(const sl_mlp *m, sl_dtype dt, int rows);
+/* The same without the attention core (att and atty), which selective recomputation drops:
+ * 15sbh values of dt and the moments. */
+size_t sl_gpt_block_kept_selective_bytes(const sl_mlp *m, sl_dtype dt, int rows);
 size_t sl_gpt_acts_bytes(const sl_mlp *m, sl_dtype dt, int rows);
 
 /* Layer l forward with its parameter block lp (dt). Layer 0 reads a->tok; the last layer also
  * computes the loss against a->tgt at a->norm * a->scale (a->loss: unscaled), dL/d(the final
- * norm's output) into sl_gpt_dout and the head's weight gradient into a->dwhead. */
+ * norm's output) into sl_gpt_dout and the head's weight gradient into a->dwhead. With its output
+ * res[l + 1] NULL, a block stops before its last linear and the embedding does nothing. */
 void sl_gpt_layer_forward(const sl_mlp *m, sl_gpt_acts *a, int l, const void *lp);
 /* Layer l backward from dy = dL/d(its output) (dt; for the last layer sl_gpt_dout, where its
  * forward left the loss's gradient) into dx = dL/d(its input) (dt; NULL for layer 0, which has none), accumulating its

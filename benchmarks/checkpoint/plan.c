@@ -109,29 +109,29 @@ void ck_plan_describe(const ck_plan *p, char *buf, size_t len)
 
 /* Chen et al., "Training Deep Nets with Sublinear Memory Cost" (2016), section 4.3, the greedy
  * plan for a segment budget B: walk the layers in order adding what each keeps for its backward
- * when its segment is stored (X_l + Z_l) to a running total; when the total exceeds B, the
+ * when its segment is stored (c->kept) to a running total; when the total exceeds B, the
  * layer's output becomes a checkpoint (a segment ends after it) and the total restarts at 0. */
-static void plan_greedy(ck_plan *p, const sl_mlp *m, int rows, size_t es, double B)
+static void plan_greedy(ck_plan *p, const ck_costs *c, double B)
 {
     double temp = 0;
     p->nseg = 0;
     p->start[p->nseg++] = 0;
-    for (int l = 0; l < m->nlayers - 1; l++) {
-        temp += x_bytes(m, rows, es, l) + z_bytes(m, rows, es, l);
+    for (int l = 0; l < c->nlayers - 1; l++) {
+        temp += c->kept(l, c->ctx);
         if (temp > B) {
             p->start[p->nseg++] = l + 1;
             temp = 0;
         }
     }
-    p->start[p->nseg] = m->nlayers;
+    p->start[p->nseg] = c->nlayers;
 }
 
 /* Keeps cand in *best when it fits and recomputes less (ties: lower peak); tracks the least
  * peak of all plans in *least / *least_plan. */
-static void consider(const ck_plan *cand, const sl_mlp *m, int rows, size_t es, double budget, ck_plan *best,
-                     double *best_cost, double *best_peak, ck_plan *least_plan, double *least)
+static void consider(const ck_plan *cand, const ck_costs *c, double budget, ck_plan *best, double *best_cost,
+                     double *best_peak, ck_plan *least_plan, double *least)
 {
-    const double peak = ck_model_peak(cand, m, rows, es), cost = ck_model_recompute_flops(cand, m, rows);
+    const double peak = c->peak(cand, c->ctx), cost = c->recompute(cand, c->ctx);
     if (peak < *least) {
         *least = peak;
         *least_plan = *cand;
@@ -148,24 +148,24 @@ static void consider(const ck_plan *cand, const sl_mlp *m, int rows, size_t es, 
  * segment); every-k for k = 1..N joins them. Of the plans whose analytic peak fits the budget,
  * the one with the fewest recomputed FLOPs wins (a large budget: store-all, nothing
  * recomputed). */
-int ck_plan_for_budget(ck_plan *p, const sl_mlp *m, int rows, size_t es, double budget, double *least)
+int ck_plan_search(ck_plan *p, const ck_costs *c, double budget, double *least)
 {
-    const int N = m->nlayers;
+    const int N = c->nlayers;
     ck_plan cand, best, least_plan;
     double best_cost = INFINITY, best_peak = INFINITY;
     *least = INFINITY;
     for (int k = 1; k <= N; k++) {
         ck_plan_every(&cand, N, k);
-        consider(&cand, m, rows, es, budget, &best, &best_cost, &best_peak, &least_plan, least);
+        consider(&cand, c, budget, &best, &best_cost, &best_peak, &least_plan, least);
     }
-    plan_greedy(&cand, m, rows, es, 0);
-    consider(&cand, m, rows, es, budget, &best, &best_cost, &best_peak, &least_plan, least);
+    plan_greedy(&cand, c, 0);
+    consider(&cand, c, budget, &best, &best_cost, &best_peak, &least_plan, least);
     for (int a = 0; a < N; a++) {
         double run = 0;
         for (int b = a; b < N; b++) {
-            run += x_bytes(m, rows, es, b) + z_bytes(m, rows, es, b);
-            plan_greedy(&cand, m, rows, es, run);
-            consider(&cand, m, rows, es, budget, &best, &best_cost, &best_peak, &least_plan, least);
+            run += c->kept(b, c->ctx);
+            plan_greedy(&cand, c, run);
+            consider(&cand, c, budget, &best, &best_cost, &best_peak, &least_plan, least);
         }
     }
     if (isinf(best_cost)) {
@@ -174,4 +174,33 @@ int ck_plan_for_budget(ck_plan *p, const sl_mlp *m, int rows, size_t es, double 
     }
     *p = best;
     return 0;
+}
+
+/* The MLP's costs for the search. */
+typedef struct mlp_ctx {
+    const sl_mlp *m;
+    int rows;
+    size_t es;
+} mlp_ctx;
+static double mlp_peak(const ck_plan *p, const void *ctx)
+{
+    const mlp_ctx *c = ctx;
+    return ck_model_peak(p, c->m, c->rows, c->es);
+}
+static double mlp_recompute(const ck_plan *p, const void *ctx)
+{
+    const mlp_ctx *c = ctx;
+    return ck_model_recompute_flops(p, c->m, c->rows);
+}
+static double mlp_kept(int l, const void *ctx)
+{
+    const mlp_ctx *c = ctx;
+    return x_bytes(c->m, c->rows, c->es, l) + z_bytes(c->m, c->rows, c->es, l);
+}
+
+int ck_plan_for_budget(ck_plan *p, const sl_mlp *m, int rows, size_t es, double budget, double *least)
+{
+    const mlp_ctx ctx = {m, rows, es};
+    const ck_costs c = {.nlayers = m->nlayers, .peak = mlp_peak, .recompute = mlp_recompute, .kept = mlp_kept, .ctx = &ctx};
+    return ck_plan_search(p, &c, budget, least);
 }

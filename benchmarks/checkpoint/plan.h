@@ -41,10 +41,22 @@ double ck_model_peak(const ck_plan *p, const sl_mlp *m, int rows, size_t es);
  * each (its GEMM; element-wise work is not counted, as in sl_mlp_flops_forward). */
 double ck_model_recompute_flops(const ck_plan *p, const sl_mlp *m, int rows);
 
+/* A model's costs for the budget search: the analytic peak and recomputed FLOPs of a plan, and
+ * what layer l keeps for its backward when its segment is stored (Chen et al.'s greedy walk). */
+typedef struct ck_costs {
+    int nlayers;
+    double (*peak)(const ck_plan *p, const void *ctx);
+    double (*recompute)(const ck_plan *p, const void *ctx);
+    double (*kept)(int l, const void *ctx);
+    const void *ctx;
+} ck_costs;
+
 /* The plan for an activation budget (bytes): Chen et al.'s greedy segmentation for every
  * segment budget that gives a different plan, and every-k for k = 1..N; of those whose peak
  * fits, the one that recomputes least (plan.c says exactly). Returns 0 with *p, or -1 when
- * none fits, with *p the plan of least peak and *least that peak. */
+ * none fits, with *p the plan of least peak and *least that peak. ck_plan_for_budget is the
+ * search on the MLP's costs above (the GPT's: gpt_plan.h). */
+int ck_plan_search(ck_plan *p, const ck_costs *c, double budget, double *least);
 int ck_plan_for_budget(ck_plan *p, const sl_mlp *m, int rows, size_t es, double budget, double *least);
 
 /* Layers in the longest segment. */

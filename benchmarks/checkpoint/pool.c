@@ -20,14 +20,28 @@ static void count_as(ck_pool *pl, size_t bytes, int live)
     sl_mem_track(pl->space, SL_MEM_OTHER, live ? -b : b);
 }
 
+void ck_pool_begin(ck_pool *pl)
+{
+    pl->activ0 = (long long)sl_mem_current(pl->space, SL_MEM_ACTIV);
+    pl->peak = 0;
+}
+
+long long ck_pool_live(const ck_pool *pl) { return (long long)sl_mem_current(pl->space, SL_MEM_ACTIV) - pl->activ0; }
+
+/* A buffer handed out: counted live, and the peak read. */
+static void *hand_out(ck_pool *pl, ck_block *b)
+{
+    b->used = 1;
+    count_as(pl, b->bytes, 1);
+    const double live = (double)ck_pool_live(pl);
+    if (live > pl->peak) pl->peak = live;
+    return b->p;
+}
+
 void *ck_pool_get(ck_pool *pl, size_t bytes)
 {
     for (int i = 0; i < pl->n; i++) /* a few hundred blocks at most: a scan is enough */
-        if (!pl->blk[i].used && pl->blk[i].bytes == bytes) {
-            pl->blk[i].used = 1;
-            count_as(pl, bytes, 1);
-            return pl->blk[i].p;
-        }
+        if (!pl->blk[i].used && pl->blk[i].bytes == bytes) return hand_out(pl, &pl->blk[i]);
     if (pl->n == pl->cap) {
         pl->cap = pl->cap ? 2 * pl->cap : 64;
         ck_block *grown = realloc(pl->blk, (size_t)pl->cap * sizeof *grown);
@@ -35,10 +49,9 @@ void *ck_pool_get(ck_pool *pl, size_t bytes)
         pl->blk = grown;
     }
     ck_block *b = &pl->blk[pl->n++];
-    *b = (ck_block){.p = sl_k_malloc(pl->be, SL_MEM_OTHER, bytes), .bytes = bytes, .used = 1};
+    *b = (ck_block){.p = sl_k_malloc(pl->be, SL_MEM_OTHER, bytes), .bytes = bytes};
     pl->held += bytes;
-    count_as(pl, bytes, 1);
-    return b->p;
+    return hand_out(pl, b);
 }
 
 void ck_pool_put(ck_pool *pl, void *p)

@@ -417,13 +417,15 @@ typedef struct sl_acts {
      * gradients accumulate in place (+=), as the f32 reference's. */
     float *sum32;
     int first, last;
+    int placed;       /* sl_acts_place: the GPT's pointers are into the technique's blocks */
 } sl_acts;
 void sl_acts_alloc(sl_train *t, int rows, sl_acts *a);
 void sl_acts_free(sl_train *t, sl_acts *a);
 /* sl_acts_alloc without the activation buffers, for a caller that places each one itself while
  * it is alive (checkpointing: from its pool), with sl_acts_set: slot x[l], z[l] or dbuf[i] in
  * both views (a->f read in f32, a->mx in 16 bits), p in t->dtype or NULL. sl_acts_free frees
- * only what is still set. */
+ * only what is still set. The GPT's: the workspaces and the targets a->g.tgt, its ranges placed
+ * with sl_acts_map_input, the gradient between layers l and l + 1 at a->g.dres[(l + 1) & 1]. */
 void sl_acts_place(sl_train *t, int rows, sl_acts *a);
 typedef enum { SL_ACTS_X, SL_ACTS_Z, SL_ACTS_DBUF } sl_acts_slot;
 static inline void **sl_acts_slot_mx(sl_acts *a, sl_acts_slot s, int i)
@@ -465,14 +467,22 @@ void *sl_acts_backward_range(sl_train *t, sl_acts *a, const void *params, void *
  * samples (none in f32; in 16 bits the f32 ones and one layer's f32 dW); sl_acts_map points
  * layers [l0, l1) at a block in t->dtype (their inputs x[l0..l1), then the pre-activations of
  * those with an activation), their output x[l1] at out, on `rows` samples, and, when l1 is the
- * model's last layer, dL/d(output) of sl_acts_loss (whose target is a->y) at dout. */
+ * model's last layer, dL/d(output) of sl_acts_loss (whose target is a->y) at dout.
+ * sl_acts_map_input is the same with the input at `in` and the rest at `body` (a block of
+ * sl_acts_range_bytes(full) - sl_acts_range_bytes(0) bytes): the input kept apart, as a
+ * checkpoint is while the rest of its range is dropped (checkpointing). out NULL: the range's
+ * top layer computes only what its backward reads (x[l1] NULL above; the GPT's: gpt_model.h). */
 void sl_acts_alloc_work(sl_train *t, int rows, sl_acts *a);
 void sl_acts_free_work(sl_train *t, sl_acts *a);
 void sl_acts_map(sl_train *t, sl_acts *a, int l0, int l1, int rows, void *block, void *out, void *dout);
+void sl_acts_map_input(sl_train *t, sl_acts *a, int l0, int l1, int rows, void *in, void *body, void *out,
+                       void *dout);
 /* The bytes of such a block for layers [l0, l1) at `rows` samples: everything they keep for
  * backward (full = 1), or their input alone (full = 0: what a recomputing technique keeps; it
- * heads the block). The GPT's block is gpt_model.h's sl_gpt_acts_map: the tokens or the residual
- * stream first, then the blocks' tensors; its last layer's target is a->g.tgt, the MLP's a->y. */
+ * heads the block); for the GPT, full = 2 (SL_GPT_KEEP_SELECTIVE) is all but the blocks'
+ * attention core. The GPT's block is gpt_model.h's sl_gpt_acts_map_input: the tokens or the
+ * residual stream first, then the blocks' tensors; its last layer's target is a->g.tgt, the
+ * MLP's a->y. */
 size_t sl_acts_range_bytes(const sl_train *t, int l0, int l1, int rows, int full);
 /* Bytes of the tensor entering layer l (0 <= l <= nlayers) at `rows` samples, as a range's input
  * or output (the GPT's layer 0: its tokens, int32; its l = nlayers: dL/d(final norm output),

@@ -48,10 +48,12 @@ static void acts_init(sl_train *t, int rows, sl_acts *a, int placed)
     a->rows = rows > 0 ? rows : 1;
     a->first = a->last = 1;
     if (a->rows > t->act_rows) t->act_rows = a->rows;
-    if (sl_mlp_is_gpt(m)) {
-        if (placed) SL_FATAL("%s: the GPT's activations are not placed by a technique yet", t->tech->program.name);
-        sl_gpt_acts_alloc(m, t->dtype, a->rows, &a->g);
+    if (sl_mlp_is_gpt(m)) { /* placed: the workspaces, and the targets (the tokens head a range) */
+        if (placed) sl_gpt_acts_alloc_work(m, t->dtype, a->rows, &a->g);
+        else sl_gpt_acts_alloc(m, t->dtype, a->rows, &a->g);
+        if (placed) a->g.tgt = sl_k_malloc(t->be, SL_MEM_DATA, (size_t)a->rows * m->gpt.T * sizeof(int32_t));
         if (t->dtype != SL_F32) a->gw32 = sl_k_malloc(t->be, SL_MEM_OTHER, largest_layer(m) * sizeof(float));
+        a->placed = placed;
         return;
     }
     a->y = sl_k_malloc(t->be, SL_MEM_DATA, (size_t)a->rows * m->dims[m->nlayers] * sizeof(float));
@@ -72,6 +74,11 @@ void sl_acts_place(sl_train *t, int rows, sl_acts *a) { acts_init(t, rows, a, 1)
 void sl_acts_free(sl_train *t, sl_acts *a)
 {
     if (sl_mlp_is_gpt(t->m)) {
+        if (a->placed) { /* its pointers are into the technique's blocks: only what it holds here */
+            sl_k_free(t->be, a->g.tgt);
+            sl_acts_free_work(t, a);
+            return;
+        }
         sl_gpt_acts_free(&a->g);
         sl_k_free(t->be, a->gw32);
         return;
@@ -122,20 +129,27 @@ void sl_acts_free_work(sl_train *t, sl_acts *a)
 
 void sl_acts_map(sl_train *t, sl_acts *a, int l0, int l1, int rows, void *block, void *out, void *dout)
 {
+    char *in = block; /* the input heads the block, the rest after it */
+    sl_acts_map_input(t, a, l0, l1, rows, in, in + sl_acts_range_bytes(t, l0, l1, rows, 0), out, dout);
+}
+
+void sl_acts_map_input(sl_train *t, sl_acts *a, int l0, int l1, int rows, void *in, void *body, void *out,
+                       void *dout)
+{
     const sl_mlp *m = t->m;
     if (sl_mlp_is_gpt(m)) { /* the head's loss factor and scale, as sl_acts_load sets them */
-        sl_gpt_acts_map(m, &a->g, l0, l1, rows, block, out, dout);
+        sl_gpt_acts_map_input(m, &a->g, l0, l1, rows, in, body, out, dout);
         a->g.norm = sl_task_loss_norm(t->task, t->global_batch);
         a->g.scale = t->dtype == SL_F32 ? 1.0f : (float)t->ms.sc.scale;
         return;
     }
     const size_t es = sl_train_esize(t);
     const int f32 = t->dtype == SL_F32;
-    char *base = block;
+    char *base = body;
     void *x[SL_MLP_MAX_LAYERS + 1], *z[SL_MLP_MAX_LAYERS];
     for (int l = l0; l < l1; l++) {
-        x[l] = base;
-        base += (size_t)rows * m->dims[l] * es;
+        x[l] = l == l0 ? in : base;
+        if (l > l0) base += (size_t)rows * m->dims[l] * es;
     }
     x[l1] = out;
     for (int l = l0; l < l1; l++) {

@@ -89,4 +89,26 @@ sys.exit(0 if got == {"0": 10506240, "0.3": 10506240} else f"mem_activ {got}, th
 PY
 ok $? "transformer: activ is 10.506 MB with --dropout 0 and 0.3 alike"
 
+# transformer, recomputation: the peaks of store-all, a checkpoint per block and selective at
+# s 64 x b 8 and s 256 x b 2 (the section's table), and a block's bytes whole and under selective
+for run in "s64:" "s256:--seq 256 --max-seq 256 --batch 2"; do
+  # shellcheck disable=SC2086
+  checkpoint --model gpt --layers 4 --variants store_all,every_k,selective -n 1 -w 0 --baseline 0 ${run#*:} \
+    -o "$out/ck${run%%:*}" >"$out/ck${run%%:*}.txt" 2>&1
+  ok $? "checkpoint --model gpt ${run#*:} (the transformer sheet's command) exits 0"
+done
+python3 - "$out" <<'PY'
+import json, sys
+got = {}
+for s in ("s64", "s256"):
+    for r in map(json.loads, open(f"{sys.argv[1]}/ck{s}/checkpoint.jsonl")):
+        m = {k: v["value"] for k, v in r["metrics"].items()}
+        got[(s, r["variant"])] = (m["activ_peak"], m.get("activ_block_selective", m["activ_block"]))
+want = {("s64", "store_all"): (20092928, 4726784), ("s64", "every_k"): (6039552, 4726784),
+        ("s64", "selective"): (17733632, 3940352), ("s256", "store_all"): (26384384, 6299648),
+        ("s256", "every_k"): (7612416, 6299648), ("s256", "selective"): (19306496, 3940352)}
+sys.exit(0 if got == want else f"activ_peak, block bytes {got}, the sheet says {want}")
+PY
+ok $? "transformer: the recomputation table's peaks, and a block's bytes whole and under selective"
+
 done_testing
