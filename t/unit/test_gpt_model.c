@@ -333,6 +333,102 @@ static void check_dropout_split(void)
     t_free(d0), t_free(g1), t_free(g2), t_free(g3);
 }
 
+/* Block l's attention core placed (selective) while it runs: on, recomputed from qkv before its
+ * backward, off after. */
+static void core_on(const sl_mlp *m, sl_gpt_acts *a, int l, void *core, int backward)
+{
+    if (!core || l < 1 || l > m->gpt.layers) return;
+    sl_gpt_core_map(m, a, l, core);
+    if (backward) sl_gpt_core_recompute(m, a, l);
+}
+static void core_off(const sl_mlp *m, sl_gpt_acts *a, int l, void *core)
+{
+    if (core && l >= 1 && l <= m->gpt.layers) sl_gpt_core_map(m, a, l, NULL);
+}
+
+/* Placed activations, as a checkpointing technique places them (sl_gpt_acts_map_input): layers
+ * [0, 2) and [2, L + 2) on blocks of their own, the first range's block zeroed after its forward
+ * and recomputed without its output (its top block skipping its last linear) before its
+ * backward; selective: each block's attention core placed only while the block runs and
+ * recomputed from qkv before its backward. With dropout 0.25, the loss and every gradient equal
+ * the fully allocated pass's bit for bit: the same arithmetic, the same masks. */
+static void check_placed(sl_dtype dt, int selective)
+{
+    sl_mlp m = model_p(0.25f);
+    const size_t n = m.nparams, es = sl_dtype_size(dt);
+    const int N = m.nlayers, cut = 2;
+    float *w32 = sl_k_malloc(T_BE, SL_MEM_OTHER, n * 4);
+    void *W = sl_k_malloc(T_BE, SL_MEM_OTHER, n * es);
+    float *g1 = sl_k_malloc(T_BE, SL_MEM_OTHER, n * 4), *g2 = sl_k_malloc(T_BE, SL_MEM_OTHER, n * 4);
+    sl_gpt_init_params(&m, 3, 0, n, w32);
+    sl_k_cast(T_BE, n, w32, SL_F32, W, dt, NULL);
+    sl_k_memset0(T_BE, g1, n * 4), sl_k_memset0(T_BE, g2, n * 4);
+    sl_gpt_acts a, p;
+    sl_gpt_acts_alloc(&m, dt, B, &a);
+    a.B = B, a.norm = 1.0f / (B * T), a.scale = 1.0f, a.seq0 = 0;
+    sl_gpt_task_tokens(T_BE, 8, T, V, 0, B, a.tok, a.tgt);
+    pass(&m, &a, W, es, g1);
+
+    sl_gpt_acts_alloc_work(&m, dt, B, &p);
+    p.B = B, p.norm = a.norm, p.scale = 1.0f, p.seq0 = 0, p.selective = selective, p.tgt = a.tgt;
+    const int keep = selective ? SL_GPT_KEEP_SELECTIVE : SL_GPT_KEEP_ALL;
+    const size_t in0 = sl_gpt_range_bytes(&m, dt, B, 0, cut, SL_GPT_KEEP_INPUT);
+    const size_t body0 = sl_gpt_range_bytes(&m, dt, B, 0, cut, keep) - in0;
+    const size_t body1 = sl_gpt_range_bytes(&m, dt, B, cut, N, keep) - sl_gpt_range_bytes(&m, dt, B, cut, N, SL_GPT_KEEP_INPUT);
+    const size_t io = sl_gpt_io_bytes(&m, dt, B, 1);
+    char *tok = sl_k_malloc(T_BE, SL_MEM_OTHER, in0), *b0 = sl_k_malloc(T_BE, SL_MEM_OTHER, body0);
+    char *b1 = sl_k_malloc(T_BE, SL_MEM_OTHER, body1), *ck1 = sl_k_malloc(T_BE, SL_MEM_OTHER, io);
+    char *dout = sl_k_malloc(T_BE, SL_MEM_OTHER, io), *db[2] = {sl_k_malloc(T_BE, SL_MEM_OTHER, io), sl_k_malloc(T_BE, SL_MEM_OTHER, io)};
+    void *core = selective ? sl_k_malloc(T_BE, SL_MEM_OTHER, sl_gpt_core_bytes(&m, dt, B)) : NULL;
+    sl_k_memcpy(T_BE, tok, a.tok, (size_t)B * T * sizeof(int32_t), SL_K_D2D);
+#define LP(l) ((const char *)W + m.w_off[l] * es)
+    sl_gpt_acts_map_input(&m, &p, 0, cut, B, tok, b0, ck1, NULL);
+    for (int l = 0; l < cut; l++) {
+        core_on(&m, &p, l, core, 0);
+        sl_gpt_layer_forward(&m, &p, l, LP(l));
+        core_off(&m, &p, l, core);
+    }
+    sl_k_memset0(T_BE, b0, body0); /* dropped: only its checkpoint ck1 stays */
+    sl_gpt_acts_map_input(&m, &p, cut, N, B, ck1, b1, NULL, dout);
+    for (int l = cut; l < N; l++) {
+        core_on(&m, &p, l, core, 0);
+        sl_gpt_layer_forward(&m, &p, l, LP(l));
+        core_off(&m, &p, l, core);
+    }
+    void *dy = dout;
+    for (int l = N - 1; l >= 0; l--) {
+        if (l == cut - 1) { /* the first range again, from its input, without its output */
+            sl_gpt_acts_map_input(&m, &p, 0, cut, B, tok, b0, NULL, NULL);
+            for (int r = 0; r < cut; r++) {
+                core_on(&m, &p, r, core, 0);
+                sl_gpt_layer_forward(&m, &p, r, LP(r));
+                core_off(&m, &p, r, core);
+            }
+        }
+        void *dx = l > 0 ? db[l & 1] : NULL;
+        core_on(&m, &p, l, core, 1);
+        sl_gpt_layer_backward(&m, &p, l, dy, dx, LP(l), g2 + m.w_off[l]);
+        core_off(&m, &p, l, core);
+        dy = dx;
+    }
+#undef LP
+    sl_k_sync(T_BE);
+    float *h1 = t_xmalloc(n * 4), *h2 = t_xmalloc(n * 4);
+    t_down(h1, g1, n * 4), t_down(h2, g2, n * 4);
+    size_t differ = 0;
+    for (size_t i = 0; i < n; i++) differ += memcmp(&h1[i], &h2[i], 4) != 0;
+    ok(!differ && a.loss == p.loss,
+       "%s %s%s, dropout 0.25: layers placed in two ranges, the first recomputed without its output: loss and "
+       "gradients bit for bit the fully allocated pass's (%zu of %zu differ)",
+       sl_backend_name(T_BE), sl_dtype_name(dt), selective ? ", selective (the attention core recomputed)" : "",
+       differ, n);
+    sl_gpt_acts_free(&a);
+    sl_gpt_acts_free_work(&p);
+    void *bufs[] = {w32, W, g1, g2, tok, b0, b1, ck1, dout, db[0], db[1], core};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) sl_k_free(T_BE, bufs[i]);
+    free(h1), free(h2);
+}
+
 static void run_backend(void)
 {
     check_layout();
@@ -344,6 +440,9 @@ static void run_backend(void)
     check_model(SL_F32, 0.25f);
     check_model(SL_BF16, 0.25f);
     check_dropout_split();
+    check_placed(SL_F32, 0);
+    check_placed(SL_F32, 1);
+    check_placed(SL_BF16, 1);
     check_accumulate(SL_F32);
     check_accumulate(SL_BF16);
 }
