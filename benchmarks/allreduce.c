@@ -1047,6 +1047,10 @@ int main(int argc, char **argv)
                 at, REFERENCE_CHUNKS);
     }
     sl_corelat_open(&corelat, ctx.comm);
+    if (corelat.active) /* the machine a run starts on, before any row: docs/results.md */
+        sl_note(&ctx, "core_rtt: %.3f us at the start (one cache line between ranks 0 and 1 and "
+                      "back, no MPI call; small-message times move with it)",
+                sl_corelat_measure(&corelat, 1000) * 1e6);
     sl_table_begin(&ctx, columns, (int)(sizeof columns / sizeof columns[0]));
 
     char *arena = sl_k_malloc((sl_backend)be, SL_MEM_COMM, arena_bytes);

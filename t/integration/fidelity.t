@@ -75,6 +75,13 @@ grep -Eq '^# harness_overhead \(.*16 latency rows\): worst [-+][0-9.]+% on avg \
 ok $? "the worst harness_overhead is printed, with where it was"
 grep -Eq '^# core_rtt \(one cache line between ranks 0 and 1 and back, beside those rows\): [0-9.]+ to [0-9.]+ us' "$out/ar.txt"
 ok $? "the range of core_rtt over the run is printed"
+grep -Eq '^# core_rtt: [0-9]+\.[0-9]{3} us at the start \(one cache line between ranks 0 and 1' "$out/ar.txt" &&
+  [ "$(grep -n '^# core_rtt: ' "$out/ar.txt" | cut -d: -f1)" -lt "$(grep -n '^#  *coll  *place' "$out/ar.txt" | cut -d: -f1)" ]
+ok $? "the run header gives core_rtt at the start, before the table"
+launch 1 allreduce -C mpi -b 4 -e 64 -n 4 -w 1 -o "$out/one" >"$out/one.txt" 2>&1
+rc=$?
+[ $rc = 0 ] && ! grep -q 'core_rtt' "$out/one.txt" && ! grep -q core_rtt "$out/one/allreduce.jsonl"
+ok $? "one rank: no core_rtt in the header or the rows (nothing to bounce a line with; rc=$rc)"
 
 # The phase timers' cost is measured against steps that record none: SL_NO_PHASES=1.
 small="--layers 3 --width 48 --inputs 12 --outputs 5 --bucket-mb 0.004 --accum 3 -n 2 -w 1 --baseline 0"
