@@ -16,8 +16,12 @@
  * OSU and nccl-tests do, so that figures compare with theirs. --cold rotates through a pool
  * several times the last-level cache instead, so that small messages are not flattered by
  * data the previous iteration left in cache. Every row says which (params.buffers).
- * The sweep runs size by size, every implementation in turn at each size (the library first),
- * so that a size's rows were all timed within seconds of each other.
+ * The sweep runs size by size, both placements and every implementation in turn at each size
+ * (the library first), so that a size's rows were all timed within seconds of each other.
+ * At every fourth size and the last, each latency row of the all-reduce is also timed by the
+ * plainest loop (OSU's), in chunks alternating with the row's: harness_overhead (the ovh
+ * column) is the row's avg against that loop's, and core_rtt the round trip of one cache line
+ * between ranks 0 and 1 beside them, the machine's own core-to-core latency at that moment.
  * Each row carries two statistics of the same samples: the median of each iteration's slowest
  * rank (the headline: a collective is done when its last rank is) and OSU's mean of the
  * per-rank means (time.rank_mean; the avg column), which leaves out barrier-exit skew.
@@ -49,6 +53,7 @@
 #include "scalelab.h"
 #include "coll_local.h"
 #include "coll_reference.h"
+#include "sl_corelat.h"
 #include "sl_sim.h"
 #include "sl_coll.h"
 
@@ -389,6 +394,8 @@ static const sl_column columns[] = {
     SL_COL_TIME("us", 1e6, 2, 11),
     SL_COL_P95("us", 1e6, 2, 11),
     {"avg", "us", "time.rank_mean", 11, 2, 1e6},
+    /* avg against the plain loop's, at the sizes that have one (reference_size): n/a elsewhere */
+    {"ovh", "%", "harness_overhead", 7, 1, 100},
     {"algbw", "GB/s", "algbw", 9, 3, 0},
     {"busbw", "GB/s", "busbw", 9, 3, 0},
     {"scratch", "KiB", "scratch_bytes", 9, 0, 1.0 / 1024},
@@ -462,49 +469,114 @@ static void gate_metric(sl_ctx *ctx, const bench *b, const char *mode, const sl_
  * Its statistics, as the harness's: rank_mean (OSU's avg: the mean over the calls on each rank,
  * averaged over the ranks), whose ratio to the harness's avg, minus 1, is the row's
  * harness_overhead; and the median of each call's slowest rank beside the harness's time. */
-static void reference_loop(bench *b, int warmup, int iters, sl_stats *st)
+typedef struct reference {
+    bench *b;
+    char *s, *r, *recv;
+    const void *send;
+    MPI_Datatype ty;
+    MPI_Op op;
+    int library, rc;
+} reference;
+
+static void reference_open(reference *x, bench *b)
 {
-    sl_comm *c = b->c;
     size_t bytes = b->count * sl_dtype_size(b->t);
-    char *s, *r;
+    memset(x, 0, sizeof *x);
+    x->b = b;
     if (b->be == SL_BACKEND_CPU) {
         size_t len = (bytes + 4095) & ~(size_t)4095;
-        if (posix_memalign((void **)&s, 4096, len) || posix_memalign((void **)&r, 4096, len))
+        if (posix_memalign((void **)&x->s, 4096, len) || posix_memalign((void **)&x->r, 4096, len))
             SL_FATAL("out of memory for the reference loop's buffers of %zu bytes", bytes);
-        memset(s, 0, len);
-        memset(r, 0, len);
+        memset(x->s, 0, len);
+        memset(x->r, 0, len);
     } else {
-        s = sl_k_malloc(b->be, SL_MEM_COMM, bytes);
-        r = sl_k_malloc(b->be, SL_MEM_COMM, bytes);
+        x->s = sl_k_malloc(b->be, SL_MEM_COMM, bytes);
+        x->r = sl_k_malloc(b->be, SL_MEM_COMM, bytes);
     }
-    double *dt = malloc((size_t)iters * sizeof *dt);
-    if (!dt) SL_FATAL("out of memory for %d reference times", iters);
-    char *recv = b->inplace ? s : r;
-    MPI_Datatype ty = b->t == SL_F32 ? MPI_FLOAT : b->t == SL_F64 ? MPI_DOUBLE : MPI_DATATYPE_NULL;
-    MPI_Op op = opt_redop == SL_OP_SUM ? MPI_SUM : opt_redop == SL_OP_MAX ? MPI_MAX
-              : opt_redop == SL_OP_MIN ? MPI_MIN : MPI_OP_NULL;
-    int library = sl_comm_impl(c) == SL_COLL_MPI && b->be == SL_BACKEND_CPU &&
-                  ty != MPI_DATATYPE_NULL && op != MPI_OP_NULL;
-    const void *send = b->inplace ? MPI_IN_PLACE : s;
-    int n = (int)b->count, rc = 0;
+    x->recv = b->inplace ? x->s : x->r;
+    x->ty = b->t == SL_F32 ? MPI_FLOAT : b->t == SL_F64 ? MPI_DOUBLE : MPI_DATATYPE_NULL;
+    x->op = opt_redop == SL_OP_SUM ? MPI_SUM : opt_redop == SL_OP_MAX ? MPI_MAX
+          : opt_redop == SL_OP_MIN ? MPI_MIN : MPI_OP_NULL;
+    x->library = sl_comm_impl(b->c) == SL_COLL_MPI && b->be == SL_BACKEND_CPU &&
+                 x->ty != MPI_DATATYPE_NULL && x->op != MPI_OP_NULL;
+    x->send = b->inplace ? MPI_IN_PLACE : x->s;
+}
+
+/* warmup untimed calls, then iters timed ones into dt (NULL with iters 0); the barrier before
+ * the first is the one OSU's previous iteration ends with. */
+static void reference_calls(reference *x, int warmup, int iters, double *dt)
+{
+    bench *b = x->b;
+    int n = (int)b->count;
+    MPI_Barrier(b->ctx->comm);
     for (int i = 0; i < warmup + iters; i++) {
         double t0 = MPI_Wtime();
-        if (library) rc |= MPI_Allreduce(send, recv, n, ty, op, b->ctx->comm);
-        else rc |= sl_coll_allreduce(c, s, recv, b->count, b->t, (sl_redop)opt_redop);
+        if (x->library) x->rc |= MPI_Allreduce(x->send, x->recv, n, x->ty, x->op, b->ctx->comm);
+        else x->rc |= sl_coll_allreduce(b->c, x->s, x->recv, b->count, b->t, (sl_redop)opt_redop);
         double t1 = MPI_Wtime();
         if (i >= warmup) dt[i - warmup] = t1 - t0;
         MPI_Barrier(b->ctx->comm);
     }
-    if (rc) SL_FATAL("%s allreduce in the reference loop failed", sl_coll_name(sl_comm_impl(c)));
-    sl_stats_over_ranks(dt, iters, b->ctx->comm, st);
-    free(dt);
-    if (b->be == SL_BACKEND_CPU) {
-        free(s);
-        free(r);
+}
+
+static void reference_close(reference *x)
+{
+    if (x->rc) SL_FATAL("%s allreduce in the reference loop failed", sl_coll_name(sl_comm_impl(x->b->c)));
+    if (x->b->be == SL_BACKEND_CPU) {
+        free(x->s);
+        free(x->r);
     } else {
-        sl_k_free(b->be, s);
-        sl_k_free(b->be, r);
+        sl_k_free(x->b->be, x->s);
+        sl_k_free(x->b->be, x->r);
     }
+}
+
+/* The latency row and its reference loop, iters calls each, timed in alternating chunks (the
+ * order swapped every other chunk, each chunk's first call untimed to re-warm its buffers):
+ * both loops then see the same machine, and harness_overhead compares the two timing paths
+ * rather than two moments of a shared machine (a rank preempted, the clock changed) seconds
+ * apart. The statistics of each are over all its chunks. Before each chunk, the round trip of
+ * one cache line between ranks 0 and 1 (sl_corelat.h): *rtt is the median of the chunks'. */
+#define REFERENCE_CHUNKS 10
+#define CORELAT_TRIPS 100
+static sl_corelat corelat;
+static double rtt_lo = INFINITY, rtt_hi = -INFINITY; /* over the run's rows, for the note */
+
+static void latency_with_reference(bench *b, int iters, sl_stats *st, sl_stats *ref, double *rtt)
+{
+    sl_ctx *ctx = b->ctx;
+    double *h = malloc((size_t)iters * sizeof *h), *r = malloc((size_t)iters * sizeof *r);
+    if (!h || !r) SL_FATAL("out of memory for %d iteration times", iters);
+    long long counters[SL_PAPI_MAX_EVENTS] = {0};
+    reference x;
+    reference_open(&x, b);
+    reference_calls(&x, (int)ctx->opt.warmup, 0, NULL);
+    int chunks = iters < REFERENCE_CHUNKS ? iters : REFERENCE_CHUNKS;
+    double trips[REFERENCE_CHUNKS];
+    for (int c = 0; c < chunks; c++) {
+        trips[c] = sl_corelat_measure(&corelat, CORELAT_TRIPS);
+        int lo = (int)((long long)iters * c / chunks), k = (int)((long long)iters * (c + 1) / chunks) - lo;
+        for (int half = 0; half < 2; half++) {
+            if ((half == 0) == (c % 2 == 0)) {
+                SL_CHECK_MPI(MPI_Barrier(ctx->comm));
+                one_op(b);
+                sl_time_iterations(ctx, k, body_latency, b, h + lo, counters);
+            } else {
+                reference_calls(&x, 1, k, r + lo);
+            }
+        }
+    }
+    reference_close(&x);
+    sl_stats tr;
+    sl_stats_compute(trips, chunks, &tr);
+    *rtt = corelat.active ? tr.median : NAN;
+    if (*rtt < rtt_lo) rtt_lo = *rtt;
+    if (*rtt > rtt_hi) rtt_hi = *rtt;
+    sl_stats_over_ranks(h, iters, ctx->comm, st);
+    sl_stats_add_counters(ctx, counters, st);
+    sl_stats_over_ranks(r, iters, ctx->comm, ref);
+    free(h);
+    free(r);
 }
 
 /* The sizes that get a reference loop: every fourth of the sweep from the first, and the last
@@ -533,7 +605,8 @@ static void note_overhead(overhead_worst *o, double h, const bench *b)
 }
 
 static void emit_row(sl_ctx *ctx, bench *b, const char *mode, const sl_stats *st, int iters,
-                     sl_check_status cs, double err, const char *msg, const sl_stats *ref)
+                     sl_check_status cs, double err, const char *msg, const sl_stats *ref,
+                     double rtt)
 {
     sl_result r;
     sl_result_init(ctx, &r, sl_coll_name(sl_comm_impl(b->c)));
@@ -592,6 +665,7 @@ static void emit_row(sl_ctx *ctx, bench *b, const char *mode, const sl_stats *st
         sl_result_metric(&r, "harness_overhead_median", hm, "ratio");
         note_overhead(&overhead[0], h, b);
         note_overhead(&overhead[1], hm, b);
+        if (corelat.active) sl_result_metric(&r, "core_rtt", rtt, "s");
     }
     if (cs == SL_CHECK_SKIPPED) sl_result_check(&r, cs, 0, NULL);
     else sl_result_check(&r, cs, err, "%s", msg);
@@ -657,11 +731,12 @@ static void run_config(sl_ctx *ctx, sl_comm *c, sl_backend be, sl_dtype t, char 
     int iters = iterations_for(ctx, &b);
     sl_stats st;
     if (opt_modes & MODE_LATENCY) {
-        sl_time_loop_n(ctx, 0, iters, body_latency, &b, &st);
         sl_stats ref;
+        double rtt = NAN;
         int referenced = reference_size(si, nsizes);
-        if (referenced) reference_loop(&b, (int)ctx->opt.warmup, iters, &ref);
-        emit_row(ctx, &b, "latency", &st, iters, cs, err, msg, referenced ? &ref : NULL);
+        if (referenced) latency_with_reference(&b, iters, &st, &ref, &rtt);
+        else sl_time_loop_n(ctx, 0, iters, body_latency, &b, &st);
+        emit_row(ctx, &b, "latency", &st, iters, cs, err, msg, referenced ? &ref : NULL, rtt);
         if (place == PLACE_OUT || opt_op == OP_BROADCAST || !(opt_places & PLACE_OUT)) {
             ser->S[ser->n] = (double)b.bytes;
             ser->t_lat[ser->n] = st.median;
@@ -671,7 +746,7 @@ static void run_config(sl_ctx *ctx, sl_comm *c, sl_backend be, sl_dtype t, char 
         b.nops = iters;
         sl_time_loop_n(ctx, 0, (int)opt_reps, body_throughput, &b, &st);
         sl_stats_scale(&st, 1.0 / iters);
-        emit_row(ctx, &b, "throughput", &st, iters * (int)opt_reps, cs, err, msg, NULL);
+        emit_row(ctx, &b, "throughput", &st, iters * (int)opt_reps, cs, err, msg, NULL, NAN);
     }
     if (place == PLACE_OUT || opt_op == OP_BROADCAST || !(opt_places & PLACE_OUT)) {
         if (!(opt_modes & MODE_LATENCY)) {
@@ -967,9 +1042,15 @@ int main(int argc, char **argv)
             if (reference_size(si, nsizes))
                 l += (size_t)snprintf(at + l, sizeof at - l, "%s%zu", l ? "," : "", sizes[si]);
         sl_note(&ctx, "harness_overhead: latency rows at %s B are also timed by a plain loop "
-                      "(MPI_Wtime around each call, a barrier after it, no harness code between); "
-                      "the worst is said after the table", at);
+                      "(MPI_Wtime around each call, a barrier after it, no harness code between), "
+                      "in %d chunks alternating with the row's; the worst is said after the table",
+                at, REFERENCE_CHUNKS);
     }
+    sl_corelat_open(&corelat, ctx.comm);
+    if (corelat.active) /* the machine a run starts on, before any row: docs/results.md */
+        sl_note(&ctx, "core_rtt: %.3f us at the start (one cache line between ranks 0 and 1 and "
+                      "back, no MPI call; small-message times move with it)",
+                sl_corelat_measure(&corelat, 1000) * 1e6);
     sl_table_begin(&ctx, columns, (int)(sizeof columns / sizeof columns[0]));
 
     char *arena = sl_k_malloc((sl_backend)be, SL_MEM_COMM, arena_bytes);
@@ -1008,14 +1089,16 @@ int main(int argc, char **argv)
                 sl_note(&ctx, "dbtree on %d ranks: %s", ctx.nranks, shape);
             }
         }
-        /* Size by size, every implementation in turn: the library's time at a size, which the
-         * own algorithms' vs_mpi divides by, is taken seconds before theirs rather than a whole
-         * sweep earlier, so that what the machine did in between (a neighbour's job, a change
-         * of clock) falls on both and cancels in the ratio. */
-        for (int place = PLACE_OUT; place <= PLACE_IN; place <<= 1) {
-            if (!(opt_places & (unsigned)place)) continue;
-            if (opt_op == OP_BROADCAST && place == PLACE_OUT) continue; /* one buffer: in place */
-            for (int si = 0; si < nsizes; si++)
+        /* Size by size, both placements and every implementation in turn at each: the
+         * library's time at a size, which the own algorithms' vs_mpi divides by, is taken
+         * seconds before theirs rather than a whole sweep earlier, and the in-place rows of a
+         * size seconds after its out-of-place ones rather than after the largest sizes, so that
+         * what the machine did in between (a neighbour's job, a change of clock, what the
+         * largest messages left behind) falls on all of them alike. */
+        for (int si = 0; si < nsizes; si++)
+            for (int place = PLACE_OUT; place <= PLACE_IN; place <<= 1) {
+                if (!(opt_places & (unsigned)place)) continue;
+                if (opt_op == OP_BROADCAST && place == PLACE_OUT) continue; /* one buffer: in place */
                 for (int i = 0; i < SL_NCOLLS; i++) {
                     if (!comms[i]) continue;
                     /* the libraries are the gate's ceilings: SL_TEST_SLOWDOWN slows only the
@@ -1026,7 +1109,7 @@ int main(int argc, char **argv)
                                sizes[si], si, nsizes, membw, &ser[i]);
                     if (library) sl_slowdown_ceiling(0);
                 }
-        }
+            }
         summary(&ctx, ser, comms, membw, gamma[t]);
         for (int i = 0; i < SL_NCOLLS; i++)
             if (comms[i]) sl_comm_destroy(comms[i]);
@@ -1037,5 +1120,12 @@ int main(int argc, char **argv)
                       "%d latency rows): worst %+.1f%% on avg (%s), %+.1f%% on the median (%s)",
                 overhead[0].n, 100 * overhead[0].worst, overhead[0].where, 100 * overhead[1].worst,
                 overhead[1].where);
+    if (overhead[0].n && corelat.active)
+        sl_note(&ctx, "core_rtt (one cache line between ranks 0 and 1 and back, beside those rows): "
+                      "%.3f to %.3f us%s", rtt_lo * 1e6, rtt_hi * 1e6,
+                rtt_hi > 1.5 * rtt_lo ? ": the machine's core-to-core latency changed during the "
+                                        "run (virtual CPUs moved, or shared): small-message rows "
+                                        "timed at different moments are not comparable" : "");
+    sl_corelat_close(&corelat);
     return sl_finalize(&ctx);
 }

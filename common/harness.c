@@ -511,15 +511,9 @@ void sl_init(sl_ctx *ctx, const sl_program *prog, int argc, char **argv)
                 "not a measurement\n", prog->name, sl_slowdown_fraction());
 }
 
-void sl_time_loop_n(sl_ctx *ctx, int warmup, int iters, sl_body_fn body, void *arg, sl_stats *stats)
+void sl_time_iterations(sl_ctx *ctx, int iters, sl_body_fn body, void *arg, double *local,
+                        long long *counters)
 {
-    if (iters < 1) SL_FATAL("sl_time_loop_n: iters must be >= 1, got %d", iters);
-    for (int i = 0; i < warmup; i++) {
-        MPI_Barrier(ctx->comm);
-        body(arg);
-    }
-    double *local = malloc((size_t)iters * sizeof *local);
-    if (!local) SL_FATAL("out of memory for %d iteration times", iters);
     sl_papi_start(&ctx->papi);
     for (int i = 0; i < iters; i++) {
         MPI_Barrier(ctx->comm);
@@ -531,10 +525,30 @@ void sl_time_loop_n(sl_ctx *ctx, int warmup, int iters, sl_body_fn body, void *a
         sl_trace_event("iteration", "timed", 0, t0, t1);
     }
     sl_papi_stop(&ctx->papi);
+    for (int i = 0; counters && ctx->papi.active && i < ctx->papi.nevents; i++)
+        counters[i] += ctx->papi.values[i];
+}
+
+void sl_time_loop_n(sl_ctx *ctx, int warmup, int iters, sl_body_fn body, void *arg, sl_stats *stats)
+{
+    if (iters < 1) SL_FATAL("sl_time_loop_n: iters must be >= 1, got %d", iters);
+    for (int i = 0; i < warmup; i++) {
+        MPI_Barrier(ctx->comm);
+        body(arg);
+    }
+    double *local = malloc((size_t)iters * sizeof *local);
+    if (!local) SL_FATAL("out of memory for %d iteration times", iters);
+    long long counters[SL_PAPI_MAX_EVENTS] = {0};
+    sl_time_iterations(ctx, iters, body, arg, local, counters);
     sl_stats_over_ranks(local, iters, ctx->comm, stats);
-    for (int i = 0; ctx->papi.active && i < ctx->papi.nevents && i < SL_STATS_MAX_COUNTERS; i++)
-        stats->counters[stats->ncounters++] = ctx->papi.values[i];
+    sl_stats_add_counters(ctx, counters, stats);
     free(local);
+}
+
+void sl_stats_add_counters(const sl_ctx *ctx, const long long *counters, sl_stats *stats)
+{
+    for (int i = 0; ctx->papi.active && i < ctx->papi.nevents && i < SL_STATS_MAX_COUNTERS; i++)
+        stats->counters[stats->ncounters++] = counters[i];
 }
 
 void sl_time_loop(sl_ctx *ctx, sl_body_fn body, void *arg, sl_stats *stats)

@@ -34,13 +34,22 @@ void sl_mem_track(sl_mem_space space, sl_mem_cat cat, long long delta)
     if (total_current[space] > total_peak[space]) total_peak[space] = total_current[space];
 }
 
-/* Each block carries a 64-byte header (size and category) so that the payload stays 64-byte
- * aligned and sl_free needs no size. */
+/* Each block carries a 64-byte header (size, category, and where the block malloc returned
+ * starts) just below the payload, so that sl_free needs no size. A payload of a page or more
+ * starts on a page (the header at the end of the page before it), as OSU and nccl-tests
+ * allocate their buffers: where a buffer starts within its page and its cache lines is then the
+ * same in every run and for every size, rather than 64 bytes into a heap block for a small -e and
+ * 128 bytes into a mapping for a large one (allreduce's sweep allocates for its largest size). A
+ * smaller payload is 64-byte aligned. */
 typedef struct header {
     size_t bytes;
     int cat;
-    char pad[64 - sizeof(size_t) - sizeof(int)];
+    unsigned lead; /* bytes from the start of the malloc'd block to this header */
+    char pad[64 - sizeof(size_t) - 2 * sizeof(int)];
 } header;
+_Static_assert(sizeof(header) == 64, "the header keeps the payload 64-byte aligned");
+
+#define PAGE 4096
 
 /* Bytes the kernel says can still be allocated without swapping (MemAvailable), or 0 when it
  * does not say. */
@@ -197,12 +206,14 @@ static void human(size_t b, char *buf, size_t len)
 void *sl_alloc(sl_mem_cat cat, size_t bytes)
 {
     if ((unsigned)cat >= SL_MEM_NCATS) SL_FATAL("sl_alloc: bad category %d", (int)cat);
-    if (bytes > SIZE_MAX - sizeof(header) - 64) SL_FATAL("sl_alloc: %zu bytes is too large", bytes);
-    size_t total = (sizeof(header) + bytes + 63) / 64 * 64;
+    if (bytes > SIZE_MAX - 2 * PAGE) SL_FATAL("sl_alloc: %zu bytes is too large", bytes);
+    const size_t align = bytes >= PAGE ? PAGE : 64, lead = align - sizeof(header);
+    size_t total = (align + bytes + 63) / 64 * 64;
     /* Under the simulator a large block may be folded (sl_sim.h): it is no memory of this
      * rank, so it is neither checked against the limits nor zeroed, and its size and category
      * are kept by the simulator's table (the header is shared with other ranks' blocks). */
     void *raw = sl_sim_alloc(bytes, total, bytes * SL_MEM_NCATS + (size_t)cat);
+    size_t at = 0; /* where the header goes in raw: a folded block's starts it */
     if (raw) goto folded;
     /* Linux overcommits: a request far beyond the free memory would "succeed" and the zero-fill
      * below would then be killed by the OOM killer without a word. Requests are checked first,
@@ -230,15 +241,17 @@ void *sl_alloc(sl_mem_cat cat, size_t bytes)
                      "out of memory: %zu bytes for %s but only %zu are available on this node",
                      bytes, cat_names[cat], avail);
     }
-    if (posix_memalign(&raw, 64, total) != 0)
+    if (posix_memalign(&raw, align, total) != 0)
         sl_fatal(SL_EXIT_RUNTIME, __FILE__, __LINE__,
                  "out of memory: %zu bytes for %s (already holding %zu bytes on this rank)", bytes,
                  cat_names[cat], total_current[SL_MEM_HOST]);
     memset(raw, 0, total);
+    at = lead;
 folded:;
-    header *h = raw;
+    header *h = (header *)((char *)raw + at);
     h->bytes = bytes;
     h->cat = cat;
+    h->lead = (unsigned)at;
     sl_mem_track(SL_MEM_HOST, cat, (long long)bytes);
     return h + 1;
 }
@@ -254,7 +267,7 @@ void sl_free(void *p)
         return;
     }
     sl_mem_track(SL_MEM_HOST, (sl_mem_cat)h->cat, -(long long)h->bytes);
-    free(h);
+    free((char *)h - h->lead);
 }
 
 size_t sl_mem_current(sl_mem_space s, sl_mem_cat c) { return current[s][c]; }

@@ -79,6 +79,14 @@ void sl_time_loop(sl_ctx *ctx, sl_body_fn body, void *arg, sl_stats *stats);
 /* The same with explicit counts (iters >= 1). */
 void sl_time_loop_n(sl_ctx *ctx, int warmup, int iters, sl_body_fn body, void *arg,
                     sl_stats *stats);
+/* The timed iterations of sl_time_loop_n alone (no warm-up, no statistics): this rank's time
+ * of each into local[0..iters), the PAPI counters read around them added to counters[] (NULL:
+ * not kept). For a loop timed in chunks that alternate with another loop's, so that both see
+ * the same machine (allreduce's reference loop); its statistics are then taken over all its
+ * chunks (sl_stats_over_ranks), and sl_stats_add_counters puts the counters' sums in them. */
+void sl_time_iterations(sl_ctx *ctx, int iters, sl_body_fn body, void *arg, double *local,
+                        long long *counters);
+void sl_stats_add_counters(const sl_ctx *ctx, const long long *counters, sl_stats *stats);
 
 /* Waits for an MPI request without spinning: tests it, sleeping poll_ns between tests. For
  * ranks that wait while others are measured, or while more ranks than cores share a node: a

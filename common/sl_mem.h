@@ -19,8 +19,9 @@ typedef enum { SL_MEM_HOST, SL_MEM_DEVICE, SL_MEM_NSPACES } sl_mem_space;
 
 const char *sl_mem_cat_name(sl_mem_cat c); /* "params", "grads", ... */
 
-/* 64-byte aligned, zero-filled host allocation; out of memory is a runtime error (exit 3)
- * naming the category and size. sl_free(NULL) is a no-op. */
+/* Zero-filled host allocation, 64-byte aligned, and page-aligned from a page (4096 B) up, as
+ * OSU and nccl-tests allocate buffers (mem.c says why); out of memory is a runtime error
+ * (exit 3) naming the category and size. sl_free(NULL) is a no-op. */
 void *sl_alloc(sl_mem_cat cat, size_t bytes);
 void sl_free(void *p);
 

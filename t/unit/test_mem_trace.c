@@ -36,6 +36,15 @@ int main(void)
     is_int(sl_mem_current(SL_MEM_HOST, SL_MEM_PARAMS) + sl_mem_current(SL_MEM_HOST, SL_MEM_GRADS), 0,
            "everything freed");
     ok(strcmp(sl_mem_cat_name(SL_MEM_OPTIM), "optim") == 0, "category names");
+    /* a page or more starts on a page (as OSU's buffers), whatever malloc would have given */
+    char *pg[3] = {sl_alloc(SL_MEM_COMM, 4096), sl_alloc(SL_MEM_COMM, 5000),
+                   sl_alloc(SL_MEM_COMM, (size_t)8 << 20)};
+    ok(((uintptr_t)pg[0] | (uintptr_t)pg[1] | (uintptr_t)pg[2]) % 4096 == 0,
+       "a page or more (4096, 5000 B, 8 MiB) is page-aligned");
+    ok(pg[1][4999] == 0 && pg[2][((size_t)8 << 20) - 1] == 0, "and zeroed to its end");
+    is_int(sl_mem_current(SL_MEM_HOST, SL_MEM_COMM), 4096 + 5000 + (8 << 20), "and counted as asked");
+    for (int i = 0; i < 3; i++) sl_free(pg[i]);
+    is_int(sl_mem_current(SL_MEM_HOST, SL_MEM_COMM), 0, "page-aligned blocks freed");
 
     MPI_Init(NULL, NULL);
     sl_trace_event("ignored", "x", 0, 0, 1); /* disabled: recorded nowhere */
