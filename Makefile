@@ -249,12 +249,14 @@ smpi:
 # limit) more than they compute. A test file runs beside another unless it is named in
 # CHECK_SERIAL: each has a temporary directory of its own, no fixed port or name, and time limits
 # that a second test beside it cannot reach. Those of CHECK_SERIAL run afterwards, one at a time:
-# gate (its --confirm case measures mae_threads twice and wants the same figure), pairs (the
-# sweep's tight --timeout), two_hosts (network namespaces on pairs' subnet), fullfs and memlimit
-# (a mount, a memory cgroup), launch (signals, binding to cores). CHECK_FIRST, the longest,
+# gate_confirm (it measures mae_threads twice and wants the same figure; gate.t, which measures
+# nothing, runs beside the others), pairs (the sweep's tight --timeout), fullfs and memlimit (a
+# mount, a memory cgroup), launch (signals, binding to cores). two_hosts runs beside the others:
+# its namespaces, veth pair and addresses (10.251.0.0/24; pairs' mesh is 10.252.0.0/24) are its
+# own, named by its process id, and it waits within no time limit. CHECK_FIRST, the longest,
 # start first.
 CHECK_JOBS ?= 2
-CHECK_SERIAL := gate pairs two_hosts fullfs memlimit launch
+CHECK_SERIAL := gate_confirm pairs fullfs memlimit launch
 CHECK_FIRST := coll labs ddp docs allreduce slurm run_all pipeline megatron_mlp zero simulate
 CHECK_PAR := $(CHECK_FIRST:%=t/integration/%.t) \
   $(filter-out $(CHECK_FIRST:%=t/integration/%.t) $(CHECK_SERIAL:%=t/integration/%.t),$(sort $(wildcard t/integration/*.t))) \

@@ -2,7 +2,9 @@
 # coll.t — the communication layer on 1..8 ranks: runs build/t/test_coll (every implementation,
 # collective, dtype, op, count, in and out of place; blocking and non-blocking, point to point)
 # under the launcher for each rank count and merges the TAP streams into one, numbering the
-# tests across runs. A run that exits non-zero or prints no tests is itself a failed test.
+# tests across runs (the reference reductions and the double binary tree's shapes, which no
+# communicator changes, in the one-rank run only). A run that exits non-zero or prints no
+# tests is itself a failed test.
 # Then shm and hier again on virtual nodes (SL_COLL_RANKS_PER_NODE, hier's testing aid), and
 # direct and torus on the grids and bounds the 1..8 runs leave out (their counts and bytes only).
 . "$(dirname "$0")/../lib/common.sh"

@@ -2,7 +2,8 @@
 # The regression gate: scripts/compare over rounds (the rank test on known samples, identical
 # rounds never flagged, a shift beyond the minimum effect flagged, a small or noisy one not),
 # the normalised ratio gated first and absolute figures only on the same machine, run_all.sh
-# --rounds, and compare --ab. Synthetic rounds come from t/lib/make_rounds.py.
+# --rounds, and compare --ab. Synthetic rounds come from t/lib/make_rounds.py. --confirm, which
+# compares a rerun with a baseline measured before it, is gate_confirm.t's (run alone).
 . "$(dirname "$0")/../lib/common.sh"
 out=$(tmpdir)
 trap 'rm -rf "$out"' EXIT
@@ -138,47 +139,6 @@ expect2 "nothing could be gated" "no ratio and different machines: nothing gated
 expect2 "alpha" "--alpha outside (0, 1)" "$out/base" "$out/base" --alpha 1.5
 expect2 "cannot reach p" "--ab --rounds 3: refused before anything is built or run" --ab HEAD HEAD --rounds 3 --out "$out/ab3"
 expect2 "neither a directory nor a git revision" "--ab with a revision that does not exist" --ab no-such-rev-xyz HEAD --out "$out/abx"
-
-# --- --confirm: a row that regressed is run again, and fails only if it regresses again. The new
-# side is the baseline run itself with mae_threads partial (2 threads) at a quarter of its median
-# in every round (a whole run in another state of the machine; beyond any limit, so that a loaded
-# machine's noise cannot hide it): rerun, the row is back, not confirmed. With the test switch slowing
-# mae_threads fourfold in the rerun (a real regression), it is confirmed.
-"$top/run_all.sh" --ci --only mae_threads --out "$out/cb" >"$out/log" 2>&1
-ok $? "run_all.sh --ci --only mae_threads: a baseline of 5 rounds"
-cp -r "$out/cb" "$out/cn"
-python3 - "$out/cn" <<'PY'
-import glob, json, sys
-from statistics import median
-# each round's figure: a quarter of the baseline's median, steady (no round of its own stands out)
-files = sorted(glob.glob(sys.argv[1] + "/round-*/mae_threads.jsonl"))
-vals = {"bw_fraction": [], "eff_bw": []}
-for f in files:
-    for r in map(json.loads, open(f)):
-        if r["variant"] == "partial" and r["params"]["threads"] == 2:
-            for m in vals: vals[m].append(r["metrics"][m]["value"])
-med = {m: median(v) for m, v in vals.items()}
-for f in files:
-    rows = [json.loads(l) for l in open(f)]
-    for r in rows:
-        if r["variant"] == "partial" and r["params"]["threads"] == 2:
-            for m in ("bw_fraction", "eff_bw"):
-                r["metrics"][m]["value"] = med[m] * 0.25 * (1 + 0.01 * int(f.split("round-")[1][:2]))
-    open(f, "w").write("".join(json.dumps(r) + "\n" for r in rows))
-PY
-cmp_ "$out/cb" "$out/cn" --confirm
-rc=$?
-[ $rc = 0 ] && grep -Eq 'mae_threads/partial .* ratio +bw_fraction .* -7[0-9]\.[0-9]% .* REGRESSION$' "$out/log" \
-  && grep -q '^# confirm: mae_threads/partial.*not confirmed' "$out/log" && grep -q '^# confirm: verdict: no regression confirmed' "$out/log" \
-  && [ -s "$out/cn/confirm-1/round-05/mae_threads.jsonl" ]
-ok $? "--confirm: a row 74% down in one run only is run again into NEW/confirm-1, not confirmed: exit 0 (rc=$rc)"
-[ $rc = 0 ] || diag "$(grep -E 'REGRESSION|confirm' "$out/log" | head -5)"
-SL_TEST_SLOWDOWN=mae_threads:3 cmp_ "$out/cb" "$out/cn" --confirm
-rc=$?
-[ $rc = 1 ] && grep -q '^# confirm: mae_threads/partial.*REGRESSION in both runs' "$out/log" \
-  && grep -q '^# confirm: verdict: FAILED' "$out/log" && [ -d "$out/cn/confirm-2" ]
-ok $? "--confirm: slowed again in the rerun (SL_TEST_SLOWDOWN), the regression is confirmed: exit 1 (rc=$rc)"
-[ $rc = 1 ] || diag "$(grep -E "REGRESSION|confirm|partial" "$out/log" | head -12)"
 
 # --- run_all.sh --rounds and compare --ab (structure and verdict only: no timing asserted)
 "$top/run_all.sh" --quick --rounds 2 --only mae_threads --out "$out/r2" >"$out/log" 2>&1

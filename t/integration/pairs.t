@@ -5,11 +5,13 @@
 # Three hosts, slhostc's two links slowed both ways (a host with a slow card): exactly
 # slhosta-slhostc and slhostb-slhostc are flagged and slhostc named, exit 1; the same three
 # hosts unslowed: nothing flagged, exit 0.
-# Five hosts, the slhosta-slhostc link slowed (slhosta's end) and slhostd's rank made to hang
+# Four hosts, the slhosta-slhostc link slowed (slhosta's end) and slhostd's rank made to hang
 # (the program it is given sleeps instead of starting): the sweep ends, exit 1; its rows are
-# valid; the four pairs with slhostd are reported as timed out, with their hosts, and slhostd
-# named; of the six measured pairs exactly slhosta-slhostc is flagged, and the hosts named are
+# valid; the three pairs with slhostd are reported as timed out, with their hosts, and slhostd
+# named; of the three measured pairs exactly slhosta-slhostc is flagged, and the hosts named are
 # that link's ends (one flagged pair: a tie); scripts/report draws the same table and heat map.
+# (Four hosts, not five: each round with slhostd lasts the sweep's --timeout, and slhostd is in
+# N - 1 rounds; the three hosts above take the schedule of an odd N, a bye in each round.)
 # Nothing is left behind.
 # Every sweep here runs with --flag-below 0.05, not the default 0.5: its pairs are judged
 # against the best (fewer than 10 measured), and the healthy pairs' spread on this shared 2-core
@@ -82,9 +84,9 @@ sweep fine3 "$out/hosts3" --timeout 60
 ok $? "the same three hosts, nothing slowed: no pair flagged, exit 0 (rc=$rc)"
 mesh_down
 
-mesh_up slp$$ 5 || { mesh_down; skip_all "cannot make network namespaces here: $mesh_err"; }
+mesh_up slp$$ 4 || { mesh_down; skip_all "cannot make network namespaces here: $mesh_err"; }
 shape slp${$}1 "$(mesh_link 1 3)"
-ok $? "five hosts slhosta..slhoste, a link for every two; slhosta-slhostc slowed at slhosta's end (tc $shaper)"
+ok $? "four hosts slhosta..slhostd, a link for every two; slhosta-slhostc slowed at slhosta's end (tc $shaper)"
 
 # slhostd's rank hangs: the program the sweep starts there sleeps instead (SL_BIN: the sweep's
 # programs' directory).
@@ -95,7 +97,7 @@ cat >"$out/bin/allreduce" <<EOF
 exec "$top/bin/allreduce" "\$@"
 EOF
 chmod +x "$out/bin/allreduce"
-printf 'slhosta\nslhostb slots=1\nslhostc\nslhostd\nslhoste  # a comment\n' >"$out/hostfile"
+printf 'slhosta\nslhostb slots=1\nslhostc\nslhostd  # a comment\n' >"$out/hostfile"
 # each host has a 100 Gb/s interface, as sysfs would show it (results/expected: 12.5 GB/s)
 mkdir -p "$out/sys/class/net/eth7/device"
 echo 100000 >"$out/sys/class/net/eth7/speed"
@@ -104,7 +106,7 @@ export SL_EXPECTED_SYSFS="$out/sys"
 export SL_BIN="$out/bin" SL_RUN_ID=pairs-test-$$
 t0=$SECONDS
 # The sweep's --timeout: twice what a healthy pair (two launches) was seen to take here with
-# the machine's load at 12-20: 3-6 s, and 5-9 s with the sanitizers' build. The four rounds
+# the machine's load at 12-20: 3-6 s, and 5-9 s with the sanitizers' build. The three rounds
 # with slhostd take that long each: the test's time is mostly this.
 limit=12
 [ "${SL_SANITIZE:-0}" = 1 ] && limit=24
@@ -113,8 +115,8 @@ took=$(python3 -c 'import json, sys; print(" ".join(str(r["params"]["seconds"]) 
 diag "the sweep ran in $((SECONDS - t0)) s; the measured pairs took $took s each"
 [ $rc = 1 ]
 ok $? "the sweep ends, exit 1 (flagged and timed-out pairs) (rc=$rc)"
-"$top/scripts/validate" rows "$out/res/pairs.jsonl" --min-rows 10 >/dev/null
-ok $? "pairs.jsonl: valid rows, at least one per pair (10)"
+"$top/scripts/validate" rows "$out/res/pairs.jsonl" --min-rows 6 >/dev/null
+ok $? "pairs.jsonl: valid rows, at least one per pair (6)"
 
 python3 - "$out/res/pairs.jsonl" <<'PY'
 import json, sys
@@ -123,16 +125,16 @@ from pairslib import analysis, render
 rows = [json.loads(l) for l in open(sys.argv[1])]
 pairs = analysis.merge([render.from_row(r) for r in rows])  # a flagged pair's retries: one pair
 status = {frozenset((p["host_a"], p["host_b"])): p["status"] for p in pairs}
-hosts = ["slhost" + c for c in "abcde"]
+hosts = ["slhost" + c for c in "abcd"]
 want = {frozenset((a, b)): "timeout" if "slhostd" in (a, b) else "ok"
         for i, a in enumerate(hosts) for b in hosts[i + 1:]}
 print("# status:", {"-".join(sorted(k)): v for k, v in status.items()})
-sys.exit(0 if status == want and len(pairs) == 10 else 1)
+sys.exit(0 if status == want and len(pairs) == 6 else 1)
 PY
-ok $? "every pair ran (a flagged one again); the four with slhostd timed out, the other six measured"
-grep -q "host in most timeout pairs: slhostd (in 4 of them)" "$out/res.log" &&
-  [ "$(grep -Ec "slhost[a-e]-slhost[a-e]: timed out: no result within $limit s \(hosts slhost[a-e], slhost[a-e]; " "$out/res.log")" = 4 ]
-ok $? "the four timeouts are reported with their hosts, and slhostd named as the host in all of them"
+ok $? "every pair ran (a flagged one again); the three with slhostd timed out, the other three measured"
+grep -q "host in most timeout pairs: slhostd (in 3 of them)" "$out/res.log" &&
+  [ "$(grep -Ec "slhost[a-d]-slhost[a-d]: timed out: no result within $limit s \(hosts slhost[a-d], slhost[a-d]; " "$out/res.log")" = 3 ]
+ok $? "the three timeouts are reported with their hosts, and slhostd named as the host in all of them"
 grep -qx "# flagged: 1 pair(s): slhosta-slhostc" "$out/res.log" &&
   grep -q "host in most flagged pairs: slhosta, slhostc (a tie: 1 each)" "$out/res.log"
 ok $? "exactly the pair through the slowed link is flagged, and its two ends named"
@@ -141,7 +143,7 @@ ok $? "exactly the pair through the slowed link is flagged, and its two ends nam
 line=$(awk '$2 == "slhosta" && $3 == "slhostc"' "$out/res.log")
 grep -Eq "  p2p_bw" <<<"$line"
 ok $? "slhosta-slhostc is flagged on its point-to-point bandwidth: $line"
-grep -Eq '^# +slhosta +\. +[0-9.]+ +[0-9.e-]+\* +T +[0-9.]+$' "$out/res.log"
+grep -Eq '^# +slhosta +\. +[0-9.]+ +[0-9.e-]+\* +T$' "$out/res.log"
 ok $? "heat map: slhosta's row shows slhostb's bandwidth, slhostc's flagged (*) and slhostd's timeout (T)"
 
 python3 - "$out/res" <<'PY'

@@ -7,6 +7,11 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0:protect_shadow_gap=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1
+# A rank that exits non-zero (every usage error, check failure and runtime failure the tests
+# provoke) makes mpirun stop the job: it signals what is left of it and waits
+# odls_base_sigkill_timeout (1 s) twice before it exits. The programs install no signal
+# handler, so that grace buys nothing here; without it such a launch ends 2 s sooner.
+export OMPI_MCA_odls_base_sigkill_timeout="${OMPI_MCA_odls_base_sigkill_timeout:-0}"
 # Tests are short: keep OpenMP from spinning on the 2-core machines they run on.
 export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
 
