@@ -452,7 +452,7 @@ static void step(sl_train *t)
 {
     conv_run *s = t->state;
     s->flight = s->exposed = s->allreduce = 0;
-    pass(t, s, (uint64_t)t->step * (uint64_t)t->global_batch + (uint64_t)s->b0, 0);
+    pass(t, s, sl_train_sample(t, s->b0), 0);
     allreduce_grads(t, s);
     update(t, s);
     if (t->step < t->nsteps) {

@@ -252,8 +252,7 @@ void sl_ref_gpt_block(int B, int T, int C, int NH, const double *p, const double
     sl_ref_gpt_block_drop(B, T, C, NH, p, x, out, dout, dx, dp, NULL);
 }
 
-/* v[i] *= the factor of element i of site d */
-static void drop_apply(const sl_dropout *d, size_t n, double *v)
+void sl_ref_dropout(const sl_dropout *d, size_t n, double *v)
 {
     for (size_t i = 0; d && d->p > 0 && i < n; i++) v[i] *= drop_factor(d, i);
 }
@@ -273,20 +272,20 @@ void sl_ref_gpt_block_drop(int B, int T, int C, int NH, const double *p, const d
     sl_ref_linear_forward((int)N, C, 3 * C, ln1, P(SL_GPT_WQKV), P(SL_GPT_BQKV), qkv);
     sl_ref_attention_forward_drop(B, T, C, NH, qkv, att, y, da);
     sl_ref_linear_forward((int)N, C, C, y, P(SL_GPT_WPROJ), P(SL_GPT_BPROJ), h);
-    drop_apply(dr1, N * C, h);
+    sl_ref_dropout(dr1, N * C, h);
     for (size_t i = 0; i < N * C; i++) h[i] += x[i];
     sl_ref_layernorm_forward((int)N, C, h, P(SL_GPT_LN2W), P(SL_GPT_LN2B), ln2, NULL, NULL);
     sl_ref_linear_forward((int)N, C, 4 * C, ln2, P(SL_GPT_WFC), P(SL_GPT_BFC), fc);
     for (size_t i = 0; i < N * 4 * C; i++) ge[i] = sl_ref_gelu(fc[i]);
     sl_ref_linear_forward((int)N, 4 * C, C, ge, P(SL_GPT_WFCPROJ), P(SL_GPT_BFCPROJ), out);
-    drop_apply(dr2, N * C, out);
+    sl_ref_dropout(dr2, N * C, out);
     for (size_t i = 0; i < N * C; i++) out[i] += h[i];
     if (dout) {
         double *dge = dalloc(N * 4 * C), *dln2 = dalloc(N * C), *dh = dalloc(N * C);
         double *dy = dalloc(N * C), *dqkv = dalloc(N * 3 * C), *dln1 = dalloc(N * C);
         double *dmlp = dalloc(N * C), *dattn = dalloc(N * C);
         memcpy(dmlp, dout, N * C * sizeof *dmlp);
-        drop_apply(dr2, N * C, dmlp);
+        sl_ref_dropout(dr2, N * C, dmlp);
         sl_ref_linear_backward((int)N, 4 * C, C, dmlp, ge, P(SL_GPT_WFCPROJ), dge,
                                DP(SL_GPT_WFCPROJ), DP(SL_GPT_BFCPROJ));
         for (size_t i = 0; i < N * 4 * C; i++) dge[i] *= sl_ref_gelu_grad(fc[i]);
@@ -296,7 +295,7 @@ void sl_ref_gpt_block_drop(int B, int T, int C, int NH, const double *p, const d
                                   DP(SL_GPT_LN2B));
         for (size_t i = 0; i < N * C; i++) dh[i] += dout[i]; /* the residual */
         memcpy(dattn, dh, N * C * sizeof *dattn);
-        drop_apply(dr1, N * C, dattn);
+        sl_ref_dropout(dr1, N * C, dattn);
         sl_ref_linear_backward((int)N, C, C, dattn, y, P(SL_GPT_WPROJ), dy, DP(SL_GPT_WPROJ),
                                DP(SL_GPT_BPROJ));
         sl_ref_attention_backward_drop(B, T, C, NH, dy, qkv, att, dqkv, da);

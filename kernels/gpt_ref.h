@@ -22,6 +22,9 @@ void sl_ref_attention_forward(int B, int T, int C, int NH, const double *qkv, do
 /* dqkv (B,T,3C) assigned, from dout (B,T,C), qkv and att */
 void sl_ref_attention_backward(int B, int T, int C, int NH, const double *dout,
                                const double *qkv, const double *att, double *dqkv);
+/* v[i] *= dropout's factor for element i of site d (0, or the kernels' f32 1/(1 - p); d NULL or
+ * p 0: none): sl_k_dropout in double. */
+void sl_ref_dropout(const sl_dropout *d, size_t n, double *v);
 /* The same with dropout on the probabilities (drop NULL: none): out = dropout(att) V, att kept
  * before it, element (b,h,t,s) numbered drop->first + ((b NH + h) T + t) T + s. */
 void sl_ref_attention_forward_drop(int B, int T, int C, int NH, const double *qkv, double *att,

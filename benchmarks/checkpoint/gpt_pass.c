@@ -106,7 +106,7 @@ void ck_gpt_pass(sl_train *t, const ck_plan *p, const void *params, void *grads)
 
     ckpt[0] = take(s, in[0]); /* the first checkpoint: the tokens */
     sl_train_load_tokens(t, t->lo, rows, ckpt[0], a->g.tgt);
-    a->g.seq0 = (uint64_t)t->step * (uint64_t)t->global_batch + (uint64_t)t->lo; /* dropout's numbering */
+    a->g.seq0 = sl_train_sample(t, t->lo); /* dropout's numbering */
     void *dout = NULL;
     for (int j = 0; j < S; j++) {
         body[j] = take(s, rest[j]);

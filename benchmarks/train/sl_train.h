@@ -326,6 +326,9 @@ typedef struct sl_layer_hooks {
     void *(*grads)(sl_train *t, int layer);
 } sl_layer_hooks;
 
+/* The run's number of sample `first` of the current step's batch: step x global batch + first
+ * (the task's index of a sample, and the GPT's dropout numbering of a sequence). */
+uint64_t sl_train_sample(const sl_train *t, int first);
 /* Samples [first, first + count) of the current step's batch into x[count, in] and
  * y[count, out] (backend memory). Phase data. */
 void sl_train_load(sl_train *t, int first, int count, float *x, float *y);

@@ -24,9 +24,9 @@ static void largest_gemm(const sl_mlp *m, int rows, int *n, int *mm, int *k)
 
 enum { REPS = 11 }; /* the first untimed: the best of the other ten */
 
-typedef struct cached {
+typedef struct cached { /* a rate measured, by dtype and shape */
     sl_dtype dt;
-    int rows;
+    int n, m, k;
     double rate;
 } cached;
 
@@ -42,7 +42,7 @@ double train_gemm_peak(const sl_train *t, int rows, char *shape, size_t len)
     /* every rank asks with its own rows; all must measure, or none */
     int mine = -1, all = -1;
     for (int i = 0; i < nseen; i++)
-        if (seen[i].dt == t->dtype && seen[i].rows == rows) mine = i;
+        if (seen[i].dt == t->dtype && seen[i].n == n && seen[i].m == mm && seen[i].k == k) mine = i;
     SL_CHECK_MPI(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, t->ctx->comm));
     if (all >= 0) return seen[mine].rate;
     /* operands in the run's dtype, the product in f32 (the 16-bit layers' GEMMs: f32 accumulation
@@ -65,7 +65,7 @@ double train_gemm_peak(const sl_train *t, int rows, char *shape, size_t len)
     sl_k_free(t->be, a), sl_k_free(t->be, b), sl_k_free(t->be, c);
     double rate = 2.0 * n * mm * (double)k / best / 1e12, sum = 0;
     SL_CHECK_MPI(MPI_Allreduce(&rate, &sum, 1, MPI_DOUBLE, MPI_SUM, t->ctx->comm));
-    if (mine < 0 && nseen < (int)(sizeof seen / sizeof *seen)) seen[nseen++] = (cached){t->dtype, rows, sum};
+    if (mine < 0 && nseen < (int)(sizeof seen / sizeof *seen)) seen[nseen++] = (cached){t->dtype, n, mm, k, sum};
     else if (mine >= 0) seen[mine].rate = sum;
     return sum;
 }

@@ -46,7 +46,7 @@ void train_phase_medians(const sl_train *t, int timed, MPI_Comm comm, double med
 
 /* The sum over the world's ranks of the GEMM rate (TFLOP/s) each reaches at the model's largest
  * GEMM on `rows` samples in the run's dtype, measured now on every rank at once (cached per dtype
- * and rows); its shape n x m x k into shape. Collective over the world (train_gemm_peak.c). */
+ * and shape); its shape n x m x k into shape. Collective over the world (train_gemm_peak.c). */
 double train_gemm_peak(const sl_train *t, int rows, char *shape, size_t len);
 
 /* The one-rank run behind scaling_eff: what it measured and the work it did, for the row. */

@@ -55,10 +55,15 @@ void sl_train_coll_ok(int rc, const char *what)
     if (rc != SL_COLL_OK) SL_FATAL("%s failed: %s", what, sl_coll_strerror(rc));
 }
 
+uint64_t sl_train_sample(const sl_train *t, int first)
+{
+    return (uint64_t)t->step * (uint64_t)t->global_batch + (uint64_t)first;
+}
+
 void sl_train_load(sl_train *t, int first, int count, float *x, float *y)
 {
     double t0 = sl_now();
-    sl_task_batch(t->task, (uint64_t)t->step * (uint64_t)t->global_batch + (uint64_t)first, count, x, y);
+    sl_task_batch(t->task, sl_train_sample(t, first), count, x, y);
     sl_k_sync(t->be);
     sl_train_span(t, SL_PHASE_DATA, "data", t0, sl_now());
 }
@@ -66,7 +71,7 @@ void sl_train_load(sl_train *t, int first, int count, float *x, float *y)
 void sl_train_load_tokens(sl_train *t, int first, int count, int32_t *tok, int32_t *tgt)
 {
     double t0 = sl_now();
-    sl_task_tokens(t->task, (uint64_t)t->step * (uint64_t)t->global_batch + (uint64_t)first, count, tok, tgt);
+    sl_task_tokens(t->task, sl_train_sample(t, first), count, tok, tgt);
     sl_train_span(t, SL_PHASE_DATA, "data", t0, sl_now());
 }
 
@@ -220,7 +225,7 @@ void sl_acts_load(sl_train *t, sl_acts *a, int first, int count)
         a->g.B = count;
         a->g.norm = sl_task_loss_norm(t->task, t->global_batch);
         a->g.scale = t->dtype == SL_F32 ? 1.0f : (float)t->ms.sc.scale;
-        a->g.seq0 = (uint64_t)t->step * (uint64_t)t->global_batch + (uint64_t)first;
+        a->g.seq0 = sl_train_sample(t, first);
         sl_train_load_tokens(t, first, count, a->g.tok, a->g.tgt);
         return;
     }

@@ -137,13 +137,6 @@ static void ref_drops(const sl_mlp *m, int l, sl_dropout d[4])
     for (int i = 0; i < 4; i++) d[i] = (sl_dropout){p, sl_dropout_key(DROP_SEED, l, site[i]), 0};
 }
 
-/* x[i] *= dropout's factor for element i of site d (a double reference of sl_k_dropout) */
-static void ref_dropout(const sl_dropout *d, size_t n, double *x)
-{
-    for (size_t i = 0; d->p > 0 && i < n; i++)
-        x[i] *= sl_dropout_keep(d->key, d->first + i, d->p) ? (double)sl_dropout_scale(d->p) : 0.0;
-}
-
 /* The double model: the same layers composed from gpt_ref.h, with the model's dropout. p holds
  * the parameters (double), returns the loss and accumulates dp. */
 static double ref_model(const sl_mlp *m, const double *p, const int32_t *tok, const int32_t *tgt, double norm,
@@ -156,7 +149,7 @@ static double ref_model(const sl_mlp *m, const double *p, const int32_t *tok, co
     for (int l = 0; l <= L; l++) ref_drops(m, l, d[l]);
     for (int l = 1; l <= L + 1; l++) x[l] = t_xmalloc(NC * 8);
     sl_ref_embedding_forward(B, T, C, tok, p, p + (size_t)V * C, x[1]);
-    ref_dropout(&d[0][3], NC, x[1]);
+    sl_ref_dropout(&d[0][3], NC, x[1]);
     for (int b = 0; b < L; b++)
         sl_ref_gpt_block_drop(B, T, C, NH, p + m->w_off[b + 1], x[b + 1], x[b + 2], NULL, NULL, NULL, d[b + 1]);
     const double *head = p + m->w_off[L + 1];
@@ -173,7 +166,7 @@ static double ref_model(const sl_mlp *m, const double *p, const int32_t *tok, co
                               d[b + 1]);
         free(out);
     }
-    ref_dropout(&d[0][3], NC, dx);
+    sl_ref_dropout(&d[0][3], NC, dx);
     sl_ref_embedding_backward(B, T, C, tok, dx, dp, dp + (size_t)V * C);
     for (int l = 1; l <= L + 1; l++) free(x[l]);
     free(dx), free(dy), free(lnf);
