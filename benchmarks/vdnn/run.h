@@ -41,7 +41,5 @@ void vdnn_setup(vdnn_run *r);
 /* One training step of r (an sl_body_fn). */
 void vdnn_step(void *r);
 void vdnn_teardown(vdnn_run *r);
-/* driver.c */
-int vdnn_main(int argc, char **argv);
 
 #endif

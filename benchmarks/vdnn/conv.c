@@ -7,6 +7,7 @@
 
 #include "gpt_shape.h"
 #include "train_ref.h"
+#include "conv.h"
 #include "run.h"
 
 static int opt_model = -1, opt_offload = -1; /* -1: every one */
@@ -422,7 +423,15 @@ static void run_model(sl_ctx *ctx, int kind, sl_backend be)
     net_free(&n);
 }
 
-int vdnn_main(int argc, char **argv)
+int vdnn_conv_asked(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--model=conv") || (!strcmp(argv[i], "--model") && i + 1 < argc && !strcmp(argv[i + 1], "conv")))
+            return 1;
+    return 0;
+}
+
+int vdnn_conv_main(int argc, char **argv)
 {
     sl_ctx ctx;
     sl_init(&ctx, &program, argc, argv);
