@@ -87,13 +87,15 @@ static void setup(sl_train *t)
     int fits = need <= s->device_mem, all = fits;
     if (!t->baseline) /* the one-rank baseline runs on rank 0 alone */
         SL_CHECK_MPI(MPI_Allreduce(&fits, &all, 1, MPI_INT, MPI_MIN, t->ctx->comm));
-    s->fits = all;
+    /* the baseline (the whole global batch on one rank, for scaling_eff) is not a row: it runs
+     * on a device big enough, an arena of exactly its need */
+    s->fits = all || t->baseline;
     /* short enough for a row's param (its resident and activation bytes are metrics beside) */
     snprintf(s->why, sizeof s->why, "does not fit: needs %zu bytes, has %zu", need, s->device_mem);
     s->exposed = calloc((size_t)t->nsteps + 1, sizeof *s->exposed);
     if (!s->exposed) SL_FATAL("out of memory");
     if (!s->fits) return;
-    arena_open(&s->a, t->be, s->device_mem - s->resident, 2 * m->nlayers + 8);
+    arena_open(&s->a, t->be, all ? s->device_mem - s->resident : s->model_total, 2 * m->nlayers + 8);
     for (int l = 0; l < m->nlayers; l++) {
         vd_layer *y = &s->L[l];
         y->tk_in = y->tk_body = -1;
@@ -169,13 +171,15 @@ static int check(sl_train *t, double *error, char *why, size_t len)
         return 1;
     }
     const int steps_run = t->step, policy = s->policy, prefetch = s->prefetch;
+    const size_t mine = s->model_total;
     sl_train_saved run;
     sl_train_aside(t, &run);
     s->policy = VD_NONE;
     s->prefetch = 0;
     vd_model(t, s);
     const arena run_arena = s->a;
-    arena_open(&s->a, t->be, s->model_total + s->device_mem, 2 * t->m->nlayers + 8);
+    /* one pass at a time: the larger of the two needs */
+    arena_open(&s->a, t->be, s->model_total > mine ? s->model_total : mine, 2 * t->m->nlayers + 8);
     sl_replica ref;
     sl_replica_place(t, s->rows, &ref);
     void *g = sl_k_malloc(t->be, SL_MEM_OTHER, n * es);

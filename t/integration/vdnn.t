@@ -151,6 +151,14 @@ got=$(layer_rows "$out/tight/vdnn.jsonl" mlp 3)
 ok $? "mlp in 50000 bytes: rows exact ($got)"
 [ $rc = 0 ] && [ "$got" = "all/pf0/f32:ran all/pf1/f32:dnf none/f32:dnf" ] && grep -q "does not fit: needs 54401 bytes, has 49920" "$out/tight.txt"
 ok $? "none and all/pf1 do not fit (needs, has), all/pf0 runs and passes, exit 0 (rc=$rc)"
+# on 2 ranks the same per-rank batch fits alike; the one-rank baseline (the global batch on rank
+# 0, for scaling_eff) runs on a device big enough, not as a row
+launch 2 vdnn $mlp --layers 3 --device-mem 50000 -o "$out/tight2" >"$out/tight2.txt" 2>&1
+rc=$?
+got=$(layer_rows "$out/tight2/vdnn.jsonl" mlp 3)
+[ $rc = 0 ] && [ "$got" = "all/pf0/f32:ran all/pf1/f32:dnf none/f32:dnf" ] &&
+  grep -q '"scaling_eff":{"value":[0-9]' "$out/tight2/vdnn.jsonl"
+ok $? "2 ranks in 50000 bytes each: all/pf0 runs with its one-rank baseline, the others do not fit (rc=$rc; $got)"
 launch 1 vdnn $gpt --device-mem 4K -o "$out/small" >"$out/small.txt" 2>&1
 rc=$?
 got=$(layer_rows "$out/small/vdnn.jsonl" gpt 2)
