@@ -44,7 +44,8 @@ static int emulated;
 
 static const sl_opt vd_opts[] = {
     {"offload", 0, SL_OPT_CHOICE, &opt_offload, 0, 0, "none|all|conv", 0,
-     "whose activations go to the host: none, every layer's (conv: --model conv only; default every policy)"},
+     "whose activations go to the host: none, every layer's (default every policy); conv: with --model conv, "
+     "the conv stack (its options: vdnn --model conv --help)"},
     {"prefetch", 0, SL_OPT_INT, &opt_prefetch, 0, 1, NULL, 0,
      "1: fetch the next offloaded layer during backward (default both 0 and 1)"},
     /* at least one unit of the arena: a smaller capacity would round down to 0 bytes */
