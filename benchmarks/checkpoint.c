@@ -281,19 +281,6 @@ static void setup(sl_train *t)
     sl_replica_place(t, s->rows, &s->rep);
 }
 
-/* Sums the replicas' gradients (several ranks) in t->dtype and steps (unscale, the verdict,
- * the optimizer on the f32 master). */
-static void reduce_and_step(sl_train *t, sl_replica *r)
-{
-    const size_t n = t->m->nparams;
-    if (t->size > 1) {
-        const double t0 = sl_now();
-        sl_train_coll_ok(sl_coll_allreduce(t->comm, r->grads, r->grads, n, t->dtype, SL_OP_SUM), "allreduce");
-        sl_train_span(t, SL_PHASE_COMM, "allreduce", t0, sl_now());
-    }
-    sl_replica_update(t, r, 0, n, r->optim);
-}
-
 static void step(sl_train *t)
 {
     ck *s = t->state;
@@ -302,17 +289,12 @@ static void step(sl_train *t)
     s->step_peak = fmax(s->step_peak, s->pool.peak);
     s->step_recomputed = s->recomputed;
     s->pool_held = s->pool.held;
-    reduce_and_step(t, &s->rep);
+    sl_replica_step(t, &s->rep); /* the replicas' gradients summed, the update */
 }
-
-/* The weights in f32: the master copy, or the weights themselves in f32. */
-static const float *weights32(const sl_replica *r) { return r->master ? r->master : r->params; }
 
 static const float *weights(sl_train *t, size_t *first, size_t *count)
 {
-    *first = 0;
-    *count = t->m->nparams;
-    return weights32(&((ck *)t->state)->rep);
+    return sl_replica_weights(t, &((ck *)t->state)->rep, first, count);
 }
 
 static void release(sl_train *t)
@@ -323,17 +305,6 @@ static void release(sl_train *t)
     free(s);
 }
 
-/* Elements of es bytes of a and b (backend memory) whose bits differ. */
-static long long bit_differences(sl_backend be, size_t n, size_t es, const void *a, const void *b)
-{
-    char *ha = sl_k_download(be, a, n * es), *hb = sl_k_download(be, b, n * es);
-    long long d = 0;
-    for (size_t i = 0; i < n; i++) d += memcmp(ha + i * es, hb + i * es, es) != 0;
-    free(ha);
-    free(hb);
-    return d;
-}
-
 /* Gradients of the first step and weights after the run, against store-all bit for bit in the
  * run's dtype (on this rank's samples, with the same all-reduce and, in 16 bits, the same loss
  * scaler from its start); the measured peak against the model. */
@@ -342,17 +313,13 @@ static int check(sl_train *t, double *error, char *why, size_t len)
     ck *s = t->state;
     const sl_mlp *m = t->m;
     const size_t n = m->nparams, es = sl_train_esize(t);
-    const int steps_run = t->step, tracing = sl_trace_enabled();
+    const int steps_run = t->step;
     ck_plan all;
     plan_store_all(&all, m);
-    sl_trace_enable(0); /* not part of the timeline */
     /* store-all's replica from the initial weights, trained here with a scaler of its own: the
      * run's (its state, the optimizer steps applied, the step's flags) is put back after */
-    const sl_train_mixed_state run_ms = t->ms;
-    const sl_optim run_optim = t->optim_now;
-    const size_t run_nonfinite = t->nonfinite;
-    const int run_scaled = t->scaled;
-    sl_train_mixed_init(&t->ms, t->dtype);
+    sl_train_saved run;
+    sl_train_aside(t, &run);
     sl_replica ref;
     sl_replica_place(t, s->rows, &ref);
     void *g = sl_k_malloc(t->be, SL_MEM_OTHER, n * es);
@@ -362,14 +329,14 @@ static int check(sl_train *t, double *error, char *why, size_t len)
     t->step = 0;
     pass(t, &s->plan, s->selective_run, ref.params, g);
     pass(t, &all, 0, ref.params, ref.grads);
-    const long long grad_diff = bit_differences(t->be, n, es, g, ref.grads);
+    const long long grad_diff = sl_bit_differences(t->be, n, es, g, ref.grads);
 
     /* Weights: store_all's row's when it ran (then store_all itself trains again here: the
      * run must repeat bit for bit), else store-all training from the initial weights. */
     const int store_all_ran = run_mask & 1u, is_store_all = runs[t->variant].kind == V_STORE_ALL;
     long long weight_diff = 0;
     if (store_all_ran && !is_store_all) {
-        float *mine = sl_k_download(t->be, weights32(&s->rep), n * sizeof(float));
+        float *mine = sl_k_download(t->be, sl_replica_weights(t, &s->rep, NULL, NULL), n * sizeof(float));
         for (size_t i = 0; i < n; i++) weight_diff += memcmp(&mine[i], &store_all_weights[i], sizeof(float)) != 0;
         free(mine);
     } else {
@@ -377,20 +344,15 @@ static int check(sl_train *t, double *error, char *why, size_t len)
         for (t->step = 0; t->step < steps_run; t->step++) {
             sl_k_memset0(t->be, ref.grads, n * es);
             pass(t, &all, 0, ref.params, ref.grads);
-            reduce_and_step(t, &ref);
+            sl_replica_step(t, &ref);
         }
-        weight_diff = bit_differences(t->be, n, sizeof(float), weights32(&s->rep), weights32(&ref));
+        weight_diff = sl_bit_differences(t->be, n, sizeof(float), sl_replica_weights(t, &s->rep, NULL, NULL), sl_replica_weights(t, &ref, NULL, NULL));
     }
     if (is_store_all) {
         free(store_all_weights);
-        store_all_weights = sl_k_download(t->be, weights32(&s->rep), n * sizeof(float));
+        store_all_weights = sl_k_download(t->be, sl_replica_weights(t, &s->rep, NULL, NULL), n * sizeof(float));
     }
-    t->step = steps_run;
-    t->ms = run_ms;
-    t->optim_now = run_optim;
-    t->nonfinite = run_nonfinite;
-    t->scaled = run_scaled;
-    sl_trace_enable(tracing);
+    sl_train_back(t, &run);
     sl_replica_free(t, &ref);
     sl_k_free(t->be, g);
 

@@ -1,202 +1,336 @@
 /* vdnn.c — vDNN (Rhu et al., "vDNN: Virtualized Deep Neural Networks for Scalable,
- * Memory-Efficient Neural Network Design", 2016): a network whose activations do not fit in
- * device memory trains anyway, by moving each layer's input to pinned host memory once its
- * forward pass is done with it and bringing it back for its backward pass.
+ * Memory-Efficient Neural Network Design", 2016) on the training layer: a network whose
+ * activations do not fit in device memory trains anyway, by moving what each layer keeps for
+ * its backward to pinned host memory once its forward is done and bringing it back for its
+ * backward. It trains the shared MLP (default) or the GPT (--model gpt: offload per layer, the
+ * embedding, each block, the head), in f32, f16 or bf16 (-d): every activation is in the run's
+ * dtype (sl_train.h, "The model in the run's precision"), so 16 bits move half the bytes.
  *
- *   forward, operation i:  the copy of t[i] to the host starts (copy stream) while op i
- *                          computes t[i + 1]; once both are done, t[i] is released.
- *   backward, operation i: t[i] is back on the device — fetched now (no prefetch), or fetched
- *                          while op i + 1 computed (prefetch: the nearest offloaded input
- *                          below the current operation is brought in while it computes).
- *   policies: none (everything stays: the reference), all (every operation's input), conv
- *             (only convolutions' inputs: their compute hides the copy best).
+ *   variants: none (everything stays on the device), all/pf0 (every layer's input and what its
+ *             forward leaves for backward go to the host; each is fetched when its backward
+ *             starts, the copy all exposed), all/pf1 (the same, and while layer l computes its
+ *             backward the layer below is already coming back: prefetch one layer ahead)
+ *   --model conv: the convolution stack, with a third policy (conv: only convolutions' inputs),
+ *             runs on vdnn's own loop (vdnn/conv.c).
  *
- * Device memory is an arena of fixed capacity (--device-mem): on cuda, device memory; in a cpu
- * build an emulation — host memory standing in for the device and a helper thread for the
- * copy engine, said so in every row. Every configuration's peak bytes by category are
- * measured and printed beside the analytic model; one whose model does not fit the arena gets
- * a "does not fit" row and the run goes on. Checked by default: weights and gradients
- * bit-identical to the `none` run, peak bytes equal to the model, bytes moved equal to it.
+ * Device memory is --device-mem: the replica (weights, gradients, optimizer state and the
+ * layers' workspaces, as the training layer places them) is resident, and the activations come
+ * from an arena of what is left (vdnn/arena.h): on cuda device memory and a copy stream, in a
+ * cpu build an emulation (host memory standing in for the device, a helper thread for the copy
+ * engine), said so in every row. The arena's peaks by category are measured and put beside the
+ * analytic model (vdnn/pass.c); a variant whose model does not fit --device-mem gets a "does
+ * not fit" row and the run goes on. On several ranks each is a data-parallel replica of its
+ * slice of the batch, the gradients summed with the -C collective.
  *
- * In f16 and bf16 (-d) the activations t[i] are held, offloaded and fetched in 16 bits: half the
- * bytes kept and moved. Each operation widens its input into an f32 workspace, computes in f32
- * and rounds its output into 16 bits; parameters, gradients and the momentum stay f32 (so no
- * loss scaling is needed: the gradients never leave f32). */
+ * Checked (beside the driver's check against serial training): the first step's gradients and
+ * the weights after training bit-identical to the none policy's (offloading moves bytes, never
+ * changes them), the arena's peaks equal to the model to the byte, and the bytes moved each way
+ * equal to the model. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "scalelab.h"
-#include "vdnn/arena.h"
-#include "vdnn/copier.h"
-#include "vdnn/net.h"
-#include "vdnn/run.h"
+#include "vdnn/conv.h"
+#include "vdnn/state.h"
 
-/* Which operations' inputs go to the host. */
-static int offloaded(const vdnn_run *r, int i)
-{
-    return r->policy == P_ALL || (r->policy == P_CONV && r->n->op[i] == OP_CONV);
-}
+static const char *const variant_names[] = {"none", "all/pf0", "all/pf1"};
+enum { V_NONE, V_ALL0, V_ALL1, NVARIANTS };
+static unsigned run_mask;
+static int opt_offload = -1; /* -1: every policy */
+static long long opt_prefetch = -1;
+static size_t opt_device_mem = 16u << 20;
+static int emulated;
 
-/* The offloaded input needed next in backward after operation i: the nearest below it. */
-static int next_offloaded(const vdnn_run *r, int i)
-{
-    for (int j = i - 1; j >= 0; j--)
-        if (offloaded(r, j)) return j;
-    return -1;
-}
+static const sl_opt vd_opts[] = {
+    {"offload", 0, SL_OPT_CHOICE, &opt_offload, 0, 0, "none|all|conv", 0,
+     "whose activations go to the host: none, every layer's (default every policy); conv: with --model conv, "
+     "the conv stack (its options: vdnn --model conv --help)"},
+    {"prefetch", 0, SL_OPT_INT, &opt_prefetch, 0, 1, NULL, 0,
+     "1: fetch the next offloaded layer during backward (default both 0 and 1)"},
+    /* at least one unit of the arena: a smaller capacity would round down to 0 bytes */
+    {"device-mem", 0, SL_OPT_SIZE, &opt_device_mem, ARENA_ALIGN, 1LL << 40, NULL, 0,
+     "device capacity in bytes, K/M/G, at least 256: the replica, then the activations' arena "
+     "(default 16M: the default MLP fits only with offload)"},
+    {0},
+};
 
-/* The f32 view of tensor p (in r->dt): p itself in f32, else p widened into the workspace ws. */
-static const float *wide(const vdnn_run *r, const void *p, float *ws)
-{
-    if (r->dt == SL_F32) return p;
-    sl_k_cast(r->be, r->n->act_elems, p, r->dt, ws, SL_F32, NULL);
-    return ws;
-}
+static sl_mem_space space_of(sl_backend be) { return be == SL_BACKEND_CUDA ? SL_MEM_DEVICE : SL_MEM_HOST; }
 
-/* Brings t[i] back into a fresh device tensor; its ticket is what op i's backward waits for. */
-static void fetch(vdnn_run *r, int i)
+static size_t space_total(sl_mem_space sp)
 {
-    r->t[i] = arena_alloc(&r->a, A_ACTIV, r->act_bytes);
-    r->ticket[i] = copier_start(r->cp, r->t[i], r->host[i], r->act_bytes, SL_K_H2D);
-}
-
-static void forward(vdnn_run *r)
-{
-    const net *n = r->n;
-    for (int i = 0; i < n->nops; i++) {
-        r->t[i + 1] = arena_alloc(&r->a, A_ACTIV, r->act_bytes);
-        int tk = offloaded(r, i) ? copier_start(r->cp, r->host[i], r->t[i], r->act_bytes, SL_K_D2H) : -1;
-        /* overlaps the copy of t[i]; in 16 bits the gradient buffers, idle in forward, hold
-         * the widened input and the f32 output before it is rounded into t[i + 1] */
-        float *y = r->dt == SL_F32 ? r->t[i + 1] : r->dbuf[1];
-        net_forward(n, i, r->params, wide(r, r->t[i], r->dbuf[0]), y);
-        if (r->dt != SL_F32) sl_k_cast(r->be, n->act_elems, y, SL_F32, r->t[i + 1], r->dt, NULL);
-        if (tk >= 0) {                   /* released once the copy and the layer are done */
-            copier_wait(r->cp, tk);
-            arena_free(&r->a, r->t[i]);
-            r->t[i] = NULL;
-        }
-    }
-}
-
-static void backward(vdnn_run *r)
-{
-    const net *n = r->n;
-    for (int i = n->nops - 1; i >= 0; i--) {
-        if (!r->t[i]) fetch(r, i);       /* not prefetched: the copy is all exposed */
-        int p = r->prefetch ? next_offloaded(r, i) : -1;
-        if (p >= 0 && !r->t[p]) fetch(r, p); /* one ahead, while op i computes */
-        if (r->ticket[i] >= 0) copier_wait(r->cp, r->ticket[i]);
-        r->ticket[i] = -1;
-        net_backward(n, i, r->params, wide(r, r->t[i], r->wide), r->dbuf[(i + 1) & 1], r->grads,
-                     i ? r->dbuf[i & 1] : NULL);
-        arena_free(&r->a, r->t[i]);
-        r->t[i] = NULL;
-    }
-}
-
-/* One training step: data, forward, loss, backward, SGD; the copy engine's figures. */
-void vdnn_step(void *arg)
-{
-    vdnn_run *r = arg;
-    const net *n = r->n;
-    sl_k_memset0(r->be, r->grads, n->nparams * sizeof(float));
-    r->t[0] = arena_alloc(&r->a, A_ACTIV, r->act_bytes);
-    if (r->dt == SL_F32) net_load(r->n, r->step, r->t[0], r->target);
-    else { /* the batch made in f32, held in 16 bits like every activation */
-        net_load(r->n, r->step, r->dbuf[0], r->target);
-        sl_k_cast(r->be, n->act_elems, r->dbuf[0], SL_F32, r->t[0], r->dt, NULL);
-    }
-    forward(r);
-    r->loss = net_loss(n, wide(r, r->t[n->nops], r->wide), r->target, r->dbuf[n->nops & 1]);
-    arena_free(&r->a, r->t[n->nops]);
-    r->t[n->nops] = NULL;
-    backward(r);
-    sl_optim_step(r->be, &r->optim, n->nparams, r->params, r->grads, r->optim_state);
-    copier_step end;
-    copier_step_end(r->cp, &end);
-    if (r->step < r->nsteps) r->steps[r->step] = end;
-    r->step++;
-}
-
-/* The analytic model: bytes per category at the peak, with every tensor t[i] the same size s
- * (in the run's dtype; s32 the same tensor in f32).
- * Resident: parameters, gradients, SGD momentum, the target (s32), two gradient buffers (2 s32)
- * and in 16 bits the workspace an input is widened into in backward (s32).
- * Activations live during forward op i: the inputs kept below it, t[i] and t[i + 1];
- * during backward op i: the inputs kept below it, t[i], and with prefetch the next offloaded
- * input below i:
- *   none: N + 1 tensors;   all: 2;   conv: (ReLU inputs below the last conv) + 2. */
-static void memory_model(const vdnn_run *r, size_t model[A_NCATS])
-{
-    const net *n = r->n;
-    const size_t s = arena_round(r->act_bytes), s32 = arena_round(r->f32_bytes),
-                 w = arena_round(n->nparams * sizeof(float));
-    memset(model, 0, A_NCATS * sizeof *model);
-    model[A_PARAMS] = model[A_GRADS] = model[A_OPTIM] = w;
-    model[A_WORKSPACE] = (r->dt == SL_F32 ? 2 : 3) * s32;
-    model[A_DATA] = s32;
-    int kept = 0, most = 0; /* kept: inputs below op i that stay on the device */
-    for (int i = 0; i < n->nops; i++) {
-        int fwd = kept + 2;
-        int bwd = kept + 1 + (r->prefetch && next_offloaded(r, i) >= 0);
-        most = fwd > most ? fwd : most;
-        most = bwd > most ? bwd : most;
-        if (!offloaded(r, i)) kept++;
-    }
-    model[A_ACTIV] = (size_t)most * s;
-}
-
-size_t vdnn_model_total(const vdnn_run *r)
-{
-    size_t model[A_NCATS], total = 0;
-    memory_model(r, model);
-    for (int c = 0; c < A_NCATS; c++) total += model[c];
+    size_t total = 0;
+    for (int c = 0; c < SL_MEM_NCATS; c++) total += sl_mem_current(sp, (sl_mem_cat)c);
     return total;
 }
 
-/* Bytes each way per step: every offloaded input once out, once back. */
-static size_t bytes_model(const vdnn_run *r)
+static void set_policy(vd *s, int variant)
 {
-    size_t k = 0;
-    for (int i = 0; i < r->n->nops; i++) k += (size_t)offloaded(r, i);
-    return k * r->act_bytes;
+    s->policy = variant == V_NONE ? VD_NONE : VD_ALL;
+    s->prefetch = variant == V_ALL1;
 }
 
-void vdnn_setup(vdnn_run *r)
+static void setup(sl_train *t)
 {
-    const net *n = r->n;
-    arena_open(&r->a, r->be, r->capacity, n->nops + 16);
-    r->act_bytes = n->act_elems * sl_dtype_size(r->dt);
-    r->f32_bytes = net_act_bytes(n);
-    const size_t pbytes = n->nparams * sizeof(float);
-    r->params = arena_alloc(&r->a, A_PARAMS, pbytes);
-    r->grads = arena_alloc(&r->a, A_GRADS, pbytes);
-    r->optim_state = arena_alloc(&r->a, A_OPTIM, pbytes);
-    r->target = arena_alloc(&r->a, A_DATA, r->f32_bytes);
-    r->dbuf[0] = arena_alloc(&r->a, A_WORKSPACE, r->f32_bytes);
-    r->dbuf[1] = arena_alloc(&r->a, A_WORKSPACE, r->f32_bytes);
-    r->wide = r->dt == SL_F32 ? NULL : arena_alloc(&r->a, A_WORKSPACE, r->f32_bytes);
-    net_init_params(n, r->params);
-    for (int i = 0; i <= n->nops; i++) r->ticket[i] = -1;
-    for (int i = 0; i < n->nops; i++)
-        if (offloaded(r, i)) r->host[i] = sl_k_host_alloc(r->be, SL_MEM_ACTIV, r->act_bytes);
-    r->cp = copier_open(r->be, 2 * n->nops + 2);
-    arena_reset_peaks(&r->a); /* the peaks of the steps, all of setup's tensors live */
+    const sl_mlp *m = t->m;
+    vd *s = calloc(1, sizeof *s);
+    if (!s) SL_FATAL("out of memory");
+    t->state = s;
+    s->rows = t->hi - t->lo;
+    set_policy(s, t->variant);
+    const sl_mem_space sp = space_of(t->be);
+    const size_t before = space_total(sp);
+    sl_replica_place(t, s->rows, &s->rep);
+    s->resident = space_total(sp) - before;
+    vd_model(t, s);
+    s->device_mem = opt_device_mem / ARENA_ALIGN * ARENA_ALIGN;
+    const size_t need = s->resident + s->model_total;
+    int fits = need <= s->device_mem, all = fits;
+    if (!t->baseline) /* the one-rank baseline runs on rank 0 alone */
+        SL_CHECK_MPI(MPI_Allreduce(&fits, &all, 1, MPI_INT, MPI_MIN, t->ctx->comm));
+    /* the baseline (the whole global batch on one rank, for scaling_eff) is not a row: it runs
+     * on a device big enough, an arena of exactly its need */
+    s->fits = all || t->baseline;
+    /* short enough for a row's param (its resident and activation bytes are metrics beside) */
+    snprintf(s->why, sizeof s->why, "does not fit: needs %zu bytes, has %zu", need, s->device_mem);
+    s->exposed = calloc((size_t)t->nsteps + 1, sizeof *s->exposed);
+    if (!s->exposed) SL_FATAL("out of memory");
+    if (!s->fits) return;
+    arena_open(&s->a, t->be, all ? s->device_mem - s->resident : s->model_total, 2 * m->nlayers + 8);
+    for (int l = 0; l < m->nlayers; l++) {
+        vd_layer *y = &s->L[l];
+        y->tk_in = y->tk_body = -1;
+        if (!vd_offloaded(s, l)) continue;
+        if (y->in_bytes) y->host_in = sl_k_host_alloc(t->be, SL_MEM_OTHER, y->in_bytes);
+        if (y->body_bytes) y->host_body = sl_k_host_alloc(t->be, SL_MEM_OTHER, y->body_bytes);
+    }
+    s->cp = copier_open(t->be, 4 * m->nlayers + 4);
 }
 
-void vdnn_teardown(vdnn_run *r)
+static const char *cannot_run(sl_train *t)
 {
-    copier_close(r->cp);
-    for (int i = 0; i < r->n->nops; i++) sl_k_host_free(r->be, r->host[i]);
-    arena_close(&r->a);
+    const vd *s = t->state;
+    return s->fits ? NULL : s->why;
 }
 
-void vdnn_models(const vdnn_run *r, size_t model[A_NCATS], size_t *bytes_each_way)
+static void step(sl_train *t)
 {
-    memory_model(r, model);
-    *bytes_each_way = bytes_model(r);
+    vd *s = t->state;
+    sl_k_memset0(t->be, s->rep.grads, t->m->nparams * sl_train_esize(t));
+    vd_pass(t, s, s->rep.params, s->rep.grads);
+    copier_step end;
+    copier_step_end(s->cp, &end);
+    if (s->policy != VD_NONE) sl_train_record(t, SL_PHASE_TRANSFER, end.transfer_s);
+    if (t->step < t->nsteps) s->exposed[t->step] = end.exposed_s;
+    s->last = end;
+    memcpy(s->peak, s->a.peak, sizeof s->peak);
+    s->peak_total = s->a.peak_total;
+    sl_replica_step(t, &s->rep); /* the replicas' gradients summed, the update */
 }
 
-int main(int argc, char **argv) { return vdnn_main(argc, argv); }
+static const float *weights(sl_train *t, size_t *first, size_t *count)
+{
+    return sl_replica_weights(t, &((vd *)t->state)->rep, first, count);
+}
+
+static void release(sl_train *t)
+{
+    vd *s = t->state;
+    if (s->fits) {
+        copier_close(s->cp);
+        for (int l = 0; l < t->m->nlayers; l++) {
+            sl_k_host_free(t->be, s->L[l].host_in);
+            sl_k_host_free(t->be, s->L[l].host_body);
+        }
+        arena_close(&s->a);
+    }
+    sl_replica_free(t, &s->rep);
+    free(s->exposed);
+    free(s);
+}
+
+/* The run's own figures against the model; then the first step's gradients and the weights
+ * after the run against the none policy's, bit for bit, trained here from the initial weights
+ * (the same samples, all-reduce and, in 16 bits, a loss scaler of its own from its start) in an
+ * arena that holds none's activations (a device big enough). */
+static int check(sl_train *t, double *error, char *why, size_t len)
+{
+    vd *s = t->state;
+    const size_t n = t->m->nparams, es = sl_train_esize(t);
+    *error = NAN;
+    for (int c = 0; c < A_NCATS; c++)
+        if (s->peak[c] != s->model[c]) {
+            snprintf(why, len, "peak %s bytes %zu, model %zu", arena_cat_names[c], s->peak[c], s->model[c]);
+            return 1;
+        }
+    if (s->peak_total != s->model_total) {
+        snprintf(why, len, "peak arena bytes %zu, model %zu", s->peak_total, s->model_total);
+        return 1;
+    }
+    if (s->last.bytes_d2h != s->moved || s->last.bytes_h2d != s->moved) {
+        snprintf(why, len, "bytes per step d2h %zu h2d %zu, model %zu", s->last.bytes_d2h, s->last.bytes_h2d, s->moved);
+        return 1;
+    }
+    const int steps_run = t->step, policy = s->policy, prefetch = s->prefetch;
+    const size_t mine = s->model_total;
+    sl_train_saved run;
+    sl_train_aside(t, &run);
+    s->policy = VD_NONE;
+    s->prefetch = 0;
+    vd_model(t, s);
+    const arena run_arena = s->a;
+    /* one pass at a time: the larger of the two needs */
+    arena_open(&s->a, t->be, s->model_total > mine ? s->model_total : mine, 2 * t->m->nlayers + 8);
+    sl_replica ref;
+    sl_replica_place(t, s->rows, &ref);
+    void *g = sl_k_malloc(t->be, SL_MEM_OTHER, n * es);
+    sl_k_memset0(t->be, g, n * es);
+    sl_k_memset0(t->be, ref.grads, n * es);
+    t->step = 0;
+    s->policy = policy, s->prefetch = prefetch;
+    vd_pass(t, s, ref.params, g);
+    s->policy = VD_NONE, s->prefetch = 0;
+    vd_pass(t, s, ref.params, ref.grads);
+    const long long grad_diff = sl_bit_differences(t->be, n, es, g, ref.grads);
+    sl_k_memset0(t->be, ref.optim, (size_t)sl_optim_state_per_param(&t->optim) * n * sizeof(float));
+    for (t->step = 0; t->step < steps_run; t->step++) {
+        sl_k_memset0(t->be, ref.grads, n * es);
+        vd_pass(t, s, ref.params, ref.grads);
+        sl_replica_step(t, &ref);
+    }
+    const long long weight_diff = sl_bit_differences(t->be, n, sizeof(float), sl_replica_weights(t, &s->rep, NULL, NULL), sl_replica_weights(t, &ref, NULL, NULL));
+    copier_step discard;
+    copier_step_end(s->cp, &discard);
+    sl_replica_free(t, &ref);
+    sl_k_free(t->be, g);
+    arena_close(&s->a);
+    s->a = run_arena;
+    s->policy = policy, s->prefetch = prefetch;
+    vd_model(t, s);
+    sl_train_back(t, &run);
+    *error = (double)(grad_diff + weight_diff); /* elements that differ: 0 when bit-identical */
+    if (grad_diff)
+        snprintf(why, len, "first step: %lld of %zu gradient elements differ from none's", grad_diff, n);
+    else if (weight_diff)
+        snprintf(why, len, "after %d steps: %lld of %zu weights differ from none's training", steps_run, weight_diff, n);
+    else
+        return 0;
+    return 1;
+}
+
+/* Median over the timed steps of the seconds the step waited for a copy, the slowest rank's. */
+static double exposed_median(sl_train *t)
+{
+    vd *s = t->state;
+    const int timed = (int)t->ctx->opt.iters, first = t->nsteps - timed;
+    sl_stats st;
+    sl_stats_compute(s->exposed + first, timed, &st);
+    double out;
+    SL_CHECK_MPI(MPI_Allreduce(&st.median, &out, 1, MPI_DOUBLE, MPI_MAX, t->ctx->comm));
+    return out;
+}
+
+static double none_time = NAN; /* none's step in this collective and dtype, for the overhead */
+static const char *none_coll, *none_dtype;
+
+static void row(sl_train *t, sl_result *res)
+{
+    vd *s = t->state;
+    sl_result_param_str(res, "offload", s->policy == VD_NONE ? "none" : "all");
+    sl_result_param_num(res, "prefetch", s->prefetch);
+    sl_result_param_num(res, "device_mem", (double)s->device_mem);
+    sl_result_param_str(res, "device", emulated ? "emulated" : "cuda");
+    sl_result_param_num(res, "emulation", emulated);
+    sl_result_param_str(res, "note", s->fits ? "" : s->why);
+    sl_result_metric(res, "resident", (double)s->resident, "bytes");
+    sl_result_metric(res, "model_arena_activ", (double)s->model[A_ACTIV], "bytes");
+    sl_result_metric(res, "model_arena_workspace", (double)s->model[A_WORKSPACE], "bytes");
+    sl_result_metric(res, "model_arena_peak", (double)s->model_total, "bytes");
+    sl_result_metric(res, "model_device", (double)(s->resident + s->model_total), "bytes");
+    sl_result_metric(res, "moved_model", (double)s->moved, "bytes");
+    size_t host = 0;
+    for (int l = 0; l < t->m->nlayers; l++)
+        host += (s->L[l].host_in ? s->L[l].in_bytes : 0) + (s->L[l].host_body ? s->L[l].body_bytes : 0);
+    sl_result_metric(res, "host_activ", s->fits ? (double)host : NAN, "bytes");
+    if (!s->fits) return;
+    sl_result_metric(res, "arena_activ", (double)s->peak[A_ACTIV], "bytes");
+    sl_result_metric(res, "arena_workspace", (double)s->peak[A_WORKSPACE], "bytes");
+    sl_result_metric(res, "arena_peak", (double)s->peak_total, "bytes");
+    sl_result_metric(res, "bytes_d2h", (double)s->last.bytes_d2h, "bytes");
+    sl_result_metric(res, "bytes_h2d", (double)s->last.bytes_h2d, "bytes");
+    sl_result_metric(res, "exposed_transfer", exposed_median(t), "s");
+    if (t->variant == V_NONE) {
+        none_time = res->time.median;
+        none_coll = res->collective, none_dtype = res->dtype;
+    }
+    const int same = none_coll && !strcmp(none_coll, res->collective) && !strcmp(none_dtype, res->dtype);
+    sl_result_metric(res, "overhead", same ? res->time.median / none_time - 1 : NAN, "fraction");
+}
+
+static void validate(sl_ctx *ctx)
+{
+    if (opt_offload == 2)
+        sl_usage_error("--offload conv: only the conv stack has convolutions; use --model conv, or --offload none|all");
+    if (opt_offload == VD_NONE && opt_prefetch >= 0)
+        sl_usage_error("--prefetch: only with --offload all (nothing is offloaded with none)");
+    run_mask = 1u << V_NONE; /* every policy's overhead is over none's */
+    if (opt_offload != VD_NONE) {
+        if (opt_prefetch != 1) run_mask |= 1u << V_ALL0;
+        if (opt_prefetch != 0) run_mask |= 1u << V_ALL1;
+    }
+    char why[256];
+    const int be = sl_k_backend_resolve(ctx->opt.backend, why, sizeof why);
+    emulated = be != SL_BACKEND_CUDA;
+    if (!emulated)
+        sl_note(ctx, "device: cuda; the arena is device memory, copies run on a copy stream to pinned host memory");
+    else
+        sl_note(ctx, "device: EMULATED: the arena is host memory standing in for a device and a helper thread is "
+                     "the copy engine (memcpy); build with CUDA and run -B cuda for the real thing");
+    sl_note(ctx, "device memory: %zu bytes (--device-mem): the replica resident, the activations in an arena of the "
+                 "rest, every tensor in multiples of %d bytes",
+            opt_device_mem / ARENA_ALIGN * ARENA_ALIGN, ARENA_ALIGN);
+}
+
+static const sl_column columns[] = {
+    SL_COL("variant", "variant", 8), SL_COL("dtype", "dtype", 5), SL_COL("coll", "collective", 5),
+    {"step", "ms", "time.median", 9, 2, 1e3},
+    {"transfer", "ms", "transfer", 9, 2, 1e3},
+    {"exposed", "ms", "exposed_transfer", 8, 2, 1e3},
+    {"+step", "%", "overhead", 7, 1, 100},
+    {"moved", "MB", "bytes_d2h", 8, 3, 1e-6},
+    {"model", "MB", "moved_model", 8, 3, 1e-6},
+    {"arena", "MB", "arena_peak", 8, 3, 1e-6},
+    {"model", "MB", "model_arena_peak", 8, 3, 1e-6},
+    {"device", "MB", "model_device", 8, 3, 1e-6},
+    SL_COL_CHECK(6),
+    SL_COL("note", "note", 0),
+};
+
+static const sl_technique vdnn = {
+    .program = {.name = "vdnn",
+                .summary = "vDNN: activations offloaded to pinned host memory after forward and fetched (or "
+                           "prefetched) for backward; peak device bytes and bytes moved against the model",
+                .uses = SL_USES_BACKEND | SL_USES_COLL | SL_USES_DTYPE, .colls = (1u << SL_NCOLLS) - 1,
+                .dtypes = (1u << SL_F32) | (1u << SL_F16) | (1u << SL_BF16), .default_dtype = SL_F32,
+                .default_coll = SL_COLL_MPI, .default_iters = 5, .default_warmup = 1,
+                .extra = vd_opts, .validate = validate},
+    .variants = variant_names, .nvariants = NVARIANTS, .variant_mask = &run_mask,
+    .mixed_variants = ~0u,
+    .trains_gpt = 1,
+    .tol_mixed_sgd_max = {[SL_F16] = SL_TRAIN_TOL_MIXED_SGD_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_SGD_BF16},
+    .tol_mixed_adamw_l2 = {[SL_F16] = SL_TRAIN_TOL_MIXED_ADAMW_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_ADAMW_BF16},
+    .setup = setup, .step = step, .weights = weights, .free = release,
+    .check = check, .row = row, .cannot_run = cannot_run,
+    .columns = columns, .ncolumns = (int)(sizeof columns / sizeof columns[0]),
+};
+
+int main(int argc, char **argv)
+{
+    if (vdnn_conv_asked(argc, argv)) return vdnn_conv_main(argc, argv);
+    /* 8 layers of 256 on 1024 samples: a 1 MiB tensor per activation, so that the default
+     * --device-mem (16M) holds the offloading policies and not none */
+    sl_train_opt.layers = 8;
+    sl_train_opt.width = sl_train_opt.inputs = sl_train_opt.outputs = 256;
+    sl_train_opt.batch = 1024;
+    return sl_train_main(&vdnn, argc, argv);
+}

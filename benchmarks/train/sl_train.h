@@ -195,6 +195,11 @@ typedef struct sl_technique {
      * a one-line reason in why. A failure on any rank fails the row, with the lowest failing
      * rank's reason. May be NULL. */
     int (*check)(sl_train *t, double *error, char *why, size_t whylen);
+    /* A variant that cannot run as configured (vdnn: its memory model exceeds --device-mem):
+     * called after setup on every rank (collective), returns a one-line reason, the same on
+     * every rank; the driver then emits the row with that reason (check "none", the technique's
+     * .row beside it), runs no step, and goes on. NULL, or returning NULL: the variant runs. */
+    const char *(*cannot_run)(sl_train *t);
 
     /* A technique that trains a model of its own instead of the shared MLP (halo_conv's
      * convolutions): the length of its flat weight vector, and the FLOPs of one training step
@@ -546,9 +551,30 @@ void sl_replica_gradients(sl_train *t, sl_replica *r, int micro, const sl_layer_
 /* The update of flat elements [off, off + count) after their gradients are summed: unscale,
  * the decision, the optimizer (state: that slice's). Collective in 16 bits (the decision). */
 void sl_replica_update(sl_train *t, sl_replica *r, size_t off, size_t count, float *state);
+/* Data parallelism's step on a replica: its gradients summed over t->comm in t->dtype when it
+ * has several ranks (phase comm), then sl_replica_update of the whole vector with r->optim. */
+void sl_replica_step(sl_train *t, sl_replica *r);
+/* The replica's weights in f32 (the master copy, or the weights themselves in f32), the whole
+ * vector: *first 0, *count its length (either may be NULL), for a technique's .weights. */
+const float *sl_replica_weights(const sl_train *t, const sl_replica *r, size_t *first, size_t *count);
 /* The replica's bytes by category (params, grads, optim: the whole vector's; activ: rows'). */
 sl_mlp_bytes sl_replica_memory(const sl_train *t, int rows);
 /* Helpers ------------------------------------------------------------------------------- */
+
+/* A technique's check that trains a reference of its own after the run (checkpointing's
+ * store-all, vdnn's none): sl_train_aside keeps the run's step, loss scaler and verdict aside,
+ * starts a fresh scaler for t->dtype and leaves the trace off (the check is not part of the
+ * timeline); sl_train_back puts them back. */
+typedef struct sl_train_saved {
+    int step, tracing, scaled;
+    sl_train_mixed_state ms;
+    sl_optim optim_now;
+    size_t nonfinite;
+} sl_train_saved;
+void sl_train_aside(sl_train *t, sl_train_saved *sv);
+void sl_train_back(sl_train *t, const sl_train_saved *sv);
+/* Elements of es bytes of a[n] and b[n] (backend memory) whose bits differ. */
+long long sl_bit_differences(sl_backend be, size_t n, size_t es, const void *a, const void *b);
 
 /* Contiguous share [lo, hi) of n items for part p of parts: the first n % parts get one more. */
 void sl_share(size_t n, int parts, int p, size_t *lo, size_t *hi);

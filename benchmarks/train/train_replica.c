@@ -84,3 +84,21 @@ sl_mlp_bytes sl_replica_memory(const sl_train *t, int rows)
     b.activ = sl_acts_bytes(t, rows);
     return b;
 }
+
+void sl_replica_step(sl_train *t, sl_replica *r)
+{
+    const size_t n = t->m->nparams;
+    if (t->size > 1) {
+        const double t0 = sl_now();
+        sl_train_coll_ok(sl_coll_allreduce(t->comm, r->grads, r->grads, n, t->dtype, SL_OP_SUM), "allreduce");
+        sl_train_span(t, SL_PHASE_COMM, "allreduce", t0, sl_now());
+    }
+    sl_replica_update(t, r, 0, n, r->optim);
+}
+
+const float *sl_replica_weights(const sl_train *t, const sl_replica *r, size_t *first, size_t *count)
+{
+    if (first) *first = 0;
+    if (count) *count = t->m->nparams;
+    return r->master ? r->master : r->params;
+}

@@ -260,6 +260,21 @@ void train_run_variant(sl_ctx *ctx, const sl_technique *tech, int variant, sl_dt
     sl_train t;
     train_open(&t, ctx, tech, variant, dtype, comm, m, task, o, B, steps, 0);
     for (int k = 0; k < NHELD; k++) held[k] += (double)sl_mem_current(space, held_cats[k]);
+    const char *cannot = tech->cannot_run ? tech->cannot_run(&t) : NULL;
+    if (cannot) { /* its row says why, and the run goes on */
+        sl_result res;
+        sl_result_init(ctx, &res, tech->variants[variant]);
+        res.backend = sl_backend_name(m->be);
+        res.collective = p2p ? "p2p" : sl_coll_name(impl);
+        res.dtype = sl_dtype_name(dtype);
+        sl_result_param_num(&res, "global_batch", B);
+        if (tech->row) tech->row(&t, &res);
+        sl_result_check(&res, SL_CHECK_NONE, NAN, "%s", cannot);
+        sl_result_emit(ctx, &res);
+        train_close(&t);
+        sl_comm_destroy(comm);
+        return;
+    }
 
     sl_stats st;
     sl_mem_reset_peaks();

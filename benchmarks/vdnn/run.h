@@ -1,6 +1,6 @@
-/* run.h — one vdnn configuration (model x policy x prefetch x arena x dtype) as vdnn.c trains it, and
- * the entry points between the technique (vdnn.c) and its driver (driver.c: options, the loop
- * over configurations, the reference, the probe, the rows). */
+/* run.h — one configuration of the conv stack (policy x prefetch x arena x dtype) as
+ * conv_step.c trains it, and the entry points between the step (conv_step.c) and its program
+ * (conv.c: options, the loop over configurations, the reference, the probe, the rows). */
 #ifndef VDNN_RUN_H
 #define VDNN_RUN_H
 
@@ -34,14 +34,12 @@ typedef struct vdnn_run {
     double loss;
 } vdnn_run;
 
-/* vdnn.c */
+/* conv_step.c */
 void vdnn_models(const vdnn_run *r, size_t model[A_NCATS], size_t *bytes_each_way);
 size_t vdnn_model_total(const vdnn_run *r);
 void vdnn_setup(vdnn_run *r);
 /* One training step of r (an sl_body_fn). */
 void vdnn_step(void *r);
 void vdnn_teardown(vdnn_run *r);
-/* driver.c */
-int vdnn_main(int argc, char **argv);
 
 #endif

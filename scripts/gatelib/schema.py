@@ -183,11 +183,16 @@ def _field_rows(props, required, prefix="", depth=1):
 def _program(defs, name):
     """(params {name: type}, metrics {name: unit}, patterns) of $defs/<name>, with what it
     takes from the $defs it refers to."""
-    s = defs[name]
+    return _program_of(defs, defs[name])
+
+
+def _program_of(defs, s):
+    """_program of the schema s: its allOf parts, and both branches of an if (vdnn: the conv
+    stack's rows and the training layer's)."""
     params, metrics, patterns = {}, {}, []
-    for part in s.get("allOf", []) + [s]:
-        if "$ref" in part:
-            p, m, pt = _program(defs, part["$ref"].split("/")[-1])
+    for part in s.get("allOf", []) + [s] + [s[k] for k in ("then", "else") if k in s]:
+        if "$ref" in part or (part is not s and ("allOf" in part or "then" in part)):
+            p, m, pt = _program(defs, part["$ref"].split("/")[-1]) if "$ref" in part else _program_of(defs, part)
             params.update(p), metrics.update(m), patterns.extend(pt)
         props = part.get("properties", {})
         for k, v in props.get("params", {}).get("properties", {}).items():

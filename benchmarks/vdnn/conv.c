@@ -1,27 +1,26 @@
-/* driver.c — vdnn's plumbing: options, the loop over models and configurations, the
- * host<->device bandwidth probe, the reference run and the checks against it, and the rows
- * in the suite's results format (with the training rows' metric names). */
+/* conv.c — vdnn's program for the conv stack (--model conv; the MLP and the GPT train on the
+ * training layer, vdnn.c): options, the configurations (policy x prefetch x dtype), the
+ * host<->device bandwidth probe, the none run as the reference and the checks against it, and
+ * the rows. The step and its model: conv_step.c. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gpt_shape.h"
 #include "train_ref.h"
+#include "conv.h"
 #include "run.h"
 
-static int opt_model = -1, opt_offload = -1; /* -1: every one */
+static int opt_model, opt_offload = -1; /* -1: every policy */
 static long long opt_prefetch = -1;
 static size_t opt_device_mem = 16u << 20;
-static long long opt_layers = 8, opt_width = 256, opt_batch = 0, opt_channels = 16, opt_image = 32;
+static long long opt_layers = 8, opt_batch = 16, opt_channels = 16, opt_image = 32;
 static double opt_lr = 0.01;
 
-static const char *const model_names[NET_NKINDS] = {"mlp", "conv"};
 static const char *const policy_names[NPOLICIES] = SL_ENUM_NAMES(POLICIES);
-static const long long default_batch[NET_NKINDS] = {1024, 16};
 
 static const sl_opt vdnn_opts[] = {
-    {"model", 0, SL_OPT_CHOICE, &opt_model, 0, 0, "mlp|conv|gpt", 0,
-     "the MLP or the conv stack (default both); gpt: --analytic only (not trained yet)"},
+    {"model", 0, SL_OPT_CHOICE, &opt_model, 0, 0, "conv", 0, "the conv stack (this program)"},
     {"offload", 0, SL_OPT_CHOICE, &opt_offload, 0, 0, SL_ENUM_CHOICES(POLICIES), 0,
      "whose inputs go to the host: none, all operations, conv only (default every policy)"},
     {"prefetch", 0, SL_OPT_INT, &opt_prefetch, 0, 1, NULL, 0,
@@ -31,43 +30,27 @@ static const sl_opt vdnn_opts[] = {
      "device (arena) capacity in bytes, K/M/G, at least 256 (default 16M: fits only with offload)"},
     {"layers", 'L', SL_OPT_INT, &opt_layers, 1, SL_MLP_MAX_LAYERS, NULL, 0,
      "layers: Linear or Conv, each but the last followed by a ReLU (default 8)"},
-    {"width", 0, SL_OPT_INT, &opt_width, 1, 65536, NULL, 0, "mlp width (default 256)"},
-    {"batch", 0, SL_OPT_INT, &opt_batch, 1, 1 << 20, NULL, 0, "batch (default mlp 1024, conv 16)"},
+    {"batch", 0, SL_OPT_INT, &opt_batch, 1, 1 << 20, NULL, 0, "batch (default 16)"},
     {"channels", 0, SL_OPT_INT, &opt_channels, 1, 4096, NULL, 0, "conv channels (default 16)"},
     {"image", 0, SL_OPT_INT, &opt_image, 1, 4096, NULL, 0, "conv image height and width (default 32)"},
     {"lr", 0, SL_OPT_DOUBLE, &opt_lr, 0, 0, NULL, 0, "SGD learning rate, momentum 0.9 (default 0.01)"},
     {0},
 };
 
-/* The none run against serial f32 training of the MLP: largest element difference relative to
- * the largest weight. f32: the training layer's SGD tolerance (the order of additions alone).
- * 16 bits: every activation rounded to 8 (bf16) or 11 (f16) significant bits perturbs each step's
- * gradients by about that much relative; the measured errors are a decade or more below (vdnn.md). */
-static const double tol_serial[SL_NDTYPES] = {[SL_F32] = 1e-4, [SL_F16] = 1e-3, [SL_BF16] = 1e-2};
-
-static long long batch_of(int kind) { return opt_batch ? opt_batch : default_batch[kind]; }
-
 static void validate(sl_ctx *ctx)
 {
-    /* --model gpt (the choice after the nets'): its shape from --layers and --batch */
-    if (opt_model == NET_NKINDS) sl_gpt_opt.model = 1;
+    /* a GPT shape option here is refused (the GPT trains without --model conv) */
     sl_gpt_opt.layers_opt = "layers", sl_gpt_opt.layers_src = &opt_layers;
     sl_gpt_opt.batch_opt = "batch", sl_gpt_opt.batch_src = &opt_batch;
     sl_gpt_gate(ctx);
     sl_gpt_analytic(ctx);
-    if (opt_offload == P_CONV && opt_model == NET_MLP)
-        sl_usage_error("--offload conv: the mlp has no convolutions; use --model conv, or --offload none|all");
     if (opt_offload == P_NONE && opt_prefetch >= 0)
         sl_usage_error("--prefetch: only with --offload all|conv (nothing is offloaded with none)");
     if (!(opt_lr > 0) || opt_lr > 1e6) sl_usage_error("--lr: expected a learning rate in (0, 1e6], got %g", opt_lr);
-    for (int k = 0; k < NET_NKINDS; k++) {
-        if (opt_model >= 0 && opt_model != k) continue;
-        double elems = k == NET_MLP ? (double)batch_of(k) * opt_width
-                                    : (double)batch_of(k) * opt_channels * opt_image * opt_image;
-        if (elems * 4 > 1u << 30)
-            sl_usage_error("--batch/--%s: one %s activation would be %.0f MiB; at most 1024 MiB",
-                           k == NET_MLP ? "width" : "channels/--image", model_names[k], elems * 4 / 1048576);
-    }
+    const double elems = (double)opt_batch * opt_channels * opt_image * opt_image;
+    if (elems * 4 > 1u << 30)
+        sl_usage_error("--batch/--channels/--image: one conv activation would be %.0f MiB; at most 1024 MiB",
+                       elems * 4 / 1048576);
 }
 
 static const sl_program program = {
@@ -121,7 +104,7 @@ static void row_start(sl_ctx *ctx, sl_result *res, const vdnn_run *r, const char
     sl_result_init(ctx, res, variant);
     res->backend = sl_backend_name(r->be);
     res->dtype = sl_dtype_name(r->dt);
-    sl_result_param_str(res, "model", model_names[n->kind]);
+    sl_result_param_str(res, "model", "conv");
     sl_result_param_str(res, "device", device_label(r->be));
     sl_result_param_num(res, "emulation", r->be != SL_BACKEND_CUDA);
     sl_result_param_str(res, "offload", policy_names[r->policy]);
@@ -130,11 +113,8 @@ static void row_start(sl_ctx *ctx, sl_result *res, const vdnn_run *r, const char
     sl_result_param_num(res, "layers", n->layers);
     sl_result_param_num(res, "ops", n->nops);
     sl_result_param_num(res, "global_batch", n->batch);
-    if (n->kind == NET_MLP) sl_result_param_num(res, "width", n->mlp.dims[1]);
-    else {
-        sl_result_param_num(res, "channels", n->cv.c);
-        sl_result_param_num(res, "image", n->cv.h);
-    }
+    sl_result_param_num(res, "channels", n->cv.c);
+    sl_result_param_num(res, "image", n->cv.h);
     sl_result_param_num(res, "params", (double)n->nparams);
     sl_result_param_num(res, "act_bytes", (double)r->act_bytes);
 }
@@ -300,19 +280,6 @@ static void report(sl_ctx *ctx, config *c, reference *ref, const double bw[2])
         snprintf(why, sizeof why, "weights or gradients not bit-identical to none (weights max rel %.3g)", d.max_rel);
         bad = 1;
     }
-    if (!bad && !ref->params && n->kind == NET_MLP) {
-        /* the reference itself against the suite's serial training of the shared MLP, in f32 */
-        const double tol = tol_serial[r->dt];
-        float *serial = sl_k_malloc(r->be, SL_MEM_PARAMS, np * sizeof(float));
-        sl_train_serial(&n->mlp, &r->n->task, &r->optim, n->batch, r->nsteps, n->seed, serial, NULL);
-        sl_weight_diff d = sl_weights_compare(r->be, np, r->params, serial);
-        sl_k_free(r->be, serial);
-        err = d.max_rel;
-        if (d.nonfinite || !(d.max_rel <= tol)) {
-            snprintf(why, sizeof why, "none differs from serial training: max rel %.3g > %g", d.max_rel, tol);
-            bad = 1;
-        }
-    }
     if (!ctx->opt.check) sl_result_check(&res, SL_CHECK_SKIPPED, NAN, NULL);
     else if (bad) sl_result_check(&res, SL_CHECK_FAIL, err, "%s", why);
     else sl_result_check(&res, SL_CHECK_PASS, err, NULL);
@@ -378,7 +345,7 @@ static void print_summary(sl_ctx *ctx, const char *model, sl_dtype dt, const con
 }
 
 /* Every configuration of a model with its activations in dt, against that dtype's none run. */
-static void run_dtype(sl_ctx *ctx, net *np, int kind, sl_backend be, sl_dtype dt, const double bw[2])
+static void run_dtype(sl_ctx *ctx, net *np, sl_backend be, sl_dtype dt, const double bw[2])
 {
     /* The reference is the none policy. When the arena cannot hold it, the none row says so,
      * and the reference runs in an arena of exactly its need (a device big enough). */
@@ -392,14 +359,13 @@ static void run_dtype(sl_ctx *ctx, net *np, int kind, sl_backend be, sl_dtype dt
     }
     for (int p = P_ALL; p < NPOLICIES; p++) {
         if (opt_offload >= 0 && opt_offload != p) continue;
-        if (p == P_CONV && kind != NET_CONV) continue; /* the mlp has no convolutions */
         for (int pf = 0; pf <= 1; pf++)
             if (opt_prefetch < 0 || opt_prefetch == pf) plan(&cs[nc++], np, be, dt, p, pf, cap, NULL);
     }
     train_alternately(ctx, cs, nc);
     reference ref = {0};
     for (int i = 0; i < nc; i++) report(ctx, &cs[i], &ref, bw);
-    print_summary(ctx, model_names[kind], dt, cs, nc);
+    print_summary(ctx, "conv", dt, cs, nc);
     for (int i = 0; i < nc; i++)
         if (cs[i].fits) {
             vdnn_teardown(&cs[i].r);
@@ -409,20 +375,27 @@ static void run_dtype(sl_ctx *ctx, net *np, int kind, sl_backend be, sl_dtype dt
     free(ref.grads);
 }
 
-static void run_model(sl_ctx *ctx, int kind, sl_backend be)
+static void run_model(sl_ctx *ctx, sl_backend be)
 {
     net n;
-    if (net_init(&n, kind, be, (int)opt_layers, (int)batch_of(kind), (int)opt_width, (int)opt_channels,
+    if (net_init(&n, be, (int)opt_layers, (int)opt_batch, (int)opt_channels,
                  (int)opt_image, (unsigned long long)sl_opt_seed))
-        SL_FATAL("vdnn: the %s model cannot be built with these shapes", model_names[kind]);
+        SL_FATAL("vdnn: the conv stack cannot be built with these shapes");
     double bw[2];
     probe(ctx, &n, be, bw);
     for (int t = 0; t < SL_NDTYPES; t++)
-        if (ctx->opt.dtypes & (1u << t)) run_dtype(ctx, &n, kind, be, (sl_dtype)t, bw);
-    net_free(&n);
+        if (ctx->opt.dtypes & (1u << t)) run_dtype(ctx, &n, be, (sl_dtype)t, bw);
 }
 
-int vdnn_main(int argc, char **argv)
+int vdnn_conv_asked(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--model=conv") || (!strcmp(argv[i], "--model") && i + 1 < argc && !strcmp(argv[i + 1], "conv")))
+            return 1;
+    return 0;
+}
+
+int vdnn_conv_main(int argc, char **argv)
 {
     sl_ctx ctx;
     sl_init(&ctx, &program, argc, argv);
@@ -437,7 +410,6 @@ int vdnn_main(int argc, char **argv)
     sl_note(&ctx, "device arena: %zu bytes (--device-mem); every tensor and the model in multiples of %d bytes",
             opt_device_mem / ARENA_ALIGN * ARENA_ALIGN, ARENA_ALIGN);
     sl_table_begin(&ctx, columns, (int)(sizeof columns / sizeof columns[0]));
-    for (int k = 0; k < NET_NKINDS; k++)
-        if (opt_model < 0 || opt_model == k) run_model(&ctx, k, (sl_backend)be);
+    run_model(&ctx, (sl_backend)be);
     return sl_finalize(&ctx);
 }
