@@ -55,6 +55,12 @@
  * (vs_plain, reported). Rows carry the errors, bytes sent per block against the model, the step
  * split into compute / comm / exposed comm, and the memory a rank holds against 1/t of the
  * serial model's.
+ *
+ * --model gpt (plain, every dtype, x --dp): the whole GPT split the same way (megatron_mlp/gpt.c):
+ * each block's attention by heads (QKV column-parallel, output projection row-parallel) and its
+ * MLP as above, the embedding and the LM head by the vocabulary with Megatron-LM's parallel
+ * cross-entropy; checked against serial GPT training (the training layer's), bytes per block,
+ * embedding, head and step against their models (megatron_mlp/gpt_row.c).
  */
 #include <math.h>
 #include <stdio.h>
@@ -729,6 +735,11 @@ static void validate_gpt(sl_ctx *ctx)
         sl_usage_error("--variants: with --model gpt megatron_mlp runs plain only (overlap and seqpar split the MLP "
                        "blocks alone)");
     opt_variants = 1u << V_PLAIN;
+    static const char *const mlp_opts[] = {"hidden", "ffn-mult"};
+    for (size_t i = 0; i < sizeof mlp_opts / sizeof *mlp_opts; i++)
+        if (sl_option_given(&ctx->opt, mlp_opts[i]))
+            sl_usage_error("--%s: the MLP blocks' shape; with --model gpt the shape is --blocks --d-model --heads "
+                           "--seq --vocab (the MLP four times --d-model)", mlp_opts[i]);
     if (g.dropout > 0)
         sl_usage_error("--dropout %g: megatron_mlp --model gpt trains without dropout (its masks would need the "
                        "global head numbering under tensor parallelism); use --dropout 0", g.dropout);
