@@ -56,7 +56,7 @@
  * split into compute / comm / exposed comm, and the memory a rank holds against 1/t of the
  * serial model's.
  *
- * --model gpt (plain, every dtype, x --dp): the whole GPT split the same way (megatron_mlp/gpt.c):
+ * --model gpt (plain and overlap, every dtype, x --dp): the whole GPT split the same way (megatron_mlp/gpt.c):
  * each block's attention by heads (QKV column-parallel, output projection row-parallel) and its
  * MLP as above, the embedding and the LM head by the vocabulary with Megatron-LM's parallel
  * cross-entropy; checked against serial GPT training (the training layer's), bytes per block,
@@ -726,15 +726,16 @@ static void row(sl_train *t, sl_result *res)
 static int divides_model(long long t) { return opt_hidden % t == 0 && (opt_hidden * opt_ffn) % t == 0; }
 
 /* --model gpt: every block split over t ranks by heads (gpt_tp.h), the embedding and head by
- * the vocabulary; plain only, without dropout. */
+ * the vocabulary; plain and overlap, without dropout. */
 static void validate_gpt(sl_ctx *ctx)
 {
     const int P = ctx->nranks;
     const sl_gpt_shape g = sl_gpt_resolve(&sl_gpt_opt);
-    if (opt_overlap || opt_seqpar || (opt_variants != ~0u && (opt_variants & ~(1u << V_PLAIN))))
-        sl_usage_error("--variants: with --model gpt megatron_mlp runs plain only (overlap and seqpar split the MLP "
-                       "blocks alone)");
-    opt_variants = 1u << V_PLAIN;
+    if (opt_seqpar || (opt_variants != ~0u && (opt_variants & (1u << V_SEQPAR))))
+        sl_usage_error("--variants: with --model gpt megatron_mlp runs plain and overlap (seqpar splits the MLP blocks "
+                       "alone)");
+    if (opt_overlap) opt_variants = 1u << V_OVERLAP;
+    else if (opt_variants == ~0u) opt_variants = (1u << V_PLAIN) | (1u << V_OVERLAP);
     static const char *const mlp_opts[] = {"hidden", "ffn-mult"};
     for (size_t i = 0; i < sizeof mlp_opts / sizeof *mlp_opts; i++)
         if (sl_option_given(&ctx->opt, mlp_opts[i]))

@@ -27,6 +27,7 @@
 
 #include "gpt.h"
 #include "gpt_tp.h"
+#include "tp.h" /* the variants */
 #include "groups.h"
 
 /* Pieces ----------------------------------------------------------------------------------- */
@@ -78,19 +79,39 @@ static void bias_after(sl_train *t, mg *s, void *z, const void *b)
     sl_k_cast(t->be, NC, s->lin32, SL_F32, z, s->dt, NULL);
 }
 
+/* Rows [r0, r1) of dW (OC,K) += dout^T inp (f32). */
+static void weight_grad_rows(sl_train *t, mg *s, int K, int OC, const void *dout, const void *inp, float *dW, int r0,
+                             int r1)
+{
+    if (r1 > r0)
+        sl_k_gemm(t->be, 1, 0, r1 - r0, K, s->N, 1.0f, at(s, dout, (size_t)r0), OC, inp, K, 1.0f, dW + (size_t)r0 * K,
+                  K, s->dt, SL_F32);
+}
+
+/* db (OC) += the column sums of dout (f32). */
+static void bias_grad(sl_train *t, mg *s, int OC, const void *dout, float *db)
+{
+    if (is_f32(s)) {
+        sl_k_bias_grad(t->be, s->N, OC, dout, db);
+        return;
+    }
+    sl_k_cast(t->be, (size_t)s->N * OC, dout, s->dt, s->lin32, SL_F32, NULL);
+    sl_k_bias_grad(t->be, s->N, OC, s->lin32, db);
+}
+
+/* dinp (N,K) = dout W (dt). */
+static void input_grad(sl_train *t, mg *s, int K, int OC, const void *dout, const void *W, void *dinp)
+{
+    sl_k_gemm(t->be, 0, 0, s->N, K, OC, 1.0f, dout, OC, W, K, 0.0f, dinp, K, s->dt, s->dt);
+}
+
 /* dW (OC,K) += dout^T inp, db (OC) += the column sums of dout (f32); dinp (N,K) = dout W (dt). */
 static void lin_bwd(sl_train *t, mg *s, int K, int OC, const void *dout, const void *inp, const void *W, void *dinp,
                     float *dW, float *db)
 {
-    const int N = s->N;
-    sl_k_gemm(t->be, 1, 0, OC, K, N, 1.0f, dout, OC, inp, K, 1.0f, dW, K, s->dt, SL_F32);
-    if (is_f32(s)) {
-        sl_k_bias_grad(t->be, N, OC, dout, db);
-    } else {
-        sl_k_cast(t->be, (size_t)N * OC, dout, s->dt, s->lin32, SL_F32, NULL);
-        sl_k_bias_grad(t->be, N, OC, s->lin32, db);
-    }
-    sl_k_gemm(t->be, 0, 0, N, K, OC, 1.0f, dout, OC, W, K, 0.0f, dinp, K, s->dt, s->dt);
+    weight_grad_rows(t, s, K, OC, dout, inp, dW, 0, OC);
+    bias_grad(t, s, OC, dout, db);
+    input_grad(t, s, K, OC, dout, W, dinp);
 }
 
 /* Communication ---------------------------------------------------------------------------- */
@@ -111,6 +132,63 @@ static void allreduce(sl_train *t, mg *s, void *v, size_t count, sl_dtype dtype,
     if (!s->counting) return;
     s->sent[region] += (double)(sl_comm_bytes_sent(c) - b0);
     if (region != MG_DP) s->tp_colls++;
+}
+
+/* The backward of a column-parallel layer (dout (N,OC) this rank's columns, inp (N,K) whole)
+ * and f, the all-reduce of its partial input gradient dinp (N,K), named name. plain: the
+ * gradients, then the all-reduce. overlap (Megatron-LM's asynchronous gradient all-reduce): dinp
+ * first, its all-reduce started non-blocking, then dW computed in pieces of its rows, testing
+ * the all-reduce between them so that the suite's own algorithms advance while the GEMMs run,
+ * then db, then the wait. dW and db (may be NULL: the head has no bias) accumulate in f32. */
+static void colpar_backward(sl_train *t, mg *s, int K, int OC, const void *dout, const void *inp, const void *W,
+                            void *dinp, float *dW, float *db, int region, const char *name, const char *what)
+{
+    const size_t count = (size_t)s->N * K;
+    double t0 = sl_now();
+    if (t->variant != V_OVERLAP || s->t == 1) {
+        weight_grad_rows(t, s, K, OC, dout, inp, dW, 0, OC);
+        if (db) bias_grad(t, s, OC, dout, db);
+        input_grad(t, s, K, OC, dout, W, dinp);
+        compute_span(t, what, t0);
+        allreduce(t, s, dinp, count, s->dt, SL_OP_SUM, region, name);
+        return;
+    }
+    input_grad(t, s, K, OC, dout, W, dinp);
+    compute_span(t, what, t0);
+    const unsigned long long b0 = sl_comm_bytes_sent(s->tp);
+    t0 = sl_now();
+    sl_coll_req *req = NULL;
+    sl_train_coll_ok(sl_coll_iallreduce(s->tp, dinp, dinp, count, s->dt, SL_OP_SUM, &req), name);
+    sl_train_record(t, SL_PHASE_EXPOSED, sl_now() - t0);
+    int done = 0;
+    double t_done = 0;
+    enum { PIECES = 4 };
+    for (int p = 0; p < PIECES; p++) {
+        double c0 = sl_now();
+        weight_grad_rows(t, s, K, OC, dout, inp, dW, (int)((long long)OC * p / PIECES),
+                         (int)((long long)OC * (p + 1) / PIECES));
+        compute_span(t, what, c0);
+        if (done) continue;
+        c0 = sl_now();
+        sl_train_coll_ok(sl_coll_test(req, &done), "sl_coll_test");
+        const double c1 = sl_now();
+        sl_train_record(t, SL_PHASE_EXPOSED, c1 - c0);
+        if (done) t_done = c1;
+    }
+    if (db) {
+        const double c0 = sl_now();
+        bias_grad(t, s, OC, dout, db);
+        compute_span(t, what, c0);
+    }
+    const double w0 = sl_now();
+    sl_train_coll_ok(sl_coll_wait(req), "sl_coll_wait");
+    const double w1 = sl_now();
+    sl_train_record(t, SL_PHASE_EXPOSED, w1 - w0);
+    sl_train_span(t, SL_PHASE_COMM, name, t0, done ? t_done : w1);
+    if (!s->counting) return;
+    s->sent[region] += (double)(sl_comm_bytes_sent(s->tp) - b0);
+    s->tp_colls++;
+    s->tp_overlapped++;
 }
 
 /* The host view of n floats of backend memory p: p itself on the CPU, else copied into h. */
@@ -268,10 +346,9 @@ static double head(sl_train *t, mg *s, float norm, float scale, void *dx)
         sl_k_cast(t->be, (size_t)N * Vl, s->dlog, SL_F32, s->dlog16, s->dt, NULL);
         dl = s->dlog16;
     }
-    sl_k_gemm(t->be, 0, 0, N, C, Vl, 1.0f, dl, Vl, whead, C, 0.0f, s->dpart, C, s->dt, s->dt);
-    sl_k_gemm(t->be, 1, 0, Vl, C, N, 1.0f, dl, Vl, s->lnf, C, 1.0f, gl + 2 * C, C, s->dt, SL_F32);
     compute_span(t, "head", t0);
-    allreduce(t, s, s->dpart, (size_t)N * C, s->dt, SL_OP_SUM, MG_HEAD, "f: allreduce head dx");
+    colpar_backward(t, s, C, Vl, dl, s->lnf, whead, s->dpart, gl + 2 * C, NULL, MG_HEAD, "f: allreduce head dx",
+                    "head backward");
     t0 = sl_now();
     ln = ln_params(t, s, at(s, s->w, s->lw[l]));
     sl_k_layernorm_backward(t->be, s->dt, N, C, s->dpart, s->res[l], ln, s->mf, s->rf, dx, gl, gl + C);
@@ -289,9 +366,9 @@ static void block_backward(sl_train *t, mg *s, int l, const void *dy, void *dx)
     lin_bwd(t, s, 4 * Cl, C, dy, k->ge, P(s, l, SL_GPT_WFCPROJ), s->dfc, G(s, l, SL_GPT_WFCPROJ),
             G(s, l, SL_GPT_BFCPROJ));
     sl_k_gelu_backward(t->be, s->dt, (size_t)N * 4 * Cl, k->fc, s->dfc, s->dfc);
-    lin_bwd(t, s, C, 4 * Cl, s->dfc, k->ln2, P(s, l, SL_GPT_WFC), s->dpart, G(s, l, SL_GPT_WFC), G(s, l, SL_GPT_BFC));
     compute_span(t, "mlp backward", t0);
-    allreduce(t, s, s->dpart, NC, s->dt, SL_OP_SUM, MG_BLOCKS, "f: allreduce mlp dx");
+    colpar_backward(t, s, C, 4 * Cl, s->dfc, k->ln2, P(s, l, SL_GPT_WFC), s->dpart, G(s, l, SL_GPT_WFC),
+                    G(s, l, SL_GPT_BFC), MG_BLOCKS, "f: allreduce mlp dx", "mlp backward");
     t0 = sl_now();
     const float *ln = ln_params(t, s, P(s, l, SL_GPT_LN2W));
     sl_k_layernorm_backward(t->be, s->dt, N, C, s->dpart, k->h, ln, k->m2, k->r2, s->dh, G(s, l, SL_GPT_LN2W),
@@ -301,10 +378,9 @@ static void block_backward(sl_train *t, mg *s, int l, const void *dy, void *dx)
     lin_bwd(t, s, Cl, C, s->dh, k->atty, P(s, l, SL_GPT_WPROJ), s->datty, G(s, l, SL_GPT_WPROJ),
             G(s, l, SL_GPT_BPROJ));
     sl_k_attention_backward(t->be, s->dt, s->B, s->T, Cl, s->NHl, s->datty, k->qkv, k->att, s->dqkv, s->attn_work);
-    lin_bwd(t, s, C, 3 * Cl, s->dqkv, k->ln1, P(s, l, SL_GPT_WQKV), s->dpart, G(s, l, SL_GPT_WQKV),
-            G(s, l, SL_GPT_BQKV));
     compute_span(t, "attention backward", t0);
-    allreduce(t, s, s->dpart, NC, s->dt, SL_OP_SUM, MG_BLOCKS, "f: allreduce attention dx");
+    colpar_backward(t, s, C, 3 * Cl, s->dqkv, k->ln1, P(s, l, SL_GPT_WQKV), s->dpart, G(s, l, SL_GPT_WQKV),
+                    G(s, l, SL_GPT_BQKV), MG_BLOCKS, "f: allreduce attention dx", "attention backward");
     t0 = sl_now();
     ln = ln_params(t, s, P(s, l, SL_GPT_LN1W));
     sl_k_layernorm_backward(t->be, s->dt, N, C, s->dpart, s->res[l], ln, k->m1, k->r1, dx, G(s, l, SL_GPT_LN1W),

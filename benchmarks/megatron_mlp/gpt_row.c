@@ -7,6 +7,7 @@
 
 #include "gpt_tp.h"
 #include "groups.h"
+#include "tp.h" /* the variants */
 
 /* What one rank sends in an all-reduce of n elements of es bytes over k ranks on a ring:
  * 2(k-1)/k·n·es, exactly when k divides n (the ring's chunks are then equal). */
@@ -90,6 +91,8 @@ void mg_row(sl_train *t, sl_result *res)
     double colls = (double)s->tp_colls / t->nsteps, total = 0;
     for (int r = 0; r < MG_NREGIONS; r++) total += most[r];
     sl_result_metric(res, "tp_collectives", colls, "per step");
+    sl_result_metric(res, "tp_collectives_overlapped", (double)s->tp_overlapped / t->nsteps, "per step");
+    if (t->variant == V_OVERLAP) sl_result_param_num(res, "nonblocking_overlaps", sl_coll_iallreduce_overlaps(s->tp));
     mm_set_metric(res, "bytes_sent", op ? NAN : total);
     sl_result_metric(res, "tp_bytes_block", op ? NAN : most[MG_BLOCKS] / s->L, "bytes");
     sl_result_metric(res, "tp_bytes_block_model", mg_bytes_region_model(t, MG_BLOCKS) / s->L, "bytes");
@@ -113,8 +116,9 @@ void mg_row(sl_train *t, sl_result *res)
     double loss = 0;
     SL_CHECK_MPI(MPI_Allreduce(&t->loss, &loss, 1, MPI_DOUBLE, MPI_SUM, t->ctx->comm));
     sl_result_metric(res, "final_loss", loss, "loss");
-    sl_note(t->ctx, "gpt, t = %d, d = %d, %s: %g collectives per step in each group (1 embedding, 4 per block x %d, "
-                    "4 head)", s->t, s->d, sl_dtype_name(t->dtype), colls, s->L);
+    sl_note(t->ctx, "gpt, %s, t = %d, d = %d, %s: %g collectives per step in each group (1 embedding, 4 per block x "
+                    "%d, 4 head), %g of them under the weight-gradient GEMMs", t->tech->variants[t->variant], s->t, s->d,
+            sl_dtype_name(t->dtype), colls, s->L, (double)s->tp_overlapped / t->nsteps);
 }
 
 /* The check beside the weights': the local vector's length against the memory model, and, on
@@ -134,6 +138,13 @@ int mg_check(sl_train *t, double *error, char *why, size_t len)
     const long colls = s->t == 1 ? 0 : (long)t->nsteps * (1 + 4 * s->L + 4);
     if (s->tp_colls != colls) {
         snprintf(why, len, "%ld collectives in the group over %d steps, expected %ld", s->tp_colls, t->nsteps, colls);
+        return 1;
+    }
+    /* overlap: the f of each block's two column-parallel layers and of the head */
+    const long overlapped = t->variant == V_OVERLAP && s->t > 1 ? (long)t->nsteps * (2 * s->L + 1) : 0;
+    if (s->tp_overlapped != overlapped) {
+        snprintf(why, len, "%ld all-reduces overlapped over %d steps, expected %ld", s->tp_overlapped, t->nsteps,
+                 overlapped);
         return 1;
     }
     if (sl_comm_impl(s->tp) != SL_COLL_RING) return 0;

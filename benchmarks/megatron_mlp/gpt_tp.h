@@ -55,6 +55,7 @@ typedef struct mg {
     int counting;             /* in a driver step: bytes are counted */
     double sent[MG_NREGIONS]; /* bytes sent over the counted steps */
     long tp_colls;            /* collectives in the group over the counted steps */
+    long tp_overlapped;       /* of which run under the weight-gradient GEMMs (overlap) */
 } mg;
 
 /* The local layout of s's shape (s->t, s->C, ...): boff, lw, np. */
