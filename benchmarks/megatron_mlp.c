@@ -750,11 +750,14 @@ static void validate_gpt(sl_ctx *ctx)
         if (P % opt_dp != 0) sl_usage_error("--dp %lld: the ranks (%d) are not divisible by d", opt_dp, P);
         tps[ntps++] = (int)(P / opt_dp);
     }
+    const long long B = sl_train_opt.scaling ? sl_train_opt.batch : sl_train_opt.batch * P; /* sequences a step */
     for (int tv = 1; !opt_tp.n && !opt_dp && tv <= P; tv *= 2) {
         if (P % tv != 0) continue;
-        if (g.heads % tv == 0 && g.vocab % tv == 0) tps[ntps++] = tv;
-        else sl_note(ctx, "skipping t = %d: it does not divide --heads %lld and --vocab %lld", tv, g.heads, g.vocab);
+        if (g.heads % tv == 0 && g.vocab % tv == 0 && B >= P / tv) tps[ntps++] = tv;
+        else sl_note(ctx, "skipping t = %d: it does not divide --heads %lld and --vocab %lld, or the %lld sequences "
+                     "of a step do not give its %d replicas one each", tv, g.heads, g.vocab, B, P / tv);
     }
+    if (!opt_tp.n && !opt_dp && !ntps) sl_usage_error("--tp: no t of 1, 2, 4, ... can split this GPT on %d ranks", P);
     for (int i = 0; i < ntps; i++) {
         const long long tv = tps[i], d = P / tv;
         if (g.heads % tv != 0)
@@ -767,7 +770,6 @@ static void validate_gpt(sl_ctx *ctx)
                            "embedding and of the LM head)", tv, g.vocab);
         if (opt_dp && tv * opt_dp != P) sl_usage_error("--tp %lld x --dp %lld: the ranks (%d) must be t x d", tv, opt_dp, P);
         if (P % tv != 0) sl_usage_error("--tp %lld needs a multiple of %lld ranks, %d given", tv, tv, P);
-        const long long B = sl_train_opt.scaling ? sl_train_opt.batch : sl_train_opt.batch * P;
         if (B < d)
             sl_usage_error("--batch %lld: d = %lld replicas need at least one sequence each", sl_train_opt.batch, d);
     }
