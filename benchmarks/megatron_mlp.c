@@ -726,7 +726,7 @@ static void row(sl_train *t, sl_result *res)
 static int divides_model(long long t) { return opt_hidden % t == 0 && (opt_hidden * opt_ffn) % t == 0; }
 
 /* --model gpt: every block split over t ranks by heads (gpt_tp.h), the embedding and head by
- * the vocabulary; plain and overlap, without dropout. */
+ * the vocabulary; plain and overlap. */
 static void validate_gpt(sl_ctx *ctx)
 {
     const int P = ctx->nranks;
@@ -741,9 +741,6 @@ static void validate_gpt(sl_ctx *ctx)
         if (sl_option_given(&ctx->opt, mlp_opts[i]))
             sl_usage_error("--%s: the MLP blocks' shape; with --model gpt the shape is --blocks --d-model --heads "
                            "--seq --vocab (the MLP four times --d-model)", mlp_opts[i]);
-    if (g.dropout > 0)
-        sl_usage_error("--dropout %g: megatron_mlp --model gpt trains without dropout (its masks would need the "
-                       "global head numbering under tensor parallelism); use --dropout 0", g.dropout);
     ntps = 0;
     for (int i = 0; i < opt_tp.n; i++) tps[ntps++] = (int)opt_tp.v[i];
     if (!opt_tp.n && opt_dp) {

@@ -20,7 +20,10 @@
  * gathered; the head's input gradient is a partial sum over the vocabulary: one all-reduce of
  * N·C (its f). Across replicas, each rank's gradients are summed over the d ranks holding the
  * same slices. Every dtype: 16-bit weights and activations with f32 accumulation, an f32 master
- * copy and the loss scaler, as the serial GPT training (train_gpt.c) the check compares with. */
+ * copy and the loss scaler, as the serial GPT training (train_gpt.c) the check compares with.
+ * Dropout (--dropout): every mask numbered as the serial model numbers it (gpt_model.c), the
+ * attention probabilities' by the global head index (attention() below), so that the run draws
+ * serial training's masks. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +40,20 @@ static void *at(const mg *s, const void *p, size_t i) { return (char *)p + i * s
 /* Parameter i of layer l's local block (dt), and its f32 gradient. */
 static void *P(const mg *s, int l, int i) { return at(s, s->w, s->lw[l] + s->boff[i]); }
 static float *G(const mg *s, int l, int i) { return s->grads + s->lw[l] + s->boff[i]; }
+
+/* Dropout site `site` of layer l over whole tensors of per_seq elements a sequence (the
+ * embedding's and the residual adds' (N,C)), numbered as the serial model numbers them
+ * (gpt_model.c): from the global number of the replica's first sequence of the step. */
+static sl_dropout drop_at(sl_train *t, int l, int site, size_t per_seq)
+{
+    const sl_gpt_dims *g = &t->m->gpt;
+    sl_dropout d = {g->dropout, 0, 0};
+    if (d.p > 0) {
+        d.key = sl_dropout_key(g->dropout_seed, l, site);
+        d.first = sl_train_sample(t, t->lo) * per_seq;
+    }
+    return d;
+}
 
 static void compute_span(sl_train *t, const char *name, double t0)
 {
@@ -112,6 +129,35 @@ static void lin_bwd(sl_train *t, mg *s, int K, int OC, const void *dout, const v
     weight_grad_rows(t, s, K, OC, dout, inp, dW, 0, OC);
     bias_grad(t, s, OC, dout, db);
     input_grad(t, s, K, OC, dout, W, dinp);
+}
+
+/* The attention of this rank's NH/t heads, forward or backward, with dropout on the
+ * probabilities numbered as the serial model's: element (b, h, t, s) of the global (B, NH, T, T)
+ * tensor is its first + ((b·NH + h)·T + t)·T + s, and this rank's heads are h = tr·NH/t + j, so
+ * each sequence's NH/t·T·T probabilities are one run of that numbering: one call a sequence,
+ * each with its run's first element. Without dropout, one call for all. */
+static void attention(sl_train *t, mg *s, int l, const void *datty, void *dqkv)
+{
+    mg_block *k = &s->blk[l - 1];
+    const int T = s->T, Cl = s->Cl;
+    const size_t tt = (size_t)T * T;
+    sl_dropout d = drop_at(t, l, SL_DROP_ATTN, (size_t)s->NH * tt);
+    if (!(d.p > 0)) {
+        if (datty) sl_k_attention_backward(t->be, s->dt, s->B, T, Cl, s->NHl, datty, k->qkv, k->att, dqkv, s->attn_work);
+        else sl_k_attention_forward(t->be, s->dt, s->B, T, Cl, s->NHl, k->qkv, k->att, k->atty, s->attn_work);
+        return;
+    }
+    const uint64_t first = d.first + (uint64_t)s->tr * s->NHl * tt;
+    for (int b = 0; b < s->B; b++) {
+        const size_t tok = (size_t)b * T, att = (size_t)b * s->NHl * tt;
+        d.first = first + (uint64_t)b * s->NH * tt;
+        if (datty)
+            sl_k_attention_backward_drop(t->be, s->dt, 1, T, Cl, s->NHl, at(s, datty, tok * Cl), at(s, k->qkv, tok * 3 * Cl),
+                                         at(s, k->att, att), at(s, dqkv, tok * 3 * Cl), s->attn_work, &d);
+        else
+            sl_k_attention_forward_drop(t->be, s->dt, 1, T, Cl, s->NHl, at(s, k->qkv, tok * 3 * Cl), at(s, k->att, att),
+                                        at(s, k->atty, tok * Cl), s->attn_work, &d);
+    }
 }
 
 /* Communication ---------------------------------------------------------------------------- */
@@ -292,6 +338,8 @@ static void embedding_forward(sl_train *t, mg *s)
     t0 = sl_now();
     const void *wpe = at(s, s->w, ((size_t)s->Vl + 1) * C);
     for (int b = 0; b < s->B; b++) sl_k_add(t->be, s->dt, TC, wpe, at(s, s->res[1], (size_t)b * TC));
+    const sl_dropout d = drop_at(t, 0, SL_DROP_EMBED, TC);
+    if (d.p > 0) sl_k_dropout(t->be, s->dt, (size_t)s->N * C, s->res[1], s->res[1], &d);
     compute_span(t, "embedding", t0);
 }
 
@@ -306,12 +354,15 @@ static void block_forward(sl_train *t, mg *s, int l)
     const float *ln = ln_params(t, s, P(s, l, SL_GPT_LN1W));
     sl_k_layernorm_forward(t->be, s->dt, N, C, x, ln, ln + C, k->ln1, k->m1, k->r1);
     lin_fwd(t, s, C, 3 * Cl, k->ln1, P(s, l, SL_GPT_WQKV), P(s, l, SL_GPT_BQKV), k->qkv);
-    sl_k_attention_forward(t->be, s->dt, s->B, s->T, Cl, s->NHl, k->qkv, k->att, k->atty, s->attn_work);
+    attention(t, s, l, NULL, NULL);
     lin_fwd(t, s, Cl, C, k->atty, P(s, l, SL_GPT_WPROJ), NULL, k->h);
     compute_span(t, "attention", t0);
     allreduce(t, s, k->h, NC, s->dt, SL_OP_SUM, MG_BLOCKS, "g: allreduce attention");
     t0 = sl_now();
     bias_after(t, s, k->h, P(s, l, SL_GPT_BPROJ));
+    const size_t TC = (size_t)s->T * C;
+    const sl_dropout da = drop_at(t, l, SL_DROP_RESID_ATTN, TC), dm = drop_at(t, l, SL_DROP_RESID_MLP, TC);
+    if (da.p > 0) sl_k_dropout(t->be, s->dt, NC, k->h, k->h, &da);
     sl_k_residual_forward(t->be, s->dt, NC, x, k->h, k->h);
     ln = ln_params(t, s, P(s, l, SL_GPT_LN2W));
     sl_k_layernorm_forward(t->be, s->dt, N, C, k->h, ln, ln + C, k->ln2, k->m2, k->r2);
@@ -322,6 +373,7 @@ static void block_forward(sl_train *t, mg *s, int l)
     allreduce(t, s, out, NC, s->dt, SL_OP_SUM, MG_BLOCKS, "g: allreduce mlp");
     t0 = sl_now();
     bias_after(t, s, out, P(s, l, SL_GPT_BFCPROJ));
+    if (dm.p > 0) sl_k_dropout(t->be, s->dt, NC, out, out, &dm);
     sl_k_residual_forward(t->be, s->dt, NC, k->h, out, out);
     compute_span(t, "residual", t0);
 }
@@ -362,8 +414,13 @@ static void block_backward(sl_train *t, mg *s, int l, const void *dy, void *dx)
     const int N = s->N, C = s->C, Cl = s->Cl;
     const size_t NC = (size_t)N * C;
     double t0 = sl_now();
-    /* MLP: g backward is the identity (dy whole on every rank) */
-    lin_bwd(t, s, 4 * Cl, C, dy, k->ge, P(s, l, SL_GPT_WFCPROJ), s->dfc, G(s, l, SL_GPT_WFCPROJ),
+    const size_t TC = (size_t)s->T * C;
+    const sl_dropout da = drop_at(t, l, SL_DROP_RESID_ATTN, TC), dm = drop_at(t, l, SL_DROP_RESID_MLP, TC);
+    /* MLP: g backward is the identity (dy whole on every rank); through its dropout first (the
+     * mask again, into dh: free until ln2's backward) */
+    const void *dmlp = dy;
+    if (dm.p > 0) sl_k_dropout(t->be, s->dt, NC, dy, s->dh, &dm), dmlp = s->dh;
+    lin_bwd(t, s, 4 * Cl, C, dmlp, k->ge, P(s, l, SL_GPT_WFCPROJ), s->dfc, G(s, l, SL_GPT_WFCPROJ),
             G(s, l, SL_GPT_BFCPROJ));
     sl_k_gelu_backward(t->be, s->dt, (size_t)N * 4 * Cl, k->fc, s->dfc, s->dfc);
     compute_span(t, "mlp backward", t0);
@@ -374,10 +431,12 @@ static void block_backward(sl_train *t, mg *s, int l, const void *dy, void *dx)
     sl_k_layernorm_backward(t->be, s->dt, N, C, s->dpart, k->h, ln, k->m2, k->r2, s->dh, G(s, l, SL_GPT_LN2W),
                             G(s, l, SL_GPT_LN2B));
     sl_k_add(t->be, s->dt, NC, dy, s->dh);
-    /* attention */
-    lin_bwd(t, s, Cl, C, s->dh, k->atty, P(s, l, SL_GPT_WPROJ), s->datty, G(s, l, SL_GPT_WPROJ),
+    /* attention, through its output's dropout (into dpart: free until the QKV's input gradient) */
+    const void *dattn = s->dh;
+    if (da.p > 0) sl_k_dropout(t->be, s->dt, NC, s->dh, s->dpart, &da), dattn = s->dpart;
+    lin_bwd(t, s, Cl, C, dattn, k->atty, P(s, l, SL_GPT_WPROJ), s->datty, G(s, l, SL_GPT_WPROJ),
             G(s, l, SL_GPT_BPROJ));
-    sl_k_attention_backward(t->be, s->dt, s->B, s->T, Cl, s->NHl, s->datty, k->qkv, k->att, s->dqkv, s->attn_work);
+    attention(t, s, l, s->datty, s->dqkv);
     compute_span(t, "attention backward", t0);
     colpar_backward(t, s, C, 3 * Cl, s->dqkv, k->ln1, P(s, l, SL_GPT_WQKV), s->dpart, G(s, l, SL_GPT_WQKV),
                     G(s, l, SL_GPT_BQKV), MG_BLOCKS, "f: allreduce attention dx", "attention backward");
@@ -389,10 +448,12 @@ static void block_backward(sl_train *t, mg *s, int l, const void *dy, void *dx)
     compute_span(t, "residual", t0);
 }
 
-static void embedding_backward(sl_train *t, mg *s, const void *dy)
+static void embedding_backward(sl_train *t, mg *s, void *dy)
 {
     const size_t C = (size_t)s->C;
     const double t0 = sl_now();
+    const sl_dropout d = drop_at(t, 0, SL_DROP_EMBED, (size_t)s->T * C);
+    if (d.p > 0) sl_k_dropout(t->be, s->dt, (size_t)s->N * C, dy, dy, &d); /* dy is not kept */
     /* this rank's rows, the zero row and wpe; the zero row's gradient (the other ranks'
      * tokens) is dropped, so that it stays zero */
     sl_k_embedding_backward(t->be, s->dt, s->B, s->T, s->C, s->Vl + 1, s->tokl, dy, s->grads,
