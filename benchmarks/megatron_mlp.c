@@ -55,6 +55,12 @@
  * (vs_plain, reported). Rows carry the errors, bytes sent per block against the model, the step
  * split into compute / comm / exposed comm, and the memory a rank holds against 1/t of the
  * serial model's.
+ *
+ * --model gpt (plain and overlap, every dtype, x --dp): the whole GPT split the same way (megatron_mlp/gpt.c):
+ * each block's attention by heads (QKV column-parallel, output projection row-parallel) and its
+ * MLP as above, the embedding and the LM head by the vocabulary with Megatron-LM's parallel
+ * cross-entropy; checked against serial GPT training (the training layer's), bytes per block,
+ * embedding, head and step against their models (megatron_mlp/gpt_row.c).
  */
 #include <math.h>
 #include <stdio.h>
@@ -63,6 +69,8 @@
 
 #include "gpt_shape.h"
 #include "sl_train.h"
+#include "megatron_mlp/gpt_tp.h"
+#include "megatron_mlp/groups.h"
 #include "megatron_mlp/serial.h"
 #include "megatron_mlp/slices.h"
 #include "megatron_mlp/tp.h"
@@ -420,6 +428,10 @@ static float loss_scale(const mm *s) { return is_f32(s) ? 1.0f : (float)s->ms.sc
 
 static void step(sl_train *t)
 {
+    if (sl_mlp_is_gpt(t->m)) {
+        mg_step(t);
+        return;
+    }
     mm *s = t->state;
     const unsigned long long tp0 = sl_comm_bytes_sent(s->tp), dp0 = sl_comm_bytes_sent(s->dp);
     s->counting = 1;
@@ -466,6 +478,10 @@ static void *alloc(sl_train *t, sl_mem_cat cat, size_t bytes) { return sl_k_mall
 
 static void setup(sl_train *t)
 {
+    if (sl_mlp_is_gpt(t->m)) {
+        mg_setup(t, cur_t, cur_d);
+        return;
+    }
     mm *s = calloc(1, sizeof *s);
     if (!s) SL_FATAL("out of memory");
     t->state = s;
@@ -483,12 +499,7 @@ static void setup(sl_train *t)
     s->dt = t->dtype;
     s->spoil = sl_test_corrupt() && s->dt == SL_F32; /* 16-bit runs: the injected overflow instead */
 
-    MPI_Comm world = t->baseline ? MPI_COMM_SELF : t->ctx->comm;
-    const sl_mem_space space = sl_comm_space(t->comm);
-    SL_CHECK_MPI(MPI_Comm_split(world, s->rep, s->tr, &s->tp_mpi));
-    SL_CHECK_MPI(MPI_Comm_split(world, s->tr, s->rep, &s->dp_mpi));
-    sl_train_coll_ok(sl_comm_create(&s->tp, s->tp_mpi, sl_comm_impl(t->comm), space), "sl_comm_create (tensor-parallel)");
-    sl_train_coll_ok(sl_comm_create(&s->dp, s->dp_mpi, sl_comm_impl(t->comm), space), "sl_comm_create (replicas)");
+    mm_groups_open(t, s->rep, s->tr, &s->tp_mpi, &s->dp_mpi, &s->tp, &s->dp);
 
     /* the replica's tokens of each step; seqpar: this rank's n/t of them between blocks */
     size_t lo, hi;
@@ -538,6 +549,10 @@ static void setup(sl_train *t)
 
 static void release(sl_train *t)
 {
+    if (sl_mlp_is_gpt(t->m)) {
+        mg_free(t);
+        return;
+    }
     mm *s = t->state;
     for (int i = 0; s->x && i <= s->L; i++) sl_k_free(t->be, s->x[i]);
     for (int i = 0; s->u && i < s->L; i++) {
@@ -550,10 +565,7 @@ static void release(sl_train *t)
     free(s->x);
     free(s->u);
     free(s->y);
-    sl_comm_destroy(s->tp);
-    sl_comm_destroy(s->dp);
-    SL_CHECK_MPI(MPI_Comm_free(&s->tp_mpi));
-    SL_CHECK_MPI(MPI_Comm_free(&s->dp_mpi));
+    mm_groups_close(&s->tp_mpi, &s->dp_mpi, s->tp, s->dp);
     free(s);
 }
 
@@ -565,6 +577,7 @@ static const mm_ops ops = {.setup = setup, .step = step, .release = release, .pa
 /* At t = 1 a rank's vector is the flat vector; otherwise its first run, A_r of block 0. */
 static const float *weights(sl_train *t, size_t *first, size_t *count)
 {
+    if (sl_mlp_is_gpt(t->m)) return mg_weights(t, first, count);
     mm *s = t->state;
     *first = s->t == 1 ? 0 : t->m->w_off[0] + (size_t)s->tr * s->c * s->h;
     *count = s->t == 1 ? t->m->nparams : (size_t)s->c * s->h;
@@ -573,6 +586,10 @@ static const float *weights(sl_train *t, size_t *first, size_t *count)
 
 static void gather_weights(sl_train *t, float *full)
 {
+    if (sl_mlp_is_gpt(t->m)) {
+        mg_gather(t, full);
+        return;
+    }
     mm_gather_slices(t, ((mm *)t->state)->params, full);
 }
 
@@ -597,6 +614,7 @@ static double tp_block_model(const sl_train *t)
  * its gradient slices over the d replicas, 2(d-1)/d of them. */
 static double bytes_model(const sl_train *t)
 {
+    if (sl_mlp_is_gpt(t->m)) return mg_bytes_model(t);
     const mm *s = t->state;
     return s->L * tp_block_model(t) + 2.0 * (s->d - 1) / s->d * (double)s->np * (double)sl_dtype_size(t->dtype);
 }
@@ -607,25 +625,16 @@ static double bytes_model(const sl_train *t)
  * tokens (plain: all n; seqpar: n/t) and u, y of c features, in the run's dtype. */
 static void memory_model(const sl_train *t, double bytes[SL_MEM_NCATS])
 {
+    if (sl_mlp_is_gpt(t->m)) {
+        mg_memory_model(t, bytes);
+        return;
+    }
     const mm *s = t->state;
     const double np = (double)s->np, es = (double)sl_dtype_size(s->dt), copy = s->dt == SL_F32 ? 0 : es * np;
     bytes[SL_MEM_PARAMS] = 4 * np + copy;
     bytes[SL_MEM_GRADS] = 4 * np + copy;
     bytes[SL_MEM_OPTIM] = sl_optim_state_per_param(&t->optim) * 4 * np;
     bytes[SL_MEM_ACTIV] = ((s->L + 1.0) * s->nloc * s->h + 2.0 * s->L * s->n * s->c) * es;
-}
-
-static double metric_of(const sl_result *r, const char *name)
-{
-    for (int i = 0; i < r->nmetrics; i++)
-        if (strcmp(r->metrics[i].name, name) == 0) return r->metrics[i].value;
-    return NAN;
-}
-
-static void set_metric(sl_result *r, const char *name, double v)
-{
-    for (int i = 0; i < r->nmetrics; i++)
-        if (strcmp(r->metrics[i].name, name) == 0) r->metrics[i].value = v;
 }
 
 /* The collectives of a step, counted by name (rank 0's; every rank runs the same): the group's
@@ -652,6 +661,10 @@ static void coll_figures(sl_train *t, sl_result *res)
 
 static void row(sl_train *t, sl_result *res)
 {
+    if (sl_mlp_is_gpt(t->m)) {
+        mg_row(t, res);
+        return;
+    }
     mm *s = t->state;
     coll_figures(t, res);
     const int P = t->size;
@@ -668,18 +681,18 @@ static void row(sl_train *t, sl_result *res)
     SL_CHECK_MPI(MPI_Allreduce(sent, most, 2, MPI_DOUBLE, MPI_MAX, t->ctx->comm));
     const sl_coll impl = sl_comm_impl(s->tp);
     const int opaque = impl == SL_COLL_MPI || impl == SL_COLL_NCCL;
-    set_metric(res, "bytes_sent", opaque ? NAN : most[0] + most[1]);
+    mm_set_metric(res, "bytes_sent", opaque ? NAN : most[0] + most[1]);
     sl_result_metric(res, "tp_bytes_block", opaque ? NAN : most[0] / s->L, "bytes");
     sl_result_metric(res, "tp_bytes_block_model", tp_block_model(t), "bytes");
     sl_result_metric(res, "dp_bytes", opaque ? NAN : most[1], "bytes");
-    sl_result_metric(res, "tflops_rank", metric_of(res, "tflops") / P, "TFLOP/s");
+    sl_result_metric(res, "tflops_rank", mm_metric_of(res, "tflops") / P, "TFLOP/s");
     /* memory against 1/t of the serial model's on the same tokens */
     const double serial_params = (double)t->m->nparams * sizeof(float);
     const double serial_activ = mm_serial_activ_bytes(t->m, s->n);
     sl_result_metric(res, "serial_params", serial_params, "bytes");
     sl_result_metric(res, "serial_activ", serial_activ, "bytes");
-    sl_result_metric(res, "params_frac", metric_of(res, "mem_params") / serial_params, "fraction");
-    sl_result_metric(res, "activ_frac", metric_of(res, "mem_activ") / serial_activ, "fraction");
+    sl_result_metric(res, "params_frac", mm_metric_of(res, "mem_params") / serial_params, "fraction");
+    sl_result_metric(res, "activ_frac", mm_metric_of(res, "mem_activ") / serial_activ, "fraction");
     sl_result_metric(res, "inv_tp", 1.0 / s->t, "fraction");
     const int checked = s->check_step;
     sl_result_metric(res, "out_rel_err", checked ? s->out_err : NAN, "ratio");
@@ -712,9 +725,60 @@ static void row(sl_train *t, sl_result *res)
 
 static int divides_model(long long t) { return opt_hidden % t == 0 && (opt_hidden * opt_ffn) % t == 0; }
 
+/* --model gpt: every block split over t ranks by heads (gpt_tp.h), the embedding and head by
+ * the vocabulary; plain and overlap. */
+static void validate_gpt(sl_ctx *ctx)
+{
+    const int P = ctx->nranks;
+    const sl_gpt_shape g = sl_gpt_resolve(&sl_gpt_opt);
+    if (opt_seqpar || (opt_variants != ~0u && (opt_variants & (1u << V_SEQPAR))))
+        sl_usage_error("--variants: with --model gpt megatron_mlp runs plain and overlap (seqpar splits the MLP blocks "
+                       "alone)");
+    if (opt_overlap) opt_variants = 1u << V_OVERLAP;
+    else if (opt_variants == ~0u) opt_variants = (1u << V_PLAIN) | (1u << V_OVERLAP);
+    static const char *const mlp_opts[] = {"hidden", "ffn-mult"};
+    for (size_t i = 0; i < sizeof mlp_opts / sizeof *mlp_opts; i++)
+        if (sl_option_given(&ctx->opt, mlp_opts[i]))
+            sl_usage_error("--%s: the MLP blocks' shape; with --model gpt the shape is --blocks --d-model --heads "
+                           "--seq --vocab (the MLP four times --d-model)", mlp_opts[i]);
+    ntps = 0;
+    for (int i = 0; i < opt_tp.n; i++) tps[ntps++] = (int)opt_tp.v[i];
+    if (!opt_tp.n && opt_dp) {
+        if (P % opt_dp != 0) sl_usage_error("--dp %lld: the ranks (%d) are not divisible by d", opt_dp, P);
+        tps[ntps++] = (int)(P / opt_dp);
+    }
+    const long long B = sl_train_opt.scaling ? sl_train_opt.batch : sl_train_opt.batch * P; /* sequences a step */
+    for (int tv = 1; !opt_tp.n && !opt_dp && tv <= P; tv *= 2) {
+        if (P % tv != 0) continue;
+        if (g.heads % tv == 0 && g.vocab % tv == 0 && B >= P / tv) tps[ntps++] = tv;
+        else sl_note(ctx, "skipping t = %d: it does not divide --heads %lld and --vocab %lld, or the %lld sequences "
+                     "of a step do not give its %d replicas one each", tv, g.heads, g.vocab, B, P / tv);
+    }
+    if (!opt_tp.n && !opt_dp && !ntps) sl_usage_error("--tp: no t of 1, 2, 4, ... can split this GPT on %d ranks", P);
+    for (int i = 0; i < ntps; i++) {
+        const long long tv = tps[i], d = P / tv;
+        if (g.heads % tv != 0)
+            sl_usage_error("--tp %lld: the GPT's --heads %lld must be divisible by t (each rank takes heads/t heads)",
+                           tv, g.heads);
+        if (g.d_model % tv != 0)
+            sl_usage_error("--tp %lld: --d-model %lld must be divisible by t", tv, g.d_model);
+        if (g.vocab % tv != 0)
+            sl_usage_error("--tp %lld: --vocab %lld must be divisible by t (each rank holds vocab/t rows of the "
+                           "embedding and of the LM head)", tv, g.vocab);
+        if (opt_dp && tv * opt_dp != P) sl_usage_error("--tp %lld x --dp %lld: the ranks (%d) must be t x d", tv, opt_dp, P);
+        if (P % tv != 0) sl_usage_error("--tp %lld needs a multiple of %lld ranks, %d given", tv, tv, P);
+        if (B < d)
+            sl_usage_error("--batch %lld: d = %lld replicas need at least one sequence each", sl_train_opt.batch, d);
+    }
+}
+
 static void validate(sl_ctx *ctx)
 {
     const int P = ctx->nranks;
+    if (sl_gpt_selected()) {
+        validate_gpt(ctx);
+        return;
+    }
     if (opt_overlap || opt_seqpar) {
         if (opt_variants != ~0u)
             sl_usage_error("--overlap/--sequence-parallel: give the variants either by these flags or by --variants");
@@ -790,6 +854,10 @@ static int sweep(sl_ctx *ctx, int pass)
     if (pass >= ntps) return 0;
     cur_t = tps[pass];
     cur_d = ctx->nranks / cur_t;
+    if (sl_gpt_selected()) {
+        sl_note(ctx, "GPT, t = %d tensor-parallel (heads and vocabulary) x d = %d data-parallel", cur_t, cur_d);
+        return 1;
+    }
     if (pass == 0)
         sl_note(ctx, "%lld MLP blocks, h %lld, f %lld (%.1f MiB of f32 parameters), %s scaling: %lld tokens %s, %s lr %.3g",
                 opt_blocks, opt_hidden, opt_hidden * opt_ffn,
@@ -829,8 +897,17 @@ static const sl_column columns[] = {
 };
 
 /* The checks and the reference (check.c), run through the technique's own entry points. */
-static int check(sl_train *t, double *error, char *why, size_t len) { return mm_check_step(t, &ops, error, why, len); }
-static void reference(sl_train *t, float *params, double *losses) { mm_reference(t, &ops, params, losses); }
+static int check(sl_train *t, double *error, char *why, size_t len)
+{
+    return sl_mlp_is_gpt(t->m) ? mg_check(t, error, why, len) : mm_check_step(t, &ops, error, why, len);
+}
+
+/* --model gpt: serial GPT training on the global batch in the run's dtype (train_gpt.c). */
+static void reference(sl_train *t, float *params, double *losses)
+{
+    if (sl_mlp_is_gpt(t->m)) sl_train_serial_run(t, t->dtype, params, losses);
+    else mm_reference(t, &ops, params, losses);
+}
 
 static const sl_technique megatron = {
     .program = {.name = "megatron_mlp", .extra = mm_opts, .validate = validate,
@@ -843,7 +920,7 @@ static const sl_technique megatron = {
     .setup = setup, .step = step, .free = release,
     .weights = weights, .gather_weights = gather_weights, .reference = reference,
     .memory_model = memory_model, .bytes_model = bytes_model, .row = row,
-    .model = model, .sweep = sweep, .check = check,
+    .model = model, .sweep = sweep, .check = check, .trains_gpt = 1,
     /* -d f16|bf16: every variant, against the serial model trained in the same precision. The
      * weights' bounds are the data-parallel ones (sl_train.h), for the same reason:
      * the distributed run and the serial one differ by where 16-bit sums are rounded (here the

@@ -51,17 +51,6 @@ ok $? "--help says an option is given once"
 
 # An option given explicitly that cannot be honoured is refused before anything is measured,
 # naming the option and what it accepts (not dropped with exit 0, nor a failure rows later).
-expect_usage_np() { # expect_usage_np NP PROGRAM WANT ARGS...: under the launcher, the line once
-  local np="$1" prog="$2" want="$3"; shift 3
-  launch "$np" "$prog" "$@" -o "$out/np" >"$out/stdout" 2>"$out/stderr" </dev/null
-  local rc=$?
-  if [ $rc = 2 ] && [ "$(grep -c "^$prog: " "$out/stderr")" = 1 ] && grep -q -- "$want" "$out/stderr" &&
-     [ ! -e "$out/np" ]; then
-    ok 0 "$prog $* on $np ranks -> exit 2: $(grep "^$prog: " "$out/stderr")"
-  else
-    ok 1 "$prog $* on $np ranks -> exit 2 naming $want"; diag "rc=$rc, stderr: $(cat "$out/stderr")"
-  fi
-}
 tiny_mlp="--layers 2 --width 8 --inputs 4 --outputs 2 --batch 4 -n 1 -w 0 --baseline 0"
 # shellcheck disable=SC2086
 expect_usage_of ddp "--accum 100: expected micro-batches in \[1, 4\]" $tiny_mlp --accum 100

@@ -38,4 +38,17 @@ expect_usage_of() { # expect_usage_of PROGRAM WANT ARGS...
     ok 1 "$prog $* -> exit 2 naming $want"; diag "rc=$rc, stderr: $(cat "$out/stderr")"
   fi
 }
+# The same under the launcher on NP ranks (with -o, which a usage error must leave unwritten):
+# exit 2 and the line once.
+expect_usage_np() { # expect_usage_np NP PROGRAM WANT ARGS...
+  local np="$1" prog="$2" want="$3"; shift 3
+  launch "$np" "$prog" "$@" -o "$out/np" >"$out/stdout" 2>"$out/stderr" </dev/null
+  local rc=$?
+  if [ $rc = 2 ] && [ "$(grep -c "^$prog: " "$out/stderr")" = 1 ] && grep -q -- "$want" "$out/stderr" &&
+     [ ! -e "$out/np" ]; then
+    ok 0 "$prog $* on $np ranks -> exit 2: $(grep "^$prog: " "$out/stderr")"
+  else
+    ok 1 "$prog $* on $np ranks -> exit 2 naming $want"; diag "rc=$rc, stderr: $(cat "$out/stderr")"
+  fi
+}
 tmpdir() { mktemp -d "${TMPDIR:-/tmp}/scalelab-test.XXXXXX"; }
