@@ -125,6 +125,24 @@ double run_wgrad_zero_frac(const run_result *r)
     return n > 0 ? z / n : 0;
 }
 
+double run_wgrad_underflow_frac(const run_result *r)
+{
+    double u = 0, n = 0;
+    SUM_OVER_STEPS(r, c->wgrad.underflow, u);
+    SUM_OVER_STEPS(r, c->wgrad_n - c->wgrad.zero, n);
+    return n > 0 ? u / n : 0;
+}
+
+double run_wgrad_overflow_max(const run_result *r)
+{
+    double mx = 0;
+    for (int i = 0; i < r->steps; i++) {
+        const double o = (double)r->log[i].cnt.wgrad.overflow;
+        mx = o > mx ? o : mx;
+    }
+    return mx;
+}
+
 double run_overflow_mean(const run_result *r)
 {
     double o = 0;

@@ -28,8 +28,9 @@ long sl_train_serial_run(sl_train *t, sl_dtype dt, float *params, double *losses
 {
     const sl_mlp *m = t->m;
     const uint64_t seed = (uint64_t)sl_train_opt.seed;
-    if (sl_mlp_is_gpt(m))
-        return sl_train_serial_gpt(m, t->task, &t->optim, dt, t->global_batch, t->nsteps, seed, params, losses);
+    if (sl_mlp_is_gpt(m)) /* with the run's scaler and master choice (technique.precision) */
+        return sl_train_serial_gpt_as(m, t->task, &t->optim, dt, &t->scaler0, dt == t->dtype ? t->master : 1,
+                                      t->global_batch, t->nsteps, seed, params, losses);
     if (dt != SL_F32)
         return sl_train_serial_mixed(m, t->task, &t->optim, dt, t->global_batch, t->nsteps, seed, params, losses);
     sl_train_serial(m, t->task, &t->optim, t->global_batch, t->nsteps, seed, params, losses);
@@ -38,7 +39,8 @@ long sl_train_serial_run(sl_train *t, sl_dtype dt, float *params, double *losses
 
 static const reference *reference_in(sl_train *t, sl_dtype dtype)
 {
-    const int variant = t->tech->reference ? t->variant : -1;
+    /* per variant where the technique's reference, or its precision, differs between them */
+    const int variant = t->tech->reference || t->tech->precision ? t->variant : -1;
     for (int i = 0; i < nrefs; i++)
         if (refs[i].batch == t->global_batch && refs[i].variant == variant && refs[i].dtype == dtype)
             return &refs[i];
