@@ -192,7 +192,7 @@ static void run_row(sl_ctx *ctx, const sl_mlp *m, const sl_optim *optim, const r
     sl_result_metric(&row, "subnormal_frac", run_subnormal_frac(r), "fraction");
     sl_result_metric(&row, "wgrad_zero_frac", run_wgrad_zero_frac(r), "fraction");
     sl_result_metric(&row, "wgrad_underflow_frac", run_wgrad_underflow_frac(r), "fraction");
-    sl_result_metric(&row, "wgrad_overflow_max", run_wgrad_overflow_max(r), "elements/step");
+    sl_result_metric(&row, "nonfinite_max", run_nonfinite_max(r), "elements/step");
     sl_result_metric(&row, "overflow_mean", run_overflow_mean(r), "elements/step");
     sl_result_metric(&row, "overflow_max", run_overflow_max(r), "elements/step");
     sl_result_metric(&row, "skipped", (double)r->skipped, "steps");

@@ -8,8 +8,9 @@
  *
  * What is counted, per step, on every rank, summed over the ranks (the layer's sl_train_counts):
  * the rounding of each layer's f32 weight gradient into the 16-bit type (underflow: nonzero
- * values that became 0; overflow: finite values that became inf), the steps the scaler skipped,
- * and, without a master copy, the updates rounding threw away. The GPT's activation gradients
+ * values that became 0), the unscaled gradient elements that were inf or NaN (an overflow
+ * anywhere before them), the steps the scaler skipped, and, without a master copy, the updates
+ * rounding threw away. The GPT's activation gradients
  * are rounded inside its kernels (gpt_model.h) and are not counted: the rows' underflow_frac,
  * subnormal_frac and overflow_max (the MLP's, activation and weight gradients together) are
  * null for it, and counts_note says why.
@@ -102,6 +103,7 @@ static void step(sl_train *t)
                                     c->wgrad.subnormal - p->wgrad.subnormal, c->wgrad.zero - p->wgrad.zero};
     lg->cnt.wgrad_n = c->wgrad_n - p->wgrad_n;
     lg->cnt.lost_updates = (size_t)(c->lost_updates - p->lost_updates);
+    lg->cnt.nonfinite = (size_t)(c->nonfinite - p->nonfinite);
     r->last = *c;
 }
 
@@ -112,7 +114,7 @@ static void prec_finish(sl_train *t)
     prec_run *r = t->state;
     if (r->summed) return;
     r->summed = 1;
-    enum { PER = 7 };
+    enum { PER = 8 };
     const int S = r->res.steps;
     double *v = calloc((size_t)S * PER, sizeof *v);
     if (!v) SL_FATAL("out of memory");
@@ -121,7 +123,7 @@ static void prec_finish(sl_train *t)
         double *x = v + (size_t)s * PER;
         x[0] = lg->loss, x[1] = (double)lg->cnt.wgrad.underflow, x[2] = (double)lg->cnt.wgrad.overflow;
         x[3] = (double)lg->cnt.wgrad.subnormal, x[4] = (double)lg->cnt.wgrad.zero, x[5] = (double)lg->cnt.wgrad_n;
-        x[6] = (double)lg->cnt.lost_updates;
+        x[6] = (double)lg->cnt.lost_updates, x[7] = (double)lg->cnt.nonfinite;
     }
     SL_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, v, S * PER, MPI_DOUBLE, MPI_SUM, t->ctx->comm));
     for (int s = 0; s < S; s++) {
@@ -132,6 +134,7 @@ static void prec_finish(sl_train *t)
                                         (unsigned long long)x[4]};
         lg->cnt.wgrad_n = (unsigned long long)x[5];
         lg->cnt.lost_updates = (size_t)x[6];
+        lg->cnt.nonfinite = (size_t)x[7];
     }
     free(v);
     r->res.skipped = t->ms.sc.skipped;
@@ -194,9 +197,8 @@ static void row(sl_train *t, sl_result *res)
                                            : should_track(&rr->cfg) ? "asserted: within 0.25 of fp32's final loss"
                                            : rr->cfg.master ? "not asserted: fp16 without loss scaling, the lesson"
                                                             : "not asserted: no master copy, the lesson");
-    sl_result_param_str(res, "counts_note", "gpt: the weight gradients' roundings into the 16-bit type are counted "
-                                            "(wgrad_*); the activation gradients are rounded inside the GPT's "
-                                            "kernels, uncounted: underflow_frac, subnormal_frac, overflow_max null");
+    /* (a row's strings hold 63 characters: the file's head comment says it in full) */
+    sl_result_param_str(res, "counts_note", "activation gradients uncounted (in the GPT's kernels)");
     const double fl = run_final_loss(rr);
     sl_result_metric(res, "final_loss", fl, "");
     sl_result_metric(res, "loss_vs_fp32", fl / fp32_final, "ratio");
@@ -206,7 +208,7 @@ static void row(sl_train *t, sl_result *res)
     sl_result_metric(res, "overflow_max", NAN, "elements/step");
     sl_result_metric(res, "wgrad_underflow_frac", t->dtype == SL_F32 ? 0 : run_wgrad_underflow_frac(rr), "fraction");
     sl_result_metric(res, "wgrad_zero_frac", t->dtype == SL_F32 ? NAN : run_wgrad_zero_frac(rr), "fraction");
-    sl_result_metric(res, "wgrad_overflow_max", t->dtype == SL_F32 ? 0 : run_wgrad_overflow_max(rr), "elements/step");
+    sl_result_metric(res, "nonfinite_max", t->dtype == SL_F32 ? 0 : run_nonfinite_max(rr), "elements/step");
     sl_result_metric(res, "backoffs", (double)rr->backoffs, "");
     sl_result_metric(res, "growths", (double)rr->growths, "");
     sl_result_metric(res, "lost_updates_frac", rr->cfg.master ? NAN : run_lost_frac(rr, t->m->nparams),

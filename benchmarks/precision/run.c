@@ -133,11 +133,11 @@ double run_wgrad_underflow_frac(const run_result *r)
     return n > 0 ? u / n : 0;
 }
 
-double run_wgrad_overflow_max(const run_result *r)
+double run_nonfinite_max(const run_result *r)
 {
     double mx = 0;
     for (int i = 0; i < r->steps; i++) {
-        const double o = (double)r->log[i].cnt.wgrad.overflow;
+        const double o = (double)r->log[i].cnt.nonfinite;
         mx = o > mx ? o : mx;
     }
     return mx;

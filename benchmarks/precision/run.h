@@ -74,10 +74,11 @@ double run_final_loss(const run_result *r);
 double run_underflow_frac(const run_result *r);
 double run_subnormal_frac(const run_result *r);
 double run_wgrad_zero_frac(const run_result *r);
-/* The weight gradients alone (what the training layer counts for every model): nonzero values
- * that underflowed to zero, of the nonzero values rounded; the most that overflowed in a step. */
+/* What the training layer counts for every model: the weight gradients' nonzero values that
+ * underflowed to zero, of the nonzero values rounded; the most unscaled gradient elements that
+ * were inf or NaN in one step (an overflow anywhere before them). */
 double run_wgrad_underflow_frac(const run_result *r);
-double run_wgrad_overflow_max(const run_result *r);
+double run_nonfinite_max(const run_result *r);
 /* Per step (over all steps): gradient elements that overflowed to infinity, mean and max;
  * weight updates lost to rounding (no master copy), as a fraction of the parameters. */
 double run_overflow_mean(const run_result *r);

@@ -93,6 +93,8 @@ typedef struct sl_train_counts {
     sl_cast_count wgrad;            /* the roundings of each layer's f32 weight gradient into
                                        t->dtype (underflow: nonzero values that became 0) */
     unsigned long long wgrad_n;     /* elements rounded */
+    unsigned long long nonfinite;   /* unscaled gradient elements that were inf or NaN
+                                       (sl_train_unscale: an overflow anywhere upstream) */
     unsigned long long lost_updates; /* without a master copy (t->master 0): weight updates that
                                        rounded back to the old 16-bit weight */
 } sl_train_counts;

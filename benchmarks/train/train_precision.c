@@ -202,7 +202,9 @@ const float *sl_train_unscale(sl_train *t, const void *g, float *g32, size_t n)
     const double t0 = sl_now();
     sl_k_cast(t->be, n, g, t->dtype, g32, SL_F32, NULL);
     /* 1/scale is exact for the powers of two scalers use */
-    t->nonfinite += sl_k_scale_check(t->be, n, g32, 1.0f / (float)t->ms.sc.scale);
+    const size_t bad = sl_k_scale_check(t->be, n, g32, 1.0f / (float)t->ms.sc.scale);
+    t->nonfinite += bad;
+    t->cnt.nonfinite += bad;
     sl_k_sync(t->be);
     sl_train_span(t, SL_PHASE_COMPUTE, "unscale, inf/NaN check", t0, sl_now());
     return g32;
