@@ -16,8 +16,9 @@
 # --out DIR    results directory (default results/<run-id>); every program writes into it
 # --timeout S  per-program limit in seconds (default 300 quick, 3600 full): a hang cannot stall
 #              the suite; a program past it is killed and counted as failed
-# Programs run one after another; a failing one does not stop the rest (ddp, zero, pipeline and
-# checkpoint run twice: on the MLP, then on the transformer, --model gpt, into one log and jsonl). The
+# Programs run one after another; a failing one does not stop the rest (ddp, zero, pipeline,
+# checkpoint and precision run twice: on the MLP, then on the transformer, --model gpt, into one
+# log and jsonl). The
 # run ends with a summary table (program, variant, headline metric, check) and exits 1 if any
 # program failed.
 # Ctrl-C, TERM (scancel) or HUP (a closed terminal or ssh session) stops the running program and
@@ -109,6 +110,7 @@ declare -A quick_gpt=(
   [zero]="--model gpt --layers 2 --d-model 64 --heads 4 --seq 32 --vocab 128 --batch 4 --bucket-mb 0.1 -n 3 -w 1"
   [pipeline]="--model gpt --layers 4 --d-model 64 --heads 4 --seq 32 --vocab 128 --batch 8 --micro-batches 4 -n 3 -w 1"
   [checkpoint]="--model gpt --layers 4 --d-model 64 --heads 4 --seq 32 --vocab 128 --batch 4 -n 3 -w 1"
+  [precision]="--model gpt --layers 2 --d-model 64 --heads 4 --seq 32 --vocab 128 --batch 4 --loss-scale none,dynamic -n 3 -w 1"
 )
 declare -A ci_gpt=()
 for p in "${!quick_gpt[@]}"; do ci_gpt[$p]="${quick_gpt[$p]/-n 3 -w 1/-n 10 -w 2}"; done
@@ -117,6 +119,7 @@ declare -A full_gpt=(
   [zero]="--model gpt -C mpi,ring"
   [pipeline]="--model gpt --layers 4"
   [checkpoint]="--model gpt --layers 4"
+  [precision]="--model gpt --master fp32,none"
 )
 
 # Ranks per node for programs that scale with threads inside a rank: they get the node's cores
