@@ -261,8 +261,8 @@ static const sl_column columns[] = {
 /* The weights' tolerance against the serial twin in 16 bits with AdamW, in units of lr / rms(w_ref)
  * (sl_train.h: SL_TRAIN_TOL_MIXED_ADAMW_*, the MLP's 0.1 for f16 and 0.5 for bf16). The GPT flips
  * more weights than the MLP: its embedding and layer-norm gradients hold many values within
- * 16-bit rounding of zero, which AdamW turns into steps of +-lr. Measured (2 ranks, d-model 32
- * and 64, 1-2 blocks, 10-20 steps, every scaler and master choice, mpi and ring): f16 0.07 to
+ * 16-bit rounding of zero, which AdamW turns into steps of +-lr. Measured (2 to 4 ranks, d-model
+ * 32 and 64, 1-2 blocks, 10-20 steps, every scaler and master choice, mpi and ring): f16 0.07 to
  * 0.14, bf16 0.11 to 0.25. So f16 takes 0.3 and bf16 the layer's 0.5: a step missed or taken
  * twice is 1 and more in these units. SGD keeps the layer's bounds. */
 #define TOL_GPT_ADAMW_F16 0.3

@@ -49,8 +49,8 @@ expect_usage_of pipeline "^pipeline: --stages 2: more pipeline stages than the G
   --model gpt --layers 1 --stages 2 --analytic
 # A program that does not train the GPT yet says so without --analytic: never the MLP in its place
 # (ddp and zero train it: t/integration/gpt_train.t; pipeline: gpt_pipeline.t; checkpoint:
-# gpt_checkpoint.t).
-for prog in vdnn precision megatron_mlp; do
+# gpt_checkpoint.t; precision: precision_gpt.t).
+for prog in vdnn megatron_mlp; do
   expect_usage_of "$prog" "^$prog: --model gpt: the gpt model is not trained by $prog yet" --model gpt
 done
 expect_usage_of vdnn "^vdnn: --model gpt: the gpt model is not trained by vdnn yet" --preset gpt2-small
