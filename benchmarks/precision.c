@@ -356,14 +356,14 @@ int main(int argc, char **argv)
     enum { MAXRUNS = NPRECISIONS * SL_NSCALES * 2 };
     run_config cfgs[MAXRUNS];
     int n = 0;
-    cfgs[n++] = (run_config){SL_F32, SL_SCALE_NONE, 1};
+    cfgs[n++] = (run_config){SL_F32, SL_SCALE_NONE, 1, NULL};
     for (int p = 0; p < NPRECISIONS; p++)
         for (int s = 0; s < SL_NSCALES; s++)
             for (int k = 0; k < 2; k++) {
                 int master = k == 0;
                 if (!(po->precisions & (1u << p)) || !(po->scalings & (1u << s)) || !(po->masters & (1u << k))) continue;
                 if (p == P_FP32 && (!master || s == SL_SCALE_NONE)) continue; /* fp32 is its own master */
-                cfgs[n++] = (run_config){precision_dtype[p], (sl_scale_mode)s, master};
+                cfgs[n++] = (run_config){precision_dtype[p], (sl_scale_mode)s, master, NULL};
             }
     sl_table_begin(&ctx, run_columns, (int)(sizeof run_columns / sizeof run_columns[0]));
     run_result *runs = calloc((size_t)n, sizeof *runs);

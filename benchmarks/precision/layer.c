@@ -71,7 +71,7 @@ static void setup(sl_train *t)
     t->state = r;
     t->task->loss_weight = (float)precision_opt.loss_weight; /* the task's loss, the reference's too */
     r->res.cfg = (run_config){t->dtype, t->dtype == SL_F32 ? SL_SCALE_NONE : variant_mode(t->variant),
-                              t->dtype == SL_F32 || variant_master(t->variant)};
+                              t->dtype == SL_F32 || variant_master(t->variant), "gpt"};
     r->res.steps = t->nsteps;
     r->res.log = calloc((size_t)t->nsteps, sizeof *r->res.log);
     if (!r->res.log) SL_FATAL("out of memory for %d steps' logs", t->nsteps);

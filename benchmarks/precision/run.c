@@ -21,7 +21,8 @@
 void run_name(const run_config *c, char *buf, size_t len)
 {
     const char *p = c->dt == SL_F16 ? "fp16" : c->dt == SL_BF16 ? "bf16" : "fp32";
-    snprintf(buf, len, "%s/%s%s", p, sl_scale_mode_name(c->mode), c->master ? "" : "/no-master");
+    snprintf(buf, len, "%s%s%s/%s%s", c->model ? c->model : "", c->model ? "/" : "", p, sl_scale_mode_name(c->mode),
+             c->master ? "" : "/no-master");
 }
 
 void run_train(const sl_mlp *m, sl_task *task, const run_config *cfg, const run_setup *su,

@@ -61,13 +61,13 @@ got = {}
 for l in lines[1:-1]:
     v, s, loss, scale = l.split("\t")
     got.setdefault(v, []).append(int(s))
-want = ["fp32/none"] + [p + "/" + s + m for p in ("fp16", "bf16") for s in ("none", "static", "dynamic") for m in ("", "/no-master")]
+want = ["gpt/fp32/none"] + ["gpt/" + p + "/" + s + m for p in ("fp16", "bf16") for s in ("none", "static", "dynamic") for m in ("", "/no-master")]
 ok = lines[0] == "variant\tstep\tloss\tscale" and sorted(got) == sorted(want) and all(v == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11] for v in got.values())
 if not ok:
     print("#   curve:", got, file=sys.stderr)
 sys.exit(0 if ok else 1)
 PY
-ok $? "precision.curve.tsv: each of the 13 runs at every step (12 steps: a point every step)"
+ok $? "precision.curve.tsv: each of the 13 runs (named gpt/PRECISION/SCALER[/no-master]) at every step (12 steps: a point every step)"
 
 # Two ranks, data-parallel, two collectives: within the stated tolerances of the serial twin.
 launch 2 precision $shape -n 6 --loss-scale none,dynamic -C mpi,ring -o "$out/two" >"$out/two.txt" 2>&1
@@ -94,7 +94,7 @@ import json, sys
 d = sys.argv[1]
 m = {k: v["value"] for x in map(json.loads, open(d + "/precision.jsonl")) if x["variant"] == "dynamic"
      for k, v in x["metrics"].items()}
-sc = [float(l.split("\t")[3]) for l in open(d + "/precision.curve.tsv") if l.startswith("fp16/dynamic\t")]
+sc = [float(l.split("\t")[3]) for l in open(d + "/precision.curve.tsv") if l.startswith("gpt/fp16/dynamic\t")]
 falls = sum(b == a / 2 for a, b in zip(sc, sc[1:]))
 rises = sum(b == a * 2 for a, b in zip(sc, sc[1:]))
 ok = len(sc) == 30 and sc[0] == 2.0**30 and falls + rises == sum(a != b for a, b in zip(sc, sc[1:]))
