@@ -378,6 +378,11 @@ void sl_train_scaler(sl_dtype dt, sl_loss_scaler *s);
  * losses[s] (host, may be NULL) step s's loss; returns the steps the scaler skipped. */
 long sl_train_serial_mixed(const sl_mlp *m, sl_task *task, const sl_optim *o, sl_dtype dt,
                            int batch, int steps, uint64_t seed, float *params, double *losses);
+/* The same with the loss scaler sc (copied) and, master 0, no f32 master copy (params: the dt
+ * weights widened). */
+long sl_train_serial_mixed_as(const sl_mlp *m, sl_task *task, const sl_optim *o, sl_dtype dt,
+                              const sl_loss_scaler *sc, int master, int batch, int steps, uint64_t seed,
+                              float *params, double *losses);
 /* The same for the GPT (train_gpt.c), in any dtype (f32: no scaler, no master copy): one
  * process, the whole global batch, the layers of gpt_model.h. Returns the steps skipped. */
 long sl_train_serial_gpt(const sl_mlp *m, sl_task *task, const sl_optim *o, sl_dtype dt, int batch,

@@ -28,11 +28,16 @@ long sl_train_serial_run(sl_train *t, sl_dtype dt, float *params, double *losses
 {
     const sl_mlp *m = t->m;
     const uint64_t seed = (uint64_t)sl_train_opt.seed;
-    if (sl_mlp_is_gpt(m)) /* with the run's scaler and master choice (technique.precision) */
-        return sl_train_serial_gpt_as(m, t->task, &t->optim, dt, &t->scaler0, dt == t->dtype ? t->master : 1,
-                                      t->global_batch, t->nsteps, seed, params, losses);
+    /* in the run's dtype its scaler and master choice (technique.precision), else the default */
+    sl_loss_scaler sc = t->scaler0;
+    int master = t->master;
+    if (dt != t->dtype) sl_train_scaler(dt, &sc), master = 1;
+    if (sl_mlp_is_gpt(m))
+        return sl_train_serial_gpt_as(m, t->task, &t->optim, dt, &sc, master, t->global_batch, t->nsteps, seed,
+                                      params, losses);
     if (dt != SL_F32)
-        return sl_train_serial_mixed(m, t->task, &t->optim, dt, t->global_batch, t->nsteps, seed, params, losses);
+        return sl_train_serial_mixed_as(m, t->task, &t->optim, dt, &sc, master, t->global_batch, t->nsteps, seed,
+                                        params, losses);
     sl_train_serial(m, t->task, &t->optim, t->global_batch, t->nsteps, seed, params, losses);
     return 0;
 }
