@@ -373,25 +373,18 @@ void sl_train_optimize(sl_train *t, float *params, const float *grads, float *st
  * loses small gradients; bf16 (f32's range) and f32 none. */
 void sl_train_scaler(sl_dtype dt, sl_loss_scaler *s);
 /* The serial reference of mixed-precision training: one process, the whole global batch,
- * sl_mixed in dt with an f32 master copy and sl_train_scaler(dt), for `steps` steps from
- * sl_mlp_init_params(seed). params (backend memory, m->nparams) gets the master weights,
+ * sl_mixed in dt with the loss scaler sc (copied; sl_train_scaler(dt) by default) and an f32
+ * master copy (master 1) or none (0), for `steps` steps from sl_mlp_init_params(seed). params
+ * (backend memory, m->nparams) gets the master weights (without one: the dt weights widened),
  * losses[s] (host, may be NULL) step s's loss; returns the steps the scaler skipped. */
 long sl_train_serial_mixed(const sl_mlp *m, sl_task *task, const sl_optim *o, sl_dtype dt,
-                           int batch, int steps, uint64_t seed, float *params, double *losses);
-/* The same with the loss scaler sc (copied) and, master 0, no f32 master copy (params: the dt
- * weights widened). */
-long sl_train_serial_mixed_as(const sl_mlp *m, sl_task *task, const sl_optim *o, sl_dtype dt,
-                              const sl_loss_scaler *sc, int master, int batch, int steps, uint64_t seed,
-                              float *params, double *losses);
-/* The same for the GPT (train_gpt.c), in any dtype (f32: no scaler, no master copy): one
- * process, the whole global batch, the layers of gpt_model.h. Returns the steps skipped. */
-long sl_train_serial_gpt(const sl_mlp *m, sl_task *task, const sl_optim *o, sl_dtype dt, int batch,
-                         int steps, uint64_t seed, float *params, double *losses);
-/* The same with the loss scaler sc (copied; f32 ignores it) and, master 0, no f32 master copy:
- * the optimizer on the dt weights widened, rounded back (params: the dt weights widened). */
-long sl_train_serial_gpt_as(const sl_mlp *m, sl_task *task, const sl_optim *o, sl_dtype dt,
-                            const sl_loss_scaler *sc, int master, int batch, int steps, uint64_t seed,
-                            float *params, double *losses);
+                           const sl_loss_scaler *sc, int master, int batch, int steps, uint64_t seed,
+                           float *params, double *losses);
+/* The same for the GPT (train_gpt.c), in any dtype (f32: no scaler, no master copy; sc ignored):
+ * one process, the whole global batch, the layers of gpt_model.h. Returns the steps skipped. */
+long sl_train_serial_gpt(const sl_mlp *m, sl_task *task, const sl_optim *o, sl_dtype dt,
+                         const sl_loss_scaler *sc, int master, int batch, int steps, uint64_t seed,
+                         float *params, double *losses);
 /* Serial full-batch training of the run's model (the MLP in f32 or 16 bits, the GPT in any
  * dtype, with the run's scaler and master choice in t->dtype) at t's global batch for t->nsteps
  * steps: the driver's reference, for a technique's .reference to start from. Returns the steps

@@ -33,10 +33,10 @@ long sl_train_serial_run(sl_train *t, sl_dtype dt, float *params, double *losses
     int master = t->master;
     if (dt != t->dtype) sl_train_scaler(dt, &sc), master = 1;
     if (sl_mlp_is_gpt(m))
-        return sl_train_serial_gpt_as(m, t->task, &t->optim, dt, &sc, master, t->global_batch, t->nsteps, seed,
+        return sl_train_serial_gpt(m, t->task, &t->optim, dt, &sc, master, t->global_batch, t->nsteps, seed,
                                       params, losses);
     if (dt != SL_F32)
-        return sl_train_serial_mixed_as(m, t->task, &t->optim, dt, &sc, master, t->global_batch, t->nsteps, seed,
+        return sl_train_serial_mixed(m, t->task, &t->optim, dt, &sc, master, t->global_batch, t->nsteps, seed,
                                         params, losses);
     sl_train_serial(m, t->task, &t->optim, t->global_batch, t->nsteps, seed, params, losses);
     return 0;

@@ -7,17 +7,9 @@
  * weights themselves. */
 #include "sl_train.h"
 
-long sl_train_serial_gpt(const sl_mlp *m, sl_task *task, const sl_optim *o, sl_dtype dt, int batch,
-                         int steps, uint64_t seed, float *params, double *losses)
-{
-    sl_loss_scaler sc;
-    sl_train_scaler(dt, &sc);
-    return sl_train_serial_gpt_as(m, task, o, dt, &sc, 1, batch, steps, seed, params, losses);
-}
-
-long sl_train_serial_gpt_as(const sl_mlp *m, sl_task *task, const sl_optim *o, sl_dtype dt,
-                            const sl_loss_scaler *sc0, int keep_master, int batch, int steps, uint64_t seed,
-                            float *params, double *losses)
+long sl_train_serial_gpt(const sl_mlp *m, sl_task *task, const sl_optim *o, sl_dtype dt,
+                         const sl_loss_scaler *sc0, int keep_master, int batch, int steps, uint64_t seed,
+                         float *params, double *losses)
 {
     const sl_backend be = m->be;
     const size_t n = m->nparams, es = sl_dtype_size(dt);

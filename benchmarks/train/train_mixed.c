@@ -16,16 +16,8 @@ void sl_train_scaler(sl_dtype dt, sl_loss_scaler *s)
 }
 
 long sl_train_serial_mixed(const sl_mlp *m, sl_task *task, const sl_optim *o, sl_dtype dt,
-                           int batch, int steps, uint64_t seed, float *params, double *losses)
-{
-    sl_loss_scaler sc;
-    sl_train_scaler(dt, &sc);
-    return sl_train_serial_mixed_as(m, task, o, dt, &sc, 1, batch, steps, seed, params, losses);
-}
-
-long sl_train_serial_mixed_as(const sl_mlp *m, sl_task *task, const sl_optim *o, sl_dtype dt,
-                              const sl_loss_scaler *sc0, int master, int batch, int steps, uint64_t seed,
-                              float *params, double *losses)
+                           const sl_loss_scaler *sc0, int master, int batch, int steps, uint64_t seed,
+                           float *params, double *losses)
 {
     const sl_backend be = m->be;
     const int in = m->dims[0], out = m->dims[m->nlayers];
