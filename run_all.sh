@@ -17,9 +17,9 @@
 # --timeout S  per-program limit in seconds (default 300 quick, 3600 full): a hang cannot stall
 #              the suite; a program past it is killed and counted as failed
 # Programs run one after another; a failing one does not stop the rest (ddp, zero, pipeline,
-# checkpoint and vdnn run twice: on the MLP, then on the transformer, --model gpt, into one log and
-# jsonl). The run ends with a summary table (program, variant, headline metric, check) and exits 1
-# if any program failed.
+# checkpoint, vdnn and precision run twice: on the MLP, then on the transformer, --model gpt, into
+# one log and jsonl). The run ends with a summary table (program, variant, headline metric, check)
+# and exits 1 if any program failed.
 # Ctrl-C, TERM (scancel) or HUP (a closed terminal or ssh session) stops the running program and
 # its ranks, records it in status.tsv with exit 130, prints the summary so far marked INTERRUPTED
 # and exits 130, whichever the signal (the summary names it).
@@ -110,6 +110,7 @@ declare -A quick_gpt=(
   [pipeline]="--model gpt --layers 4 --d-model 64 --heads 4 --seq 32 --vocab 128 --batch 8 --micro-batches 4 -n 3 -w 1"
   [checkpoint]="--model gpt --layers 4 --d-model 64 --heads 4 --seq 32 --vocab 128 --batch 4 -n 3 -w 1"
   [vdnn]="--model gpt --layers 4 --d-model 64 --heads 4 --seq 32 --vocab 128 --batch 4 -n 3 -w 1"
+  [precision]="--model gpt --layers 2 --d-model 64 --heads 4 --seq 32 --vocab 128 --batch 4 --loss-scale none,dynamic -n 3 -w 1"
 )
 declare -A ci_gpt=()
 for p in "${!quick_gpt[@]}"; do ci_gpt[$p]="${quick_gpt[$p]/-n 3 -w 1/-n 10 -w 2}"; done
@@ -119,6 +120,7 @@ declare -A full_gpt=(
   [pipeline]="--model gpt --layers 4"
   [checkpoint]="--model gpt --layers 4"
   [vdnn]="--model gpt --layers 8 --device-mem 64M -n 10 -w 2"
+  [precision]="--model gpt --master fp32,none"
 )
 
 # Ranks per node for programs that scale with threads inside a rank: they get the node's cores

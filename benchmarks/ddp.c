@@ -308,12 +308,7 @@ static double bytes_model(const sl_train *t)
  * one (micro-)batch. */
 static void memory_model(const sl_train *t, double bytes[SL_MEM_NCATS])
 {
-    const replica *r = t->state;
-    sl_mlp_bytes b = sl_replica_memory(t, r->rep.acts.rows);
-    bytes[SL_MEM_PARAMS] = (double)b.params;
-    bytes[SL_MEM_GRADS] = (double)b.grads;
-    bytes[SL_MEM_OPTIM] = (double)b.optim;
-    bytes[SL_MEM_ACTIV] = (double)b.activ;
+    sl_replica_memory_model(t, ((const replica *)t->state)->rep.acts.rows, bytes);
 }
 
 static void row(sl_train *t, sl_result *res)

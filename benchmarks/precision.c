@@ -35,6 +35,11 @@
  *
  * The loss curves (every --curve-every steps) go to precision.curve.tsv and the terminal
  * (precision/curve.h), not into the rows.
+ *
+ * --model gpt trains the GPT on the training layer instead (precision/layer.c: a technique run by
+ * sl_train_main, data-parallel over the ranks, its scaler and master choice told to the layer);
+ * this file's MLP runs on kernels/mlp_mixed.h directly, for the counts sl_mixed keeps (forward
+ * activations and activation gradients beside the weight gradients) and the scenario.
  */
 #include <math.h>
 #include <stdio.h>
@@ -46,40 +51,21 @@
 #include "mlp_mixed.h"
 #include "precision/curve.h"
 #include "precision/gemm_rate.h"
+#include "precision/layer.h"
+#include "precision/options.h"
 #include "precision/range.h"
 #include "precision/run.h"
 #include "precision/scenario.h"
 #include "scalelab.h"
 #include "train_ref.h"
 
-#define PRECISIONS(X) X(P_FP32, "fp32") X(P_FP16, "fp16") X(P_BF16, "bf16")
-SL_ENUM(precision_id, PRECISIONS, NPRECISIONS);
-static const sl_dtype precision_dtype[NPRECISIONS] = {SL_F32, SL_F16, SL_BF16};
-
-static unsigned opt_precision = ~0u, opt_scaling = ~0u, opt_master = 1u; /* master: fp32 */
-static double opt_scale = 1024, opt_init_scale = 65536, opt_growth = 2, opt_backoff = 0.5;
-static long long opt_interval = 2000;
 static long long opt_layers = 3, opt_width = 64, opt_inputs = 32, opt_outputs = 8, opt_batch = 64;
 static int opt_optim = 1; /* adamw */
-static double opt_lr = 1e-3, opt_loss_weight = 0x1p-20;
-static long long opt_curve_every = 0, opt_gemm_n = 256;
+static double opt_lr = 1e-3;
+static long long opt_gemm_n = 256;
 static int opt_scenario = 0; /* underflow */
 
 static const sl_opt precision_opts[] = {
-    {"precision", 0, SL_OPT_CHOICE_LIST, &opt_precision, 0, 0, SL_ENUM_CHOICES(PRECISIONS), 0,
-     "precisions to train in (default all; fp32 always runs, as the reference)"},
-    {"loss-scale", 0, SL_OPT_CHOICE_LIST, &opt_scaling, 0, 0, "none|static|dynamic", 0,
-     "loss scaling modes (default all)"},
-    {"master", 0, SL_OPT_CHOICE_LIST, &opt_master, 0, 0, "fp32|none", 0,
-     "fp32: an f32 master copy of the weights (default); none: the optimizer updates the 16-bit weights; all: both"},
-    {"scale", 0, SL_OPT_DOUBLE, &opt_scale, 0, 0, NULL, 0, "static loss scale, a power of two (default 1024)"},
-    {"init-scale", 0, SL_OPT_DOUBLE, &opt_init_scale, 0, 0, NULL, 0,
-     "dynamic: initial scale, a power of two (default 65536, GradScaler's)"},
-    {"growth-factor", 0, SL_OPT_DOUBLE, &opt_growth, 0, 0, NULL, 0, "dynamic: growth, a power of two > 1 (default 2)"},
-    {"backoff-factor", 0, SL_OPT_DOUBLE, &opt_backoff, 0, 0, NULL, 0,
-     "dynamic: backoff on inf/NaN, a power of two < 1 (default 0.5)"},
-    {"growth-interval", 0, SL_OPT_INT, &opt_interval, 1, 1LL << 40, NULL, 0,
-     "dynamic: clean steps before growth (default 2000)"},
     {"layers", 0, SL_OPT_INT, &opt_layers, 1, SL_MLP_MAX_LAYERS, NULL, 0, "MLP layers (default 3)"},
     {"width", 0, SL_OPT_INT, &opt_width, 1, 1 << 16, NULL, 0, "hidden width (default 64)"},
     {"inputs", 0, SL_OPT_INT, &opt_inputs, 1, 1 << 16, NULL, 0, "input width (default 32)"},
@@ -87,10 +73,6 @@ static const sl_opt precision_opts[] = {
     {"batch", 0, SL_OPT_INT, &opt_batch, 1, 1 << 20, NULL, 0, "samples per step (default 64)"},
     {"optim", 0, SL_OPT_CHOICE, &opt_optim, 0, 0, "sgd|adamw", 0, "optimizer (default adamw; sgd has momentum 0.9)"},
     {"lr", 0, SL_OPT_DOUBLE, &opt_lr, 0, 0, NULL, 0, "learning rate (default 0.001)"},
-    {"loss-weight", 0, SL_OPT_DOUBLE, &opt_loss_weight, 0, 0, NULL, 0,
-     "the loss is this times the MSE: small weight, small gradients (default 2^-20 = 9.5367431640625e-07)"},
-    {"curve-every", 0, SL_OPT_INT, &opt_curve_every, 0, 1 << 30, NULL, 0,
-     "loss curve point every K steps, and the last, in precision.curve.tsv (default 0: a tenth of the steps)"},
     {"gemm-n", 0, SL_OPT_INT, &opt_gemm_n, 0, 1 << 14, NULL, 0, "GEMM throughput table at n x n x n (default 256; 0: none)"},
     {"scenario", 0, SL_OPT_CHOICE, &opt_scenario, 0, 0, "underflow|off", 0,
      "underflow: assert the scenario's outcome (fp16 without scaling fails, bf16 and fp16 with dynamic scaling "
@@ -98,33 +80,16 @@ static const sl_opt precision_opts[] = {
     {0},
 };
 
-static int power_of_two(double v)
-{
-    int e;
-    return isfinite(v) && v > 0 && frexp(v, &e) == 0.5;
-}
-
 static void validate(sl_ctx *ctx)
 {
-    /* the GPT shape (--analytic only, until it trains): L from --layers, b from --batch */
+    /* the GPT's shape for --analytic (--model gpt without it trains: precision/layer.c): L from
+     * --layers, b from --batch */
     sl_gpt_opt.layers_opt = "layers", sl_gpt_opt.layers_src = &opt_layers;
     sl_gpt_opt.batch_opt = "batch", sl_gpt_opt.batch_src = &opt_batch;
     sl_gpt_gate(ctx);
     sl_gpt_analytic(ctx);
-    if (!power_of_two(opt_scale) || opt_scale > 0x1p100)
-        sl_usage_error("--scale: expected a power of two in (0, 2^100] (so that scaling is exact), got %g", opt_scale);
-    if (!power_of_two(opt_init_scale) || opt_init_scale > 0x1p100)
-        sl_usage_error("--init-scale: expected a power of two in (0, 2^100], got %g", opt_init_scale);
-    if (!power_of_two(opt_growth) || opt_growth <= 1)
-        sl_usage_error("--growth-factor: expected a power of two > 1, got %g", opt_growth);
-    if (!power_of_two(opt_backoff) || opt_backoff >= 1)
-        sl_usage_error("--backoff-factor: expected a power of two < 1, got %g", opt_backoff);
+    precision_options_validate();
     if (!(opt_lr > 0) || opt_lr > 1e6) sl_usage_error("--lr: expected a learning rate in (0, 1e6], got %g", opt_lr);
-    if (!(opt_loss_weight > 0) || opt_loss_weight > 1e30 || opt_loss_weight < 1e-30)
-        sl_usage_error("--loss-weight: expected a value in [1e-30, 1e30], got %g", opt_loss_weight);
-    if (!opt_precision) sl_usage_error("--precision: expected fp32|fp16|bf16|all");
-    if (!opt_scaling) sl_usage_error("--loss-scale: expected none|static|dynamic|all");
-    if (!opt_master) sl_usage_error("--master: expected fp32|none|all");
     if (ctx->opt.iters < 1) sl_usage_error("-n/--iters: expected at least 1 timed training step");
 }
 
@@ -134,7 +99,7 @@ static const sl_program program = {
     .uses = SL_USES_BACKEND,
     .default_iters = 290,
     .default_warmup = 10,
-    .groups = {&sl_data_opts, &sl_gpt_option_group},
+    .groups = {&sl_data_opts, &sl_gpt_option_group, &precision_option_group},
     .extra = precision_opts,
     .validate = validate,
 };
@@ -226,6 +191,8 @@ static void run_row(sl_ctx *ctx, const sl_mlp *m, const sl_optim *optim, const r
     sl_result_metric(&row, "underflow_frac", run_underflow_frac(r), "fraction");
     sl_result_metric(&row, "subnormal_frac", run_subnormal_frac(r), "fraction");
     sl_result_metric(&row, "wgrad_zero_frac", run_wgrad_zero_frac(r), "fraction");
+    sl_result_metric(&row, "wgrad_underflow_frac", run_wgrad_underflow_frac(r), "fraction");
+    sl_result_metric(&row, "nonfinite_max", run_nonfinite_max(r), "elements/step");
     sl_result_metric(&row, "overflow_mean", run_overflow_mean(r), "elements/step");
     sl_result_metric(&row, "overflow_max", run_overflow_max(r), "elements/step");
     sl_result_metric(&row, "skipped", (double)r->skipped, "steps");
@@ -291,12 +258,12 @@ static void run_row(sl_ctx *ctx, const sl_mlp *m, const sl_optim *optim, const r
  * What the scenario asserts of bf16/none and fp16/dynamic their own rows check under any
  * parameters; what it adds, fp16/none's failure, is the lesson, not a correctness check. */
 #define SCENARIO_PARAMS(X, iters, warmup)                                                                      \
-    X("--loss-weight", opt_loss_weight, NULL) X("--seed", sl_opt_seed, NULL) X("--inputs", opt_inputs, NULL)   \
-    X("--outputs", opt_outputs, NULL) X("--batch", opt_batch, NULL) X("--layers", opt_layers, NULL)            \
-    X("--width", opt_width, NULL) X("--optim", opt_optim, "sgd|adamw") X("--lr", opt_lr, NULL)                  \
-    X("-n", iters, NULL) X("-w", warmup, NULL) X("--init-scale", opt_init_scale, NULL)                         \
-    X("--growth-factor", opt_growth, NULL) X("--backoff-factor", opt_backoff, NULL)                            \
-    X("--growth-interval", opt_interval, NULL)
+    X("--loss-weight", precision_opt.loss_weight, NULL) X("--seed", sl_opt_seed, NULL)                          \
+    X("--inputs", opt_inputs, NULL) X("--outputs", opt_outputs, NULL) X("--batch", opt_batch, NULL)             \
+    X("--layers", opt_layers, NULL) X("--width", opt_width, NULL) X("--optim", opt_optim, "sgd|adamw")          \
+    X("--lr", opt_lr, NULL) X("-n", iters, NULL) X("-w", warmup, NULL)                                          \
+    X("--init-scale", precision_opt.init_scale, NULL) X("--growth-factor", precision_opt.growth, NULL)          \
+    X("--backoff-factor", precision_opt.backoff, NULL) X("--growth-interval", precision_opt.interval, NULL)
 #define SCENARIO_COUNT(o, v, w) +1
 enum { NSCENARIO_PARAMS = 0 SCENARIO_PARAMS(SCENARIO_COUNT, 0, 0) };
 
@@ -333,6 +300,7 @@ static void note_cpu_flags(const sl_ctx *ctx)
 
 int main(int argc, char **argv)
 {
+    if (precision_on_layer(argc, argv)) return precision_layer_main(argc, argv); /* the GPT */
     scenario_param scen[NSCENARIO_PARAMS];
     scenario_params(scen, 1, program.default_iters, program.default_warmup);
     sl_ctx ctx;
@@ -344,7 +312,7 @@ int main(int argc, char **argv)
     if (why[0]) sl_note(&ctx, "%s", why);
     const sl_backend be = (sl_backend)be_ok;
     const int B = (int)opt_batch, steps = (int)(ctx.opt.warmup + ctx.opt.iters);
-    const int every = opt_curve_every > 0 ? (int)opt_curve_every : (steps / 10 > 0 ? steps / 10 : 1);
+    const int every = precision_curve_every(steps);
 
     if (be == SL_BACKEND_CPU) note_cpu_flags(&ctx);
     sl_note(&ctx, "range and precision of each type, measured from its bit patterns:");
@@ -365,14 +333,15 @@ int main(int argc, char **argv)
     optim.adamw = (sl_adamw){.lr = (float)opt_lr, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f};
     sl_task task;
     sl_task_init(&task, be, (int)opt_inputs, (int)opt_outputs, (uint64_t)sl_opt_seed, B);
-    task.loss_weight = (float)opt_loss_weight;
-    run_setup su = {.static_scale = opt_scale, .init_scale = opt_init_scale, .growth = opt_growth,
-                    .backoff = opt_backoff, .interval = (long)opt_interval, .steps = steps,
+    task.loss_weight = (float)precision_opt.loss_weight;
+    const precision_options *po = &precision_opt;
+    run_setup su = {.static_scale = po->scale, .init_scale = po->init_scale, .growth = po->growth,
+                    .backoff = po->backoff, .interval = (long)po->interval, .steps = steps,
                     .warmup = (int)ctx.opt.warmup, .batch = B, .seed = (uint64_t)sl_opt_seed, .optim = &optim};
     sl_note(&ctx, "MLP %lld layers %lld-%lld-%lld (%zu parameters), batch %d, %s lr %g, %d steps (%lld timed), loss weight %g, "
                   "seed %lld; dynamic scaling: init %g, x%g after %lld clean steps, x%g and skip on inf/NaN",
             opt_layers, opt_inputs, opt_width, opt_outputs, m.nparams, B, sl_optim_name(optim.kind), opt_lr, steps,
-            ctx.opt.iters, opt_loss_weight, sl_opt_seed, opt_init_scale, opt_growth, opt_interval, opt_backoff);
+            ctx.opt.iters, po->loss_weight, sl_opt_seed, po->init_scale, po->growth, po->interval, po->backoff);
 
     /* The serial reference the fp32 runs must reproduce, outside every timed region. */
     float *serial = NULL;
@@ -387,14 +356,14 @@ int main(int argc, char **argv)
     enum { MAXRUNS = NPRECISIONS * SL_NSCALES * 2 };
     run_config cfgs[MAXRUNS];
     int n = 0;
-    cfgs[n++] = (run_config){SL_F32, SL_SCALE_NONE, 1};
+    cfgs[n++] = (run_config){SL_F32, SL_SCALE_NONE, 1, NULL};
     for (int p = 0; p < NPRECISIONS; p++)
         for (int s = 0; s < SL_NSCALES; s++)
             for (int k = 0; k < 2; k++) {
                 int master = k == 0;
-                if (!(opt_precision & (1u << p)) || !(opt_scaling & (1u << s)) || !(opt_master & (1u << k))) continue;
+                if (!(po->precisions & (1u << p)) || !(po->scalings & (1u << s)) || !(po->masters & (1u << k))) continue;
                 if (p == P_FP32 && (!master || s == SL_SCALE_NONE)) continue; /* fp32 is its own master */
-                cfgs[n++] = (run_config){precision_dtype[p], (sl_scale_mode)s, master};
+                cfgs[n++] = (run_config){precision_dtype[p], (sl_scale_mode)s, master, NULL};
             }
     sl_table_begin(&ctx, run_columns, (int)(sizeof run_columns / sizeof run_columns[0]));
     run_result *runs = calloc((size_t)n, sizeof *runs);

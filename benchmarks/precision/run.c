@@ -21,7 +21,8 @@
 void run_name(const run_config *c, char *buf, size_t len)
 {
     const char *p = c->dt == SL_F16 ? "fp16" : c->dt == SL_BF16 ? "bf16" : "fp32";
-    snprintf(buf, len, "%s/%s%s", p, sl_scale_mode_name(c->mode), c->master ? "" : "/no-master");
+    snprintf(buf, len, "%s%s%s/%s%s", c->model ? c->model : "", c->model ? "/" : "", p, sl_scale_mode_name(c->mode),
+             c->master ? "" : "/no-master");
 }
 
 void run_train(const sl_mlp *m, sl_task *task, const run_config *cfg, const run_setup *su,
@@ -123,6 +124,24 @@ double run_wgrad_zero_frac(const run_result *r)
     SUM_OVER_STEPS(r, c->wgrad.underflow + c->wgrad.zero, z);
     SUM_OVER_STEPS(r, c->wgrad_n, n);
     return n > 0 ? z / n : 0;
+}
+
+double run_wgrad_underflow_frac(const run_result *r)
+{
+    double u = 0, n = 0;
+    SUM_OVER_STEPS(r, c->wgrad.underflow, u);
+    SUM_OVER_STEPS(r, c->wgrad_n - c->wgrad.zero, n);
+    return n > 0 ? u / n : 0;
+}
+
+double run_nonfinite_max(const run_result *r)
+{
+    double mx = 0;
+    for (int i = 0; i < r->steps; i++) {
+        const double o = (double)r->log[i].cnt.nonfinite;
+        mx = o > mx ? o : mx;
+    }
+    return mx;
 }
 
 double run_overflow_mean(const run_result *r)

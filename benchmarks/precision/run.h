@@ -12,6 +12,8 @@ typedef struct run_config {
     sl_dtype dt;        /* f32, f16, bf16 */
     sl_scale_mode mode; /* loss scaling */
     int master;         /* an f32 master copy of the weights */
+    const char *model;  /* NULL: the MLP; "gpt": its runs' names start "gpt/" (the curve file
+                           holds both models' runs when run_all.sh runs the two) */
 } run_config;
 
 /* The scaler's settings (loss_scale.h) and the run's shape. */
@@ -56,7 +58,8 @@ typedef struct run_result {
  * another model passes, a run that stops learning or loses its updates does not. */
 #define LOSS_TOL 0.25
 
-/* "fp32", "fp16/none", "bf16/dynamic", "fp16/none/no-master" — the row's variant. */
+/* "fp32/none", "fp16/none", "bf16/dynamic", "fp16/none/no-master" — the MLP row's variant — or
+ * "gpt/fp16/none" ... for the GPT's runs (the curve's name; their rows are the layer's). */
 void run_name(const run_config *c, char *buf, size_t len);
 /* Trains from sl_mlp_init_params(seed) on samples [s B, (s + 1) B) of the task at step s. */
 void run_train(const sl_mlp *m, sl_task *task, const run_config *cfg, const run_setup *su,
@@ -74,6 +77,11 @@ double run_final_loss(const run_result *r);
 double run_underflow_frac(const run_result *r);
 double run_subnormal_frac(const run_result *r);
 double run_wgrad_zero_frac(const run_result *r);
+/* What the training layer counts for every model: the weight gradients' nonzero values that
+ * underflowed to zero, of the nonzero values rounded; the most unscaled gradient elements that
+ * were inf or NaN in one step (an overflow anywhere before them). */
+double run_wgrad_underflow_frac(const run_result *r);
+double run_nonfinite_max(const run_result *r);
 /* Per step (over all steps): gradient elements that overflowed to infinity, mean and max;
  * weight updates lost to rounding (no master copy), as a fraction of the parameters. */
 double run_overflow_mean(const run_result *r);

@@ -86,6 +86,19 @@ typedef struct sl_train_mixed_state {
     int alone;            /* decided by each rank alone (sl_train_decide_alone): no flag sent */
 } sl_train_mixed_state;
 
+/* What a 16-bit run lost to rounding, counted by the training layer for every model in the runs
+ * of a technique with .precision (on cuda a count costs a reduction and a copy per layer), summed
+ * over the run on this rank (a technique that reports them per step subtracts its last reading). */
+typedef struct sl_train_counts {
+    sl_cast_count wgrad;            /* the roundings of each layer's f32 weight gradient into
+                                       t->dtype (underflow: nonzero values that became 0) */
+    unsigned long long wgrad_n;     /* elements rounded */
+    unsigned long long nonfinite;   /* unscaled gradient elements that were inf or NaN
+                                       (sl_train_unscale: an overflow anywhere upstream) */
+    unsigned long long lost_updates; /* without a master copy (t->master 0): weight updates that
+                                       rounded back to the old 16-bit weight */
+} sl_train_counts;
+
 struct sl_technique;
 
 /* One run of one variant on one communicator: what a technique's callbacks see. The driver
@@ -125,6 +138,12 @@ typedef struct sl_train {
     int scaled;             /* steps went through sl_train_decide in 16 bits: the driver adds
                                precision "mixed" and the scaler's part (sl_train_mixed_row) to
                                the row */
+    /* The run's precision as the technique chose it (technique.precision; 16 bits only): */
+    int master;             /* 1 (default): an f32 master copy of the weights; 0: the optimizer
+                               updates the t->dtype weights widened (sl_train_apply) */
+    sl_loss_scaler scaler0; /* the scaler the run started with: its serial reference's */
+    sl_train_counts cnt;    /* what rounding lost, counted by the model pieces */
+    float *wide;            /* the f32 view of the weights without a master copy (sl_train_wide) */
 } sl_train;
 
 /* The callbacks of a technique. Only setup, step and weights are required. */
@@ -152,6 +171,13 @@ typedef struct sl_technique {
      * both required then). */
     double tol_mixed_sgd_max[SL_NDTYPES], tol_mixed_adamw_l2[SL_NDTYPES];
     unsigned mixed_variants; /* the variants that train in f16/bf16; the others in f32 only */
+    unsigned mixed_only_variants; /* of those, the ones that do not run in f32 (a loss scaler or
+                                     the lack of a master copy, which f32 training has no use for) */
+    /* The run's precision where it is not the layer's default (sl_train_scaler(t->dtype), an f32
+     * master copy): called in 16 bits before setup, it may set t->ms.sc (the loss scaler: mode,
+     * scale, growth) and t->master. The serial reference then trains with the same (precision:
+     * its variants are scalers and master choices). NULL: the default. */
+    void (*precision)(sl_train *t);
 
     /* Ranks of `nranks` that train on data (default: all). */
     int (*data_ranks)(int variant, int nranks);
@@ -352,18 +378,22 @@ void sl_train_optimize(sl_train *t, float *params, const float *grads, float *st
  * loses small gradients; bf16 (f32's range) and f32 none. */
 void sl_train_scaler(sl_dtype dt, sl_loss_scaler *s);
 /* The serial reference of mixed-precision training: one process, the whole global batch,
- * sl_mixed in dt with an f32 master copy and sl_train_scaler(dt), for `steps` steps from
- * sl_mlp_init_params(seed). params (backend memory, m->nparams) gets the master weights,
+ * sl_mixed in dt with the loss scaler sc (copied; sl_train_scaler(dt) by default) and an f32
+ * master copy (master 1) or none (0), for `steps` steps from sl_mlp_init_params(seed). params
+ * (backend memory, m->nparams) gets the master weights (without one: the dt weights widened),
  * losses[s] (host, may be NULL) step s's loss; returns the steps the scaler skipped. */
 long sl_train_serial_mixed(const sl_mlp *m, sl_task *task, const sl_optim *o, sl_dtype dt,
-                           int batch, int steps, uint64_t seed, float *params, double *losses);
-/* The same for the GPT (train_gpt.c), in any dtype (f32: no scaler, no master copy): one
- * process, the whole global batch, the layers of gpt_model.h. Returns the steps skipped. */
-long sl_train_serial_gpt(const sl_mlp *m, sl_task *task, const sl_optim *o, sl_dtype dt, int batch,
-                         int steps, uint64_t seed, float *params, double *losses);
+                           const sl_loss_scaler *sc, int master, int batch, int steps, uint64_t seed,
+                           float *params, double *losses);
+/* The same for the GPT (train_gpt.c), in any dtype (f32: no scaler, no master copy; sc ignored):
+ * one process, the whole global batch, the layers of gpt_model.h. Returns the steps skipped. */
+long sl_train_serial_gpt(const sl_mlp *m, sl_task *task, const sl_optim *o, sl_dtype dt,
+                         const sl_loss_scaler *sc, int master, int batch, int steps, uint64_t seed,
+                         float *params, double *losses);
 /* Serial full-batch training of the run's model (the MLP in f32 or 16 bits, the GPT in any
- * dtype) at t's global batch for t->nsteps steps: the driver's reference, for a technique's
- * .reference to start from. Returns the steps the scaler skipped. */
+ * dtype, with the run's scaler and master choice in t->dtype) at t's global batch for t->nsteps
+ * steps: the driver's reference, for a technique's .reference to start from. Returns the steps
+ * the scaler skipped. */
 long sl_train_serial_run(sl_train *t, sl_dtype dt, float *params, double *losses);
 /* A loss-scaled step is applied or skipped on every rank alike: returns the OR over the ranks
  * of `mine` (this rank saw inf/NaN in the gradient elements it holds), through one int's
@@ -521,15 +551,20 @@ int sl_train_decide(sl_train *t);
  * multiplied with). f32: sl_train_decide. */
 int sl_train_decide_alone(sl_train *t);
 /* The optimizer on master[n] (f32 twin; NULL in f32: w itself) from g32 with state, then the
- * weights w (t->dtype) cast from it. Phase compute. */
+ * weights w (t->dtype) cast from it. Without a master copy (16 bits, master NULL: t->master 0)
+ * the optimizer runs on w widened into sl_train_wide and the result is rounded back into w,
+ * counting the updates lost (t->cnt.lost_updates). Phase compute. */
 void sl_train_apply(sl_train *t, void *w, float *master, const float *g32, float *state, size_t n);
+/* An f32 workspace of t->nparams (SL_MEM_OTHER), allocated at the first call and freed with the
+ * run: where a run without a master copy widens its weights. */
+float *sl_train_wide(sl_train *t);
 
 /* A full replica ------------------------------------------------------------------------- */
 
 /* What data parallelism holds on a rank: the weights (initialised from the seed) and their
  * gradients in t->dtype with their f32 twins (master weights, unscaled gradients: NULL in
- * f32), the optimizer state (f32), and the activations of up to `rows` samples, each counted
- * under its category. */
+ * f32; master NULL too without a master copy, t->master 0), the optimizer state (f32), and the
+ * activations of up to `rows` samples, each counted under its category. */
 typedef struct sl_replica {
     void *params, *grads;
     float *master, *g32;
@@ -559,6 +594,8 @@ void sl_replica_step(sl_train *t, sl_replica *r);
 const float *sl_replica_weights(const sl_train *t, const sl_replica *r, size_t *first, size_t *count);
 /* The replica's bytes by category (params, grads, optim: the whole vector's; activ: rows'). */
 sl_mlp_bytes sl_replica_memory(const sl_train *t, int rows);
+/* The same as a technique's memory_model gives it (bytes[SL_MEM_PARAMS .. SL_MEM_ACTIV]). */
+void sl_replica_memory_model(const sl_train *t, int rows, double bytes[SL_MEM_NCATS]);
 /* Helpers ------------------------------------------------------------------------------- */
 
 /* A technique's check that trains a reference of its own after the run (checkpointing's

@@ -28,17 +28,24 @@ long sl_train_serial_run(sl_train *t, sl_dtype dt, float *params, double *losses
 {
     const sl_mlp *m = t->m;
     const uint64_t seed = (uint64_t)sl_train_opt.seed;
+    /* in the run's dtype its scaler and master choice (technique.precision), else the default */
+    sl_loss_scaler sc = t->scaler0;
+    int master = t->master;
+    if (dt != t->dtype) sl_train_scaler(dt, &sc), master = 1;
     if (sl_mlp_is_gpt(m))
-        return sl_train_serial_gpt(m, t->task, &t->optim, dt, t->global_batch, t->nsteps, seed, params, losses);
+        return sl_train_serial_gpt(m, t->task, &t->optim, dt, &sc, master, t->global_batch, t->nsteps, seed,
+                                      params, losses);
     if (dt != SL_F32)
-        return sl_train_serial_mixed(m, t->task, &t->optim, dt, t->global_batch, t->nsteps, seed, params, losses);
+        return sl_train_serial_mixed(m, t->task, &t->optim, dt, &sc, master, t->global_batch, t->nsteps, seed,
+                                        params, losses);
     sl_train_serial(m, t->task, &t->optim, t->global_batch, t->nsteps, seed, params, losses);
     return 0;
 }
 
 static const reference *reference_in(sl_train *t, sl_dtype dtype)
 {
-    const int variant = t->tech->reference ? t->variant : -1;
+    /* per variant where the technique's reference, or its precision, differs between them */
+    const int variant = t->tech->reference || t->tech->precision ? t->variant : -1;
     for (int i = 0; i < nrefs; i++)
         if (refs[i].batch == t->global_batch && refs[i].variant == variant && refs[i].dtype == dtype)
             return &refs[i];

@@ -2,16 +2,19 @@
  * one process, the whole global batch, the layers of gpt_model.h in the run's dtype, with the
  * same precision steps as the training layer's (train_precision.c): each layer's gradient
  * accumulated in f32 and rounded once into dt, unscaled and checked for inf/NaN in f32, the
- * optimizer on the f32 master weights, the dt weights cast from them; in f32 none of the
- * copies, the optimizer on the weights themselves. */
+ * optimizer on the f32 master weights, the dt weights cast from them (or, without a master copy,
+ * on the dt weights widened and rounded back); in f32 none of the copies, the optimizer on the
+ * weights themselves. */
 #include "sl_train.h"
 
-long sl_train_serial_gpt(const sl_mlp *m, sl_task *task, const sl_optim *o, sl_dtype dt, int batch,
-                         int steps, uint64_t seed, float *params, double *losses)
+long sl_train_serial_gpt(const sl_mlp *m, sl_task *task, const sl_optim *o, sl_dtype dt,
+                         const sl_loss_scaler *sc0, int keep_master, int batch, int steps, uint64_t seed,
+                         float *params, double *losses)
 {
     const sl_backend be = m->be;
     const size_t n = m->nparams, es = sl_dtype_size(dt);
     const int f32 = dt == SL_F32;
+    /* 16 bits: the master weights, or without one the dt weights widened for the optimizer */
     float *master = f32 ? params : sl_k_malloc(be, SL_MEM_OTHER, n * sizeof(float));
     void *w = f32 ? (void *)params : sl_k_malloc(be, SL_MEM_OTHER, n * es);
     float *g32 = sl_k_malloc(be, SL_MEM_OTHER, n * sizeof(float));
@@ -22,7 +25,8 @@ long sl_train_serial_gpt(const sl_mlp *m, sl_task *task, const sl_optim *o, sl_d
     sl_mlp_init_params(m, seed, 0, n, master);
     if (!f32) sl_k_cast(be, n, master, SL_F32, w, dt, NULL);
     sl_loss_scaler sc;
-    sl_train_scaler(dt, &sc);
+    if (f32) sl_train_scaler(dt, &sc);
+    else sc = *sc0;
     int applied = 0; /* AdamW's step count: a skipped step is not one */
     for (int s = 0; s < steps; s++) {
         a.B = batch;
@@ -47,9 +51,12 @@ long sl_train_serial_gpt(const sl_mlp *m, sl_task *task, const sl_optim *o, sl_d
         }
         if (!sl_loss_scaler_update(&sc, bad > 0)) continue;
         sl_optim so = sl_optim_for_step(o, applied++);
+        if (!f32 && !keep_master) sl_k_cast(be, n, w, dt, master, SL_F32, NULL);
         sl_optim_step(be, &so, n, master, g32, state);
-        if (!f32) sl_k_cast(be, n, master, SL_F32, w, dt, NULL);
+        if (!f32 && keep_master) sl_k_cast(be, n, master, SL_F32, w, dt, NULL);
+        if (!f32 && !keep_master) sl_k_cast_update(be, dt, n, master, w);
     }
+    if (!f32 && !keep_master) sl_k_cast(be, n, w, dt, master, SL_F32, NULL);
     if (!f32) sl_k_memcpy(be, params, master, n * sizeof(float), SL_K_D2D);
     sl_k_sync(be);
     sl_gpt_acts_free(&a);

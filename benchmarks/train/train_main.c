@@ -52,7 +52,8 @@ static void validate(sl_ctx *ctx)
 /* Variant v asked for, in a precision it trains in. */
 static int runs(const sl_technique *tech, unsigned mask, int v, sl_dtype dt)
 {
-    return (mask & (1u << v)) && (dt == SL_F32 || ((tech->mixed_variants >> v) & 1));
+    if (!(mask & (1u << v))) return 0;
+    return dt == SL_F32 ? !((tech->mixed_only_variants >> v) & 1) : (tech->mixed_variants >> v) & 1;
 }
 
 int sl_train_main(const sl_technique *tech, int argc, char **argv)

@@ -16,14 +16,14 @@ void sl_train_scaler(sl_dtype dt, sl_loss_scaler *s)
 }
 
 long sl_train_serial_mixed(const sl_mlp *m, sl_task *task, const sl_optim *o, sl_dtype dt,
-                           int batch, int steps, uint64_t seed, float *params, double *losses)
+                           const sl_loss_scaler *sc0, int master, int batch, int steps, uint64_t seed,
+                           float *params, double *losses)
 {
     const sl_backend be = m->be;
     const int in = m->dims[0], out = m->dims[m->nlayers];
     sl_mixed mx;
-    sl_mixed_init(&mx, m, dt, 1, batch, seed, o);
-    sl_loss_scaler sc;
-    sl_train_scaler(dt, &sc);
+    sl_mixed_init(&mx, m, dt, master, batch, seed, o);
+    sl_loss_scaler sc = *sc0;
     float *x = sl_k_malloc(be, SL_MEM_OTHER, (size_t)batch * in * sizeof(float));
     float *y = sl_k_malloc(be, SL_MEM_OTHER, (size_t)batch * out * sizeof(float));
     int applied = 0; /* AdamW's step count: a skipped step is not one */
@@ -37,7 +37,7 @@ long sl_train_serial_mixed(const sl_mlp *m, sl_task *task, const sl_optim *o, sl
             sl_mixed_apply(&mx, &os);
         }
     }
-    sl_k_memcpy(be, params, mx.master, m->nparams * sizeof(float), SL_K_D2D);
+    sl_k_memcpy(be, params, sl_mixed_weights(&mx), m->nparams * sizeof(float), SL_K_D2D);
     sl_k_sync(be);
     sl_k_free(be, x);
     sl_k_free(be, y);

@@ -202,7 +202,9 @@ const float *sl_train_unscale(sl_train *t, const void *g, float *g32, size_t n)
     const double t0 = sl_now();
     sl_k_cast(t->be, n, g, t->dtype, g32, SL_F32, NULL);
     /* 1/scale is exact for the powers of two scalers use */
-    t->nonfinite += sl_k_scale_check(t->be, n, g32, 1.0f / (float)t->ms.sc.scale);
+    const size_t bad = sl_k_scale_check(t->be, n, g32, 1.0f / (float)t->ms.sc.scale);
+    t->nonfinite += bad;
+    t->cnt.nonfinite += bad;
     sl_k_sync(t->be);
     sl_train_span(t, SL_PHASE_COMPUTE, "unscale, inf/NaN check", t0, sl_now());
     return g32;
@@ -238,9 +240,25 @@ int sl_train_decide_alone(sl_train *t)
     return 1;
 }
 
+float *sl_train_wide(sl_train *t)
+{
+    if (!t->wide) t->wide = sl_k_malloc(t->be, SL_MEM_OTHER, t->nparams * sizeof(float));
+    return t->wide;
+}
+
 void sl_train_apply(sl_train *t, void *w, float *master, const float *g32, float *state, size_t n)
 {
     const double t0 = sl_now();
+    if (!master && t->dtype != SL_F32) { /* no master copy: the update is kept only if it survives
+                                            rounding into t->dtype */
+        float *wide = sl_train_wide(t);
+        sl_k_cast(t->be, n, w, t->dtype, wide, SL_F32, NULL);
+        sl_optim_step(t->be, &t->optim_now, n, wide, g32, state);
+        t->cnt.lost_updates += sl_k_cast_update(t->be, t->dtype, n, wide, w);
+        sl_k_sync(t->be);
+        sl_train_span(t, SL_PHASE_COMPUTE, "optimizer (no master copy)", t0, sl_now());
+        return;
+    }
     sl_optim_step(t->be, &t->optim_now, n, master ? master : (float *)w, g32, state);
     if (master) sl_k_cast(t->be, n, master, SL_F32, w, t->dtype, NULL);
     sl_k_sync(t->be);

@@ -20,15 +20,17 @@ static void replica_init(sl_train *t, int rows, sl_replica *r, int placed)
     const size_t n = m->nparams, es = sl_train_esize(t);
     r->params = sl_k_malloc(t->be, SL_MEM_PARAMS, n * es);
     r->grads = sl_k_malloc(t->be, SL_MEM_GRADS, n * es);
-    r->master = sl_train_twin(t, SL_MEM_PARAMS, n);
+    r->master = t->master ? sl_train_twin(t, SL_MEM_PARAMS, n) : NULL;
     r->g32 = sl_train_twin(t, SL_MEM_GRADS, n);
     /* + 1: SGD without momentum has no state, and a zero-byte allocation is not a buffer */
     r->optim = sl_k_malloc(t->be, SL_MEM_OPTIM, (size_t)sl_optim_state_per_param(&t->optim) * n * sizeof(float) + 1);
     if (placed) sl_acts_place(t, rows, &r->acts);
     else sl_acts_alloc(t, rows, &r->acts);
-    float *w32 = r->master ? r->master : r->params; /* the weights from the seed, in f32 */
+    /* the weights from the seed, in f32: the master copy, the f32 weights, or (no master copy)
+     * the workspace they are rounded from */
+    float *w32 = r->master ? r->master : t->dtype == SL_F32 ? r->params : sl_train_wide(t);
     sl_mlp_init_params(m, (uint64_t)sl_train_opt.seed, 0, n, w32);
-    if (r->master) sl_k_cast(t->be, n, r->master, SL_F32, r->params, t->dtype, NULL);
+    if (w32 != r->params) sl_k_cast(t->be, n, w32, SL_F32, r->params, t->dtype, NULL);
 }
 
 void sl_replica_alloc(sl_train *t, int rows, sl_replica *r) { replica_init(t, rows, r, 0); }
@@ -74,12 +76,21 @@ void sl_replica_update(sl_train *t, sl_replica *r, size_t off, size_t count, flo
     if (sl_train_decide(t)) sl_train_apply(t, sl_train_at(t, r->params, off), sl_f32_at(r->master, off), g, state, count);
 }
 
+void sl_replica_memory_model(const sl_train *t, int rows, double bytes[SL_MEM_NCATS])
+{
+    const sl_mlp_bytes b = sl_replica_memory(t, rows);
+    bytes[SL_MEM_PARAMS] = (double)b.params;
+    bytes[SL_MEM_GRADS] = (double)b.grads;
+    bytes[SL_MEM_OPTIM] = (double)b.optim;
+    bytes[SL_MEM_ACTIV] = (double)b.activ;
+}
+
 sl_mlp_bytes sl_replica_memory(const sl_train *t, int rows)
 {
     sl_mlp_bytes b = sl_mlp_memory(t->m, rows > 0 ? rows : 1, &t->optim);
     const double n = (double)t->m->nparams, es = (double)sl_train_esize(t);
     const size_t twin = t->dtype == SL_F32 ? 0 : (size_t)(4 * n); /* the f32 twins */
-    b.params = (size_t)(n * es) + twin;
+    b.params = (size_t)(n * es) + (t->master ? twin : 0);
     b.grads = (size_t)(n * es) + twin;
     b.activ = sl_acts_bytes(t, rows);
     return b;

@@ -41,6 +41,9 @@ void train_open(sl_train *t, sl_ctx *ctx, const sl_technique *tech, int variant,
     }
     t->nsteps = nsteps;
     sl_train_mixed_init(&t->ms, dtype);
+    t->master = 1;
+    if (dtype != SL_F32 && tech->precision) tech->precision(t); /* its scaler, its master choice */
+    t->scaler0 = t->ms.sc;
     t->phase_log = calloc((size_t)nsteps * SL_NPHASES, sizeof *t->phase_log);
     if (!t->phase_log) SL_FATAL("out of memory for %d steps' phases", nsteps);
     tech->setup(t);
@@ -49,6 +52,8 @@ void train_open(sl_train *t, sl_ctx *ctx, const sl_technique *tech, int variant,
 void train_close(sl_train *t)
 {
     if (t->tech->free) t->tech->free(t);
+    sl_k_free(t->be, t->wide);
+    t->wide = NULL;
     free(t->phase_log);
     t->phase_log = NULL;
 }

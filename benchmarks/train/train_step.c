@@ -130,16 +130,32 @@ static float *dw32_of(sl_acts *a, float *sum) { return sum && a->first ? sum : a
 static void sum_micro(sl_train *t, sl_acts *a, size_t size, void *lg, float *sum)
 {
     if (sum && !a->first) sl_k_add(t->be, SL_F32, size, a->gw32, sum);
-    if (!sum || a->last) sl_k_cast(t->be, size, sum ? sum : a->gw32, SL_F32, lg, t->dtype, NULL);
+    if (sum && !a->last) return;
+    /* the one rounding of the layer's gradient into t->dtype: what it loses is counted where the
+     * technique reports it (.precision; on cuda a count is a reduction and a copy to the host) */
+    const int count = t->tech->precision != NULL;
+    sl_k_cast(t->be, size, sum ? sum : a->gw32, SL_F32, lg, t->dtype, count ? &t->cnt.wgrad : NULL);
+    if (count) t->cnt.wgrad_n += size;
 }
 
-/* The MLP's 16-bit layer (sl_mixed writes its f32 dW, and rounds it into lg itself: with one
- * micro-batch that is all). */
+/* The MLP's 16-bit layer (sl_mixed writes its f32 dW, and rounds it into lg itself, counting:
+ * with one micro-batch that is all, and its count is the run's). */
 static void backward16(sl_train *t, sl_acts *a, int l, void *dy, void *dx, const void *lp, void *lg,
                        float *sum)
 {
+    const sl_cast_count c0 = a->mx.cnt.wgrad;
+    const unsigned long long n0 = a->mx.cnt.wgrad_n;
     sl_mixed_layer_backward(&a->mx, l, dy, dx, lp, dw32_of(a, sum), lg);
-    if (sum) sum_micro(t, a, sl_mlp_layer_size(t->m, l), lg, sum);
+    if (sum) {
+        sum_micro(t, a, sl_mlp_layer_size(t->m, l), lg, sum);
+        return;
+    }
+    const sl_cast_count *c = &a->mx.cnt.wgrad;
+    t->cnt.wgrad.underflow += c->underflow - c0.underflow;
+    t->cnt.wgrad.overflow += c->overflow - c0.overflow;
+    t->cnt.wgrad.subnormal += c->subnormal - c0.subnormal;
+    t->cnt.wgrad.zero += c->zero - c0.zero;
+    t->cnt.wgrad_n += a->mx.cnt.wgrad_n - n0;
 }
 
 /* A GPT layer's backward: in f32 its gradient accumulated in place (lg is then f32, and

@@ -198,7 +198,8 @@ def _program_of(defs, s):
         for k, v in props.get("params", {}).get("properties", {}).items():
             params[k] = _type_of(v).replace(" or null", "")
         for k, v in props.get("metrics", {}).get("properties", {}).items():
-            metrics[k] = v["properties"]["unit"]["const"]
+            unit = v["properties"]["unit"]  # one unit, or a choice of them (enum)
+            metrics[k] = unit["const"] if "const" in unit else " or ".join(u or '""' for u in unit["enum"])
         patterns += list(props.get("metrics", {}).get("patternProperties", {}))
     return params, metrics, patterns
 

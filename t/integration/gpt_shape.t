@@ -47,13 +47,10 @@ expect_usage_of vdnn "^vdnn: --dropout 1: expected a probability in \[0, 1)" --m
 expect_usage_of precision "^precision: --dropout -0.5: expected a probability in \[0, 1)" --model gpt --dropout -0.5 --analytic
 expect_usage_of pipeline "^pipeline: --stages 2: more pipeline stages than the GPT has blocks (--layers 1)" \
   --model gpt --layers 1 --stages 2 --analytic
-# A program that does not train the GPT yet says so without --analytic: never the MLP in its place
-# (ddp and zero train it: t/integration/gpt_train.t; pipeline: gpt_pipeline.t; checkpoint:
-# gpt_checkpoint.t; vdnn: vdnn.t; megatron_mlp: megatron_gpt.t).
-for prog in precision; do
-  expect_usage_of "$prog" "^$prog: --model gpt: the gpt model is not trained by $prog yet" --model gpt
-done
-expect_usage_of precision "^precision: --model gpt: the gpt model is not trained by precision yet" --preset gpt2-small
+# Every training program trains the GPT (ddp and zero: t/integration/gpt_train.t; pipeline:
+# gpt_pipeline.t; checkpoint: gpt_checkpoint.t; vdnn: vdnn.t; megatron_mlp: megatron_gpt.t;
+# precision: precision_gpt.t); a program that took the GPT's shape without training it would say
+# so (gpt_shape.c) rather than train the MLP in its place.
 expect_usage_of ddp "^ddp: --dropout 1: expected a probability in \[0, 1)" --model gpt --dropout 1
 expect_usage_of zero "^zero: --width: the MLP stack's; with --model gpt the shape is" --model gpt --width 64
 expect_usage_of ddp "^ddp: --d-model: a GPT shape option; it applies with --model gpt" --d-model 64

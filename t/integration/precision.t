@@ -175,8 +175,8 @@ ok $? "the terminal prints every change of the scale with its step: as many back
 # A static scale that overflows every step: every step skipped, the run does not train: exit 1.
 launch 1 precision --gemm-n 0 --precision fp16 --loss-scale static --scale 1073741824 --loss-weight 1 -n 10 -w 0 --scenario off -o "$out/ovf" >"$out/ovf.txt" 2>&1
 ok $([ $? = 1 ] && echo 0 || echo 1) "fp16 static scale 2^30 with loss weight 1: exit 1"
-rows "$out/ovf/precision.jsonl" 'r["fp16/static"]["m"]["skipped"] == 10 and r["fp16/static"]["check"]["status"] == "fail" and r["fp32/none"]["check"]["status"] == "pass"'
-ok $? "... every one of the 10 steps overflowed and was skipped; its check fails, fp32's passes"
+rows "$out/ovf/precision.jsonl" 'r["fp16/static"]["m"]["skipped"] == 10 and r["fp16/static"]["m"]["nonfinite_max"] > 0 and r["fp32/none"]["m"]["nonfinite_max"] == 0 and r["fp16/static"]["check"]["status"] == "fail" and r["fp32/none"]["check"]["status"] == "pass"'
+ok $? "... every one of the 10 steps overflowed (inf/NaN gradients counted) and was skipped; its check fails, fp32's passes"
 
 # Two ranks run the same training (replicated): the same checks pass.
 launch 2 precision --gemm-n 0 -n 30 -w 0 --scenario off --loss-scale dynamic -o "$out/np2" >"$out/np2.txt" 2>&1

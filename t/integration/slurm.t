@@ -56,7 +56,7 @@ PY
   steps=$(grep -c "launch task StepId=$job\.[0-9]" "$out/cluster/slurmd.log")
   local want=$#
   for p in "$@"; do # run_all runs these twice: on the MLP, then on the GPT (--model gpt)
-    case $p in ddp|zero|pipeline|checkpoint|vdnn) want=$((want + 1)) ;; esac
+    case $p in ddp|zero|pipeline|checkpoint|vdnn|precision) want=$((want + 1)) ;; esac
   done
   [ "$steps" = "$want" ]
   ok $? "$name: slurmd launched $steps srun step(s) in job $job, one per program and configuration ($want)"
