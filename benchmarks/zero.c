@@ -686,7 +686,7 @@ static void validate(sl_ctx *ctx)
 /* The run, the step, this rank's model states (measured, and by the formula), the bytes, the
  * check (the L2 error too: AdamW, the default, is checked in L2). */
 static const sl_column columns[] = {
-    SL_TRAIN_COLUMNS_RUN, SL_COL("dtype", "dtype", 5), SL_TRAIN_COLUMNS_STEP,
+    SL_TRAIN_COLUMNS_RUN, SL_COL("dtype", "dtype", 5), SL_TRAIN_COLUMNS_STEP, SL_TRAIN_COLUMNS_PRED,
     {"p+g+o", "MB", "mem_total", 8, 2, 1e-6}, {"formula", "MB", "mem_model_total", 8, 2, 1e-6},
     SL_TRAIN_COLUMNS_BYTES, SL_COL_ERROR("L2 err", "weight_l2_err", 9), SL_TRAIN_COLUMNS_CHECK,
 };
