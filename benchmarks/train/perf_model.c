@@ -81,7 +81,8 @@ void sl_pm_comm(sl_pm_sched *s, sl_pm_op op, double count) { sl_pm_wait(s, sl_pm
 
 double sl_pm_op_seconds(const sl_pm_prims *p, sl_pm_op op, double bytes)
 {
-    return bytes > 0 ? p->alpha[op] + p->beta[op] * bytes : 0.0;
+    const double t = bytes > 0 ? p->alpha[op] + p->beta[op] * bytes : 0.0;
+    return t > 0 ? t : 0.0; /* a fit to noise (one rank's in-place sum: nothing to do) may cross 0 */
 }
 
 double sl_pm_gemm_seconds(const sl_pm_prims *p, const sl_pm_gemm_shape *g)

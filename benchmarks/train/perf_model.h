@@ -95,7 +95,8 @@ int sl_pm_start(sl_pm_sched *s, sl_pm_op op, double count);
 void sl_pm_wait(sl_pm_sched *s, int id);
 void sl_pm_comm(sl_pm_sched *s, sl_pm_op op, double count);
 
-/* Seconds of one operation of `bytes` by the fit: alpha + beta * bytes (0 for 0 bytes). */
+/* Seconds of one operation of `bytes` by the fit: alpha + beta * bytes (0 for 0 bytes, and
+ * where a fit to noise makes it negative). */
 double sl_pm_op_seconds(const sl_pm_prims *p, sl_pm_op op, double bytes);
 /* The calibrated seconds of a shape, or NAN when prims does not hold it. */
 double sl_pm_gemm_seconds(const sl_pm_prims *p, const sl_pm_gemm_shape *g);

@@ -49,9 +49,12 @@ void train_phase_medians(const sl_train *t, int timed, MPI_Comm comm, double med
  * GEMM on `rows` samples in the run's dtype, measured now on every rank at once (cached per dtype
  * and shape); its shape n x m x k into shape. Collective over the world (train_gemm_peak.c). */
 double train_gemm_peak(const sl_train *t, int rows, char *shape, size_t len);
-/* The best of reps timed calls of GEMM g after an untimed one, the ranks of comm at once (a
- * barrier before each; a rank with active 0 only joins them): seconds of one call. */
-double train_gemm_seconds(sl_backend be, const sl_pm_gemm_shape *g, int reps, int active, MPI_Comm comm);
+/* The best of reps (at most 64) timings of GEMM g after an untimed one, the ranks of comm at
+ * once (a barrier before each; a rank with active 0 only joins them): seconds of one call (a
+ * GEMM under 2e7 FLOPs timed over up to 100 calls in a row); their median into *median (may be
+ * NULL). */
+double train_gemm_seconds(sl_backend be, const sl_pm_gemm_shape *g, int reps, int active, MPI_Comm comm,
+                          double *median);
 
 /* The one-rank run behind scaling_eff: what it measured and the work it did, for the row. */
 typedef struct train_baseline {

@@ -4,12 +4,15 @@
  * element-wise bandwidth, alpha-beta of each kind of operation the schedules use, fitted to a
  * short sweep on the run's communicator), and the row's prediction beside the measured step.
  *
- * Every figure is measured, never fitted to step times: GEMMs each as sl_k_gemm runs it (best of
- * 3 after one untimed, every rank at once); the bandwidth as sl_k_axpby streams a vector as long
- * as the model (x and y read, y written: 12 bytes an f32 element); an operation at 4 sizes from
- * the smallest the schedules use (or 1/64 of the largest) to the largest, best of 2 after one
- * untimed, the slowest rank's. All cached for the run (shapes, the vector length, the
- * collective, operation and sizes), so variants that share them measure once.
+ * Every figure is measured, never fitted to step times: GEMMs each as sl_k_gemm runs it, every
+ * rank at once; the bandwidth as sl_k_axpby streams a vector as long as the model (x and y read,
+ * y written: 12 bytes an f32 element); an operation at 4 sizes from the smallest the schedules
+ * use (or 1/64 of the largest) to the largest, the slowest rank's. Each is the median of 3 timed
+ * calls after an untimed one: the row's step is the median of its steps, and on a shared machine
+ * a primitive's best call is what it reaches when nothing else runs, which the median step does
+ * not (an all-reduce of 9 MiB on 2 ranks beside other builds: best 6.6 ms, median 14 ms). All
+ * cached for the run (shapes, the vector length, the collective, operation and sizes), so
+ * variants that share them measure once.
  * SL_NO_PREDICT=1 skips it all (the rows say params.predict "off"). */
 #include <math.h>
 #include <stdio.h>
@@ -143,6 +146,16 @@ void sl_pm_optimizer(const sl_train *t, sl_pm_sched *s, size_t n)
 
 /* The primitives ------------------------------------------------------------------------ */
 
+enum { REPS = 3 }; /* timed calls of a primitive, after one untimed: their median */
+
+/* The median of REPS times. */
+static double median_of(const double *x)
+{
+    sl_stats st;
+    sl_stats_compute(x, REPS, &st);
+    return st.median;
+}
+
 /* GEMM seconds measured in this run, by shape and dtype. */
 static sl_pm_prims gemm_cache;
 
@@ -154,7 +167,8 @@ static void calibrate_gemms(const sl_train *t, const sl_pm_sched *s)
         if (isnan(sl_pm_gemm_seconds(&gemm_cache, &s->shapes[i]))) todo[mine++] = &s->shapes[i];
     SL_CHECK_MPI(MPI_Allreduce(&mine, &most, 1, MPI_INT, MPI_MAX, t->ctx->comm));
     for (int i = 0; i < most; i++) { /* the ranks' i-th shapes at once; one with none waits */
-        const double sec = train_gemm_seconds(t->be, i < mine ? todo[i] : NULL, 3, i < mine, t->ctx->comm);
+        double sec;
+        train_gemm_seconds(t->be, i < mine ? todo[i] : NULL, REPS, i < mine, t->ctx->comm, &sec);
         if (i < mine && gemm_cache.ngemm < SL_PM_MAX_GEMMS) {
             gemm_cache.gemm[gemm_cache.ngemm] = *todo[i];
             gemm_cache.gemm_s[gemm_cache.ngemm++] = sec;
@@ -162,7 +176,7 @@ static void calibrate_gemms(const sl_train *t, const sl_pm_sched *s)
     }
 }
 
-/* Element-wise bytes per second: sl_k_axpby over n f32 elements, the slowest rank's best of 3. */
+/* Element-wise bytes per second: sl_k_axpby over n f32 elements, the slowest rank's median. */
 static double measure_bw(const sl_train *t, size_t n)
 {
     static size_t cached_n;
@@ -171,24 +185,24 @@ static double measure_bw(const sl_train *t, size_t n)
     float *x = sl_k_malloc(t->be, SL_MEM_OTHER, n * sizeof(float)), *y = sl_k_malloc(t->be, SL_MEM_OTHER, n * sizeof(float));
     sl_k_fill(t->be, SL_F32, n, x, 1.0);
     sl_k_fill(t->be, SL_F32, n, y, 0.0);
-    double best = INFINITY;
-    for (int r = 0; r < 4; r++) {
+    double times[REPS + 1];
+    for (int r = 0; r <= REPS; r++) {
         SL_CHECK_MPI(MPI_Barrier(t->ctx->comm));
         const double t0 = sl_now();
         sl_k_axpby(t->be, SL_F32, n, 0.5, x, 0.5, y);
         sl_k_sync(t->be);
-        const double dt = sl_now() - t0;
-        if (r > 0 && dt < best) best = dt;
+        times[r] = sl_now() - t0;
     }
     sl_k_free(t->be, x), sl_k_free(t->be, y);
-    double slowest = 0;
-    SL_CHECK_MPI(MPI_Allreduce(&best, &slowest, 1, MPI_DOUBLE, MPI_MAX, t->ctx->comm));
+    double med = median_of(times + 1), slowest = 0;
+    SL_CHECK_MPI(MPI_Allreduce(&med, &slowest, 1, MPI_DOUBLE, MPI_MAX, t->ctx->comm));
     cached_n = n, cached_bw = 12.0 * (double)n / slowest;
     return cached_bw;
 }
 
-/* One operation of `bytes` on comm, the slowest rank's seconds. P2P: a ping-pong between the
- * first and the last rank, half its round trip (the others wait). */
+/* One operation of `bytes` on comm, the slowest rank's seconds: the all-reduces in place, as the
+ * techniques sum their gradients. P2P: a ping-pong between the first and the last rank, half its
+ * round trip (the others wait). */
 static double time_op(const sl_train *t, sl_pm_op op, void *a, void *b, size_t bytes)
 {
     const sl_dtype dt = t->dtype;
@@ -198,10 +212,10 @@ static double time_op(const sl_train *t, sl_pm_op op, void *a, void *b, size_t b
     const double t0 = sl_now();
     switch (op) {
     case SL_PM_ALLREDUCE:
-        sl_train_coll_ok(sl_coll_allreduce(t->comm, a, b, n, dt, SL_OP_SUM), "allreduce (calibration)");
+        sl_train_coll_ok(sl_coll_allreduce(t->comm, a, a, n, dt, SL_OP_SUM), "allreduce (calibration)");
         break;
     case SL_PM_IALLREDUCE:
-        sl_train_coll_ok(sl_coll_iallreduce(t->comm, a, b, n, dt, SL_OP_SUM, &req), "iallreduce (calibration)");
+        sl_train_coll_ok(sl_coll_iallreduce(t->comm, a, a, n, dt, SL_OP_SUM, &req), "iallreduce (calibration)");
         break;
     case SL_PM_IREDUCE_SCATTER:
         sl_train_coll_ok(sl_coll_ireduce_scatter(t->comm, a, b, n, dt, SL_OP_SUM, &req), "ireduce_scatter (calibration)");
@@ -259,11 +273,9 @@ static void fit_op(const sl_train *t, sl_coll impl, sl_pm_op op, double lo, doub
     for (int i = 0; i < NSIZES; i++) {
         S[i] = floor(lo * pow(hi / lo, (double)i / (NSIZES - 1)) / (double)es) * (double)es;
         if (S[i] < (double)es) S[i] = (double)es;
-        tm[i] = INFINITY;
-        for (int r = 0; r < 3; r++) { /* one untimed, the best of two */
-            const double sec = time_op(t, op, a, b, (size_t)S[i]);
-            if (r > 0 && sec < tm[i]) tm[i] = sec;
-        }
+        double times[REPS + 1];
+        for (int r = 0; r <= REPS; r++) times[r] = time_op(t, op, a, b, (size_t)S[i]);
+        tm[i] = median_of(times + 1);
     }
     sl_k_free(t->be, a), sl_k_free(t->be, b);
     sl_fit_alpha_beta(S, tm, NSIZES, alpha, beta, &rel);
@@ -300,7 +312,7 @@ int train_predict(sl_train *t, sl_coll impl, int p2p, train_prediction *out)
     char *f = out->fit;
     size_t left = sizeof out->fit;
     for (int o = 0; o < SL_PM_NOPS; o++) {
-        if (!(hi[o] > 0) || t->size < 2) continue;
+        if (!(hi[o] > 0) || (o == SL_PM_P2P && t->size < 2)) continue; /* one rank's collectives copy */
         const double from = fmin(lo[o], hi[o] / 64);
         fit_op(t, p2p ? SL_COLL_MPI : impl, (sl_pm_op)o, from, hi[o], &p.alpha[o], &p.beta[o]);
         int w = snprintf(f, left, "%s%s %.1f us + %.3f GB/s", f == out->fit ? "" : "; ", sl_pm_op_name((sl_pm_op)o),
