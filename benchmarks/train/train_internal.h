@@ -82,6 +82,7 @@ void train_compute_replay(sl_train *t);
 typedef struct train_prediction {
     sl_pm_pred pred;  /* the slowest rank's */
     double bw;        /* element-wise bytes per second */
+    double calibration; /* seconds the measuring took (rank 0's): ~0 where all was cached */
     char fit[512];    /* alpha-beta of each operation used, for the row */
 } train_prediction;
 /* Measures what t's schedule needs (cached for the run) and predicts its step; 0 when the

@@ -291,6 +291,7 @@ int train_predict(sl_train *t, sl_coll impl, int p2p, train_prediction *out)
     if (!t->tech->schedule || sl_no_predict()) return 0;
     const int tracing = sl_trace_enabled();
     sl_trace_enable(0); /* the calibration is not part of the timeline */
+    const double c0 = sl_now();
     sl_pm_sched *s = malloc(sizeof *s);
     if (!s) SL_FATAL("out of memory for the step's schedule");
     sl_pm_init(s, t->dtype);
@@ -312,7 +313,9 @@ int train_predict(sl_train *t, sl_coll impl, int p2p, train_prediction *out)
     char *f = out->fit;
     size_t left = sizeof out->fit;
     for (int o = 0; o < SL_PM_NOPS; o++) {
-        if (!(hi[o] > 0) || (o == SL_PM_P2P && t->size < 2)) continue; /* one rank's collectives copy */
+        /* one rank: no peer to exchange with, and an in-place sum moves nothing (p.alpha and
+         * p.beta stay 0); its reduce-scatter and all-gather copy, and are fitted */
+        if (!(hi[o] > 0) || (t->size < 2 && (o == SL_PM_P2P || o == SL_PM_ALLREDUCE || o == SL_PM_IALLREDUCE))) continue;
         const double from = fmin(lo[o], hi[o] / 64);
         fit_op(t, p2p ? SL_COLL_MPI : impl, (sl_pm_op)o, from, hi[o], &p.alpha[o], &p.beta[o]);
         int w = snprintf(f, left, "%s%s %.1f us + %.3f GB/s", f == out->fit ? "" : "; ", sl_pm_op_name((sl_pm_op)o),
@@ -332,6 +335,8 @@ int train_predict(sl_train *t, sl_coll impl, int p2p, train_prediction *out)
     SL_CHECK_MPI(MPI_Bcast(v, 7, MPI_DOUBLE, top.r, t->ctx->comm));
     out->pred = (sl_pm_pred){v[0], v[1], v[2], v[3], v[4], v[5], v[6]};
     out->bw = p.bw;
+    out->calibration = sl_now() - c0;
+    SL_CHECK_MPI(MPI_Bcast(&out->calibration, 1, MPI_DOUBLE, 0, t->ctx->comm));
     sl_trace_enable(tracing);
     return 1;
 }
@@ -349,6 +354,7 @@ void train_prediction_row(const train_prediction *p, double step, sl_result *res
     sl_result_metric(res, "pred_exposed", p->pred.exposed, "s");
     sl_result_metric(res, "step_vs_pred", step / p->pred.step, "ratio");
     sl_result_metric(res, "pred_bw", p->bw / 1e9, "GB/s");
+    sl_result_metric(res, "pred_calibration", p->calibration, "s");
     sl_result_param_str(res, "pred_dominant", sl_pm_dominant(&p->pred));
     if (p->fit[0]) sl_result_param_str(res, "pred_fit", p->fit);
 }
