@@ -52,10 +52,11 @@ double train_gemm_seconds(sl_backend be, const sl_pm_gemm_shape *g, int reps, in
         sl_k_memset0(be, c, (size_t)g->m * g->n * sizeof(float));
         sl_k_sync(be);
     }
-    /* a small GEMM is timed over back-to-back calls, as a step runs its per-head ones: one call
-     * alone after a barrier pays the BLAS threads' wake-up, which calls in a row do not */
+    /* a GEMM under 2e8 FLOPs (a few ms) is timed over calls in a row, as a step runs its layers'
+     * and heads': one call alone after a barrier pays the BLAS threads' wake-up, which calls in a
+     * row do not, and a window of several ms spans the time slices a shared core is cut into */
     const double flops = active ? 2.0 * g->m * g->n * (double)g->k : 1;
-    const int calls = flops >= 2e7 ? 1 : flops * 100 <= 2e7 ? 100 : (int)ceil(2e7 / flops);
+    const int calls = flops >= 2e8 ? 1 : flops * 1000 <= 2e8 ? 1000 : (int)ceil(2e8 / flops);
     double best = INFINITY;
     for (int r = 0; r <= reps; r++) {
         SL_CHECK_MPI(MPI_Barrier(comm));

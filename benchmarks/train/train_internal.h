@@ -51,7 +51,7 @@ void train_phase_medians(const sl_train *t, int timed, MPI_Comm comm, double med
 double train_gemm_peak(const sl_train *t, int rows, char *shape, size_t len);
 /* The best of reps (at most 64) timings of GEMM g after an untimed one, the ranks of comm at
  * once (a barrier before each; a rank with active 0 only joins them): seconds of one call (a
- * GEMM under 2e7 FLOPs timed over up to 100 calls in a row); their median into *median (may be
+ * GEMM under 2e8 FLOPs timed over up to 1000 calls in a row); their median into *median (may be
  * NULL). */
 double train_gemm_seconds(sl_backend be, const sl_pm_gemm_shape *g, int reps, int active, MPI_Comm comm,
                           double *median);

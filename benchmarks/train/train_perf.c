@@ -279,7 +279,9 @@ static void fit_op(const sl_train *t, sl_coll impl, sl_pm_op op, double lo, doub
     }
     sl_k_free(t->be, a), sl_k_free(t->be, b);
     sl_fit_alpha_beta(S, tm, NSIZES, alpha, beta, &rel);
-    if (isnan(*alpha)) *alpha = 0, *beta = tm[NSIZES - 1] / S[NSIZES - 1];
+    /* no fit, or one that is not a cost (beta <= 0: on a loaded machine a larger size can time
+     * faster than a smaller one): the largest size's seconds per byte, with no alpha */
+    if (isnan(*alpha) || !(*beta > 0)) *alpha = 0, *beta = tm[NSIZES - 1] / S[NSIZES - 1];
     if (nfits < MAX_FITS) fits[nfits++] = (fit){impl, op, t->dtype, t->size, lo, hi, *alpha, *beta};
 }
 
