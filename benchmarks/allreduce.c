@@ -316,31 +316,6 @@ static long check(bench *b, unsigned k, double *worst, char *msg, size_t msglen)
 
 /* ---- the model ------------------------------------------------------------------------- */
 
-/* Least squares on relative error: minimise sum ((t_i - alpha - beta S_i) / t_i)^2, so that
- * microsecond latencies at small sizes weigh as much as milliseconds at large ones. */
-static void fit_alpha_beta(const double *S, const double *t, int n, double *alpha, double *beta,
-                           double *max_rel)
-{
-    double a11 = 0, a12 = 0, a22 = 0, b1 = 0, b2 = 0;
-    for (int i = 0; i < n; i++) {
-        double w = 1.0 / (t[i] * t[i]);
-        a11 += w; a12 += w * S[i]; a22 += w * S[i] * S[i];
-        b1 += w * t[i]; b2 += w * S[i] * t[i];
-    }
-    double det = a11 * a22 - a12 * a12;
-    if (n < 2 || det == 0) {
-        *alpha = *beta = *max_rel = NAN;
-        return;
-    }
-    *alpha = (b1 * a22 - b2 * a12) / det;
-    *beta = (a11 * b2 - a12 * b1) / det;
-    *max_rel = 0;
-    for (int i = 0; i < n; i++) {
-        double e = fabs(*alpha + *beta * S[i] - t[i]) / t[i];
-        if (e > *max_rel) *max_rel = e;
-    }
-}
-
 /* The analytic model of the ring, direct and torus (coll_ring.c, coll_direct.c, coll_torus.c):
  * the steps one operation takes one after the other, the messages each rank has in flight in a
  * step, and the bytes each rank sends as a fraction of S; 0 for the other implementations. The
@@ -825,7 +800,7 @@ static void summary(sl_ctx *ctx, series *ser, sl_comm **comms, double membw, dou
         series *s = &ser[i];
         if (!s->ran || s->n == 0) continue;
         double alpha, beta, maxrel;
-        fit_alpha_beta(s->S, s->t_lat, s->n, &alpha, &beta, &maxrel);
+        sl_fit_alpha_beta(s->S, s->t_lat, s->n, &alpha, &beta, &maxrel);
         /* Sizes at which this implementation had the lowest latency of those run. */
         char wins[160] = "";
         size_t wl = 0;

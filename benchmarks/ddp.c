@@ -304,6 +304,57 @@ static double bytes_model(const sl_train *t)
     return server > psi ? server : psi;
 }
 
+/* The step as the performance model reads it (perf_model.h): the gradient zeroed, each
+ * micro-batch's forward and backward, the buckets' all-reduces started after the backward of
+ * their lowest layer (the last micro-batch's) and waited for after backward, or one all-reduce
+ * of the whole gradient; then the optimizer on every element.
+ * ps, from the last worker's side, which waits longest: its forward and backward; its push,
+ * received by a server after the other workers' (each push one exchange of the shard, each
+ * added into the sum); the server's optimizer on its shard; the weights sent back to every
+ * worker in turn. With several servers each does this for its shard at once: the largest
+ * shard's. */
+static void schedule(const sl_train *t, sl_pm_sched *s)
+{
+    const replica *r = t->state;
+    const size_t n = t->m->nparams;
+    const int L = t->m->nlayers, rows = t->hi - t->lo;
+    if (t->variant == V_PS) {
+        size_t off, cnt;
+        server_shard(t, 0, &off, &cnt);
+        size_t lo, hi; /* the last worker's samples */
+        sl_share((size_t)t->global_batch, r->workers, r->workers - 1, &lo, &hi);
+        sl_pm_bytes(s, (double)n * sl_train_esize(t));
+        sl_pm_forward_backward(t, s, (int)(hi - lo));
+        for (int w = 0; w < r->workers; w++) {
+            sl_pm_comm(s, SL_PM_P2P, (double)cnt);
+            sl_pm_bytes(s, 3.0 * (double)cnt * sl_train_esize(t)); /* sl_k_add: two read, one written */
+        }
+        sl_pm_optimizer(t, s, cnt);
+        for (int w = 0; w < r->workers; w++) sl_pm_comm(s, SL_PM_P2P, (double)cnt);
+        return;
+    }
+    sl_pm_bytes(s, (double)n * sl_train_esize(t)); /* the gradient zeroed */
+    int ids[MAX_BUCKETS];
+    for (int k = 0; k < r->micro; k++) {
+        size_t lo, hi;
+        sl_share((size_t)rows, r->micro, k, &lo, &hi);
+        const int mb = (int)(hi - lo), last = k == r->micro - 1;
+        sl_pm_load(t, s, mb);
+        for (int l = 0; l < L; l++) sl_pm_layer_forward(t, s, l, mb);
+        sl_pm_loss(t, s, mb);
+        for (int l = L - 1; l >= 0; l--) {
+            sl_pm_layer_backward(t, s, l, mb);
+            for (int b = 0; last && t->variant == V_BUCKETED && b < r->nbuckets; b++)
+                if (r->buckets[b].l0 == l) ids[b] = sl_pm_start(s, SL_PM_IALLREDUCE, (double)r->buckets[b].count);
+        }
+    }
+    if (t->variant == V_BUCKETED)
+        for (int b = 0; b < r->nbuckets; b++) sl_pm_wait(s, ids[b]);
+    else
+        sl_pm_comm(s, SL_PM_ALLREDUCE, (double)n);
+    sl_pm_optimizer(t, s, n);
+}
+
 /* A replica holds the whole model, its gradients, its optimizer state and the activations of
  * one (micro-)batch. */
 static void memory_model(const sl_train *t, double bytes[SL_MEM_NCATS])
@@ -363,7 +414,7 @@ static void validate(sl_ctx *ctx)
 /* The precision, and the loss of the last step beside the serial f32 run's: what mixed
  * precision costs. */
 static const sl_column columns[] = {
-    SL_TRAIN_COLUMNS_RUN, SL_COL("dtype", "dtype", 5), SL_TRAIN_COLUMNS_STEP, SL_TRAIN_COLUMNS_BYTES,
+    SL_TRAIN_COLUMNS_RUN, SL_COL("dtype", "dtype", 5), SL_TRAIN_COLUMNS_STEP, SL_TRAIN_COLUMNS_PRED, SL_TRAIN_COLUMNS_BYTES,
     {"activ", "MB", "mem_activ", 8, 2, 1e-6}, SL_COL("buckets", "buckets", 7),
     {"loss", "", "final_loss", 10, 6, 0}, {"vs f32", "%", "loss_vs_f32", 8, 3, 100},
     SL_COL("skipped", "skipped_steps", 7),
@@ -401,6 +452,7 @@ static const sl_technique ddp = {
     .free = release,
     .memory_model = memory_model,
     .bytes_model = bytes_model,
+    .schedule = schedule,
     .row = row,
     .columns = columns,
     .ncolumns = (int)(sizeof columns / sizeof columns[0]),

@@ -532,6 +532,66 @@ static void gather_weights(sl_train *t, float *full)
 
 /* Models ---------------------------------------------------------------------------------- */
 
+/* The step as the performance model reads it (perf_model.h), in step()'s order. Stage 0: the
+ * gradient zeroed, forward, backward, one all-reduce, the optimizer on every element. Stage 1:
+ * the same backward, then layer by layer the gradient copied (padded) into the staging buffer,
+ * reduce-scattered and the slice copied back. Stages 2-3: backward into the buckets (each
+ * zeroed before its first layer, after the reduce-scatters that last used its buffer), a
+ * bucket's reduce-scatters started after its lowest layer's backward. Stage 3 gathers each use of
+ * a layer's parameters before it, the next use's first with --prefetch. Stages 1-2 then step their
+ * slice layer by layer and all-gather it back into the replica (copies around it). */
+static void schedule(const sl_train *t, sl_pm_sched *s)
+{
+    const zero *z = t->state;
+    const sl_mlp *m = t->m;
+    const int L = m->nlayers, rows = t->hi - t->lo, U = 2 * L;
+    const double es = (double)sl_train_esize(t);
+    int rs[SL_MLP_MAX_LAYERS], gather[2 * SL_MLP_MAX_LAYERS];
+    for (int u = 0; u < U; u++) gather[u] = -1;
+    if (z->stage < 2) sl_pm_bytes(s, (double)m->nparams * es);
+    sl_pm_load(t, s, rows);
+    for (int u = 0; u < U; u++) {
+        const int l = u < L ? u : U - 1 - u, backward = u >= L;
+        if (z->stage == 3) {
+            if (gather[u] < 0) gather[u] = sl_pm_start(s, SL_PM_IALLGATHER, (double)z->c[l]);
+            if (z->nslots > 1 && u + 1 < U) gather[u + 1] = sl_pm_start(s, SL_PM_IALLGATHER, (double)z->c[layer_of_use(t, u + 1)]);
+            sl_pm_wait(s, gather[u]);
+        }
+        if (!backward) {
+            sl_pm_layer_forward(t, s, l, rows);
+            if (l == L - 1) sl_pm_loss(t, s, rows);
+            continue;
+        }
+        const int b = z->stage >= 2 ? z->bucket_of[l] : 0;
+        if (z->stage >= 2 && l == z->bhi[b] - 1) {
+            if (b >= 2)
+                for (int k = z->blo[b - 2]; k < z->bhi[b - 2]; k++) sl_pm_wait(s, rs[k]);
+            sl_pm_bytes(s, (double)z->bucket_elems * es);
+        }
+        sl_pm_layer_backward(t, s, l, rows);
+        if (z->stage >= 2 && l == z->blo[b])
+            for (int k = z->blo[b]; k < z->bhi[b]; k++) rs[k] = sl_pm_start(s, SL_PM_IREDUCE_SCATTER, (double)z->c[k]);
+    }
+    if (z->stage >= 2)
+        for (int l = 0; l < L; l++) sl_pm_wait(s, rs[l]);
+    if (z->stage == 0) sl_pm_comm(s, SL_PM_ALLREDUCE, (double)m->nparams);
+    for (int l = 0; l < L && z->stage == 1; l++) {
+        const double size = (double)sl_mlp_layer_size(m, l), padded = (double)z->nd * (double)z->c[l];
+        sl_pm_bytes(s, (2 * size + (padded - size)) * es); /* the padded copy */
+        sl_pm_comm(s, SL_PM_IREDUCE_SCATTER, (double)z->c[l]);
+        sl_pm_bytes(s, 2.0 * (double)real_elems(m, z, l, z->r) * es);
+    }
+    for (int l = 0; l < L; l++) {
+        sl_pm_optimizer(t, s, z->stage == 0 ? sl_mlp_layer_size(m, l) : real_elems(m, z, l, z->r));
+        if (z->stage == 1 || z->stage == 2) {
+            const double size = (double)sl_mlp_layer_size(m, l), padded = (double)z->nd * (double)z->c[l];
+            sl_pm_bytes(s, (2 * size + (padded - size)) * es);
+            sl_pm_comm(s, SL_PM_IALLGATHER, (double)z->c[l]);
+            sl_pm_bytes(s, 2.0 * size * es);
+        }
+    }
+}
+
 /* Bytes per parameter of parameters, gradients and optimizer states: f32 4, 4, 4K; mixed
  * precision 2, 2 and 4 + 4K (the f32 master weights are an optimizer state: the paper's K = 12
  * with Adam). */
@@ -686,7 +746,7 @@ static void validate(sl_ctx *ctx)
 /* The run, the step, this rank's model states (measured, and by the formula), the bytes, the
  * check (the L2 error too: AdamW, the default, is checked in L2). */
 static const sl_column columns[] = {
-    SL_TRAIN_COLUMNS_RUN, SL_COL("dtype", "dtype", 5), SL_TRAIN_COLUMNS_STEP,
+    SL_TRAIN_COLUMNS_RUN, SL_COL("dtype", "dtype", 5), SL_TRAIN_COLUMNS_STEP, SL_TRAIN_COLUMNS_PRED,
     {"p+g+o", "MB", "mem_total", 8, 2, 1e-6}, {"formula", "MB", "mem_model_total", 8, 2, 1e-6},
     SL_TRAIN_COLUMNS_BYTES, SL_COL_ERROR("L2 err", "weight_l2_err", 9), SL_TRAIN_COLUMNS_CHECK,
 };
@@ -700,7 +760,7 @@ static sl_technique zero_technique = {
                 .default_iters = 10, .default_warmup = 2, .extra = zero_opts, .validate = validate},
     .variants = stage_names, .nvariants = NSTAGES, .variant_mask = &opt_stages,
     .setup = setup, .step = step, .weights = weights, .gather_weights = gather_weights, .free = release,
-    .memory_model = memory_model, .bytes_model = bytes_model, .row = row,
+    .memory_model = memory_model, .bytes_model = bytes_model, .schedule = schedule, .row = row,
     .sums_loss = 1, .mixed_variants = (1u << NSTAGES) - 1,
     .tol_mixed_sgd_max = {[SL_F16] = SL_TRAIN_TOL_MIXED_SGD_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_SGD_BF16},
     .tol_mixed_adamw_l2 = {[SL_F16] = SL_TRAIN_TOL_MIXED_ADAMW_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_ADAMW_BF16},

@@ -62,6 +62,12 @@ int sl_env_check(char *err, size_t len)
                  "phases, to measure what recording them costs) or 0 (record them)", v);
         return SL_EXIT_USAGE;
     }
+    v = getenv("SL_NO_PREDICT");
+    if (v && *v && strcmp(v, "0") != 0 && strcmp(v, "1") != 0) {
+        snprintf(err, len, "SL_NO_PREDICT '%.64s': expected 1 (the training programs neither "
+                 "calibrate nor predict the step) or 0 (predict it)", v);
+        return SL_EXIT_USAGE;
+    }
     return 0;
 }
 
@@ -74,5 +80,11 @@ int sl_test_corrupt(void)
 int sl_no_phases(void)
 {
     const char *v = getenv("SL_NO_PHASES");
+    return v && strcmp(v, "1") == 0;
+}
+
+int sl_no_predict(void)
+{
+    const char *v = getenv("SL_NO_PREDICT");
     return v && strcmp(v, "1") == 0;
 }

@@ -7,6 +7,7 @@
  *   OPENBLAS_NUM_THREADS  read by OpenBLAS, which reads garbage as 0 (its default, every core)
  *   SL_TEST_CORRUPT       the tests' switch that spoils one result so that a check must fail
  *   SL_NO_PHASES          the training programs' phase recording off (its cost, measured)
+ *   SL_NO_PREDICT         the training programs' step prediction (and its calibration) off
  * SL_TEST_SLOWDOWN is checked by sl_slowdown_init (sl_slowdown.h), SL_COLL_SEGMENT,
  * SL_COLL_RANKS_PER_NODE and SL_COLL_STAGE by sl_init with the communication layer's parsers.
  */
@@ -29,5 +30,10 @@ int sl_test_corrupt(void);
  * sl_train_span do nothing), so that a step with them can be timed against one without: the
  * phase timers' own cost. Checked by sl_env_check: 0, 1 or unset. */
 int sl_no_phases(void);
+
+/* SL_NO_PREDICT=1: the training programs neither calibrate nor predict the step (the rows say
+ * params.predict "off"): tests that do not read the prediction save the calibration's time.
+ * Checked by sl_env_check: 0, 1 or unset. */
+int sl_no_predict(void);
 
 #endif

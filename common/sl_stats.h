@@ -53,4 +53,9 @@ void sl_stats_slowest_rank(const double *local, double *out, int n, MPI_Comm com
  * min, median, ... over each iteration's slowest rank, and rank_mean over the same samples. */
 void sl_stats_over_ranks(const double *local, int n, MPI_Comm comm, sl_stats *s);
 
+/* t = alpha + beta * S fitted to n points by least squares on the relative error, so that
+ * microsecond latencies at small sizes weigh as much as milliseconds at large ones; *max_rel is
+ * the largest relative error of the fit at the points. Fewer than 2 distinct sizes: NAN. */
+void sl_fit_alpha_beta(const double *S, const double *t, int n, double *alpha, double *beta, double *max_rel);
+
 #endif

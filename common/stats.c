@@ -88,3 +88,26 @@ void sl_stats_over_ranks(const double *local, int n, MPI_Comm comm, sl_stats *s)
     SL_CHECK_MPI(MPI_Allreduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, comm));
     s->rank_mean = sum / nranks;
 }
+
+/* minimise sum ((t_i - alpha - beta S_i) / t_i)^2: the normal equations of the weighted fit */
+void sl_fit_alpha_beta(const double *S, const double *t, int n, double *alpha, double *beta, double *max_rel)
+{
+    double a11 = 0, a12 = 0, a22 = 0, b1 = 0, b2 = 0;
+    for (int i = 0; i < n; i++) {
+        double w = 1.0 / (t[i] * t[i]);
+        a11 += w; a12 += w * S[i]; a22 += w * S[i] * S[i];
+        b1 += w * t[i]; b2 += w * S[i] * t[i];
+    }
+    double det = a11 * a22 - a12 * a12;
+    if (n < 2 || det == 0) {
+        *alpha = *beta = *max_rel = NAN;
+        return;
+    }
+    *alpha = (b1 * a22 - b2 * a12) / det;
+    *beta = (a11 * b2 - a12 * b1) / det;
+    *max_rel = 0;
+    for (int i = 0; i < n; i++) {
+        double e = fabs(*alpha + *beta * S[i] - t[i]) / t[i];
+        if (e > *max_rel) *max_rel = e;
+    }
+}

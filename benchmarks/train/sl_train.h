@@ -34,6 +34,7 @@
 #include "loss_scale.h"
 #include "mlp.h"
 #include "mlp_mixed.h"
+#include "perf_model.h"
 #include "scalelab.h"
 #include "sl_coll.h"
 #include "train_ref.h"
@@ -202,6 +203,11 @@ typedef struct sl_technique {
      * rank sends per step. Either may be NULL. */
     void (*memory_model)(const sl_train *t, double bytes[SL_MEM_NCATS]);
     double (*bytes_model)(const sl_train *t);
+    /* The step as the performance model reads it (perf_model.h; train_perf.c's helpers below):
+     * this rank's GEMMs, element-wise bytes and communication, in the order its step runs them.
+     * The row then carries the step predicted from primitives measured in the run beside the
+     * step measured (pred_step, step_vs_pred). May be NULL: no prediction. */
+    void (*schedule)(const sl_train *t, sl_pm_sched *s);
     /* The technique's own parameters and metrics of the row. May be NULL. */
     void (*row)(sl_train *t, sl_result *r);
 
@@ -270,6 +276,8 @@ typedef struct sl_technique {
     {"comm", "ms", "comm", 9, 2, 1e3}, {"exposed", "ms", "exposed_comm", 9, 2, 1e3},                \
     {"overlap", "%", "overlap", 8, 1, 100}, {"samples/s", "", "samples_per_s", 11, 1, 0},          \
     {"eff", "%", "scaling_eff", 7, 1, 100}
+/* The step predicted from the run's primitives (a technique with .schedule; n/a without it). */
+#define SL_TRAIN_COLUMNS_PRED {"pred", "ms", "pred_step", 9, 2, 1e3}
 #define SL_TRAIN_COLUMNS_BYTES                                                                      \
     {"model", "MB/step", "bytes_model", 8, 2, 1e-6}, {"sent", "MB/step", "bytes_sent", 8, 2, 1e-6}
 #define SL_TRAIN_COLUMNS_CHECK SL_COL_ERROR("error", "weight_rel_err", 10), SL_COL_CHECK(7)
@@ -596,6 +604,28 @@ const float *sl_replica_weights(const sl_train *t, const sl_replica *r, size_t *
 sl_mlp_bytes sl_replica_memory(const sl_train *t, int rows);
 /* The same as a technique's memory_model gives it (bytes[SL_MEM_PARAMS .. SL_MEM_ACTIV]). */
 void sl_replica_memory_model(const sl_train *t, int rows, double bytes[SL_MEM_NCATS]);
+
+/* The step as the performance model reads it (train_perf.c) --------------------------------
+ *
+ * A technique's .schedule states its step with these, in its step's order, and with
+ * perf_model.h's sl_pm_start / sl_pm_wait / sl_pm_comm for what it communicates (counts of
+ * t->dtype elements, as sl_coll_* takes them). The layers' GEMMs are the model's own (the MLP's
+ * Linear layers; the GPT's four linears a block, its attention core as per-head GEMMs, its head),
+ * in the run's dtype: a forward's one per linear, a backward's two (dW, accumulated, and dx, none
+ * for the first layer); element-wise work is counted as the bytes its kernels read and write. */
+
+/* Loading `rows` samples: the batch's bytes (phase data). */
+void sl_pm_load(const sl_train *t, sl_pm_sched *s, int rows);
+/* Layer l's forward, and backward, on `rows` samples (the GPT's last layer: its loss too). */
+void sl_pm_layer_forward(const sl_train *t, sl_pm_sched *s, int l, int rows);
+void sl_pm_layer_backward(const sl_train *t, sl_pm_sched *s, int l, int rows);
+/* The loss's element-wise work on `rows` samples (none for the GPT: its last layer's). */
+void sl_pm_loss(const sl_train *t, sl_pm_sched *s, int rows);
+/* The load, forward, loss and backward of every layer on `rows` samples. */
+void sl_pm_forward_backward(const sl_train *t, sl_pm_sched *s, int rows);
+/* The optimizer step on n elements (16 bits: the unscale and the cast back too). */
+void sl_pm_optimizer(const sl_train *t, sl_pm_sched *s, size_t n);
+
 /* Helpers ------------------------------------------------------------------------------- */
 
 /* A technique's check that trains a reference of its own after the run (checkpointing's

@@ -1,4 +1,5 @@
-/* train_gemm_peak.c — the GEMM rate this run's ranks reach at the model's largest GEMM,
+/* train_gemm_peak.c — the GEMM rate this run's ranks reach at the model's largest GEMM (and the
+ * timing of one GEMM shape that the step's prediction calibrates each of its shapes with),
  * measured in the run, every rank at once as during its steps: the ceiling a training row's
  * tflops is read against (gemm_frac = tflops / gemm_peak). A step is its GEMMs and the
  * element-wise work between them (softmax, layer norm, GELU, the optimizer); a step near the
@@ -30,6 +31,52 @@ typedef struct cached { /* a rate measured, by dtype and shape */
     double rate;
 } cached;
 
+/* Seconds of one call of g (its operands filled, the product f32 as the layers' is), the best of
+ * reps after one untimed call, every rank of comm at once: a barrier before each call, so that
+ * the ranks share the machine as in their steps. A rank with active 0 only joins the barriers. */
+double train_gemm_seconds(sl_backend be, const sl_pm_gemm_shape *g, int reps, int active, MPI_Comm comm,
+                          double *median)
+{
+    double times[64];
+    if (reps > 64) reps = 64;
+    void *a = NULL, *b = NULL;
+    float *c = NULL;
+    const int lda = active ? (g->ta ? g->m : g->k) : 0, ldb = active ? (g->tb ? g->k : g->n) : 0;
+    if (active) {
+        const size_t es = sl_dtype_size(g->dt);
+        a = sl_k_malloc(be, SL_MEM_OTHER, (size_t)g->m * g->k * es);
+        b = sl_k_malloc(be, SL_MEM_OTHER, (size_t)g->k * g->n * es);
+        c = sl_k_malloc(be, SL_MEM_OTHER, (size_t)g->m * g->n * sizeof(float));
+        sl_k_fill(be, g->dt, (size_t)g->m * g->k, a, 0.5f);
+        sl_k_fill(be, g->dt, (size_t)g->k * g->n, b, 0.25f);
+        sl_k_memset0(be, c, (size_t)g->m * g->n * sizeof(float));
+        sl_k_sync(be);
+    }
+    /* a GEMM under 2e8 FLOPs (a few ms) is timed over calls in a row, as a step runs its layers'
+     * and heads': one call alone after a barrier pays the BLAS threads' wake-up, which calls in a
+     * row do not, and a window of several ms spans the time slices a shared core is cut into */
+    const double flops = active ? 2.0 * g->m * g->n * (double)g->k : 1;
+    const int calls = flops >= 2e8 ? 1 : flops * 1000 <= 2e8 ? 1000 : (int)ceil(2e8 / flops);
+    double best = INFINITY;
+    for (int r = 0; r <= reps; r++) {
+        SL_CHECK_MPI(MPI_Barrier(comm));
+        if (!active) continue;
+        const double t0 = sl_now();
+        for (int i = 0; i < calls; i++)
+            sl_k_gemm(be, g->ta, g->tb, g->m, g->n, g->k, 1.0f, a, lda, b, ldb, (float)g->beta, c, g->n, g->dt, SL_F32);
+        sl_k_sync(be);
+        const double dt = (sl_now() - t0) / calls;
+        if (r > 0) times[r - 1] = dt, best = dt < best ? dt : best;
+    }
+    if (active) sl_k_free(be, a), sl_k_free(be, b), sl_k_free(be, c);
+    if (median) {
+        sl_stats st;
+        sl_stats_compute(times, active ? reps : 0, &st);
+        *median = active ? st.median : INFINITY;
+    }
+    return best;
+}
+
 double train_gemm_peak(const sl_train *t, int rows, char *shape, size_t len)
 {
     static cached seen[16];
@@ -47,22 +94,8 @@ double train_gemm_peak(const sl_train *t, int rows, char *shape, size_t len)
     if (all >= 0) return seen[mine].rate;
     /* operands in the run's dtype, the product in f32 (the 16-bit layers' GEMMs: f32 accumulation
      * into an f32 product before the bias and the cast) */
-    const size_t es = sl_train_esize(t);
-    void *a = sl_k_malloc(t->be, SL_MEM_OTHER, (size_t)n * k * es), *b = sl_k_malloc(t->be, SL_MEM_OTHER, (size_t)mm * k * es);
-    float *c = sl_k_malloc(t->be, SL_MEM_OTHER, (size_t)n * mm * sizeof(float));
-    sl_k_fill(t->be, t->dtype, (size_t)n * k, a, 0.5f);
-    sl_k_fill(t->be, t->dtype, (size_t)mm * k, b, 0.25f);
-    sl_k_sync(t->be);
-    SL_CHECK_MPI(MPI_Barrier(t->ctx->comm));
-    double best = INFINITY;
-    for (int r = 0; r < REPS; r++) {
-        const double t0 = sl_now();
-        sl_k_gemm(t->be, 0, 1, n, mm, k, 1.0f, a, k, b, k, 0.0f, c, mm, t->dtype, SL_F32);
-        sl_k_sync(t->be);
-        const double dt = sl_now() - t0;
-        if (r > 0 && dt < best) best = dt;
-    }
-    sl_k_free(t->be, a), sl_k_free(t->be, b), sl_k_free(t->be, c);
+    const sl_pm_gemm_shape g = {.ta = 0, .tb = 1, .m = n, .n = mm, .k = k, .beta = 0, .dt = t->dtype};
+    const double best = train_gemm_seconds(t->be, &g, REPS - 1, 1, t->ctx->comm, NULL);
     double rate = 2.0 * n * mm * (double)k / best / 1e12, sum = 0;
     SL_CHECK_MPI(MPI_Allreduce(&rate, &sum, 1, MPI_DOUBLE, MPI_SUM, t->ctx->comm));
     if (mine < 0 && nseen < (int)(sizeof seen / sizeof *seen)) seen[nseen++] = (cached){t->dtype, n, mm, k, sum};

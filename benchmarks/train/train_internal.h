@@ -2,6 +2,7 @@
 #ifndef SL_TRAIN_INTERNAL_H
 #define SL_TRAIN_INTERNAL_H
 
+#include "perf_model.h"
 #include "sl_train.h"
 
 /* The f32 loss (train_step.c): MSE against y of the model output a->x[nlayers], normalised over
@@ -48,6 +49,12 @@ void train_phase_medians(const sl_train *t, int timed, MPI_Comm comm, double med
  * GEMM on `rows` samples in the run's dtype, measured now on every rank at once (cached per dtype
  * and shape); its shape n x m x k into shape. Collective over the world (train_gemm_peak.c). */
 double train_gemm_peak(const sl_train *t, int rows, char *shape, size_t len);
+/* The best of reps (at most 64) timings of GEMM g after an untimed one, the ranks of comm at
+ * once (a barrier before each; a rank with active 0 only joins them): seconds of one call (a
+ * GEMM under 2e8 FLOPs timed over up to 1000 calls in a row); their median into *median (may be
+ * NULL). */
+double train_gemm_seconds(sl_backend be, const sl_pm_gemm_shape *g, int reps, int active, MPI_Comm comm,
+                          double *median);
 
 /* The one-rank run behind scaling_eff: what it measured and the work it did, for the row. */
 typedef struct train_baseline {
@@ -70,6 +77,20 @@ void train_compute_validate(sl_ctx *ctx);
 void train_compute_before_step(sl_train *t);
 void train_compute_after_step(sl_train *t);
 void train_compute_replay(sl_train *t);
+
+/* The step predicted from primitives measured in the run (train_perf.c). */
+typedef struct train_prediction {
+    sl_pm_pred pred;  /* the slowest rank's */
+    double bw;        /* element-wise bytes per second */
+    double calibration; /* seconds the measuring took (rank 0's): ~0 where all was cached */
+    char fit[512];    /* alpha-beta of each operation used, for the row */
+} train_prediction;
+/* Measures what t's schedule needs (cached for the run) and predicts its step; 0 when the
+ * technique states no schedule or SL_NO_PREDICT=1. Collective over the world, after the timed
+ * steps (its operations are not in the row's bytes). p2p: the variant communicates point to point. */
+int train_predict(sl_train *t, sl_coll impl, int p2p, train_prediction *out);
+/* The row's pred_* fields and step_vs_pred (measured step / predicted), or params.predict "off". */
+void train_prediction_row(const train_prediction *p, double step, sl_result *res);
 
 /* Runs variant `variant` over collective impl on the world and emits its row; baselines[v]
  * caches variant v's one-rank run. */

@@ -6,6 +6,7 @@
 
 #include "gpt_shape.h"
 #include "sl_compute.h"
+#include "sl_env_check.h"
 #include "train_internal.h"
 
 static int data_ranks_of(const sl_technique *tech, int variant, int nranks)
@@ -303,6 +304,9 @@ void train_run_variant(sl_ctx *ctx, const sl_technique *tech, int variant, sl_dt
     train_phase_medians(&t, (int)ctx->opt.iters, ctx->comm, med, &used);
     train_compute_replay(&t); /* sleep mode: the weights the check and the row read */
 
+    train_prediction pred; /* after the bytes were counted: its sweep sends too */
+    const int predicted = train_predict(&t, impl, p2p, &pred);
+
     train_check c = {0};
     if (ctx->opt.check) c = train_check_run(&t);
 
@@ -328,6 +332,7 @@ void train_run_variant(sl_ctx *ctx, const sl_technique *tech, int variant, sl_dt
                      "times as fast as one rank",
                 tech->variants[variant], res.collective, 100 * one->step / (P * st.median), P, P);
     sl_result_metric(&res, "mem_device_used", dev_used >= 0 ? (double)dev_used : NAN, "bytes");
+    if (predicted || (tech->schedule && sl_no_predict())) train_prediction_row(&pred, st.median, &res);
     if (tech->row) tech->row(&t, &res);
     if (t.scaled) { /* the training layer's loss scaler took the steps (train_precision.c) */
         sl_result_param_str(&res, "precision", "mixed");

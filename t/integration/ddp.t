@@ -3,7 +3,8 @@
 # check, which this test requires to pass in every row), and in f16 and bf16 too on 2-4 ranks,
 # sending exactly half of f32's bytes; uneven strong-scaling splits; one rank's overflow skips
 # the step on all; bad inputs exit 2; --trace shows communication beside compute; exposed <= comm
-# and the error column prints 3 significant digits; a diverged AdamW run fails its check.
+# and the error column prints 3 significant digits; every row's predicted step and its arithmetic
+# (SL_NO_PREDICT=1 leaves it out); a diverged AdamW run fails its check.
 . "$(dirname "$0")/../lib/common.sh"
 out=$(tmpdir)
 trap 'rm -rf "$out"' EXIT
@@ -40,7 +41,25 @@ for np in 1 2 3 4; do
   ok $? "np=$np: rows pass and carry the step breakdown"
   python3 "$top/t/lib/train_rows.py" phases "$out/np$np/ddp.jsonl"
   ok $? "np=$np: exposed_comm <= comm in every row"
+  python3 "$top/t/lib/train_rows.py" pred "$out/np$np/ddp.jsonl" sync=allreduce bucketed=iallreduce accum=allreduce ps=p2p
+  ok $? "np=$np: every row carries the predicted step, pred_step = pred_compute + pred_exposed, and fits the operations its variant issues"
 done
+
+# SL_NO_PREDICT=1: no calibration, no pred_* fields, params.predict "off"; a bad value is exit 2
+# shellcheck disable=SC2086
+SL_NO_PREDICT=1 launch 2 ddp $small --variants sync --batch 5 -o "$out/nopred" >"$out/nopred.txt" 2>&1
+ok $? "SL_NO_PREDICT=1: ddp exits 0"
+python3 - "$out/nopred/ddp.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+bad = [r["variant"] for r in rows if r["params"].get("predict") != "off" or any(k.startswith("pred_") or k == "step_vs_pred" for k in r["metrics"])]
+sys.exit(1 if bad or not rows else 0)
+PY
+ok $? "SL_NO_PREDICT=1: rows say params.predict off and carry no pred_* field"
+SL_NO_PREDICT=yes launch 1 ddp $small -o "$out/badpred" >"$out/badpred.txt" 2>"$out/badpred.err"
+rc=$?
+[ $rc = 2 ] && [ "$(grep -c 'SL_NO_PREDICT' "$out/badpred.err")" = 1 ] && [ ! -e "$out/badpred" ]
+ok $? "SL_NO_PREDICT=yes: exit 2 with one line naming it (rc=$rc)"
 
 python3 - "$out/np4/ddp.jsonl" <<'PY'
 import json, sys

@@ -5,7 +5,8 @@
 # (padded shards; 16 bits: the paper's 2 + 2 + 12 bytes per parameter) exactly, and the
 # communication buffers == the ones the row lists; the ring's bytes per step == the model, and
 # 16-bit bytes == half of f32's; --precision mixed is -d f16; the analytic table on the paper's
-# example; one rank's overflow skips the step on all; exposed <= comm and the error columns print
+# example; one rank's overflow skips the step on all; exposed <= comm, the predicted step's
+# arithmetic and the operations its schedule names and the error columns print
 # 3 significant digits; AdamW's default learning rate trains a model that 0.01 diverges on, and a
 # diverged reference fails the check; usage errors exit 2.
 . "$(dirname "$0")/../lib/common.sh"
@@ -80,6 +81,9 @@ for np in 1 2 3 4; do
   ok $? "np=$np: memory == formula (padded shards; 16 bits: 2 + 2 + 12 bytes) + listed buffers, exactly; ring bytes == model; 16-bit bytes == half of f32's"
   python3 "$top/t/lib/train_rows.py" phases "$out/np$np/zero.jsonl"
   ok $? "np=$np: exposed_comm <= comm in every row"
+  python3 "$top/t/lib/train_rows.py" pred "$out/np$np/zero.jsonl" stage0=allreduce \
+    stage1=ireduce_scatter,iallgather stage2=ireduce_scatter,iallgather stage3=ireduce_scatter,iallgather
+  ok $? "np=$np: every row carries the predicted step, pred_step = pred_compute + pred_exposed, and fits the operations its stage issues"
 done
 
 # SGD is the stricter check (max element, 1e-4); stage 3 without prefetch, uneven strong split.

@@ -4,6 +4,12 @@
     train_rows.py phases FILE.jsonl
         in every row that has both: exposed_comm <= comm (exposed is the part of comm the step
         waited for), compared as the row's exact doubles
+    train_rows.py pred FILE.jsonl VARIANT=OP,OP...
+        every row carries the predicted step (benchmarks/train/perf_model.h) and its arithmetic
+        holds: pred_step = pred_compute + pred_exposed, pred_gemm <= pred_compute, pred_exposed
+        <= pred_comm, step_vs_pred = the median step / pred_step; on 2 ranks or more pred_fit
+        names exactly the operations given for the row's variant (none given: not checked), and
+        on one rank no all-reduce (in place on one rank it moves nothing)
     train_rows.py cells TABLE.txt FILE.jsonl TITLE=KEY...
         the stdout table's column TITLE shows each row's metric KEY to 3 significant digits
         (an error of 0.004 read against a bound of 1e-3 must not print as "0.00")
@@ -21,6 +27,37 @@ def phases(path):
         comm, exposed = (m.get(k, {}).get("value") for k in ("comm", "exposed_comm"))
         if comm is not None and exposed is not None and not exposed <= comm:
             bad.append(f"{r['variant']}/{r['collective']}/{r['dtype']}: exposed_comm {exposed!r} > comm {comm!r}")
+    return bad
+
+
+def pred(path, specs):
+    ops = dict(spec.split("=", 1) for spec in specs)
+    bad = []
+    for r in map(json.loads, open(path)):
+        name = f"{r['variant']}/{r['collective']}/{r['dtype']}"
+        m, p = r["metrics"], r["params"]
+        v = {k: m.get(k, {}).get("value") for k in
+             ("pred_step", "pred_compute", "pred_gemm", "pred_comm", "pred_exposed", "step_vs_pred", "pred_bw")}
+        if any(x is None for x in v.values()):
+            bad.append(f"{name}: missing {[k for k, x in v.items() if x is None]}")
+            continue
+        close = lambda a, b: abs(a - b) <= 1e-9 * max(abs(a), abs(b))
+        if not (v["pred_step"] > 0 and close(v["pred_step"], v["pred_compute"] + v["pred_exposed"])):
+            bad.append(f"{name}: pred_step {v['pred_step']!r} != pred_compute + pred_exposed")
+        if not (0 < v["pred_gemm"] <= v["pred_compute"] and v["pred_exposed"] <= v["pred_comm"] + 1e-9 * v["pred_step"]):
+            bad.append(f"{name}: pred_gemm {v['pred_gemm']!r}, pred_compute {v['pred_compute']!r}, "
+                       f"pred_exposed {v['pred_exposed']!r}, pred_comm {v['pred_comm']!r}")
+        if not close(v["step_vs_pred"], r["time"]["median"] / v["pred_step"]):
+            bad.append(f"{name}: step_vs_pred {v['step_vs_pred']!r} != median / pred_step")
+        if p.get("pred_dominant") not in ("gemm", "elementwise", "exposed_comm", "idle"):
+            bad.append(f"{name}: pred_dominant {p.get('pred_dominant')!r}")
+        want = ops.get(r["variant"])
+        got = sorted(part.split(" ")[0] for part in p.get("pred_fit", "").split("; ") if part)
+        if r["ranks"] == 1 and {"allreduce", "iallreduce", "p2p"} & set(got):
+            bad.append(f"{name}: one rank fits {got}")
+        if want is not None and r["ranks"] > 1:
+            if got != sorted(want.split(",")):
+                bad.append(f"{name}: pred_fit fits {got}, the schedule's operations are {sorted(want.split(','))}")
     return bad
 
 
@@ -61,6 +98,8 @@ def cells(table, path, pairs):
 def main(argv):
     if len(argv) == 2 and argv[0] == "phases":
         bad = phases(argv[1])
+    elif len(argv) >= 2 and argv[0] == "pred":
+        bad = pred(argv[1], argv[2:])
     elif len(argv) >= 4 and argv[0] == "cells":
         bad = cells(argv[1], argv[2], argv[3:])
     else:
