@@ -265,6 +265,13 @@ static void row(sl_train *t, sl_result *res)
     }
     const int same = none_coll && !strcmp(none_coll, res->collective) && !strcmp(none_dtype, res->dtype);
     sl_result_metric(res, "overhead", same ? res->time.median / none_time - 1 : NAN, "fraction");
+    /* The regression gate's figure (docs/ci-gate.md): the resident run's step over this one's,
+     * both measured in this run, so the machine's speed cancels out of it. An offloading row
+     * only, and only where none fitted beside it (1: offloading costs nothing). */
+    if (same && t->variant != V_NONE) {
+        sl_result_metric(res, "vs_none", none_time / res->time.median, "ratio");
+        sl_result_gate(res, "vs_none");
+    }
 }
 
 static void validate(sl_ctx *ctx)

@@ -7,7 +7,7 @@
 # 16 bits move exactly half the MLP's f32 bytes (the GPT's: all but its int32 tokens, f32
 # layer-norm moments and f32 head weight gradient); one and two ranks (data-parallel replicas,
 # -C mpi,ring); a --device-mem too small for none (or for anything) gives "does not fit" rows,
-# exit 0. The conv stack (--model conv, vdnn's own loop): every policy (none, all, conv;
+# exit 0; offloading rows gate vs_none (none's step over theirs). The conv stack (--model conv, vdnn's own loop): every policy (none, all, conv;
 # prefetch 0 and 1) passes, its peak bytes by category and bytes moved from closed forms, in
 # f16/bf16 half of f32's. Usage errors exit 2.
 . "$(dirname "$0")/../lib/common.sh"
@@ -110,6 +110,22 @@ ok $? "gpt -d f32,f16,bf16: closed forms in every dtype (rc=$rc2; $gotg)"
 every="all/pf0/bf16:ran all/pf0/f16:ran all/pf0/f32:ran all/pf1/bf16:ran all/pf1/f16:ran all/pf1/f32:ran none/bf16:ran none/f16:ran none/f32:ran"
 [ $rc = 0 ] && [ $rc2 = 0 ] && [ "$got" = "$every" ] && [ "$gotg" = "$every" ]
 ok $? "mlp and gpt: every variant ran and passed in f32, f16 and bf16, exit 0"
+# The regression gate's figure: every offloading row gates vs_none, none's step over its own in
+# the same dtype (both timed in this run); none gates nothing.
+python3 - "$out/half/vdnn.jsonl" "$out/gpt/vdnn.jsonl" <<'PY'
+import json, sys
+for f in sys.argv[1:]:
+    rows = [json.loads(l) for l in open(f)]
+    step = {(r["variant"], r["dtype"]): r["time"]["median"] for r in rows}
+    for r in rows:
+        if r["variant"] == "none":
+            assert r.get("gate") in (None, "") and "vs_none" not in r["metrics"], r
+        else:
+            want = step[("none", r["dtype"])] / r["time"]["median"]
+            got = r["metrics"]["vs_none"]["value"]
+            assert r["gate"] == "vs_none" and abs(got - want) <= 1e-9 * want, (r["variant"], got, want)
+PY
+ok $? "offloading rows gate vs_none = none's step / theirs; none gates nothing"
 python3 - "$out/half/vdnn.jsonl" "$out/gpt/vdnn.jsonl" <<'PY'
 import json, sys
 bad, n = [], 0
