@@ -265,9 +265,12 @@ CHECK_PAR := $(CHECK_FIRST:%=t/integration/%.t) \
 # test files' subject is not that code: the scripts (compare, report, validate, pairs, gpu-check,
 # sl-launch, run_all.sh, install, Slurm and two-host launching) and the SimGrid build, which is
 # never sanitized. Their outcome is the same in both passes, so only make check runs them; the C
-# programs they start are run under the sanitizers by the programs' own test files.
+# programs they start are run under the sanitizers by the programs' own test files. The same holds
+# for two of the documentation's: docs (the README's and docs/'s commands, run_all.sh --quick
+# among them) and lab_sheet_counts (the figures the lab sheets quote); labs.t, which runs every
+# lab sheet command and so the widest range of options, runs in both.
 CHECK_NOT_SANITIZED := simulate gate gate_confirm compare report_html schema scripts_hardening deps \
-  gpu_check pairs pairs_schedule slurm install run_all launch two_hosts
+  gpu_check pairs pairs_schedule slurm install run_all launch two_hosts docs lab_sheet_counts
 CHECK_FILES := $(if $(filter 1,$(SANITIZE)),\
   $(filter-out $(CHECK_NOT_SANITIZED:%=t/integration/%.t),$(sort $(wildcard t/integration/*.t))) \
   $(sort $(wildcard t/unit/*.t)),-r t/)

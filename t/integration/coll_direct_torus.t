@@ -9,6 +9,9 @@
 # The collectives' own exactness is coll.t's (test_coll on 1..9 ranks), allreduce's is
 # allreduce.t's.
 . "$(dirname "$0")/../lib/common.sh"
+# The step's prediction and its calibration are ddp.t's and zero.t's to test; here they would only
+# cost time (every dtype x collective's GEMMs and alpha-beta sweep, seconds under the sanitizers).
+export SL_NO_PREDICT=1
 out=$(tmpdir)
 trap 'rm -rf "$out"' EXIT
 small="--layers 3 --width 48 --inputs 12 --outputs 5 --bucket-mb 0.004 --accum 3 -n 2 -w 1 --baseline 0 --batch 5"
