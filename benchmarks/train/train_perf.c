@@ -337,9 +337,14 @@ int train_predict(sl_train *t, sl_coll impl, int p2p, train_prediction *out)
          * p.beta stay 0); its reduce-scatter and all-gather copy, and are fitted */
         if (!(hi[o] > 0) || (t->size < 2 && (o == SL_PM_P2P || o == SL_PM_ALLREDUCE || o == SL_PM_IALLREDUCE))) continue;
         const double from = fmin(lo[o], hi[o] / 64);
-        fit_op(t, p2p ? SL_COLL_MPI : impl, (sl_pm_op)o, from, hi[o], &p.alpha[o], &p.beta[o]);
-        int w = snprintf(f, left, "%s%s %.1f us + %.3f GB/s", f == out->fit ? "" : "; ", sl_pm_op_name((sl_pm_op)o),
-                         p.alpha[o] * 1e6, 1e-9 / p.beta[o]);
+        /* --calibration: an all-reduce's alpha-beta from the allreduce run's rows */
+        sl_dtype rows_dt = t->dtype;
+        const int given = sl_train_opt.calibration && !p2p && (o == SL_PM_ALLREDUCE || o == SL_PM_IALLREDUCE) &&
+                          train_calibration_fit(impl, t->dtype, from, hi[o], &p.alpha[o], &p.beta[o], &rows_dt);
+        if (!given) fit_op(t, p2p ? SL_COLL_MPI : impl, (sl_pm_op)o, from, hi[o], &p.alpha[o], &p.beta[o]);
+        int w = snprintf(f, left, "%s%s %.1f us + %.3f GB/s%s%s%s", f == out->fit ? "" : "; ",
+                         sl_pm_op_name((sl_pm_op)o), p.alpha[o] * 1e6, 1e-9 / p.beta[o],
+                         given ? " (--calibration, " : "", given ? sl_dtype_name(rows_dt) : "", given ? " rows)" : "");
         if (w > 0 && (size_t)w < left) f += w, left -= (size_t)w;
     }
     /* On the cpu backend nothing progresses a collective but the calls of the rank that started
@@ -376,6 +381,7 @@ void train_prediction_row(const train_prediction *p, double step, sl_result *res
     sl_result_metric(res, "pred_gemm", p->pred.gemm, "s");
     sl_result_metric(res, "pred_comm", p->pred.comm, "s");
     sl_result_metric(res, "pred_exposed", p->pred.exposed, "s");
+    sl_result_metric(res, "pred_idle", p->pred.idle, "s");
     sl_result_metric(res, "step_vs_pred", step / p->pred.step, "ratio");
     sl_result_metric(res, "pred_bw", p->bw / 1e9, "GB/s");
     sl_result_metric(res, "pred_calibration", p->calibration, "s");
