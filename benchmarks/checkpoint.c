@@ -603,9 +603,46 @@ static void validate(sl_ctx *ctx)
             budget_bytes, opt_budget ? "" : " (a quarter of store-all's, or the least any plan needs if more; --budget BYTES)", plan,
             model_peak(&m, dt, rows, &budget, 0), es == 4 && (ctx->opt.dtypes & ~(1u << SL_F32)) ? " in f32 (16 bits plan for their own bytes)" : "");
 }
+/* The step as the performance model reads it (perf_model.h), in pass()'s order: the forward of
+ * every layer, the loss, then from the top each segment's backward, every segment but the last
+ * preceded by its forward again from its checkpoint (the recomputed GEMMs are stated a second
+ * time, as they are run). Selective: every block's attention core (the per-head score and
+ * att·V GEMMs and the softmax) again before the block's backward. Then the replicas' all-reduce
+ * and the optimizer (sl_replica_step). */
+static void pm_attention_core(const sl_train *t, sl_pm_sched *sc, int rows)
+{
+    const sl_gpt_dims *g = &t->m->gpt;
+    const double heads = (double)rows * g->NH;
+    sl_pm_gemm(sc, 0, 1, g->T, g->T, g->C / g->NH, 0, heads); /* scores = Q K^T */
+    sl_pm_bytes(sc, 8.0 * heads * g->T * g->T);                  /* the softmax */
+    sl_pm_gemm(sc, 0, 0, g->T, g->C / g->NH, g->T, 0, heads); /* out = att V */
+}
+
+static void schedule(const sl_train *t, sl_pm_sched *sc)
+{
+    const ck *s = t->state;
+    const ck_plan *p = &s->plan;
+    const int rows = s->rows, gpt = sl_mlp_is_gpt(t->m);
+    sl_pm_bytes(sc, (double)t->m->nparams * sl_train_esize(t)); /* the gradient zeroed */
+    sl_pm_load(t, sc, rows);
+    for (int l = 0; l < t->m->nlayers; l++) sl_pm_layer_forward(t, sc, l, rows);
+    sl_pm_loss(t, sc, rows);
+    for (int j = p->nseg - 1; j >= 0; j--) {
+        if (j < p->nseg - 1)
+            for (int l = p->start[j]; l < p->start[j + 1]; l++) sl_pm_layer_forward(t, sc, l, rows);
+        for (int l = p->start[j + 1] - 1; l >= p->start[j]; l--) {
+            if (s->selective_run && gpt && l >= 1 && l <= t->m->gpt.layers) pm_attention_core(t, sc, rows);
+            sl_pm_layer_backward(t, sc, l, rows);
+        }
+    }
+    if (t->size > 1) sl_pm_comm(sc, SL_PM_ALLREDUCE, (double)t->m->nparams);
+    sl_pm_optimizer(t, sc, t->m->nparams);
+}
+
 static const sl_column columns[] = {
     SL_COL("variant", "variant", 9), SL_COL("dtype", "dtype", 5), SL_COL("k", "k", 4), SL_COL("segs", "segments", 5),
     {"step", "ms", "time.median", 9, 2, 1e3},
+    SL_TRAIN_COLUMNS_PRED,
     {"recomp", "ms", "recompute", 8, 2, 1e3},
     {"extra", "fwd", "extra_forward", 6, 3, 0},
     {"+step", "%", "overhead_ab", 7, 1, 100},
@@ -631,7 +668,7 @@ static sl_technique checkpoint_technique = {
     .trains_gpt = 1,
     .tol_mixed_sgd_max = {[SL_F16] = SL_TRAIN_TOL_MIXED_SGD_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_SGD_BF16},
     .tol_mixed_adamw_l2 = {[SL_F16] = SL_TRAIN_TOL_MIXED_ADAMW_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_ADAMW_BF16},
-    .setup = setup, .step = step, .weights = weights, .free = release,
+    .setup = setup, .step = step, .weights = weights, .free = release, .schedule = schedule,
     .check = check, .row = row,
     .columns = columns, .ncolumns = (int)(sizeof columns / sizeof columns[0]),
 };

@@ -71,6 +71,7 @@
 #include "sl_train.h"
 #include "megatron_mlp/gpt_tp.h"
 #include "megatron_mlp/groups.h"
+#include "megatron_mlp/pm_schedule.h"
 #include "megatron_mlp/serial.h"
 #include "megatron_mlp/slices.h"
 #include "megatron_mlp/tp.h"
@@ -876,6 +877,7 @@ static const sl_column columns[] = {
     SL_TRAIN_COLUMNS_RUN,
     SL_COL("dtype", "dtype", 5),
     {"step", "ms", "time.median", 9, 2, 1e3},
+    SL_TRAIN_COLUMNS_PRED,
     {"compute", "ms", "compute", 9, 2, 1e3},
     {"comm", "ms", "comm", 8, 2, 1e3},
     {"exposed", "ms", "exposed_comm", 8, 2, 1e3},
@@ -919,7 +921,7 @@ static const sl_technique megatron = {
     .variants = variant_names, .nvariants = NVARIANTS, .variant_mask = &opt_variants,
     .setup = setup, .step = step, .free = release,
     .weights = weights, .gather_weights = gather_weights, .reference = reference,
-    .memory_model = memory_model, .bytes_model = bytes_model, .row = row,
+    .memory_model = memory_model, .bytes_model = bytes_model, .schedule = mm_pm_schedule, .row = row,
     .model = model, .sweep = sweep, .check = check, .trains_gpt = 1,
     /* -d f16|bf16: every variant, against the serial model trained in the same precision. The
      * weights' bounds are the data-parallel ones (sl_train.h), for the same reason:

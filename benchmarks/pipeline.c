@@ -1204,11 +1204,100 @@ static void validate(sl_ctx *ctx)
         sl_usage_error("--micro-batches %lld: a replica's %lld samples of the batch are fewer", opt_micro, B / opt_dp);
 }
 
+/* The step as the performance model reads it (perf_model.h): every stage of this rank's replica
+ * on a lane of its own, running its list as pipe_step does — a forward's layers (the first
+ * chunk's input loaded before the list; the input copied to the head of the kept block; only
+ * that input kept with --recompute), a backward's layers (the forward again first with
+ * --recompute), each waiting for its neighbour's activation or gradient and sending its own.
+ * The bubble is then the lanes' waits, from the neighbours' predicted compute and the
+ * exchanges' alpha-beta. The step ends with the replicas' all-reduce (--dp) and the optimizer;
+ * pipedream's step is a middle one of its stream (operations [k 2m, (k+1) 2m) of each list),
+ * updating after every backward, what earlier steps sent already there at its start. */
+static int pm_tag(const geometry *g, int mb, int global, int grad) { return (mb * g->p * g->v + global) * 2 + grad; }
+
+/* Position of operation (kind, mb, chunk) in a list, or -1. */
+static int pm_find(const op *ops, int n, char kind, int mb, int chunk)
+{
+    for (int i = 0; i < n; i++)
+        if (ops[i].kind == kind && ops[i].mb == mb && ops[i].chunk == chunk) return i;
+    return -1;
+}
+
+static void pm_schedule(const sl_train *t, sl_pm_sched *sc)
+{
+    const pline *pp = t->state;
+    const stage *me = &pp->st;
+    const geometry *g = &me->g;
+    const int p = g->p, G = p * g->v, pipedream = me->sched == S_PIPEDREAM;
+    const double es = (double)me->es;
+    const int cap = ops_capacity(g);
+    op *ops = malloc((size_t)p * (size_t)cap * sizeof *ops);
+    int *n = malloc((size_t)p * sizeof *n);
+    if (!ops || !n) SL_FATAL("out of memory");
+    for (int s = 0; s < p; s++) n[s] = builders[me->sched](g, s, ops + (size_t)s * cap);
+    const int k = t->nsteps / 2, lo = pipedream ? 2 * g->m * k : 0;
+    for (int s = 0; s < p; s++) {
+        const op *list = ops + (size_t)s * cap;
+        const int hi = pipedream ? lo + 2 * g->m : n[s];
+        size_t nparams = 0;
+        int l0[MAX_CHUNKS], l1[MAX_CHUNKS];
+        for (int c = 0; c < g->v; c++) {
+            chunk_model_layers(c * p + s, G, &l0[c], &l1[c]);
+            nparams += sl_mlp_range_size(t->m, l0[c], l1[c]);
+        }
+        sl_pm_lane(sc, s);
+        for (int i = lo; i < hi && i < n[s]; i++) /* the data, loaded before the list runs */
+            if (list[i].kind == 'F' && list[i].chunk == 0 && s == 0) sl_pm_load(t, sc, mb_rows(t, me, list[i].mb % g->m));
+        for (int i = lo; i < hi && i < n[s]; i++) {
+            const op *o = &list[i];
+            const int c = o->chunk, gc = c * p + s, rows = mb_rows(t, me, o->mb % g->m);
+            const double in = (double)sl_acts_io_bytes(t, l0[c], rows);
+            /* a neighbour's message: waited for unless an earlier step of the stream sent it */
+            const int from = o->kind == 'F' ? gc - 1 : gc + 1;
+            if (from >= 0 && from < G && (o->kind == 'F' || gc < G - 1)) {
+                const op *peer = ops + (size_t)(from % p) * cap;
+                const int at = pm_find(peer, n[from % p], o->kind, o->mb, from / p);
+                if (!pipedream || at >= lo) sl_pm_recv(sc, from % p, pm_tag(g, o->mb, gc, o->kind == 'B'));
+            }
+            if (o->kind == 'F') {
+                if (pipedream && c == 0 && s < p - 1) sl_pm_bytes(sc, 2.0 * (double)nparams * es); /* the stash */
+                sl_pm_bytes(sc, 2.0 * in);
+                for (int l = l0[c]; l < l1[c]; l++) sl_pm_layer_forward(t, sc, l, rows);
+                if (gc == G - 1) sl_pm_loss(t, sc, rows);
+                if (opt_recompute) sl_pm_bytes(sc, 2.0 * in);
+                if (gc < G - 1)
+                    sl_pm_send(sc, (gc + 1) % p, pm_tag(g, o->mb, gc + 1, 0),
+                               (double)boundary_elems(t, me, l1[c], rows));
+                continue;
+            }
+            if (opt_recompute) {
+                sl_pm_bytes(sc, 2.0 * in);
+                for (int l = l0[c]; l < l1[c]; l++) sl_pm_layer_forward(t, sc, l, rows);
+            }
+            for (int l = l1[c] - 1; l >= l0[c]; l--) sl_pm_layer_backward(t, sc, l, rows);
+            if (gc > 0)
+                sl_pm_send(sc, (gc - 1) % p, pm_tag(g, o->mb, gc - 1, 1), (double)boundary_elems(t, me, l0[c], rows));
+            if (pipedream) {
+                if (pp->d > 1) sl_pm_comm(sc, SL_PM_ALLREDUCE, (double)nparams);
+                sl_pm_optimizer(t, sc, nparams);
+                sl_pm_bytes(sc, (double)nparams * es); /* the gradient zeroed */
+            }
+        }
+        if (pipedream) continue;
+        if (pp->d > 1) sl_pm_comm(sc, SL_PM_ALLREDUCE, (double)nparams);
+        sl_pm_optimizer(t, sc, nparams);
+        sl_pm_bytes(sc, (double)nparams * es);
+    }
+    free(ops);
+    free(n);
+}
+
 static const sl_column columns[] = {
     SL_TRAIN_COLUMNS_RUN,
     SL_COL("dtype", "dtype", 5),
     {"m", "", "micro_batches", 4, 0, 0},
     SL_TRAIN_COLUMNS_STEP,
+    SL_TRAIN_COLUMNS_PRED,
     {"bubble", "ms", "bubble", 9, 2, 1e3},
     {"bubble", "%", "bubble_frac", 7, 1, 100},
     {"formula", "%", "bubble_formula", 8, 1, 100},
@@ -1235,7 +1324,7 @@ static const sl_technique pipeline = {
     .variants = schedule_names, .nvariants = NSCHEDULES, .variant_mask = &opt_schedules,
     .data_ranks = data_ranks, .setup = setup, .step = step, .free = release,
     .weights = weights, .gather_weights = gather_weights, .reference = reference,
-    .bytes_model = bytes_model, .row = row,
+    .bytes_model = bytes_model, .schedule = pm_schedule, .row = row,
     /* --compute sleep: the layers, the loss and the optimizer step slept in the timed steps */
     .sleep_mode = 1, .reset = reset, .calibrate = calibrate,
     .trains_gpt = 1, /* blocks per stage; the embedding on the first, the LM head on the last */

@@ -298,9 +298,57 @@ static void validate(sl_ctx *ctx)
             opt_device_mem / ARENA_ALIGN * ARENA_ALIGN, ARENA_ALIGN);
 }
 
+/* The step as the performance model reads it (perf_model.h), in vd_pass's order: an offloaded
+ * layer's input starts to the host before its forward and its body after it (host<->device
+ * copies, SL_PM_H2D, on the copy engine's timeline beside the compute), the input's copy waited
+ * for after the layer and the body's after the next; backward from the top, a layer not on the
+ * device fetched (both pieces) and waited for at once, with prefetch the layer below fetched
+ * while this one computes. Then the replicas' all-reduce and the optimizer (sl_replica_step).
+ * On the cpu backend the device is emulated: the copies are memcpy on a helper thread, and
+ * their alpha-beta is fitted to that memcpy. */
+static void schedule(const sl_train *t, sl_pm_sched *sc)
+{
+    const vd *s = t->state;
+    const int N = t->m->nlayers;
+    int tk_in[SL_MLP_MAX_LAYERS], tk_body[SL_MLP_MAX_LAYERS], on[SL_MLP_MAX_LAYERS];
+    sl_pm_bytes(sc, (double)t->m->nparams * sl_train_esize(t)); /* the gradient zeroed */
+    sl_pm_load(t, sc, s->rows);
+    int pending = -1;
+    for (int l = 0; l < N; l++) {
+        const int off = vd_offloaded(s, l);
+        if (off) tk_in[l] = sl_pm_copy(sc, (double)s->L[l].in_bytes);
+        sl_pm_layer_forward(t, sc, l, s->rows);
+        if (off) {
+            tk_body[l] = sl_pm_copy(sc, (double)s->L[l].body_bytes);
+            sl_pm_wait(sc, tk_in[l]);
+        }
+        if (pending >= 0) sl_pm_wait(sc, tk_body[pending]);
+        pending = off ? l : -1;
+        on[l] = !off;
+    }
+    if (pending >= 0) sl_pm_wait(sc, tk_body[pending]);
+    sl_pm_loss(t, sc, s->rows);
+    for (int l = N - 1; l >= 0; l--) {
+        for (int j = l; j >= 0 && j >= l - (s->prefetch ? 1 : 0); j--) /* this layer, and the one below ahead */
+            if (!on[j] && vd_offloaded(s, j)) {
+                tk_in[j] = sl_pm_copy(sc, (double)s->L[j].in_bytes);
+                tk_body[j] = sl_pm_copy(sc, (double)s->L[j].body_bytes);
+                on[j] = 1;
+            }
+        if (vd_offloaded(s, l)) {
+            sl_pm_wait(sc, tk_in[l]);
+            sl_pm_wait(sc, tk_body[l]);
+        }
+        sl_pm_layer_backward(t, sc, l, s->rows);
+    }
+    if (t->size > 1) sl_pm_comm(sc, SL_PM_ALLREDUCE, (double)t->m->nparams);
+    sl_pm_optimizer(t, sc, t->m->nparams);
+}
+
 static const sl_column columns[] = {
     SL_COL("variant", "variant", 8), SL_COL("dtype", "dtype", 5), SL_COL("coll", "collective", 5),
     {"step", "ms", "time.median", 9, 2, 1e3},
+    SL_TRAIN_COLUMNS_PRED,
     {"transfer", "ms", "transfer", 9, 2, 1e3},
     {"exposed", "ms", "exposed_transfer", 8, 2, 1e3},
     {"+step", "%", "overhead", 7, 1, 100},
@@ -327,7 +375,7 @@ static const sl_technique vdnn = {
     .tol_mixed_sgd_max = {[SL_F16] = SL_TRAIN_TOL_MIXED_SGD_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_SGD_BF16},
     .tol_mixed_adamw_l2 = {[SL_F16] = SL_TRAIN_TOL_MIXED_ADAMW_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_ADAMW_BF16},
     .setup = setup, .step = step, .weights = weights, .free = release,
-    .check = check, .row = row, .cannot_run = cannot_run,
+    .check = check, .row = row, .cannot_run = cannot_run, .schedule = schedule,
     .columns = columns, .ncolumns = (int)(sizeof columns / sizeof columns[0]),
 };
 

@@ -20,19 +20,21 @@
  * another, in the order started; an operation starts when it is started and the previous one is
  * done). Where operations progress in the background (prims.background), compute runs on while
  * they are in flight and a wait costs only what the operation extends past the compute before
- * it; where they do not (a collective on host buffers advances only inside the calls of the rank
+ * it (host<->device copies have a timeline of their own, a copy engine's, beside the network's,
+ * and progress in the background where prims.background_ops says so); where they do not (a collective on host buffers advances only inside the calls of the rank
  * that started it, which is busy with its GEMMs), an operation runs in full where it is started.
  *   compute  = sum of the GEMMs' and element-wise seconds
  *   comm     = sum of the operations' alpha + beta * bytes
  *   exposed  = the time the compute timeline waited for communication
  *   step     = compute + exposed
  *
- * How the techniques not stating a schedule yet would, with the same calls: a pipeline stage its
- * micro-batches' GEMMs with SL_PM_P2P exchanges of activations, and its bubble as sl_pm_idle (the
- * (p-1) slots it waits for its peers' compute, seconds the stage's own GEMMs give); checkpointing
- * its recomputed forward GEMMs a second time; Megatron its column- and row-parallel GEMMs with the
- * all-reduces of f and g; vDNN its offload copies as operations of a host<->device kind (one more
- * sl_pm_op, its alpha-beta fitted to copies as the collectives' are to a sweep). */
+ * A pipeline states every stage of its replica, each on a lane (sl_pm_lane), its micro-batches'
+ * GEMMs with the activations and gradients sent to the neighbouring lanes (sl_pm_send/recv): the
+ * bubble is then the time a lane waits in sl_pm_recv, from its peers' predicted compute and the
+ * exchanges' alpha-beta, never from a measured step. Checkpointing states its recomputed forward
+ * GEMMs a second time; Megatron its column- and row-parallel GEMMs with the all-reduces of f and
+ * g; vDNN its offload and prefetch copies as SL_PM_H2D operations (alpha-beta fitted to copies
+ * measured in the run). */
 #ifndef SL_PERF_MODEL_H
 #define SL_PERF_MODEL_H
 
@@ -46,9 +48,11 @@ typedef enum {
     SL_PM_IREDUCE_SCATTER, /* sl_coll_ireduce_scatter: count per rank */
     SL_PM_IALLGATHER,      /* sl_coll_iallgather: count per rank */
     SL_PM_P2P,             /* sl_coll_send to a peer, received there */
+    SL_PM_H2D,             /* a copy between host and device memory (either way): count bytes
+                              (sl_pm_copy), not elements */
     SL_PM_NOPS
 } sl_pm_op;
-/* "allreduce" "iallreduce" "ireduce_scatter" "iallgather" "p2p" */
+/* "allreduce" "iallreduce" "ireduce_scatter" "iallgather" "p2p" "h2d" */
 const char *sl_pm_op_name(sl_pm_op op);
 
 /* A GEMM as sl_k_gemm takes it (operands of dtype dt; beta 1 reads C too). */
@@ -57,7 +61,7 @@ typedef struct sl_pm_gemm_shape {
     sl_dtype dt;
 } sl_pm_gemm_shape;
 
-enum { SL_PM_MAX_GEMMS = 64, SL_PM_MAX_EVENTS = 4096 };
+enum { SL_PM_MAX_GEMMS = 64, SL_PM_MAX_EVENTS = 1 << 16, SL_PM_MAX_LANES = 64 };
 
 typedef struct sl_pm_prims {
     int ngemm;
@@ -66,14 +70,18 @@ typedef struct sl_pm_prims {
     double bw;                      /* element-wise bytes per second */
     double alpha[SL_PM_NOPS], beta[SL_PM_NOPS]; /* seconds, seconds per byte */
     int background;                 /* operations progress while the rank computes */
+    unsigned background_ops;        /* bit per sl_pm_op: these progress while the rank computes
+                                       whatever `background` says (SL_PM_H2D: a copy engine) */
 } sl_pm_prims;
 
-typedef enum { SL_PM_EV_GEMM, SL_PM_EV_BYTES, SL_PM_EV_START, SL_PM_EV_WAIT, SL_PM_EV_IDLE } sl_pm_ev_kind;
+typedef enum { SL_PM_EV_GEMM, SL_PM_EV_BYTES, SL_PM_EV_START, SL_PM_EV_WAIT, SL_PM_EV_IDLE, SL_PM_EV_RECV } sl_pm_ev_kind;
 typedef struct sl_pm_event {
     sl_pm_ev_kind kind;
     int shape;          /* GEMM: index in the schedule's shapes */
     sl_pm_op op;        /* START */
     int id;             /* WAIT: the START's event index */
+    int lane;           /* the timeline it is on (sl_pm_lane; 0 unless the schedule has several) */
+    int peer, tag;      /* START by sl_pm_send: the receiving lane (else -1); RECV: the sending lane */
     double amount;      /* GEMM: calls; BYTES: bytes; START: bytes of the operation; IDLE: seconds */
 } sl_pm_event;
 
@@ -84,6 +92,7 @@ typedef struct sl_pm_sched {
     int nev;
     sl_pm_event ev[SL_PM_MAX_EVENTS];
     int overflow;       /* more events or shapes than fit: the prediction is NAN */
+    int lane, nlanes;   /* the lane events go to now; lanes used */
 } sl_pm_sched;
 
 void sl_pm_init(sl_pm_sched *s, sl_dtype dt);
@@ -94,6 +103,24 @@ void sl_pm_idle(sl_pm_sched *s, double seconds);
 int sl_pm_start(sl_pm_sched *s, sl_pm_op op, double count);
 void sl_pm_wait(sl_pm_sched *s, int id);
 void sl_pm_comm(sl_pm_sched *s, sl_pm_op op, double count);
+/* A host<->device copy of `bytes` (SL_PM_H2D), started here; wait for it with sl_pm_wait. */
+int sl_pm_copy(sl_pm_sched *s, double bytes);
+
+/* Several ranks in one schedule (a pipeline's stages): each lane is a timeline of its own, with
+ * its own compute and communication, and lanes meet only where one receives what another sent.
+ *   sl_pm_lane(s, lane)                 the events after this are lane's (0..SL_PM_MAX_LANES-1)
+ *   id = sl_pm_send(s, to, tag, count)  an SL_PM_P2P of `count` elements to lane `to`, started
+ *                                       here (wait for it as for any operation)
+ *   sl_pm_recv(s, from, tag)            the compute after this waits until lane `from`'s send
+ *                                       with this tag has arrived (its START's end): the wait is
+ *                                       idle (a pipeline's bubble), derived from the sender's
+ *                                       predicted compute and the exchange's alpha-beta
+ * Every lane starts at 0 (the step's barrier); the step is the lane that ends last, and the
+ * prediction's terms are that lane's. A receive with no matching send, or lanes that wait for
+ * each other, make the prediction NAN. */
+void sl_pm_lane(sl_pm_sched *s, int lane);
+int sl_pm_send(sl_pm_sched *s, int to, int tag, double count);
+void sl_pm_recv(sl_pm_sched *s, int from, int tag);
 
 /* Seconds of one operation of `bytes` by the fit: alpha + beta * bytes (0 for 0 bytes, and
  * where a fit to noise makes it negative). */

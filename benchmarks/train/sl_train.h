@@ -67,6 +67,8 @@ typedef struct sl_train_options {
     double lr;
     long long seed;
     long long baseline;  /* 1: measure the one-rank run for scaling efficiency */
+    const char *calibration; /* --calibration DIR: the all-reduces' alpha-beta from an allreduce
+                                run's rows (train_calibration.c); NULL: the startup sweep */
 } sl_train_options;
 extern sl_train_options sl_train_opt;
 extern const sl_opt_group sl_train_option_group;

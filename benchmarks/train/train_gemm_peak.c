@@ -24,6 +24,7 @@ static void largest_gemm(const sl_mlp *m, int rows, int *n, int *mm, int *k)
 }
 
 enum { REPS = 11 }; /* the first untimed: the best of the other ten */
+#define WINDOW_S 0.01     /* seconds a timing spans at most, beside 2e8 FLOPs (below) */
 
 typedef struct cached { /* a rate measured, by dtype and shape */
     sl_dtype dt;
@@ -52,20 +53,33 @@ double train_gemm_seconds(sl_backend be, const sl_pm_gemm_shape *g, int reps, in
         sl_k_memset0(be, c, (size_t)g->m * g->n * sizeof(float));
         sl_k_sync(be);
     }
-    /* a GEMM under 2e8 FLOPs (a few ms) is timed over calls in a row, as a step runs its layers'
-     * and heads': one call alone after a barrier pays the BLAS threads' wake-up, which calls in a
-     * row do not, and a window of several ms spans the time slices a shared core is cut into */
+    /* a GEMM under 2e8 FLOPs (a few ms in f32) is timed over calls in a row, as a step runs its
+     * layers' and heads': one call alone after a barrier pays the BLAS threads' wake-up, which
+     * calls in a row do not, and a window of several ms spans the time slices a shared core is
+     * cut into. The untimed window stops early once its calls after the first have run WINDOW_S, and the timed ones
+     * take as many calls as it ran: 2e8 FLOPs of a 16-bit GEMM (converted to f32 on the cpu
+     * backend, slower still under the sanitizers) take 0.1-1 s, which a 16-bit row's
+     * calibration paid for every shape, where WINDOW_S of calls in a row times them as well */
     const double flops = active ? 2.0 * g->m * g->n * (double)g->k : 1;
-    const int calls = flops >= 2e8 ? 1 : flops * 1000 <= 2e8 ? 1000 : (int)ceil(2e8 / flops);
+    int calls = flops >= 2e8 ? 1 : flops * 1000 <= 2e8 ? 1000 : (int)ceil(2e8 / flops);
     double best = INFINITY;
     for (int r = 0; r <= reps; r++) {
         SL_CHECK_MPI(MPI_Barrier(comm));
         if (!active) continue;
         const double t0 = sl_now();
-        for (int i = 0; i < calls; i++)
+        double t1 = t0; /* the untimed window: after its first call (which pays the wake-up) */
+        int n = 0;
+        while (n < calls) {
             sl_k_gemm(be, g->ta, g->tb, g->m, g->n, g->k, 1.0f, a, lda, b, ldb, (float)g->beta, c, g->n, g->dt, SL_F32);
+            n++;
+            if (r == 0 && n < calls) { /* it stops once the calls after the first ran WINDOW_S */
+                sl_k_sync(be);
+                if (n == 1) t1 = sl_now();
+                else if (sl_now() - t1 >= WINDOW_S) calls = n;
+            }
+        }
         sl_k_sync(be);
-        const double dt = (sl_now() - t0) / calls;
+        const double dt = (sl_now() - t0) / n;
         if (r > 0) times[r - 1] = dt, best = dt < best ? dt : best;
     }
     if (active) sl_k_free(be, a), sl_k_free(be, b), sl_k_free(be, c);

@@ -78,6 +78,14 @@ void train_compute_before_step(sl_train *t);
 void train_compute_after_step(sl_train *t);
 void train_compute_replay(sl_train *t);
 
+/* --calibration DIR (train_calibration.c): reads DIR/allreduce.jsonl's all-reduce rows on nranks
+ * ranks; exits 2 naming the option where DIR lacks them for a collective in colls (bit per
+ * sl_coll). Then the fit of impl's all-reduce over the step's sizes [lo, hi] bytes from the rows
+ * of dt (else f32's: *from says which); 0 when they give none. */
+void train_calibration_load(const char *dir, unsigned colls, int nranks);
+int train_calibration_fit(sl_coll impl, sl_dtype dt, double lo, double hi, double *alpha, double *beta,
+                          sl_dtype *from);
+
 /* The step predicted from primitives measured in the run (train_perf.c). */
 typedef struct train_prediction {
     sl_pm_pred pred;  /* the slowest rank's */

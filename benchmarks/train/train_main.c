@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "gpt_shape.h"
+#include "sl_env_check.h"
 #include "train_internal.h"
 
 static const sl_technique *the_technique;
@@ -33,6 +34,7 @@ static void validate(sl_ctx *ctx)
         if (!sl_option_given(&ctx->opt, "optim")) sl_train_opt.optim = 1;
     }
     if (tech->program.validate) tech->program.validate(ctx);
+    if (tech->schedule && !sl_no_predict()) train_calibration_load(o->calibration, ctx->opt.colls, ctx->nranks);
     for (int d = 0; d < SL_NDTYPES; d++) /* a technique's validate may choose the precision */
         if (d != SL_F32 && (ctx->opt.dtypes & (1u << d)) &&
             !(tech->tol_mixed_sgd_max[d] > 0 && tech->tol_mixed_adamw_l2[d] > 0))

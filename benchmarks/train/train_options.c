@@ -34,6 +34,9 @@ static const sl_opt train_opts[] = {
     {"seed", 0, SL_OPT_INT, &sl_train_opt.seed, 0, 1LL << 62, NULL, 0, "initialisation and data seed"},
     {"baseline", 0, SL_OPT_INT, &sl_train_opt.baseline, 0, 1, NULL, 0,
      "measure the one-rank run for scaling efficiency (1) or not (0)"},
+    {"calibration", 0, SL_OPT_STRING, &sl_train_opt.calibration, 0, 0, NULL, 0,
+     "results directory of an allreduce run: the step prediction's all-reduce alpha-beta from its rows "
+     "(the same algorithm on as many ranks) instead of a sweep at startup"},
     {0},
 };
 

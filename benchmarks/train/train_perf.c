@@ -223,6 +223,10 @@ static double time_op(const sl_train *t, sl_pm_op op, void *a, void *b, size_t b
     case SL_PM_IALLGATHER:
         sl_train_coll_ok(sl_coll_iallgather(t->comm, a, b, n, dt, &req), "iallgather (calibration)");
         break;
+    case SL_PM_H2D: /* every rank its own copy, host (b) to device (a), as an offload's fetch */
+        sl_k_memcpy(t->be, a, b, bytes, SL_K_H2D);
+        sl_k_sync(t->be);
+        break;
     case SL_PM_P2P:
     default: {
         const int last = t->size - 1;
@@ -265,19 +269,33 @@ static void fit_op(const sl_train *t, sl_coll impl, sl_pm_op op, double lo, doub
         }
     const size_t es = sl_dtype_size(t->dtype);
     /* the largest buffer: an all-gather's receive holds every rank's part */
-    const size_t most = (size_t)hi * (op == SL_PM_IALLGATHER || op == SL_PM_IREDUCE_SCATTER ? (size_t)t->size : 1) + es;
-    void *a = sl_k_malloc(t->be, SL_MEM_OTHER, most), *b = sl_k_malloc(t->be, SL_MEM_OTHER, most);
+    size_t most = (size_t)hi * (op == SL_PM_IALLGATHER || op == SL_PM_IREDUCE_SCATTER ? (size_t)t->size : 1) + es;
+    /* A step's copies each move memory not touched since its forward: the timed copies go
+     * round `slots` places of a region beyond the caches (64 MiB at least), not over one
+     * buffer the caches hold (1 MiB copied from L2: 30 GB/s where the step's reach 4). */
+    const size_t one = (most + 4095) / 4096 * 4096;
+    const size_t slots = op == SL_PM_H2D ? (one >= (64u << 20) ? 2 : (size_t)(64u << 20) / one + 1) : 1;
+    most = one * slots;
+    /* a copy's source is host memory the backend copies from fastest (pinned on cuda) */
+    void *a = sl_k_malloc(t->be, SL_MEM_OTHER, most);
+    void *b = op == SL_PM_H2D ? sl_k_host_alloc(t->be, SL_MEM_OTHER, most) : sl_k_malloc(t->be, SL_MEM_OTHER, most);
     sl_k_memset0(t->be, a, most);
-    sl_k_memset0(t->be, b, most);
+    if (op == SL_PM_H2D) memset(b, 0, most);
+    else sl_k_memset0(t->be, b, most);
     double S[NSIZES], tm[NSIZES], rel;
     for (int i = 0; i < NSIZES; i++) {
         S[i] = floor(lo * pow(hi / lo, (double)i / (NSIZES - 1)) / (double)es) * (double)es;
         if (S[i] < (double)es) S[i] = (double)es;
         double times[REPS + 1];
-        for (int r = 0; r <= REPS; r++) times[r] = time_op(t, op, a, b, (size_t)S[i]);
+        for (int r = 0; r <= REPS; r++) {
+            const size_t at = (size_t)(i * (REPS + 1) + r) % slots * one;
+            times[r] = time_op(t, op, (char *)a + at, (char *)b + at, (size_t)S[i]);
+        }
         tm[i] = median_of(times + 1);
     }
-    sl_k_free(t->be, a), sl_k_free(t->be, b);
+    sl_k_free(t->be, a);
+    if (op == SL_PM_H2D) sl_k_host_free(t->be, b);
+    else sl_k_free(t->be, b);
     sl_fit_alpha_beta(S, tm, NSIZES, alpha, beta, &rel);
     /* no fit, or one that is not a cost (beta <= 0: on a loaded machine a larger size can time
      * faster than a smaller one): the largest size's seconds per byte, with no alpha */
@@ -319,15 +337,24 @@ int train_predict(sl_train *t, sl_coll impl, int p2p, train_prediction *out)
          * p.beta stay 0); its reduce-scatter and all-gather copy, and are fitted */
         if (!(hi[o] > 0) || (t->size < 2 && (o == SL_PM_P2P || o == SL_PM_ALLREDUCE || o == SL_PM_IALLREDUCE))) continue;
         const double from = fmin(lo[o], hi[o] / 64);
-        fit_op(t, p2p ? SL_COLL_MPI : impl, (sl_pm_op)o, from, hi[o], &p.alpha[o], &p.beta[o]);
-        int w = snprintf(f, left, "%s%s %.1f us + %.3f GB/s", f == out->fit ? "" : "; ", sl_pm_op_name((sl_pm_op)o),
-                         p.alpha[o] * 1e6, 1e-9 / p.beta[o]);
+        /* --calibration: an all-reduce's alpha-beta from the allreduce run's rows */
+        sl_dtype rows_dt = t->dtype;
+        const int given = sl_train_opt.calibration && !p2p && (o == SL_PM_ALLREDUCE || o == SL_PM_IALLREDUCE) &&
+                          train_calibration_fit(impl, t->dtype, from, hi[o], &p.alpha[o], &p.beta[o], &rows_dt);
+        if (!given) fit_op(t, p2p ? SL_COLL_MPI : impl, (sl_pm_op)o, from, hi[o], &p.alpha[o], &p.beta[o]);
+        int w = snprintf(f, left, "%s%s %.1f us + %.3f GB/s%s%s%s", f == out->fit ? "" : "; ",
+                         sl_pm_op_name((sl_pm_op)o), p.alpha[o] * 1e6, 1e-9 / p.beta[o],
+                         given ? " (--calibration, " : "", given ? sl_dtype_name(rows_dt) : "", given ? " rows)" : "");
         if (w > 0 && (size_t)w < left) f += w, left -= (size_t)w;
     }
     /* On the cpu backend nothing progresses a collective but the calls of the rank that started
      * it (no progress thread; the rank's core is in its GEMMs between them), so an operation is
      * charged in full where it starts; a device's collectives run beside its kernels. */
     p.background = t->be == SL_BACKEND_CUDA && sl_coll_iallreduce_overlaps(t->comm);
+    /* Host<->device copies run on a copy engine beside the compute: a copy stream on cuda, on
+     * the cpu backend vdnn's emulation, a helper thread doing memcpy (the copy's fit is the same
+     * memcpy, timed on the rank's own thread) */
+    p.background_ops = 1u << SL_PM_H2D;
     const sl_pm_pred mine = sl_pm_predict(s, &p);
     free(s);
     /* the slowest rank's prediction, as the measured step is the slowest rank's */
@@ -354,6 +381,7 @@ void train_prediction_row(const train_prediction *p, double step, sl_result *res
     sl_result_metric(res, "pred_gemm", p->pred.gemm, "s");
     sl_result_metric(res, "pred_comm", p->pred.comm, "s");
     sl_result_metric(res, "pred_exposed", p->pred.exposed, "s");
+    sl_result_metric(res, "pred_idle", p->pred.idle, "s");
     sl_result_metric(res, "step_vs_pred", step / p->pred.step, "ratio");
     sl_result_metric(res, "pred_bw", p->bw / 1e9, "GB/s");
     sl_result_metric(res, "pred_calibration", p->calibration, "s");

@@ -7,6 +7,9 @@
 # does; a budget no plan fits and bad inputs exit 2. Every variant in f32, f16 and bf16: the same
 # checks in each, and in 16 bits every activation figure exactly half f32's.
 . "$(dirname "$0")/../lib/common.sh"
+# The step's prediction calibrates GEMMs and alpha-beta for every row (seconds under the
+# sanitizers): off here, but for the one run at the end that tests it.
+export SL_NO_PREDICT=1
 prog="$top/bin/checkpoint"
 [ -x "$prog" ] || { echo "1..0 # SKIP $prog not built"; exit 0; }
 out=$(tmpdir)
@@ -218,5 +221,14 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q 
 else
   echo "ok $((tap_n + 1)) # SKIP no CUDA device"; tap_n=$((tap_n + 1))
 fi
+
+# The step predicted from the run's primitives (perf_model.h): each plan's row carries it, and
+# every_k's predicted GEMMs exceed store_all's (its recomputed forward GEMMs are counted again)
+env -u SL_NO_PREDICT "$top/scripts/sl-launch" -np 2 "$prog" $uniform --layers 4 --variants store_all,every_k --segments 2 -o "$out/pred" >"$out/pred.txt" 2>&1
+ok $? "prediction: checkpoint exits 0"
+python3 "$top/t/lib/train_rows.py" pred "$out/pred/checkpoint.jsonl" store_all=allreduce every_k=allreduce
+ok $? "prediction: every row carries the predicted step and its arithmetic"
+python3 -c 'import json,sys; g={json.loads(l)["variant"]: json.loads(l)["metrics"]["pred_gemm"]["value"] for l in open(sys.argv[1])}; sys.exit(0 if g["every_k"] > g["store_all"] else 1)' "$out/pred/checkpoint.jsonl"
+ok $? "prediction: every_k's predicted GEMMs exceed store_all's (recomputation)"
 
 done_testing

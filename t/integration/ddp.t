@@ -314,4 +314,20 @@ rc=$?
 ok $? "ddp -n 1100000 starts and runs (exit 0, or still running at the timeout) (rc=$rc)"
 [ $rc = 0 ] || [ $rc = 124 ] || diag "$(tail -5 "$out/long.out")"
 
+# --calibration DIR: the all-reduces' alpha-beta from an allreduce run's rows (the same algorithm
+# on as many ranks), said so in pred_fit; a directory without them is exit 2 naming the option
+launch 2 allreduce -C ring -b 1K -e 64K -f 4 --mode latency -o "$out/ar" >"$out/ar.txt" 2>&1
+ok $? "--calibration: the allreduce run exits 0"
+# shellcheck disable=SC2086
+launch 2 ddp $small --variants sync,bucketed -C ring --batch 5 --calibration "$out/ar" -o "$out/cal" >"$out/cal.txt" 2>&1
+ok $? "--calibration: ddp exits 0"
+python3 "$top/t/lib/train_rows.py" pred "$out/cal/ddp.jsonl" sync=allreduce bucketed=iallreduce &&
+  [ "$(grep -c '(--calibration, f32 rows)' "$out/cal/ddp.jsonl")" = 2 ]
+ok $? "--calibration: both rows predicted, their all-reduce fitted from the allreduce run's rows"
+# shellcheck disable=SC2086
+launch 2 ddp $small --variants sync -C mpi --calibration "$out/ar" -o "$out/calbad" >/dev/null 2>"$out/calbad.err"
+rc=$?
+[ $rc = 2 ] && grep -q -- '--calibration .*collective mpi on 2 ranks' "$out/calbad.err" && [ ! -e "$out/calbad" ]
+ok $? "--calibration without the -C algorithm's rows: exit 2 naming the option (rc=$rc)"
+
 done_testing

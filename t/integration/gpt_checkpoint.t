@@ -8,6 +8,9 @@
 # between a checkpoint per block's and store-all's; a spoilt recomputation fails the check;
 # what cannot apply is a usage error.
 . "$(dirname "$0")/../lib/common.sh"
+# The step's prediction is pipeline.t's, checkpoint.t's, vdnn.t's and megatron_mlp.t's to test;
+# here it would only cost time (a calibration per row, seconds under the sanitizers).
+export SL_NO_PREDICT=1
 out=$(tmpdir)
 trap 'rm -rf "$out"' EXIT
 # 3 blocks of 32, 2 heads, 8 tokens, vocabulary 32; 2 sequences per rank

@@ -6,6 +6,9 @@
 # activations (gpipe's m against 1f1b's p on stage 0), --recompute keeps only the stage's input;
 # replicas of the pipeline (--dp) on 4 ranks; the options that cannot apply are usage errors.
 . "$(dirname "$0")/../lib/common.sh"
+# The step's prediction is pipeline.t's, checkpoint.t's, vdnn.t's and megatron_mlp.t's to test;
+# here it would only cost time (a calibration per row, seconds under the sanitizers).
+export SL_NO_PREDICT=1
 out=$(tmpdir)
 trap 'rm -rf "$out"' EXIT
 # 4 blocks of 32, 2 heads, 8 tokens, vocabulary 32; 4 sequences in 2 micro-batches

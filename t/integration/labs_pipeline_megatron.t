@@ -5,6 +5,9 @@
 # sheets give them as ranges). The sheets' sizes are used where a figure depends on them; every
 # run is one step with the check off, so the file takes seconds (a minute on a busy 2-core machine).
 . "$(dirname "$0")/../lib/common.sh"
+# The step's prediction is pipeline.t's, checkpoint.t's, vdnn.t's and megatron_mlp.t's to test;
+# here it would only cost time (a calibration per row, seconds under the sanitizers).
+export SL_NO_PREDICT=1
 out=$(tmpdir)
 trap 'rm -rf "$out"' EXIT
 quick="-n 1 -w 0 -c 0 --baseline 0"

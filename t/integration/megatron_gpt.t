@@ -12,6 +12,9 @@
 # row-parallel biases and the position table whole); with dropout too. Bad splits exit 2 naming
 # the option.
 . "$(dirname "$0")/../lib/common.sh"
+# The step's prediction is pipeline.t's, checkpoint.t's, vdnn.t's and megatron_mlp.t's to test;
+# here it would only cost time (a calibration per row, seconds under the sanitizers).
+export SL_NO_PREDICT=1
 out=$(tmpdir)
 trap 'rm -rf "$out"' EXIT
 gpt="--model gpt --blocks 2 --d-model 32 --heads 4 --seq 8 --vocab 64 --batch 2 -n 2 -w 1 --baseline 0 -C ring"

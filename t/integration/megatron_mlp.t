@@ -7,6 +7,9 @@
 # variants and the dtype x collective grid in megatron_mlp_mixed.t) against the serial model in
 # the same precision with half the bytes and an overflow skipped by all; and bad inputs exit 2.
 . "$(dirname "$0")/../lib/common.sh"
+# The step's prediction calibrates GEMMs and alpha-beta for every row (seconds under the
+# sanitizers): off here, but for the one run at the end that tests it.
+export SL_NO_PREDICT=1
 out=$(tmpdir)
 trap 'rm -rf "$out"' EXIT
 # h = 48 and f = 96 divide by 1, 2, 3 and 4
@@ -207,5 +210,14 @@ done <<'CASES'
 2|seqpar|--scaling strong --batch 3 --variants seqpar
 1|--variants|--variants zigzag
 CASES
+
+# The step predicted from the run's primitives (perf_model.h), t = 2: each variant's row carries
+# it and fits the collectives of its f and g (plain all-reduces, overlap's non-blocking one,
+# seqpar's all-gathers and reduce-scatters)
+# shellcheck disable=SC2086
+env -u SL_NO_PREDICT "$top/scripts/sl-launch" -np 2 "$top/bin/megatron_mlp" $tiny --tp 2 --batch 4 -o "$out/pred" >"$out/pred.txt" 2>&1 </dev/null
+ok $? "prediction: megatron_mlp exits 0"
+python3 "$top/t/lib/train_rows.py" pred "$out/pred/megatron_mlp.jsonl" plain=allreduce overlap=allreduce,iallreduce seqpar=iallgather,ireduce_scatter
+ok $? "prediction: every variant's row carries the predicted step and fits its collectives"
 
 done_testing

@@ -5,6 +5,9 @@
 # micro-batches in flight equal the formula; the text timeline of a small case; sleep mode's row
 # has no loss; bad inputs exit 2.
 . "$(dirname "$0")/../lib/common.sh"
+# The step's prediction calibrates GEMMs and alpha-beta for every row (seconds under the
+# sanitizers): off here, but for the one run at the end that tests it.
+export SL_NO_PREDICT=1
 out=$(tmpdir)
 trap 'rm -rf "$out"' EXIT
 tiny="--layers 9 --width 12 --inputs 6 --outputs 3 --batch 7 -n 2 -w 1 --baseline 0"
@@ -97,5 +100,18 @@ done <<'CASES'
 2|--balance|--balance 2,2
 1|--schedule|--schedule zigzag
 CASES
+
+# The step predicted from the run's primitives (perf_model.h), every schedule on 2 stages: each
+# row carries it, fits the point-to-point exchange its stages use, pred_step = pred_compute +
+# pred_exposed + pred_idle, and in the flushing schedules a stage waits for its neighbour
+# (pred_idle > 0, the bubble; pipedream's middle step of its stream has the earlier steps'
+# messages there at its start)
+# shellcheck disable=SC2086
+env -u SL_NO_PREDICT "$top/scripts/sl-launch" -np 2 "$top/bin/pipeline" $tiny -m 2 -o "$out/pred" >"$out/pred.txt" 2>&1
+ok $? "prediction: pipeline exits 0"
+python3 "$top/t/lib/train_rows.py" pred "$out/pred/pipeline.jsonl" gpipe=p2p 1f1b=p2p interleaved=p2p pipedream=p2p
+ok $? "prediction: every schedule's row carries the predicted step and its arithmetic"
+python3 -c 'import json,sys; rows=[json.loads(l) for l in open(sys.argv[1])]; sys.exit(0 if len(rows)==4 and all(r["metrics"]["pred_idle"]["value"]>0 for r in rows if r["variant"]!="pipedream") else 1)' "$out/pred/pipeline.jsonl"
+ok $? "prediction: gpipe's, 1f1b's and interleaved's predicted steps have a bubble (pred_idle > 0)"
 
 done_testing

@@ -5,6 +5,9 @@
 # measured. A balance that is not a comma-separated list of counts >= 1, one per stage (or
 # chunk) summing to --layers, exits 2 with one line naming --balance; so does --virtual 0.
 . "$(dirname "$0")/../lib/common.sh"
+# The step's prediction is pipeline.t's, checkpoint.t's, vdnn.t's and megatron_mlp.t's to test;
+# here it would only cost time (a calibration per row, seconds under the sanitizers).
+export SL_NO_PREDICT=1
 out=$(tmpdir)
 trap 'rm -rf "$out"' EXIT
 # 5 layers: unequal stages (3,2) and p x v = 4 chunks (2,1,1,1); the baseline is on (the default)

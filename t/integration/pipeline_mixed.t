@@ -7,6 +7,9 @@
 # pipedream's weight stash; one rank's overflow skips the step on every stage and replica;
 # combinations not built exit 2.
 . "$(dirname "$0")/../lib/common.sh"
+# The step's prediction is pipeline.t's, checkpoint.t's, vdnn.t's and megatron_mlp.t's to test;
+# here it would only cost time (a calibration per row, seconds under the sanitizers).
+export SL_NO_PREDICT=1
 out=$(tmpdir)
 trap 'rm -rf "$out"' EXIT
 tiny="--layers 9 --width 12 --inputs 6 --outputs 3 --batch 7 -n 2 -w 1 --baseline 0"

@@ -11,6 +11,9 @@
 # prefetch 0 and 1) passes, its peak bytes by category and bytes moved from closed forms, in
 # f16/bf16 half of f32's. Usage errors exit 2.
 . "$(dirname "$0")/../lib/common.sh"
+# The step's prediction calibrates GEMMs and alpha-beta for every row (seconds under the
+# sanitizers): off here, but for the one run at the end that tests it.
+export SL_NO_PREDICT=1
 out=$(tmpdir)
 trap 'rm -rf "$out"' EXIT
 mlp="--width 32 --inputs 32 --outputs 32 --batch 16 -n 2 -w 1"
@@ -330,4 +333,12 @@ expect_usage --batch --batch 0
 expect_usage --prefetch --model conv --offload none --prefetch 1
 expect_usage --layers --model conv --layers 257
 expect_usage --channels --model conv --channels 4096 --image 4096
+# The step predicted from the run's primitives (perf_model.h): the offloading rows fit the
+# host<->device copy (h2d) beside the replicas' all-reduce
+# shellcheck disable=SC2086
+env -u SL_NO_PREDICT "$top/scripts/sl-launch" -np 2 "$top/bin/vdnn" $mlp --layers 3 -o "$out/pred" >"$out/pred.txt" 2>&1
+ok $? "prediction: vdnn exits 0"
+python3 "$top/t/lib/train_rows.py" pred "$out/pred/vdnn.jsonl" none=allreduce all/pf0=allreduce,h2d all/pf1=allreduce,h2d
+ok $? "prediction: every row carries the predicted step, and the offloading rows fit h2d"
+
 done_testing

@@ -42,8 +42,9 @@ def pred(path, specs):
             bad.append(f"{name}: missing {[k for k, x in v.items() if x is None]}")
             continue
         close = lambda a, b: abs(a - b) <= 1e-9 * max(abs(a), abs(b))
-        if not (v["pred_step"] > 0 and close(v["pred_step"], v["pred_compute"] + v["pred_exposed"])):
-            bad.append(f"{name}: pred_step {v['pred_step']!r} != pred_compute + pred_exposed")
+        idle = m.get("pred_idle", {}).get("value") or 0  # a pipeline's bubble; 0 elsewhere
+        if not (v["pred_step"] > 0 and close(v["pred_step"], v["pred_compute"] + v["pred_exposed"] + idle)):
+            bad.append(f"{name}: pred_step {v['pred_step']!r} != pred_compute + pred_exposed + pred_idle")
         if not (0 < v["pred_gemm"] <= v["pred_compute"] and v["pred_exposed"] <= v["pred_comm"] + 1e-9 * v["pred_step"]):
             bad.append(f"{name}: pred_gemm {v['pred_gemm']!r}, pred_compute {v['pred_compute']!r}, "
                        f"pred_exposed {v['pred_exposed']!r}, pred_comm {v['pred_comm']!r}")

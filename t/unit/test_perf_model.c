@@ -36,6 +36,26 @@ static void schedule(sl_pm_sched *s)
 
 static sl_pm_sched sched; /* large: not on the stack */
 
+/* 2 stages, 2 micro-batches, gpipe: stage 0 F0 F1 B0 B1, stage 1 likewise; activations sent
+ * forward (tag 2 mb), gradients backward (tag 2 mb + 1), 128 f32 each. */
+static void gpipe2(sl_pm_sched *s)
+{
+    sl_pm_init(s, SL_F32);
+    for (int st = 0; st < 2; st++) {
+        sl_pm_lane(s, st);
+        for (int mb = 0; mb < 2; mb++) {
+            if (st == 1) sl_pm_recv(s, 0, 2 * mb);
+            sl_pm_gemm(s, 0, 1, 32, 64, 128, 0, 1);
+            if (st == 0) sl_pm_send(s, 1, 2 * mb, 128);
+        }
+        for (int mb = 0; mb < 2; mb++) {
+            if (st == 0) sl_pm_recv(s, 1, 2 * mb + 1);
+            sl_pm_gemm(s, 1, 0, 64, 128, 32, 1, 1);
+            if (st == 1) sl_pm_send(s, 0, 2 * mb + 1, 128);
+        }
+    }
+}
+
 int main(void)
 {
     /* the costs: A x2 0.5, 512 B 0.5, iallreduce 1 KiB 0.0625 + 0.5, B 0.5, allreduce 512 B 0.125 + 0.5 */
@@ -85,6 +105,63 @@ int main(void)
     sl_pm_bytes(&sched, 1);
     sl_pm_wait(&sched, 0);
     ok(isnan(sl_pm_predict(&sched, &p).step), "a wait for no operation: NAN");
+
+    /* A 2-stage gpipe of 2 micro-batches, a lane per stage: F is GEMM A (1/4 s), B is GEMM B
+     * (1/2 s), each boundary message 128 f32 = 512 B by p2p 1/8 s + 1 s per KiB = 5/8 s.
+     * Without background progress a send runs in full on its sender:
+     *   stage 0: F0 [0, .25] send [.25, .875] F1 [.875, 1.125] send [1.125, 1.75],
+     *            waits for grad 0 until 3.125, B0 [3.125, 3.625], waits for grad 1 until 4.25,
+     *            B1 [4.25, 4.75]
+     *   stage 1: waits for act 0 until .875, F0 [.875, 1.125], waits until 1.75, F1 [1.75, 2],
+     *            B0 [2, 2.5] send [2.5, 3.125], B1 [3.125, 3.625] send [3.625, 4.25]
+     * The step is stage 0's 4.75: GEMMs 1.5, its sends 1.25, idle (the bubble) 1.375 + .625. */
+    p = prims(0);
+    p.alpha[SL_PM_P2P] = 0.125, p.beta[SL_PM_P2P] = 1.0 / 1024;
+    gpipe2(&sched);
+    r = sl_pm_predict(&sched, &p);
+    is_double(r.step, 4.75, 0, "2-stage gpipe: step 4.75 (stage 0's)");
+    is_double(r.gemm, 1.5, 0, "2-stage gpipe: stage 0's GEMMs, 2 x (1/4 + 1/2)");
+    is_double(r.exposed, 1.25, 0, "2-stage gpipe: stage 0's two sends, run where started");
+    is_double(r.idle, 2.0, 0, "2-stage gpipe: stage 0 waits 1.375 for grad 0 and .625 for grad 1");
+    is_double(r.comm, 1.25, 0, "2-stage gpipe: comm is stage 0's sends");
+    ok(!strcmp(sl_pm_dominant(&r), "idle"), "2-stage gpipe: dominant term idle (the bubble)");
+    /* with background progress the sends run beside the compute, queued on the sender's
+     * network: stage 0 sends [.25, .875] [.875, 1.5]; stage 1 F0 [.875, 1.125], F1 [1.5, 1.75],
+     * B0 [1.75, 2.25] send [2.25, 2.875], B1 [2.25, 2.75] send [2.875, 3.5]; stage 0 waits until
+     * 2.875, B0 until 3.375, waits until 3.5, B1 until 4 */
+    p.background = 1;
+    r = sl_pm_predict(&sched, &p);
+    is_double(r.step, 4.0, 0, "2-stage gpipe, background sends: step 4");
+    is_double(r.idle, 2.5, 0, "2-stage gpipe, background sends: idle 2.375 + .125");
+    is_double(r.exposed, 0, 0, "2-stage gpipe, background sends: nothing exposed on stage 0");
+    /* a receive of nothing sent, or lanes that wait for each other: no prediction */
+    sl_pm_init(&sched, SL_F32);
+    sl_pm_lane(&sched, 1);
+    sl_pm_recv(&sched, 0, 7);
+    ok(isnan(sl_pm_predict(&sched, &p).step), "a receive with no send: NAN");
+    sl_pm_init(&sched, SL_F32);
+    sl_pm_recv(&sched, 1, 0);
+    sl_pm_send(&sched, 1, 1, 1);
+    sl_pm_lane(&sched, 1);
+    sl_pm_recv(&sched, 0, 1);
+    sl_pm_send(&sched, 0, 0, 1);
+    ok(isnan(sl_pm_predict(&sched, &p).step), "lanes waiting for each other: NAN");
+
+    /* host<->device copies on a copy engine of their own, in the background even where the
+     * collectives are not: a copy of 1 KiB (1 s at 1 KiB/s) started, a blocking allreduce of
+     * 512 B (5/8 s) beside it, then the copy waited for: 3/8 s more, step 1 */
+    p = prims(0);
+    p.alpha[SL_PM_H2D] = 0, p.beta[SL_PM_H2D] = 1.0 / 1024;
+    p.background_ops = 1u << SL_PM_H2D;
+    sl_pm_init(&sched, SL_F32);
+    const int cp = sl_pm_copy(&sched, 1024);
+    sl_pm_comm(&sched, SL_PM_ALLREDUCE, 128);
+    sl_pm_wait(&sched, cp);
+    r = sl_pm_predict(&sched, &p);
+    is_double(r.step, 1.0, 0, "a copy beside an allreduce: step 1 (two timelines)");
+    is_double(r.comm, 1.625, 0, "a copy beside an allreduce: comm 1 + 5/8");
+    is_double(r.exposed, 1.0, 0, "a copy beside an allreduce: exposed 5/8 + 3/8");
+    ok(!strcmp(sl_pm_op_name(SL_PM_H2D), "h2d"), "the copy's name: h2d");
 
     /* the fit recovers a line through its points: alpha 2^-10 s, beta 2^-20 s/B */
     const double S[] = {1024, 4096, 16384, 65536};
