@@ -191,6 +191,9 @@ void mg_row(sl_train *t, sl_result *res)
     sl_result_metric(res, "tp_activ_block", s->activ_block, "bytes");
     sl_result_metric(res, "tp_activ_block_model", mg_activ_block_model(s), "bytes");
     sl_result_metric(res, "tp_activ_block_korthikanti", mg_activ_block_korthikanti(s), "bytes");
+    /* over the serial block's on the group's tokens (the training layer's activ_block): 1/t
+     * when everything a block keeps is split, as with sequence parallelism */
+    sl_result_metric(res, "activ_frac", s->activ_block / mm_metric_of(res, "activ_block"), "fraction");
     sl_result_param_str(res, "tp_activ_note",
                         s->sp ? "kept: 16sbh/t + as^2b/t values + 16sb/t bytes of f32 layer-norm moments (at 16 bits "
                                 "sbh(32/t + 2as/(ht)) + 16sb/t); Korthikanti's sbh(34/t + 5as/(ht)) also holds the "
