@@ -206,7 +206,7 @@ static void allreduce(sl_train *t, mg *s, void *v, size_t count, sl_dtype dtype,
 /* Sequence parallelism ------------------------------------------------------------------------
  * Between the tensor-parallel regions a rank holds positions [p0, p0 + Tl) of each of the B
  * sequences, (B, Tl, C): Nl = B·Tl tokens. The collectives move rank-major blocks, (t, B, Tl, C),
- * so a gathered (B, T, C) is that block permuted (one strided copy; none with B = 1). */
+ * so a gathered (B, T, C) is that block permuted (one strided copy, through s->stage). */
 
 /* The shards (Nl, C) of the group into full (N, C) (all-gather); returns full, or the shard
  * itself in a group of one. */
@@ -214,17 +214,14 @@ static const void *seq_gather(sl_train *t, mg *s, const void *shard, void *full,
 {
     if (s->t == 1) return shard;
     const size_t count = (size_t)s->Nl * s->C, slab = (size_t)s->Tl * s->C;
-    void *dst = s->B == 1 ? full : s->stage;
     sl_k_sync(t->be);
     const unsigned long long b0 = sl_comm_bytes_sent(s->tp);
     const double t0 = sl_now();
-    counted(t, s, sl_coll_allgather(s->tp, shard, dst, count, s->dt), region, name, t0, b0);
-    if (dst != full) {
-        const double c0 = sl_now();
-        sl_k_copy_block_cast(t->be, s->t, s->B, (int)slab, s->stage, s->dt, count, slab, full, s->dt, slab,
-                             (size_t)s->T * s->C);
-        compute_span(t, "sequence parallel: permute", c0);
-    }
+    counted(t, s, sl_coll_allgather(s->tp, shard, s->stage, count, s->dt), region, name, t0, b0);
+    const double c0 = sl_now();
+    sl_k_copy_block_cast(t->be, s->t, s->B, (int)slab, s->stage, s->dt, count, slab, full, s->dt, slab,
+                         (size_t)s->T * s->C);
+    compute_span(t, "sequence parallel: permute", c0);
     return full;
 }
 
@@ -237,18 +234,14 @@ static void seq_scatter(sl_train *t, mg *s, const void *full, void *shard, int r
         sl_k_memcpy(t->be, shard, full, count * sl_dtype_size(s->dt), SL_K_D2D);
         return;
     }
-    const void *src = full;
-    if (s->B > 1) {
-        const double c0 = sl_now();
-        sl_k_copy_block_cast(t->be, s->t, s->B, (int)slab, full, s->dt, slab, (size_t)s->T * s->C, s->stage, s->dt,
-                             count, slab);
-        compute_span(t, "sequence parallel: permute", c0);
-        src = s->stage;
-    }
+    const double c0 = sl_now();
+    sl_k_copy_block_cast(t->be, s->t, s->B, (int)slab, full, s->dt, slab, (size_t)s->T * s->C, s->stage, s->dt, count,
+                         slab);
+    compute_span(t, "sequence parallel: permute", c0);
     sl_k_sync(t->be);
     const unsigned long long b0 = sl_comm_bytes_sent(s->tp);
     const double t0 = sl_now();
-    counted(t, s, sl_coll_reduce_scatter(s->tp, src, shard, count, s->dt, SL_OP_SUM), region, name, t0, b0);
+    counted(t, s, sl_coll_reduce_scatter(s->tp, s->stage, shard, count, s->dt, SL_OP_SUM), region, name, t0, b0);
 }
 
 /* Dropout site `site` of layer l on this rank's tokens (Nl, C), x into y: numbered by each
