@@ -56,11 +56,14 @@
  * split into compute / comm / exposed comm, and the memory a rank holds against 1/t of the
  * serial model's.
  *
- * --model gpt (plain and overlap, every dtype, x --dp): the whole GPT split the same way (megatron_mlp/gpt.c):
- * each block's attention by heads (QKV column-parallel, output projection row-parallel) and its
- * MLP as above, the embedding and the LM head by the vocabulary with Megatron-LM's parallel
- * cross-entropy; checked against serial GPT training (the training layer's), bytes per block,
- * embedding, head and step against their models (megatron_mlp/gpt_row.c).
+ * --model gpt (plain, overlap and seqpar, every dtype, x --dp): the whole GPT split the same way
+ * (megatron_mlp/gpt.c): each block's attention by heads (QKV column-parallel, output projection
+ * row-parallel) and its MLP as above, the embedding and the LM head by the vocabulary with
+ * Megatron-LM's parallel cross-entropy (--no-vocab-parallel: the logits gathered instead, the
+ * counter-example); seqpar splits each sequence's positions over the group for the layer norms,
+ * residuals and dropout (Korthikanti et al.); checked against serial GPT training (the training
+ * layer's), bytes per block, embedding, head and step and the activations a block keeps against
+ * their models (megatron_mlp/gpt_row.c).
  */
 #include <math.h>
 #include <stdio.h>
@@ -81,7 +84,7 @@ static const char *const variant_names[NVARIANTS] = SL_ENUM_NAMES(MM_VARIANTS);
 static long long opt_blocks = 2, opt_hidden = 512, opt_ffn = 4, opt_dp = 0;
 static sl_int_list opt_tp;
 static unsigned opt_variants = ~0u;
-static int opt_overlap, opt_seqpar;
+static int opt_overlap, opt_seqpar, opt_no_vocab_parallel;
 
 static const sl_opt mm_opts[] = {
     {"blocks", 0, SL_OPT_INT, &opt_blocks, 1, SL_MLP_MAX_LAYERS / 2, NULL, 0, "MLP blocks L (default 2)"},
@@ -95,6 +98,9 @@ static const sl_opt mm_opts[] = {
     {"overlap", 0, SL_OPT_FLAG, &opt_overlap, 0, 0, NULL, 0, "run the overlap variant (--variants overlap)"},
     {"sequence-parallel", 0, SL_OPT_FLAG, &opt_seqpar, 0, 0, NULL, 0,
      "run the sequence-parallel variant (--variants seqpar)"},
+    {"no-vocab-parallel", 0, SL_OPT_FLAG, &opt_no_vocab_parallel, 0, 0, NULL, 0,
+     "--model gpt: gather the whole N x V logits on every rank and compute the plain cross-entropy (the "
+     "counter-example to the vocabulary-parallel one)"},
     {0},
 };
 
@@ -480,7 +486,8 @@ static void *alloc(sl_train *t, sl_mem_cat cat, size_t bytes) { return sl_k_mall
 static void setup(sl_train *t)
 {
     if (sl_mlp_is_gpt(t->m)) {
-        mg_setup(t, cur_t, cur_d);
+        const mg_options o = {.sequence_parallel = t->variant == V_SEQPAR, .vocab_gather = opt_no_vocab_parallel};
+        mg_setup_opts(t, cur_t, cur_d, &o);
         return;
     }
     mm *s = calloc(1, sizeof *s);
@@ -726,17 +733,43 @@ static void row(sl_train *t, sl_result *res)
 
 static int divides_model(long long t) { return opt_hidden % t == 0 && (opt_hidden * opt_ffn) % t == 0; }
 
+/* seqpar's f and g are an all-gather and a reduce-scatter (--no-vocab-parallel's logits an
+ * all-gather): an implementation without them would fail at the first such step, after other
+ * rows were measured. */
+static void require_gather_scatter(sl_ctx *ctx, int needed, const char *what, const char *instead)
+{
+    unsigned ok = 0;
+    for (int c = 0; c < SL_NCOLLS; c++)
+        if (sl_coll_supports((sl_coll)c, SL_CO_ALLGATHER) && sl_coll_supports((sl_coll)c, SL_CO_REDUCE_SCATTER))
+            ok |= 1u << c;
+    const unsigned lacking = ctx->opt.colls & ~ok;
+    if (!needed || !lacking) return;
+    char names[128] = "";
+    for (int c = 0; c < SL_NCOLLS; c++)
+        if (ok & ctx->prog->colls & (1u << c))
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", names[0] ? "|" : "",
+                     sl_coll_name((sl_coll)c));
+    const char *bad = sl_coll_name((sl_coll)__builtin_ctz(lacking));
+    sl_usage_error("--coll (-C) %s: %s needs allgather and reduce_scatter, which %s does not provide; with %s "
+                   "megatron_mlp accepts %s (%s)", bad, what, bad, what, names, instead);
+}
+
 /* --model gpt: every block split over t ranks by heads (gpt_tp.h), the embedding and head by
  * the vocabulary; plain and overlap. */
 static void validate_gpt(sl_ctx *ctx)
 {
     const int P = ctx->nranks;
     const sl_gpt_shape g = sl_gpt_resolve(&sl_gpt_opt);
-    if (opt_seqpar || (opt_variants != ~0u && (opt_variants & (1u << V_SEQPAR))))
-        sl_usage_error("--variants: with --model gpt megatron_mlp runs plain and overlap (seqpar splits the MLP blocks "
-                       "alone)");
-    if (opt_overlap) opt_variants = 1u << V_OVERLAP;
-    else if (opt_variants == ~0u) opt_variants = (1u << V_PLAIN) | (1u << V_OVERLAP);
+    if (opt_overlap || opt_seqpar) {
+        if (opt_variants != ~0u)
+            sl_usage_error("--overlap/--sequence-parallel: give the variants either by these flags or by --variants");
+        opt_variants = (opt_overlap ? 1u << V_OVERLAP : 0) | (opt_seqpar ? 1u << V_SEQPAR : 0);
+    } else if (opt_variants == ~0u) {
+        opt_variants = (1u << V_PLAIN) | (1u << V_OVERLAP); /* seqpar when asked for */
+    }
+    const int seqpar = (opt_variants & (1u << V_SEQPAR)) != 0;
+    require_gather_scatter(ctx, seqpar, "seqpar", "or leave seqpar out of --variants");
+    require_gather_scatter(ctx, opt_no_vocab_parallel, "--no-vocab-parallel", "or leave it out");
     static const char *const mlp_opts[] = {"hidden", "ffn-mult"};
     for (size_t i = 0; i < sizeof mlp_opts / sizeof *mlp_opts; i++)
         if (sl_option_given(&ctx->opt, mlp_opts[i]))
@@ -751,9 +784,10 @@ static void validate_gpt(sl_ctx *ctx)
     const long long B = sl_train_opt.scaling ? sl_train_opt.batch : sl_train_opt.batch * P; /* sequences a step */
     for (int tv = 1; !opt_tp.n && !opt_dp && tv <= P; tv *= 2) {
         if (P % tv != 0) continue;
-        if (g.heads % tv == 0 && g.vocab % tv == 0 && B >= P / tv) tps[ntps++] = tv;
-        else sl_note(ctx, "skipping t = %d: it does not divide --heads %lld and --vocab %lld, or the %lld sequences "
-                     "of a step do not give its %d replicas one each", tv, g.heads, g.vocab, B, P / tv);
+        if (g.heads % tv == 0 && g.vocab % tv == 0 && B >= P / tv && (!seqpar || g.seq % tv == 0)) tps[ntps++] = tv;
+        else sl_note(ctx, "skipping t = %d: it does not divide --heads %lld and --vocab %lld (seqpar: --seq %lld), or "
+                     "the %lld sequences of a step do not give its %d replicas one each", tv, g.heads, g.vocab, g.seq,
+                     B, P / tv);
     }
     if (!opt_tp.n && !opt_dp && !ntps) sl_usage_error("--tp: no t of 1, 2, 4, ... can split this GPT on %d ranks", P);
     for (int i = 0; i < ntps; i++) {
@@ -766,6 +800,9 @@ static void validate_gpt(sl_ctx *ctx)
         if (g.vocab % tv != 0)
             sl_usage_error("--tp %lld: --vocab %lld must be divisible by t (each rank holds vocab/t rows of the "
                            "embedding and of the LM head)", tv, g.vocab);
+        if (seqpar && g.seq % tv != 0)
+            sl_usage_error("--seq %lld: --sequence-parallel splits each sequence's positions over t ranks; t = %lld "
+                           "must divide it", g.seq, tv);
         if (opt_dp && tv * opt_dp != P) sl_usage_error("--tp %lld x --dp %lld: the ranks (%d) must be t x d", tv, opt_dp, P);
         if (P % tv != 0) sl_usage_error("--tp %lld needs a multiple of %lld ranks, %d given", tv, tv, P);
         if (B < d)
@@ -780,28 +817,14 @@ static void validate(sl_ctx *ctx)
         validate_gpt(ctx);
         return;
     }
+    if (opt_no_vocab_parallel)
+        sl_usage_error("--no-vocab-parallel: the GPT's LM head; give --model gpt (the MLP blocks have no vocabulary)");
     if (opt_overlap || opt_seqpar) {
         if (opt_variants != ~0u)
             sl_usage_error("--overlap/--sequence-parallel: give the variants either by these flags or by --variants");
         opt_variants = (opt_overlap ? 1u << V_OVERLAP : 0) | (opt_seqpar ? 1u << V_SEQPAR : 0);
     }
-    /* seqpar's f and g are an all-gather and a reduce-scatter: an implementation without them
-     * would fail at the first seqpar step, after the other variants' rows were measured */
-    unsigned seqpar_colls = 0;
-    for (int c = 0; c < SL_NCOLLS; c++)
-        if (sl_coll_supports((sl_coll)c, SL_CO_ALLGATHER) && sl_coll_supports((sl_coll)c, SL_CO_REDUCE_SCATTER))
-            seqpar_colls |= 1u << c;
-    const unsigned lacking = ctx->opt.colls & ~seqpar_colls;
-    if ((opt_variants & (1u << V_SEQPAR)) && lacking) {
-        char names[128] = "";
-        for (int c = 0; c < SL_NCOLLS; c++)
-            if (seqpar_colls & ctx->prog->colls & (1u << c))
-                snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", names[0] ? "|" : "",
-                         sl_coll_name((sl_coll)c));
-        const char *bad = sl_coll_name((sl_coll)__builtin_ctz(lacking));
-        sl_usage_error("--coll (-C) %s: seqpar needs allgather and reduce_scatter, which %s does not provide; "
-                       "with seqpar megatron_mlp accepts %s (or leave seqpar out of --variants)", bad, bad, names);
-    }
+    require_gather_scatter(ctx, (opt_variants & (1u << V_SEQPAR)) != 0, "seqpar", "or leave seqpar out of --variants");
     const long long h = opt_hidden, f = opt_hidden * opt_ffn;
     ntps = 0;
     if (opt_tp.n) {

@@ -23,7 +23,23 @@
  * copy and the loss scaler, as the serial GPT training (train_gpt.c) the check compares with.
  * Dropout (--dropout): every mask numbered as the serial model numbers it (gpt_model.c), the
  * attention probabilities' by the global head index (attention() below), so that the run draws
- * serial training's masks. */
+ * serial training's masks.
+ *
+ * Sequence parallelism (seqpar; Korthikanti et al. 2022, "Reducing Activation Recomputation in
+ * Large Transformer Models", section 4.2.2): outside the tensor-parallel regions a rank holds
+ * positions [r·s/t, (r+1)·s/t) of each sequence, so the layer norms, residual adds, row-parallel
+ * biases and dropout (masks numbered by global position: drop_tokens) run on N/t tokens and keep
+ * N/t. Each g all-reduce becomes a reduce-scatter (the row-parallel output summed and split by
+ * positions) and each f an all-gather of the layer norm's output before the column-parallel
+ * GEMM; in backward their conjugates (all-gather of the output gradient, reduce-scatter of the
+ * input gradient), and each layer norm's output is all-gathered again for the weight gradient
+ * (only the shard was kept). The embedding's all-reduce becomes a reduce-scatter forward and an
+ * all-gather backward; the head gathers the final norm's output and reduce-scatters its
+ * gradient. The layer norms' gradients, each rank's over its own tokens, are summed in one
+ * all-reduce (norms_allreduce); the row-parallel biases' come from the gathered gradient whole.
+ *
+ * --no-vocab-parallel (the counter-example): the head's N·V/t logits all-gathered into the
+ * whole N·V on every rank, the serial cross-entropy on them (gathered_xent). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,17 +98,17 @@ static void lin_fwd(sl_train *t, mg *s, int K, int OC, const void *inp, const vo
     if (!is_f32(s)) sl_k_cast(t->be, (size_t)N * OC, r, SL_F32, out, s->dt, NULL);
 }
 
-/* z (N,C) += b: the row-parallel bias, once, after its all-reduce. */
+/* z (Nl,C) += b: the row-parallel bias, once, after its all-reduce (or reduce-scatter). */
 static void bias_after(sl_train *t, mg *s, void *z, const void *b)
 {
-    const size_t NC = (size_t)s->N * s->C;
+    const size_t NC = (size_t)s->Nl * s->C;
     if (is_f32(s)) {
-        sl_k_bias_add(t->be, s->N, s->C, z, b);
+        sl_k_bias_add(t->be, s->Nl, s->C, z, b);
         return;
     }
     sl_k_cast(t->be, NC, z, s->dt, s->lin32, SL_F32, NULL);
     sl_k_cast(t->be, (size_t)s->C, b, s->dt, s->vec32, SL_F32, NULL);
-    sl_k_bias_add(t->be, s->N, s->C, s->lin32, s->vec32);
+    sl_k_bias_add(t->be, s->Nl, s->C, s->lin32, s->vec32);
     sl_k_cast(t->be, NC, s->lin32, SL_F32, z, s->dt, NULL);
 }
 
@@ -162,9 +178,20 @@ static void attention(sl_train *t, mg *s, int l, const void *datty, void *dqkv)
 
 /* Communication ---------------------------------------------------------------------------- */
 
-/* An all-reduce of count elements of dtype in place, in the group (region < MG_DP) or between
- * replicas, blocking; its bytes counted under region in the driver's steps. A group or a set of
- * replicas of one rank communicates nothing. */
+/* The group's (region < MG_DP or > MG_DP) or the replicas' collective of rc, begun at t0 after a
+ * sync: blocking, its bytes counted under region in the driver's steps. */
+static void counted(sl_train *t, mg *s, int rc, int region, const char *name, double t0, unsigned long long b0)
+{
+    sl_comm *c = region == MG_DP ? s->dp : s->tp;
+    sl_train_coll_ok(rc, name);
+    sl_train_blocking(t, name, t0);
+    if (!s->counting) return;
+    s->sent[region] += (double)(sl_comm_bytes_sent(c) - b0);
+    if (region != MG_DP) s->tp_colls++;
+}
+
+/* An all-reduce of count elements of dtype in place, in the group or between replicas (region
+ * MG_DP). A group or a set of replicas of one rank communicates nothing. */
 static void allreduce(sl_train *t, mg *s, void *v, size_t count, sl_dtype dtype, sl_redop op, int region,
                       const char *name)
 {
@@ -173,11 +200,68 @@ static void allreduce(sl_train *t, mg *s, void *v, size_t count, sl_dtype dtype,
     sl_k_sync(t->be);
     const unsigned long long b0 = sl_comm_bytes_sent(c);
     const double t0 = sl_now();
-    sl_train_coll_ok(sl_coll_allreduce(c, v, v, count, dtype, op), name);
-    sl_train_blocking(t, name, t0);
-    if (!s->counting) return;
-    s->sent[region] += (double)(sl_comm_bytes_sent(c) - b0);
-    if (region != MG_DP) s->tp_colls++;
+    counted(t, s, sl_coll_allreduce(c, v, v, count, dtype, op), region, name, t0, b0);
+}
+
+/* Sequence parallelism ------------------------------------------------------------------------
+ * Between the tensor-parallel regions a rank holds positions [p0, p0 + Tl) of each of the B
+ * sequences, (B, Tl, C): Nl = B·Tl tokens. The collectives move rank-major blocks, (t, B, Tl, C),
+ * so a gathered (B, T, C) is that block permuted (one strided copy, through s->stage). */
+
+/* The shards (Nl, C) of the group into full (N, C) (all-gather); returns full, or the shard
+ * itself in a group of one. */
+static const void *seq_gather(sl_train *t, mg *s, const void *shard, void *full, int region, const char *name)
+{
+    if (s->t == 1) return shard;
+    const size_t count = (size_t)s->Nl * s->C, slab = (size_t)s->Tl * s->C;
+    sl_k_sync(t->be);
+    const unsigned long long b0 = sl_comm_bytes_sent(s->tp);
+    const double t0 = sl_now();
+    counted(t, s, sl_coll_allgather(s->tp, shard, s->stage, count, s->dt), region, name, t0, b0);
+    const double c0 = sl_now();
+    sl_k_copy_block_cast(t->be, s->t, s->B, (int)slab, s->stage, s->dt, count, slab, full, s->dt, slab,
+                         (size_t)s->T * s->C);
+    compute_span(t, "sequence parallel: permute", c0);
+    return full;
+}
+
+/* The partial sums full (N, C) of the group reduced, each rank keeping its shard (Nl, C)
+ * (reduce-scatter); in a group of one a copy. full is not kept. */
+static void seq_scatter(sl_train *t, mg *s, const void *full, void *shard, int region, const char *name)
+{
+    const size_t count = (size_t)s->Nl * s->C, slab = (size_t)s->Tl * s->C;
+    if (s->t == 1) {
+        sl_k_memcpy(t->be, shard, full, count * sl_dtype_size(s->dt), SL_K_D2D);
+        return;
+    }
+    const double c0 = sl_now();
+    sl_k_copy_block_cast(t->be, s->t, s->B, (int)slab, full, s->dt, slab, (size_t)s->T * s->C, s->stage, s->dt, count,
+                         slab);
+    compute_span(t, "sequence parallel: permute", c0);
+    sl_k_sync(t->be);
+    const unsigned long long b0 = sl_comm_bytes_sent(s->tp);
+    const double t0 = sl_now();
+    counted(t, s, sl_coll_reduce_scatter(s->tp, s->stage, shard, count, s->dt, SL_OP_SUM), region, name, t0, b0);
+}
+
+/* Dropout site `site` of layer l on this rank's tokens (Nl, C), x into y: numbered by each
+ * element's global position (drop_at), so one call per sequence where the rank holds a slab of
+ * it. Returns whether a mask was applied (p > 0). */
+static int drop_tokens(sl_train *t, mg *s, int l, int site, const void *x, void *y)
+{
+    sl_dropout d = drop_at(t, l, site, (size_t)s->T * s->C);
+    if (!(d.p > 0)) return 0;
+    const size_t slab = (size_t)s->Tl * s->C;
+    if (s->Tl == s->T) {
+        sl_k_dropout(t->be, s->dt, (size_t)s->Nl * s->C, x, y, &d);
+        return 1;
+    }
+    const uint64_t first = d.first + (uint64_t)s->p0 * s->C;
+    for (int b = 0; b < s->B; b++) {
+        d.first = first + (uint64_t)b * s->T * s->C;
+        sl_k_dropout(t->be, s->dt, slab, at(s, x, (size_t)b * slab), at(s, y, (size_t)b * slab), &d);
+    }
+    return 1;
 }
 
 /* The backward of a column-parallel layer (dout (N,OC) this rank's columns, inp (N,K) whole)
@@ -185,8 +269,10 @@ static void allreduce(sl_train *t, mg *s, void *v, size_t count, sl_dtype dtype,
  * gradients, then the all-reduce. overlap (Megatron-LM's asynchronous gradient all-reduce): dinp
  * first, its all-reduce started non-blocking, then dW computed in pieces of its rows, testing
  * the all-reduce between them so that the suite's own algorithms advance while the GEMMs run,
- * then db, then the wait. dW and db (may be NULL: the head has no bias) accumulate in f32. */
-static void colpar_backward(sl_train *t, mg *s, int K, int OC, const void *dout, const void *inp, const void *W,
+ * then db, then the wait. dW and db (may be NULL: the head has no bias) accumulate in f32.
+ * Sequence parallel: f's backward is a reduce-scatter instead, into s->dshard (this rank's
+ * tokens). Returns the summed input gradient: dinp, or s->dshard. */
+static const void *colpar_backward(sl_train *t, mg *s, int K, int OC, const void *dout, const void *inp, const void *W,
                             void *dinp, float *dW, float *db, int region, const char *name, const char *what)
 {
     const size_t count = (size_t)s->N * K;
@@ -196,8 +282,12 @@ static void colpar_backward(sl_train *t, mg *s, int K, int OC, const void *dout,
         if (db) bias_grad(t, s, OC, dout, db);
         input_grad(t, s, K, OC, dout, W, dinp);
         compute_span(t, what, t0);
+        if (s->sp) {
+            seq_scatter(t, s, dinp, s->dshard, region, name);
+            return s->dshard;
+        }
         allreduce(t, s, dinp, count, s->dt, SL_OP_SUM, region, name);
-        return;
+        return dinp;
     }
     input_grad(t, s, K, OC, dout, W, dinp);
     compute_span(t, what, t0);
@@ -231,10 +321,12 @@ static void colpar_backward(sl_train *t, mg *s, int K, int OC, const void *dout,
     const double w1 = sl_now();
     sl_train_record(t, SL_PHASE_EXPOSED, w1 - w0);
     sl_train_span(t, SL_PHASE_COMM, name, t0, done ? t_done : w1);
-    if (!s->counting) return;
-    s->sent[region] += (double)(sl_comm_bytes_sent(s->tp) - b0);
-    s->tp_colls++;
-    s->tp_overlapped++;
+    if (s->counting) {
+        s->sent[region] += (double)(sl_comm_bytes_sent(s->tp) - b0);
+        s->tp_colls++;
+        s->tp_overlapped++;
+    }
+    return dinp;
 }
 
 /* The host view of n floats of backend memory p: p itself on the CPU, else copied into h. */
@@ -328,70 +420,115 @@ static void load(sl_train *t, mg *s)
     sl_train_span(t, SL_PHASE_DATA, "data", t0, sl_now());
 }
 
+/* The lookup of this rank's V/t rows for every token of the replica, completed by an all-reduce
+ * (sequence parallel: a reduce-scatter, each rank keeping its positions), then the position
+ * embedding and dropout on the tokens held. */
 static void embedding_forward(sl_train *t, mg *s)
 {
-    const size_t C = (size_t)s->C, TC = (size_t)s->T * C;
+    const size_t C = (size_t)s->C, slab = (size_t)s->Tl * C;
+    void *look = s->sp ? s->dpart : s->res[1];
     double t0 = sl_now();
-    sl_k_embedding_forward(t->be, s->dt, s->B, s->T, s->C, s->Vl + 1, s->tokl, s->w, s->zero_wpe, s->res[1]);
+    sl_k_embedding_forward(t->be, s->dt, s->B, s->T, s->C, s->Vl + 1, s->tokl, s->w, s->zero_wpe, look);
     compute_span(t, "embedding", t0);
-    allreduce(t, s, s->res[1], (size_t)s->N * C, s->dt, SL_OP_SUM, MG_EMB, "embedding: allreduce lookup");
+    if (s->sp) seq_scatter(t, s, look, s->res[1], MG_EMB, "embedding: reduce-scatter lookup");
+    else allreduce(t, s, s->res[1], (size_t)s->N * C, s->dt, SL_OP_SUM, MG_EMB, "embedding: allreduce lookup");
     t0 = sl_now();
-    const void *wpe = at(s, s->w, ((size_t)s->Vl + 1) * C);
-    for (int b = 0; b < s->B; b++) sl_k_add(t->be, s->dt, TC, wpe, at(s, s->res[1], (size_t)b * TC));
-    const sl_dropout d = drop_at(t, 0, SL_DROP_EMBED, TC);
-    if (d.p > 0) sl_k_dropout(t->be, s->dt, (size_t)s->N * C, s->res[1], s->res[1], &d);
+    const void *wpe = at(s, s->w, ((size_t)s->Vl + 1 + s->p0) * C);
+    for (int b = 0; b < s->B; b++) sl_k_add(t->be, s->dt, slab, wpe, at(s, s->res[1], (size_t)b * slab));
+    drop_tokens(t, s, 0, SL_DROP_EMBED, s->res[1], s->res[1]);
     compute_span(t, "embedding", t0);
 }
 
+/* res[l] -> res[l + 1], on the tokens held (Nl): the layer norms, the row-parallel biases, the
+ * residual adds and dropout; the column-parallel GEMMs and the attention on all N tokens of
+ * the replica. Plain: g is an all-reduce of the row-parallel output. Sequence parallel: each
+ * layer norm's output is all-gathered before its column-parallel GEMM (f forward) and the
+ * row-parallel output reduce-scattered (g forward). */
 static void block_forward(sl_train *t, mg *s, int l)
 {
     mg_block *k = &s->blk[l - 1];
     const void *x = s->res[l];
     void *out = s->res[l + 1];
-    const int N = s->N, C = s->C, Cl = s->Cl;
-    const size_t NC = (size_t)N * C;
+    const int N = s->N, Nl = s->Nl, C = s->C, Cl = s->Cl;
+    const size_t NC = (size_t)N * C, NlC = (size_t)Nl * C;
     double t0 = sl_now();
     const float *ln = ln_params(t, s, P(s, l, SL_GPT_LN1W));
-    sl_k_layernorm_forward(t->be, s->dt, N, C, x, ln, ln + C, k->ln1, k->m1, k->r1);
-    lin_fwd(t, s, C, 3 * Cl, k->ln1, P(s, l, SL_GPT_WQKV), P(s, l, SL_GPT_BQKV), k->qkv);
-    attention(t, s, l, NULL, NULL);
-    lin_fwd(t, s, Cl, C, k->atty, P(s, l, SL_GPT_WPROJ), NULL, k->h);
+    sl_k_layernorm_forward(t->be, s->dt, Nl, C, x, ln, ln + C, k->ln1, k->m1, k->r1);
     compute_span(t, "attention", t0);
-    allreduce(t, s, k->h, NC, s->dt, SL_OP_SUM, MG_BLOCKS, "g: allreduce attention");
+    const void *in = s->sp ? seq_gather(t, s, k->ln1, s->full, MG_BLOCKS, "f: all-gather ln1") : k->ln1;
+    t0 = sl_now();
+    lin_fwd(t, s, C, 3 * Cl, in, P(s, l, SL_GPT_WQKV), P(s, l, SL_GPT_BQKV), k->qkv);
+    attention(t, s, l, NULL, NULL);
+    void *part = s->sp ? s->dpart : k->h;
+    lin_fwd(t, s, Cl, C, k->atty, P(s, l, SL_GPT_WPROJ), NULL, part);
+    compute_span(t, "attention", t0);
+    if (s->sp) seq_scatter(t, s, part, k->h, MG_BLOCKS, "g: reduce-scatter attention");
+    else allreduce(t, s, k->h, NC, s->dt, SL_OP_SUM, MG_BLOCKS, "g: allreduce attention");
     t0 = sl_now();
     bias_after(t, s, k->h, P(s, l, SL_GPT_BPROJ));
-    const size_t TC = (size_t)s->T * C;
-    const sl_dropout da = drop_at(t, l, SL_DROP_RESID_ATTN, TC), dm = drop_at(t, l, SL_DROP_RESID_MLP, TC);
-    if (da.p > 0) sl_k_dropout(t->be, s->dt, NC, k->h, k->h, &da);
-    sl_k_residual_forward(t->be, s->dt, NC, x, k->h, k->h);
+    drop_tokens(t, s, l, SL_DROP_RESID_ATTN, k->h, k->h);
+    sl_k_residual_forward(t->be, s->dt, NlC, x, k->h, k->h);
     ln = ln_params(t, s, P(s, l, SL_GPT_LN2W));
-    sl_k_layernorm_forward(t->be, s->dt, N, C, k->h, ln, ln + C, k->ln2, k->m2, k->r2);
-    lin_fwd(t, s, C, 4 * Cl, k->ln2, P(s, l, SL_GPT_WFC), P(s, l, SL_GPT_BFC), k->fc);
-    sl_k_gelu_forward(t->be, s->dt, (size_t)N * 4 * Cl, k->fc, k->ge);
-    lin_fwd(t, s, 4 * Cl, C, k->ge, P(s, l, SL_GPT_WFCPROJ), NULL, out);
+    sl_k_layernorm_forward(t->be, s->dt, Nl, C, k->h, ln, ln + C, k->ln2, k->m2, k->r2);
     compute_span(t, "mlp", t0);
-    allreduce(t, s, out, NC, s->dt, SL_OP_SUM, MG_BLOCKS, "g: allreduce mlp");
+    in = s->sp ? seq_gather(t, s, k->ln2, s->full, MG_BLOCKS, "f: all-gather ln2") : k->ln2;
+    t0 = sl_now();
+    lin_fwd(t, s, C, 4 * Cl, in, P(s, l, SL_GPT_WFC), P(s, l, SL_GPT_BFC), k->fc);
+    sl_k_gelu_forward(t->be, s->dt, (size_t)N * 4 * Cl, k->fc, k->ge);
+    part = s->sp ? s->dpart : out;
+    lin_fwd(t, s, 4 * Cl, C, k->ge, P(s, l, SL_GPT_WFCPROJ), NULL, part);
+    compute_span(t, "mlp", t0);
+    if (s->sp) seq_scatter(t, s, part, out, MG_BLOCKS, "g: reduce-scatter mlp");
+    else allreduce(t, s, out, NC, s->dt, SL_OP_SUM, MG_BLOCKS, "g: allreduce mlp");
     t0 = sl_now();
     bias_after(t, s, out, P(s, l, SL_GPT_BFCPROJ));
-    if (dm.p > 0) sl_k_dropout(t->be, s->dt, NC, out, out, &dm);
-    sl_k_residual_forward(t->be, s->dt, NC, k->h, out, out);
+    drop_tokens(t, s, l, SL_DROP_RESID_MLP, out, out);
+    sl_k_residual_forward(t->be, s->dt, NlC, k->h, out, out);
     compute_span(t, "residual", t0);
 }
 
-/* The head's forward and backward at once (the logits are not kept): final norm, this rank's
- * logits, the parallel cross-entropy, dlogits into dwhead and the partial dL/d(lnf), its
- * all-reduce, and the final norm's backward into dx. Returns the loss (unscaled). */
+/* --no-vocab-parallel: the group's logits (N, V/t) each all-gathered into the full (N, V) on
+ * every rank, the serial model's cross-entropy on them (every rank computes all of it), and
+ * this rank's columns of dlogits kept. Returns the loss (unscaled). */
+static double gathered_xent(sl_train *t, mg *s, float norm, float scale)
+{
+    const int N = s->N, Vl = s->Vl, V = s->V;
+    const size_t NVl = (size_t)N * Vl;
+    sl_k_sync(t->be);
+    const unsigned long long b0 = sl_comm_bytes_sent(s->tp);
+    double t0 = sl_now();
+    counted(t, s, sl_coll_allgather(s->tp, s->logits, s->gstage, NVl, SL_F32), MG_HEAD, "head: all-gather logits",
+            t0, b0);
+    t0 = sl_now();
+    sl_k_copy_block_cast(t->be, s->t, N, Vl, s->gstage, SL_F32, NVl, (size_t)Vl, s->glog, SL_F32, (size_t)Vl,
+                         (size_t)V);
+    /* dlogits (N, V) into the rank-major buffer, free now; this rank's columns into s->dlog */
+    const double loss = sl_k_softmax_xent(t->be, N, V, s->glog, s->tgt, s->gstage, norm * scale);
+    sl_k_copy_block_cast(t->be, 1, N, Vl, s->gstage + (size_t)s->tr * Vl, SL_F32, 0, (size_t)V, s->dlog, SL_F32, 0,
+                         (size_t)Vl);
+    compute_span(t, "head: cross-entropy (whole vocabulary)", t0);
+    return loss / scale; /* scale is a power of two: exact */
+}
+
+/* The head's forward and backward at once (the logits are not kept): final norm (on the tokens
+ * held; sequence parallel: its output all-gathered), this rank's logits, the parallel
+ * cross-entropy (or, --no-vocab-parallel, the gathered one), dlogits into dwhead and the
+ * partial dL/d(lnf), its all-reduce (sequence parallel: reduce-scatter), and the final norm's
+ * backward into dx. Returns the loss (unscaled). */
 static double head(sl_train *t, mg *s, float norm, float scale, void *dx)
 {
-    const int N = s->N, C = s->C, Vl = s->Vl, l = s->L + 1;
+    const int N = s->N, Nl = s->Nl, C = s->C, Vl = s->Vl, l = s->L + 1;
     const void *whead = at(s, s->w, s->lw[l] + 2 * (size_t)C);
     float *gl = s->grads + s->lw[l];
     double t0 = sl_now();
     const float *ln = ln_params(t, s, at(s, s->w, s->lw[l]));
-    sl_k_layernorm_forward(t->be, s->dt, N, C, s->res[l], ln, ln + C, s->lnf, s->mf, s->rf);
-    sl_k_gemm(t->be, 0, 1, N, Vl, C, 1.0f, s->lnf, C, whead, C, 0.0f, s->logits, Vl, s->dt, SL_F32);
+    sl_k_layernorm_forward(t->be, s->dt, Nl, C, s->res[l], ln, ln + C, s->lnf, s->mf, s->rf);
     compute_span(t, "head", t0);
-    const double loss = parallel_xent(t, s, norm, scale);
+    const void *in = s->sp ? seq_gather(t, s, s->lnf, s->full, MG_HEAD, "f: all-gather lnf") : s->lnf;
+    t0 = sl_now();
+    sl_k_gemm(t->be, 0, 1, N, Vl, C, 1.0f, in, C, whead, C, 0.0f, s->logits, Vl, s->dt, SL_F32);
+    compute_span(t, "head", t0);
+    const double loss = s->vgather && s->t > 1 ? gathered_xent(t, s, norm, scale) : parallel_xent(t, s, norm, scale);
     t0 = sl_now();
     const void *dl = s->dlog;
     if (!is_f32(s)) { /* GEMM operands share a dtype, as the serial head's */
@@ -399,67 +536,114 @@ static double head(sl_train *t, mg *s, float norm, float scale, void *dx)
         dl = s->dlog16;
     }
     compute_span(t, "head", t0);
-    colpar_backward(t, s, C, Vl, dl, s->lnf, whead, s->dpart, gl + 2 * C, NULL, MG_HEAD, "f: allreduce head dx",
-                    "head backward");
+    const void *dlnf = colpar_backward(t, s, C, Vl, dl, in, whead, s->dpart, gl + 2 * C, NULL, MG_HEAD,
+                                       s->sp ? "f: reduce-scatter head dx" : "f: allreduce head dx", "head backward");
     t0 = sl_now();
     ln = ln_params(t, s, at(s, s->w, s->lw[l]));
-    sl_k_layernorm_backward(t->be, s->dt, N, C, s->dpart, s->res[l], ln, s->mf, s->rf, dx, gl, gl + C);
+    sl_k_layernorm_backward(t->be, s->dt, Nl, C, dlnf, s->res[l], ln, s->mf, s->rf, dx, gl, gl + C);
     compute_span(t, "head", t0);
     return loss;
 }
 
+/* dy = dL/dres[l + 1] -> dx = dL/dres[l], on the tokens held. Sequence parallel: g's backward
+ * all-gathers each half's output gradient, each layer norm's output is all-gathered again for
+ * its column-parallel layer's weight gradient (only its shard was kept), and f's backward
+ * reduce-scatters the partial input gradient. The row-parallel biases' gradients come from the
+ * gathered (whole) output gradient, so they are complete; the layer norms' are each rank's
+ * part, summed in mg_step. */
 static void block_backward(sl_train *t, mg *s, int l, const void *dy, void *dx)
 {
     mg_block *k = &s->blk[l - 1];
-    const int N = s->N, C = s->C, Cl = s->Cl;
-    const size_t NC = (size_t)N * C;
+    const int N = s->N, Nl = s->Nl, C = s->C, Cl = s->Cl;
+    const size_t NlC = (size_t)Nl * C;
     double t0 = sl_now();
-    const size_t TC = (size_t)s->T * C;
-    const sl_dropout da = drop_at(t, l, SL_DROP_RESID_ATTN, TC), dm = drop_at(t, l, SL_DROP_RESID_MLP, TC);
-    /* MLP: g backward is the identity (dy whole on every rank); through its dropout first (the
-     * mask again, into dh: free until ln2's backward) */
+    /* MLP: through its dropout first (the mask again, into dh: free until ln2's backward) */
     const void *dmlp = dy;
-    if (dm.p > 0) sl_k_dropout(t->be, s->dt, NC, dy, s->dh, &dm), dmlp = s->dh;
+    if (drop_tokens(t, s, l, SL_DROP_RESID_MLP, dy, s->dh)) dmlp = s->dh;
+    compute_span(t, "mlp backward", t0);
+    /* g backward: the identity (dy whole on every rank), or the all-gather of the shards */
+    if (s->sp) dmlp = seq_gather(t, s, dmlp, s->full, MG_BLOCKS, "g: all-gather mlp dy");
+    t0 = sl_now();
     lin_bwd(t, s, 4 * Cl, C, dmlp, k->ge, P(s, l, SL_GPT_WFCPROJ), s->dfc, G(s, l, SL_GPT_WFCPROJ),
             G(s, l, SL_GPT_BFCPROJ));
     sl_k_gelu_backward(t->be, s->dt, (size_t)N * 4 * Cl, k->fc, s->dfc, s->dfc);
     compute_span(t, "mlp backward", t0);
-    colpar_backward(t, s, C, 4 * Cl, s->dfc, k->ln2, P(s, l, SL_GPT_WFC), s->dpart, G(s, l, SL_GPT_WFC),
-                    G(s, l, SL_GPT_BFC), MG_BLOCKS, "f: allreduce mlp dx", "mlp backward");
+    const void *in = s->sp ? seq_gather(t, s, k->ln2, s->full, MG_REGATHER, "all-gather ln2 again") : k->ln2;
+    const void *dln = colpar_backward(t, s, C, 4 * Cl, s->dfc, in, P(s, l, SL_GPT_WFC), s->dpart, G(s, l, SL_GPT_WFC),
+                                      G(s, l, SL_GPT_BFC), MG_BLOCKS,
+                                      s->sp ? "f: reduce-scatter mlp dx" : "f: allreduce mlp dx", "mlp backward");
     t0 = sl_now();
     const float *ln = ln_params(t, s, P(s, l, SL_GPT_LN2W));
-    sl_k_layernorm_backward(t->be, s->dt, N, C, s->dpart, k->h, ln, k->m2, k->r2, s->dh, G(s, l, SL_GPT_LN2W),
+    sl_k_layernorm_backward(t->be, s->dt, Nl, C, dln, k->h, ln, k->m2, k->r2, s->dh, G(s, l, SL_GPT_LN2W),
                             G(s, l, SL_GPT_LN2B));
-    sl_k_add(t->be, s->dt, NC, dy, s->dh);
-    /* attention, through its output's dropout (into dpart: free until the QKV's input gradient) */
+    sl_k_add(t->be, s->dt, NlC, dy, s->dh);
+    /* attention, through its output's dropout (into the free shard buffer; plain: into dpart,
+     * free until the QKV's input gradient) */
     const void *dattn = s->dh;
-    if (da.p > 0) sl_k_dropout(t->be, s->dt, NC, s->dh, s->dpart, &da), dattn = s->dpart;
+    if (drop_tokens(t, s, l, SL_DROP_RESID_ATTN, s->dh, s->sp ? s->dshard : s->dpart))
+        dattn = s->sp ? s->dshard : s->dpart;
+    compute_span(t, "attention backward", t0);
+    if (s->sp) dattn = seq_gather(t, s, dattn, s->full, MG_BLOCKS, "g: all-gather attention dy");
+    t0 = sl_now();
     lin_bwd(t, s, Cl, C, dattn, k->atty, P(s, l, SL_GPT_WPROJ), s->datty, G(s, l, SL_GPT_WPROJ),
             G(s, l, SL_GPT_BPROJ));
     attention(t, s, l, s->datty, s->dqkv);
     compute_span(t, "attention backward", t0);
-    colpar_backward(t, s, C, 3 * Cl, s->dqkv, k->ln1, P(s, l, SL_GPT_WQKV), s->dpart, G(s, l, SL_GPT_WQKV),
-                    G(s, l, SL_GPT_BQKV), MG_BLOCKS, "f: allreduce attention dx", "attention backward");
+    in = s->sp ? seq_gather(t, s, k->ln1, s->full, MG_REGATHER, "all-gather ln1 again") : k->ln1;
+    dln = colpar_backward(t, s, C, 3 * Cl, s->dqkv, in, P(s, l, SL_GPT_WQKV), s->dpart, G(s, l, SL_GPT_WQKV),
+                          G(s, l, SL_GPT_BQKV), MG_BLOCKS,
+                          s->sp ? "f: reduce-scatter attention dx" : "f: allreduce attention dx", "attention backward");
     t0 = sl_now();
     ln = ln_params(t, s, P(s, l, SL_GPT_LN1W));
-    sl_k_layernorm_backward(t->be, s->dt, N, C, s->dpart, s->res[l], ln, k->m1, k->r1, dx, G(s, l, SL_GPT_LN1W),
+    sl_k_layernorm_backward(t->be, s->dt, Nl, C, dln, s->res[l], ln, k->m1, k->r1, dx, G(s, l, SL_GPT_LN1W),
                             G(s, l, SL_GPT_LN1B));
-    sl_k_add(t->be, s->dt, NC, s->dh, dx);
+    sl_k_add(t->be, s->dt, NlC, s->dh, dx);
     compute_span(t, "residual", t0);
 }
 
+/* dy (the tokens held; not kept) through the embedding's dropout; sequence parallel: the
+ * shards all-gathered (the conjugate of the forward's reduce-scatter), so that every rank has
+ * each token's gradient for its own rows and the whole position table's. */
 static void embedding_backward(sl_train *t, mg *s, void *dy)
 {
     const size_t C = (size_t)s->C;
-    const double t0 = sl_now();
-    const sl_dropout d = drop_at(t, 0, SL_DROP_EMBED, (size_t)s->T * C);
-    if (d.p > 0) sl_k_dropout(t->be, s->dt, (size_t)s->N * C, dy, dy, &d); /* dy is not kept */
+    double t0 = sl_now();
+    drop_tokens(t, s, 0, SL_DROP_EMBED, dy, dy);
+    compute_span(t, "embedding backward", t0);
+    const void *d = s->sp ? seq_gather(t, s, dy, s->full, MG_EMB, "embedding: all-gather dy") : dy;
+    t0 = sl_now();
     /* this rank's rows, the zero row and wpe; the zero row's gradient (the other ranks'
      * tokens) is dropped, so that it stays zero */
-    sl_k_embedding_backward(t->be, s->dt, s->B, s->T, s->C, s->Vl + 1, s->tokl, dy, s->grads,
+    sl_k_embedding_backward(t->be, s->dt, s->B, s->T, s->C, s->Vl + 1, s->tokl, d, s->grads,
                             s->grads + ((size_t)s->Vl + 1) * C);
     sl_k_memset0(t->be, s->grads + (size_t)s->Vl * C, C * sizeof(float));
     compute_span(t, "embedding backward", t0);
+}
+
+/* Sequence parallel: the layer norms' gradients (ln1, ln2 of each block, lnf; f32), each rank's
+ * over its own tokens, summed over the group in one all-reduce of (4L + 2)·C f32 values. */
+static void norms_allreduce(sl_train *t, mg *s)
+{
+    if (!s->sp || s->t == 1) return;
+    const size_t C2 = 2 * (size_t)s->C, b2 = C2 * sizeof(float);
+    double t0 = sl_now();
+    float *p = s->normg;
+    for (int l = 1; l <= s->L; l++, p += 2 * C2) {
+        sl_k_memcpy(t->be, p, G(s, l, SL_GPT_LN1W), b2, SL_K_D2D);
+        sl_k_memcpy(t->be, p + C2, G(s, l, SL_GPT_LN2W), b2, SL_K_D2D);
+    }
+    sl_k_memcpy(t->be, p, s->grads + s->lw[s->L + 1], b2, SL_K_D2D);
+    compute_span(t, "layer norms' gradients: pack", t0);
+    allreduce(t, s, s->normg, (4 * (size_t)s->L + 2) * s->C, SL_F32, SL_OP_SUM, MG_NORMS,
+              "sequence parallel: allreduce layer norms' gradients");
+    t0 = sl_now();
+    p = s->normg;
+    for (int l = 1; l <= s->L; l++, p += 2 * C2) {
+        sl_k_memcpy(t->be, G(s, l, SL_GPT_LN1W), p, b2, SL_K_D2D);
+        sl_k_memcpy(t->be, G(s, l, SL_GPT_LN2W), p + C2, b2, SL_K_D2D);
+    }
+    sl_k_memcpy(t->be, s->grads + s->lw[s->L + 1], p, b2, SL_K_D2D);
+    compute_span(t, "layer norms' gradients: unpack", t0);
 }
 
 /* The step ---------------------------------------------------------------------------------- */
@@ -482,6 +666,7 @@ void mg_step(sl_train *t)
     int cur = 0;
     for (int l = s->L; l >= 1; l--, cur = !cur) block_backward(t, s, l, s->dres[cur], s->dres[!cur]);
     embedding_backward(t, s, s->dres[cur]);
+    norms_allreduce(t, s);
     if (!is_f32(s)) { /* the gradient as the serial run keeps it: rounded into dt once */
         t0 = sl_now();
         sl_k_cast(t->be, s->np, s->grads, SL_F32, s->g, s->dt, NULL);
@@ -509,7 +694,19 @@ void mg_step(sl_train *t)
 
 static void *alloc(sl_train *t, sl_mem_cat cat, size_t bytes) { return sl_k_malloc(t->be, cat, bytes ? bytes : 1); }
 
+/* The bytes of category cat allocated so far in the backend's space (the driver's accounting). */
+static double held(sl_train *t, sl_mem_cat cat)
+{
+    return (double)sl_mem_current(t->be == SL_BACKEND_CUDA ? SL_MEM_DEVICE : SL_MEM_HOST, cat);
+}
+
 void mg_setup(sl_train *t, int tp, int dp)
+{
+    const mg_options none = {0};
+    mg_setup_opts(t, tp, dp, &none);
+}
+
+void mg_setup_opts(sl_train *t, int tp, int dp, const mg_options *o)
 {
     mg *s = calloc(1, sizeof *s);
     if (!s) SL_FATAL("out of memory");
@@ -522,6 +719,8 @@ void mg_setup(sl_train *t, int tp, int dp)
     s->L = g->layers, s->C = g->C, s->NH = g->NH, s->T = g->T, s->V = g->V, s->maxT = g->max_T;
     s->Vl = s->V / s->t, s->Cl = s->C / s->t, s->NHl = s->NH / s->t;
     s->dt = t->dtype;
+    s->sp = o->sequence_parallel;
+    s->vgather = o->vocab_gather;
     mg_layout(s);
 
     mm_groups_open(t, s->rep, s->tr, &s->tp_mpi, &s->dp_mpi, &s->tp, &s->dp);
@@ -531,9 +730,12 @@ void mg_setup(sl_train *t, int tp, int dp)
     t->lo = (int)lo, t->hi = (int)hi;
     s->B = (int)(hi - lo);
     s->N = s->B * s->T;
+    s->Tl = s->sp ? s->T / s->t : s->T; /* validate: t divides T */
+    s->Nl = s->B * s->Tl;
+    s->p0 = s->sp ? s->tr * s->Tl : 0;
 
     const size_t np = s->np, f4 = sizeof(float), es = sl_dtype_size(s->dt), N = (size_t)s->N, C = (size_t)s->C;
-    const size_t Cl = (size_t)s->Cl, NC = N * C, NV = N * (size_t)s->Vl;
+    const size_t Cl = (size_t)s->Cl, NC = N * C, NV = N * (size_t)s->Vl, Nl = (size_t)s->Nl, NlC = Nl * C;
     s->params = alloc(t, SL_MEM_PARAMS, np * f4);
     s->grads = alloc(t, SL_MEM_GRADS, np * f4);
     s->optim = alloc(t, SL_MEM_OPTIM, (size_t)sl_optim_state_per_param(&t->optim) * np * f4);
@@ -544,40 +746,56 @@ void mg_setup(sl_train *t, int tp, int dp)
         sl_k_cast(t->be, np, s->params, SL_F32, s->w, s->dt, NULL);
         sl_train_mixed_init(&s->ms, s->dt);
     }
-    /* kept for backward */
-    for (int l = 1; l <= s->L + 1; l++) s->res[l] = alloc(t, SL_MEM_ACTIV, NC * es);
+    /* kept for backward: per block its input res[l] and what it keeps, on the tokens held
+     * (Nl: the layer norms' inputs, outputs and moments) or on all N (the tensor-parallel
+     * parts); the accounting's count of them is the row's measured activ_block */
+    const double a0 = held(t, SL_MEM_ACTIV);
     for (int b = 0; b < s->L; b++) {
         mg_block *k = &s->blk[b];
-        k->ln1 = alloc(t, SL_MEM_ACTIV, NC * es), k->qkv = alloc(t, SL_MEM_ACTIV, 3 * N * Cl * es);
+        s->res[b + 1] = alloc(t, SL_MEM_ACTIV, NlC * es);
+        k->ln1 = alloc(t, SL_MEM_ACTIV, NlC * es), k->qkv = alloc(t, SL_MEM_ACTIV, 3 * N * Cl * es);
         k->att = alloc(t, SL_MEM_ACTIV, (size_t)s->B * s->NHl * s->T * s->T * es);
-        k->atty = alloc(t, SL_MEM_ACTIV, N * Cl * es), k->h = alloc(t, SL_MEM_ACTIV, NC * es);
-        k->ln2 = alloc(t, SL_MEM_ACTIV, NC * es), k->fc = alloc(t, SL_MEM_ACTIV, 4 * N * Cl * es);
+        k->atty = alloc(t, SL_MEM_ACTIV, N * Cl * es), k->h = alloc(t, SL_MEM_ACTIV, NlC * es);
+        k->ln2 = alloc(t, SL_MEM_ACTIV, NlC * es), k->fc = alloc(t, SL_MEM_ACTIV, 4 * N * Cl * es);
         k->ge = alloc(t, SL_MEM_ACTIV, 4 * N * Cl * es);
-        k->m1 = alloc(t, SL_MEM_ACTIV, N * f4), k->r1 = alloc(t, SL_MEM_ACTIV, N * f4);
-        k->m2 = alloc(t, SL_MEM_ACTIV, N * f4), k->r2 = alloc(t, SL_MEM_ACTIV, N * f4);
+        k->m1 = alloc(t, SL_MEM_ACTIV, Nl * f4), k->r1 = alloc(t, SL_MEM_ACTIV, Nl * f4);
+        k->m2 = alloc(t, SL_MEM_ACTIV, Nl * f4), k->r2 = alloc(t, SL_MEM_ACTIV, Nl * f4);
     }
-    s->lnf = alloc(t, SL_MEM_ACTIV, NC * es);
-    s->mf = alloc(t, SL_MEM_ACTIV, N * f4), s->rf = alloc(t, SL_MEM_ACTIV, N * f4);
-    /* the tokens; the gradients between layers and the partial sums the group all-reduces */
+    s->activ_block = s->L ? (held(t, SL_MEM_ACTIV) - a0) / s->L : 0;
+    s->res[s->L + 1] = alloc(t, SL_MEM_ACTIV, NlC * es);
+    s->lnf = alloc(t, SL_MEM_ACTIV, NlC * es);
+    s->mf = alloc(t, SL_MEM_ACTIV, Nl * f4), s->rf = alloc(t, SL_MEM_ACTIV, Nl * f4);
+    /* the tokens; the gradients between layers and the partial sums the group reduces */
     s->tok = alloc(t, SL_MEM_DATA, N * sizeof(int32_t)), s->tgt = alloc(t, SL_MEM_DATA, N * sizeof(int32_t));
     s->tokl = alloc(t, SL_MEM_DATA, N * sizeof(int32_t));
     s->htok = sl_alloc(SL_MEM_DATA, N * sizeof(int32_t) + 1), s->htgt = sl_alloc(SL_MEM_DATA, N * sizeof(int32_t) + 1);
-    s->dres[0] = alloc(t, SL_MEM_COMM, NC * es), s->dres[1] = alloc(t, SL_MEM_COMM, NC * es);
+    s->dres[0] = alloc(t, SL_MEM_COMM, NlC * es), s->dres[1] = alloc(t, SL_MEM_COMM, NlC * es);
     s->dpart = alloc(t, SL_MEM_COMM, NC * es);
     s->rowmax = alloc(t, SL_MEM_COMM, N * f4), s->rowtgt = alloc(t, SL_MEM_COMM, N * f4);
     s->rowsum = alloc(t, SL_MEM_COMM, N * f4);
+    if (s->sp) {
+        s->full = alloc(t, SL_MEM_COMM, NC * es), s->stage = alloc(t, SL_MEM_COMM, NC * es);
+        s->dshard = alloc(t, SL_MEM_COMM, NlC * es);
+        s->normg = alloc(t, SL_MEM_COMM, (4 * (size_t)s->L + 2) * C * f4);
+    }
     /* the backward's scratch and the kernels' workspaces */
-    s->dh = alloc(t, SL_MEM_OTHER, NC * es), s->dqkv = alloc(t, SL_MEM_OTHER, 3 * N * Cl * es);
+    s->dh = alloc(t, SL_MEM_OTHER, NlC * es), s->dqkv = alloc(t, SL_MEM_OTHER, 3 * N * Cl * es);
     s->datty = alloc(t, SL_MEM_OTHER, N * Cl * es), s->dfc = alloc(t, SL_MEM_OTHER, 4 * N * Cl * es);
     s->zero_wpe = alloc(t, SL_MEM_OTHER, (size_t)s->T * C * es);
     sl_k_memset0(t->be, s->zero_wpe, (size_t)s->T * C * es);
     const size_t widest = 4 * Cl > C ? 4 * Cl : C;
-    if (!is_f32(s)) {
-        s->lin32 = alloc(t, SL_MEM_OTHER, N * widest * f4);
-        s->dlog16 = alloc(t, SL_MEM_OTHER, NV * es);
-    }
+    if (!is_f32(s)) s->lin32 = alloc(t, SL_MEM_OTHER, N * widest * f4);
     s->vec32 = alloc(t, SL_MEM_OTHER, 4 * C * f4);
+    /* the head's logits and their gradient (f32, and a 16-bit copy of the gradient), and with
+     * --no-vocab-parallel the whole vocabulary's, gathered: counted as allocated */
+    const double h0 = held(t, SL_MEM_OTHER);
+    if (!is_f32(s)) s->dlog16 = alloc(t, SL_MEM_OTHER, NV * es);
     s->logits = alloc(t, SL_MEM_OTHER, NV * f4), s->dlog = alloc(t, SL_MEM_OTHER, NV * f4);
+    if (s->vgather && s->t > 1) {
+        s->glog = alloc(t, SL_MEM_OTHER, N * (size_t)s->V * f4);
+        s->gstage = alloc(t, SL_MEM_OTHER, N * (size_t)s->V * f4);
+    }
+    s->head_logit_bytes = held(t, SL_MEM_OTHER) - h0;
     if (t->be != SL_BACKEND_CPU) s->hlog = sl_alloc(SL_MEM_OTHER, (2 * NV + 3 * N) * f4);
     s->attn_work = alloc(t, SL_MEM_OTHER, sl_k_attention_work_bytes(s->dt, s->B, s->NHl, s->T));
 }
@@ -594,7 +812,7 @@ void mg_free(sl_train *t)
     void *p[] = {s->params, s->grads, s->optim, is_f32(s) ? NULL : s->w, is_f32(s) ? NULL : s->g, s->lnf, s->mf,
                  s->rf, s->tok, s->tgt, s->tokl, s->dres[0], s->dres[1], s->dpart, s->rowmax, s->rowtgt, s->rowsum,
                  s->dh, s->dqkv, s->datty, s->dfc, s->zero_wpe, s->lin32, s->dlog16, s->vec32, s->logits, s->dlog,
-                 s->attn_work};
+                 s->attn_work, s->full, s->stage, s->dshard, s->normg, s->glog, s->gstage};
     for (size_t i = 0; i < sizeof p / sizeof *p; i++) sl_k_free(t->be, p[i]);
     sl_free(s->htok);
     sl_free(s->htgt);

@@ -14,20 +14,47 @@
 static double ring_allreduce(int k, double n, double es) { return k > 1 ? 2.0 * (k - 1) / k * n * es : 0; }
 static int ring_exact(int k, size_t n) { return k == 1 || n % (size_t)k == 0; }
 
-/* Per step, by region (gpt.c): the embedding's one all-reduce of the N·C lookup; per block four
- * of N·C (g forward and f backward, for attention and the MLP) in the run's dtype; the head's
- * three of N f32 values (max, target logit, sum of exponentials) and one of N·C (its input
- * gradient); between replicas one of the rank's gradients (np elements of the dtype). */
+/* Per step, by region (gpt.c), on a ring: an all-reduce of n elements sends 2(t-1)/t·n, a
+ * reduce-scatter or all-gather of n (t-1)/t·n ("a half").
+ *   embedding  plain: one all-reduce of the N·C lookup; sequence parallel: its reduce-scatter
+ *              forward and the all-gather of its gradient backward (two halves: the same)
+ *   blocks     plain: four all-reduces of N·C (g forward, f backward, for attention and the
+ *              MLP); sequence parallel: eight halves (all-gather before each column-parallel
+ *              GEMM and reduce-scatter after each row-parallel one, forward; backward their
+ *              conjugates): the same volume
+ *   regather   sequence parallel: each layer norm's output all-gathered again in backward, two
+ *              halves of N·C per block
+ *   head       the three all-reduces of N f32 values of the parallel cross-entropy (or,
+ *              --no-vocab-parallel, the all-gather of the N·V f32 logits) and the input
+ *              gradient's all-reduce of N·C (sequence parallel: the all-gather of lnf's output
+ *              forward and the reduce-scatter of its gradient: the same)
+ *   norms      sequence parallel: one all-reduce of the (4L + 2)·C f32 layer-norm gradients
+ *   replicas   one all-reduce of the rank's gradients (np elements of the dtype) over d
+ * in the run's dtype except where f32 is said. */
 double mg_bytes_region_model(const sl_train *t, int region)
 {
     const mg *s = t->state;
     const double NC = (double)s->N * s->C, es = (double)sl_dtype_size(t->dtype);
+    const double half = s->t > 1 ? (double)(s->t - 1) * ((double)s->Nl * s->C) * es : 0; /* sequence parallel */
+    const double xent = s->vgather ? (double)(s->t - 1) * ((double)s->N * s->Vl) * 4
+                                   : 3 * ring_allreduce(s->t, (double)s->N, 4);
     switch (region) {
-    case MG_EMB: return ring_allreduce(s->t, NC, es);
-    case MG_BLOCKS: return s->L * 4 * ring_allreduce(s->t, NC, es);
-    case MG_HEAD: return 3 * ring_allreduce(s->t, (double)s->N, 4) + ring_allreduce(s->t, NC, es);
+    case MG_EMB: return s->sp ? 2 * half : ring_allreduce(s->t, NC, es);
+    case MG_BLOCKS: return s->L * (s->sp ? 8 * half : 4 * ring_allreduce(s->t, NC, es));
+    case MG_REGATHER: return s->sp ? s->L * 2 * half : 0;
+    case MG_HEAD: return xent + (s->sp ? 2 * half : ring_allreduce(s->t, NC, es));
+    case MG_NORMS: return s->sp ? ring_allreduce(s->t, (4.0 * s->L + 2) * s->C, 4) : 0;
     default: return ring_allreduce(s->d, (double)s->np, es);
     }
+}
+
+/* The group's collectives a step (gpt.c): the embedding's 1 (sequence parallel: 2), 4 a block
+ * (sequence parallel: 4 forward, 6 backward with the two gathered again), the head's 3 + 1
+ * (--no-vocab-parallel: 1 + 1; sequence parallel: one more), the norms' 1 (sequence parallel). */
+static long tp_colls_model(const mg *s)
+{
+    if (s->t == 1) return 0;
+    return (s->sp ? 2 : 1) + (long)s->L * (s->sp ? 10 : 4) + (s->vgather ? 1 : 3) + (s->sp ? 2 : 1) + (s->sp ? 1 : 0);
 }
 
 double mg_bytes_model(const sl_train *t)
@@ -48,20 +75,68 @@ size_t mg_params_model(const mg *s)
            (size_t)s->V * C / t + 2 * C;
 }
 
+/* A block's kept activations on this rank (gpt.c's setup), in bytes: on the Nl tokens held
+ * (N; sequence parallel N/t) its input, ln1's output, the attention's residual sum (ln2's input)
+ * and ln2's output, 4·Nl·C values, and the two norms' f32 moments, 4·Nl; on all N tokens the
+ * tensor-parallel parts, q k v, the heads' output, the MLP's GeLU input and output, 12·N·C/t
+ * values, and the heads' probabilities b·(a/t)·s², in the run's dtype. In Korthikanti et al.'s
+ * terms (s·b = N, 16-bit): s·b·h·(32/t + 2as/(ht)) + 16sb/t sequence parallel, and
+ * s·b·h·(8 + 24/t + 2as/(ht)) + 16sb plain. */
+double mg_activ_block_model(const mg *s)
+{
+    const double es = (double)sl_dtype_size(s->dt), Nl = s->Nl, N = s->N;
+    return (4 * Nl * s->C + 12 * N * s->Cl + (double)s->B * s->NHl * s->T * s->T) * es + 4 * Nl * 4;
+}
+
+/* Korthikanti et al. 2022 (section 4.2), per block at 16 bits, scaled to the run's element size
+ * (its 1-byte masks too) as the training layer's activ_block_formula: s·b·h·(34/t + 5as/(ht))
+ * with sequence parallelism, s·b·h·(10 + 24/t + 5as/(ht)) with tensor parallelism alone. The
+ * difference from mg_activ_block_model: the formula keeps dropout's masks (the two residual
+ * branches' sbh bytes and the probabilities' as²b) and the dropped probabilities (2as²b), which
+ * these kernels draw again from the mask's counter and recompute in backward; it leaves out
+ * the layer norms' moments, which these keep (16sb/t bytes). */
+double mg_activ_block_korthikanti(const mg *s)
+{
+    const double sb = (double)s->N, h = s->C, a = s->NH, seq = s->T, t = s->t;
+    const double per = s->sp ? 34 / t : 10 + 24 / t;
+    return sb * h * (per + 5 * a * seq / (h * t)) * (double)sl_dtype_size(s->dt) / 2;
+}
+
 /* What setup allocates per category: the local vector in f32 (f16/bf16: its 16-bit copy
- * beside) for parameters and gradients, the optimizer state; kept activations per block
- * 3NC + 12N·C/t + b·(NH/t)·T² values of dt and 4N f32 moments, the residual stream into layers
- * 1..L+1 and the final norm's output (NC each) and its moments. */
+ * beside) for parameters and gradients, the optimizer state; kept activations: L blocks
+ * (mg_activ_block_model), the residual stream out of the last block and the final norm's output
+ * (Nl·C each) and its moments (2·Nl f32). */
 void mg_memory_model(const sl_train *t, double bytes[SL_MEM_NCATS])
 {
     const mg *s = t->state;
     const double np = (double)s->np, es = (double)sl_dtype_size(s->dt), copy = s->dt == SL_F32 ? 0 : es * np;
-    const double N = s->N, NC = N * s->C, NCl = N * s->Cl;
+    const double Nl = s->Nl;
     bytes[SL_MEM_PARAMS] = 4 * np + copy;
     bytes[SL_MEM_GRADS] = 4 * np + copy;
     bytes[SL_MEM_OPTIM] = sl_optim_state_per_param(&t->optim) * 4 * np;
-    const double block = (3 * NC + 12 * NCl + (double)s->B * s->NHl * s->T * s->T) * es + 4 * N * 4;
-    bytes[SL_MEM_ACTIV] = s->L * block + (s->L + 2) * NC * es + 2 * N * 4;
+    bytes[SL_MEM_ACTIV] = s->L * mg_activ_block_model(s) + 2 * Nl * s->C * es + 2 * Nl * 4;
+}
+
+/* The head's logits and their gradient as held (f32; a 16-bit copy of the gradient beside in
+ * f16/bf16): N·V/t each, and with --no-vocab-parallel two more of the whole vocabulary's N·V
+ * (the gathered logits, and the rank-major gather that then holds the gradient). */
+static double head_logit_model(const mg *s)
+{
+    const double NVl = (double)s->N * s->Vl, es = (double)sl_dtype_size(s->dt);
+    return 2 * NVl * 4 + (s->dt == SL_F32 ? 0 : NVl * es) + (s->vgather && s->t > 1 ? 2.0 * s->N * s->V * 4 : 0);
+}
+
+/* The plain rows' measured activ_block of this process, by t, d and dtype, for the sequence-
+ * parallel rows after them (the variants run in order: plain first). */
+enum { PLAIN_SEEN = 16 };
+static struct { int t, d; sl_dtype dt; double activ; } plain_seen[PLAIN_SEEN];
+static int nplain_seen;
+
+static double plain_activ_of(const mg *s)
+{
+    for (int i = 0; i < nplain_seen; i++)
+        if (plain_seen[i].t == s->t && plain_seen[i].d == s->d && plain_seen[i].dt == s->dt) return plain_seen[i].activ;
+    return NAN;
 }
 
 /* The busiest rank's bytes per step of each region. Collective. */
@@ -101,6 +176,41 @@ void mg_row(sl_train *t, sl_result *res)
     sl_result_metric(res, "head_bytes", op ? NAN : most[MG_HEAD], "bytes");
     sl_result_metric(res, "head_bytes_model", mg_bytes_region_model(t, MG_HEAD), "bytes");
     sl_result_metric(res, "dp_bytes", op ? NAN : most[MG_DP], "bytes");
+    sl_result_param_num(res, "sequence_parallel", s->sp);
+    sl_result_param_num(res, "vocab_parallel", !s->vgather);
+    if (s->sp) {
+        sl_result_metric(res, "regather_bytes", op ? NAN : most[MG_REGATHER], "bytes");
+        sl_result_metric(res, "regather_bytes_model", mg_bytes_region_model(t, MG_REGATHER), "bytes");
+        sl_result_metric(res, "norms_bytes", op ? NAN : most[MG_NORMS], "bytes");
+        sl_result_metric(res, "norms_bytes_model", mg_bytes_region_model(t, MG_NORMS), "bytes");
+    }
+    /* the head's logits held, as allocated, against the model */
+    sl_result_metric(res, "head_logit_mem", s->head_logit_bytes, "bytes");
+    sl_result_metric(res, "head_logit_mem_model", head_logit_model(s), "bytes");
+    /* a block's activations on this rank as allocated, this kernel's count and Korthikanti's */
+    sl_result_metric(res, "tp_activ_block", s->activ_block, "bytes");
+    sl_result_metric(res, "tp_activ_block_model", mg_activ_block_model(s), "bytes");
+    sl_result_metric(res, "tp_activ_block_korthikanti", mg_activ_block_korthikanti(s), "bytes");
+    /* over the serial block's on the group's tokens (the training layer's activ_block): 1/t
+     * when everything a block keeps is split, as with sequence parallelism */
+    sl_result_metric(res, "activ_frac", s->activ_block / mm_metric_of(res, "activ_block"), "fraction");
+    sl_result_param_str(res, "tp_activ_note",
+                        s->sp ? "kept: 16sbh/t + as^2b/t values + 16sb/t bytes of f32 layer-norm moments (at 16 bits "
+                                "sbh(32/t + 2as/(ht)) + 16sb/t); Korthikanti's sbh(34/t + 5as/(ht)) also holds the "
+                                "masks of dropout (2sbh/t + as^2b/t bytes) and its output on the probabilities "
+                                "(2as^2b/t), which these kernels draw again and recompute"
+                              : "kept: sbh(4 + 12/t) + as^2b/t values + 16sb bytes of f32 layer-norm moments (at 16 "
+                                "bits sbh(8 + 24/t + 2as/(ht)) + 16sb); Korthikanti's sbh(10 + 24/t + 5as/(ht)) also "
+                                "holds the masks of dropout (2sbh + as^2b/t bytes) and its output on the "
+                                "probabilities (2as^2b/t), which these kernels draw again and recompute");
+    if (t->variant == V_PLAIN && nplain_seen < PLAIN_SEEN && isnan(plain_activ_of(s)))
+        plain_seen[nplain_seen].t = s->t, plain_seen[nplain_seen].d = s->d, plain_seen[nplain_seen].dt = s->dt,
+        plain_seen[nplain_seen++].activ = s->activ_block;
+    if (s->sp) { /* against plain's, measured earlier in this run where it ran */
+        const double plain = plain_activ_of(s);
+        sl_result_metric(res, "activ_block_plain", plain, "bytes");
+        sl_result_metric(res, "activ_saving", 1 - s->activ_block / plain, "fraction");
+    }
     sl_result_metric(res, "tflops_rank", mm_metric_of(res, "tflops") / t->size, "TFLOP/s");
     const double serial = (double)t->m->nparams * sizeof(float);
     sl_result_metric(res, "serial_params", serial, "bytes");
@@ -116,9 +226,15 @@ void mg_row(sl_train *t, sl_result *res)
     double loss = 0;
     SL_CHECK_MPI(MPI_Allreduce(&t->loss, &loss, 1, MPI_DOUBLE, MPI_SUM, t->ctx->comm));
     sl_result_metric(res, "final_loss", loss, "loss");
-    sl_note(t->ctx, "gpt, %s, t = %d, d = %d, %s: %g collectives per step in each group (1 embedding, 4 per block x "
-                    "%d, 4 head), %g of them under the weight-gradient GEMMs", t->tech->variants[t->variant], s->t, s->d,
-            sl_dtype_name(t->dtype), colls, s->L, (double)s->tp_overlapped / t->nsteps);
+    if (s->sp)
+        sl_note(t->ctx, "gpt, %s, t = %d, d = %d, %s%s: %g collectives per step in each group (2 embedding, 10 per "
+                        "block x %d, %d head, 1 layer norms' gradients)", t->tech->variants[t->variant], s->t, s->d,
+                sl_dtype_name(t->dtype), s->vgather ? ", logits gathered" : "", colls, s->L, s->vgather ? 3 : 5);
+    else
+        sl_note(t->ctx, "gpt, %s, t = %d, d = %d, %s%s: %g collectives per step in each group (1 embedding, 4 per "
+                        "block x %d, %d head), %g of them under the weight-gradient GEMMs", t->tech->variants[t->variant],
+                s->t, s->d, sl_dtype_name(t->dtype), s->vgather ? ", logits gathered" : "", colls, s->L,
+                s->vgather ? 2 : 4, (double)s->tp_overlapped / t->nsteps);
 }
 
 /* The check beside the weights': the local vector's length against the memory model, and, on
@@ -134,8 +250,12 @@ int mg_check(sl_train *t, double *error, char *why, size_t len)
         snprintf(why, len, "a rank holds %zu parameters, the model says %zu", s->np, mg_params_model(s));
         return 1;
     }
-    /* one embedding all-reduce, four per block, four in the head (gpt.c) */
-    const long colls = s->t == 1 ? 0 : (long)t->nsteps * (1 + 4 * s->L + 4);
+    if (s->activ_block != mg_activ_block_model(s) || s->head_logit_bytes != head_logit_model(s)) {
+        snprintf(why, len, "a block keeps %.0f activation bytes and the head %.0f of logits, the models say %.0f and "
+                 "%.0f", s->activ_block, s->head_logit_bytes, mg_activ_block_model(s), head_logit_model(s));
+        return 1;
+    }
+    const long colls = (long)t->nsteps * tp_colls_model(s);
     if (s->tp_colls != colls) {
         snprintf(why, len, "%ld collectives in the group over %d steps, expected %ld", s->tp_colls, t->nsteps, colls);
         return 1;
@@ -148,8 +268,9 @@ int mg_check(sl_train *t, double *error, char *why, size_t len)
         return 1;
     }
     if (sl_comm_impl(s->tp) != SL_COLL_RING) return 0;
-    static const char *const names[MG_NREGIONS] = {"embedding", "blocks", "head", "replicas"};
-    const int exact[MG_NREGIONS] = {1, 1, ring_exact(s->t, (size_t)s->N), ring_exact(s->d, s->np)};
+    static const char *const names[MG_NREGIONS] = {"embedding", "blocks", "head", "replicas", "regather",
+                                                   "layer norms"};
+    const int exact[MG_NREGIONS] = {1, 1, s->vgather || ring_exact(s->t, (size_t)s->N), ring_exact(s->d, s->np), 1, 1};
     for (int r = 0; r < MG_NREGIONS; r++) {
         const double model = mg_bytes_region_model(t, r);
         if (exact[r] && most[r] != model) {

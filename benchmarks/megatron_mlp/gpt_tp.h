@@ -24,14 +24,27 @@ typedef struct mg_block {
     float *m1, *r1, *m2, *r2;                         /* the layer norms' moments (N) */
 } mg_block;
 
-/* Bytes sent in the group (and between replicas) during the driver's steps, by region. */
-enum { MG_EMB, MG_BLOCKS, MG_HEAD, MG_DP, MG_NREGIONS };
+/* Bytes sent in the group (and between replicas) during the driver's steps, by region. With
+ * sequence parallelism, MG_REGATHER is the blocks' second all-gather of each layer norm's
+ * output in backward (kept as a shard, gathered again: Korthikanti et al. 2022, 4.2.2) and
+ * MG_NORMS the all-reduce of the layer norms' gradients, each rank's over its own tokens. */
+enum { MG_EMB, MG_BLOCKS, MG_HEAD, MG_DP, MG_REGATHER, MG_NORMS, MG_NREGIONS };
+
+/* How a group splits what the plain variant leaves whole (mg_setup_opts). */
+typedef struct mg_options {
+    int sequence_parallel; /* layer norms, residuals, dropout on T/t positions of each sequence */
+    int vocab_gather;      /* the head's logits all-gathered and a plain cross-entropy on every rank
+                              (--no-vocab-parallel: the counter-example to the parallel one) */
+} mg_options;
 
 typedef struct mg {
     int t, d, tr, rep;        /* degrees, tensor-parallel rank, replica */
     int L, C, NH, T, V, maxT; /* the model */
     int Vl, Cl, NHl;          /* this rank's vocabulary rows, channels and heads */
     int B, N;                 /* the replica's sequences of a step, and tokens */
+    int sp, vgather;          /* mg_options */
+    int Tl, Nl, p0;           /* positions of a sequence and tokens held between layers (T/t and
+                                 B·T/t with sequence parallelism, else T and N), first position */
     size_t boff[SL_GPT_NPARAMS + 1]; /* a local block's packing (gpt_ref.h's order, local sizes) */
     size_t lw[SL_MLP_MAX_LAYERS + 1]; /* layer l's first local element; lw[L + 2] = np */
     size_t np;                /* local parameters */
@@ -51,6 +64,12 @@ typedef struct mg {
     void *dres[2], *dpart, *dh, *dqkv, *datty, *dfc, *dlog16, *zero_wpe;
     float *lin32, *vec32, *logits, *dlog, *rowmax, *rowtgt, *rowsum, *hlog;
     void *attn_work;
+    void *full, *stage, *dshard; /* sequence parallel: a gathered (N,C), the collectives' rank-major
+                                    (N,C), a reduced shard (Nl,C) */
+    float *normg;             /* sequence parallel: the layer norms' gradients packed, (4L + 2)·C */
+    float *glog, *gstage;     /* --no-vocab-parallel: the full logits (N,V) f32, gathered rank-major */
+    double activ_block;       /* activation bytes a block keeps on this rank, as allocated */
+    double head_logit_bytes;  /* bytes of logits and their gradient the head holds, as allocated */
     sl_train_mixed_state ms;
     int counting;             /* in a driver step: bytes are counted */
     double sent[MG_NREGIONS]; /* bytes sent over the counted steps */
@@ -71,7 +90,8 @@ void mg_init_params(const sl_mlp *m, mg *s, uint64_t seed);
 void mg_gather(sl_train *t, float *full);
 
 /* The step and its pieces (gpt.c). */
-void mg_setup(sl_train *t, int tp, int dp);
+void mg_setup(sl_train *t, int tp, int dp); /* plain: mg_setup_opts with no options */
+void mg_setup_opts(sl_train *t, int tp, int dp, const mg_options *o);
 void mg_step(sl_train *t);
 void mg_free(sl_train *t);
 const float *mg_weights(sl_train *t, size_t *first, size_t *count);
@@ -81,6 +101,11 @@ double mg_bytes_region_model(const sl_train *t, int region);
 double mg_bytes_model(const sl_train *t);
 void mg_memory_model(const sl_train *t, double bytes[SL_MEM_NCATS]);
 size_t mg_params_model(const mg *s);
+/* A block's activation bytes on this rank as the kernels keep them, and Korthikanti et al.'s
+ * s·b·h·(34/t + 5as/(ht)) (sequence parallel) or s·b·h·(10 + 24/t + 5as/(ht)) (plain), 16-bit
+ * (gpt_row.c says how the two differ). */
+double mg_activ_block_model(const mg *s);
+double mg_activ_block_korthikanti(const mg *s);
 void mg_row(sl_train *t, sl_result *res);
 int mg_check(sl_train *t, double *error, char *why, size_t len);
 

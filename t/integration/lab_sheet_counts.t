@@ -111,4 +111,32 @@ sys.exit(0 if got == want else f"activ_peak, block bytes {got}, the sheet says {
 PY
 ok $? "transformer: the recomputation table's peaks, and a block's bytes whole and under selective"
 
+# transformer, sequence parallelism and the vocabulary: the section's bytes and activations at
+# t = 2 (d = 2) and t = 4 on 4 ranks, seqpar beside plain in bf16 and the logits gathered in f32
+# (exact counts: one step, no check, which megatron_gpt.t runs)
+megatron="--model gpt --batch 2 -n 1 -w 0 --baseline 0 -c 0 -C ring --tp 2,4"
+# shellcheck disable=SC2086
+launch 4 megatron_mlp $megatron --variants plain,seqpar -d bf16 -o "$out/msp" >"$out/msp.txt" 2>&1 </dev/null
+ok $? "megatron_mlp --model gpt --variants plain,seqpar (the transformer sheet's command) exits 0"
+# shellcheck disable=SC2086
+launch 4 megatron_mlp $megatron --variants plain --no-vocab-parallel -o "$out/mnv" >"$out/mnv.txt" 2>&1 </dev/null
+ok $? "megatron_mlp --model gpt --no-vocab-parallel (the transformer sheet's command) exits 0"
+python3 - "$out" <<'PY'
+import json, sys
+got = {}
+for run, keys in (("msp", ("tp_activ_block", "tp_activ_block_korthikanti", "activ_frac", "activ_saving",
+                            "tp_bytes_block", "regather_bytes", "norms_bytes", "bytes_sent")),
+                  ("mnv", ("head_bytes", "head_logit_mem"))):
+    for r in map(json.loads, open(f"{sys.argv[1]}/{run}/megatron_mlp.jsonl")):
+        m = {k: v["value"] for k, v in r["metrics"].items()}
+        got[(run, r["variant"], r["params"]["tp"])] = tuple(round(m[k], 3) if k in m else None for k in keys)
+want = {("msp", "plain", 2): (724992, 884736, 0.612, None, 262144, None, None, 1139200),
+        ("msp", "seqpar", 2): (591872, 720896, 0.5, 0.184, 262144, 131072, 5120, 1275392),
+        ("msp", "plain", 4): (991232, 1212416, 0.419, None, 786432, None, None, 1975296),
+        ("msp", "seqpar", 4): (591872, 720896, 0.25, 0.403, 786432, 393216, 7680, 2376192),
+        ("mnv", "plain", 2): (262144, 786432), ("mnv", "plain", 4): (786432, 1310720)}
+sys.exit(0 if got == want else f"got {got}, the sheet says {want}")
+PY
+ok $? "transformer: sequence parallelism's activations and bytes, and the gathered head's, are the sheet's"
+
 done_testing

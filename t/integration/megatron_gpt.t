@@ -9,8 +9,11 @@
 # block, embedding, head and step equal to the models, 1 + 4L + 4 collectives a step in a group
 # (overlap: 2L + 1 of them non-blocking),
 # and the parameters a rank holds equal to the model (1/t of the matrices, the norms, the
-# row-parallel biases and the position table whole); with dropout too. Bad splits exit 2 naming
-# the option.
+# row-parallel biases and the position table whole); with dropout too. Sequence parallelism
+# (seqpar) at t = 2 (beside plain, with dropout: the masks numbered by global position) and
+# t = 4, f32 and a 16-bit dtype: equal to serial training, every region's bytes and the
+# activations a block keeps equal to their models, the saving against plain measured;
+# --no-vocab-parallel (the logits gathered) likewise. Bad splits exit 2 naming the option.
 . "$(dirname "$0")/../lib/common.sh"
 # The step's prediction is pipeline.t's, checkpoint.t's, vdnn.t's and megatron_mlp.t's to test;
 # here it would only cost time (a calibration per row, seconds under the sanitizers).
@@ -88,6 +91,85 @@ ok $rc "4 ranks, t = 2 x d = 2 and t = 4, dropout 0.2, f32/bf16: every row equal
 [ "$(grep -c '"status":"pass"' "$out/drop/megatron_mlp.jsonl")" = 4 ]
 ok $? "4 ranks, dropout: 4 rows passed"
 
+# Sequence parallelism. check_sp FILE: every row passed; every region's bytes (the regathers and
+# the layer norms' all-reduce too), the activations a block keeps and the head's logits equal
+# to their models; 2 + 10L + 5 + 1 collectives a step (--no-vocab-parallel: 2 + 10L + 3 + 1).
+check_sp() {
+  python3 - "$1" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+val = lambda r, k: r["metrics"][k]["value"]
+bad = [] if rows else ["no rows"]
+for r in rows:
+    t, sp, vp = r["params"]["tp"], r["params"]["sequence_parallel"], r["params"]["vocab_parallel"]
+    name = f"{r['variant']} t={t} {r['dtype']} vp={vp}"
+    if r["check"]["status"] != "pass": bad.append(f"{name}: {r['check']}")
+    keys = ["tp_bytes_block", "emb_bytes", "head_bytes", "tp_activ_block", "head_logit_mem"]
+    keys += ["regather_bytes", "norms_bytes"] if sp else []
+    for k in keys:
+        if val(r, k) != val(r, k + "_model"): bad.append(f"{name}: {k} {val(r, k)} != model {val(r, k + '_model')}")
+    if val(r, "bytes_sent") != val(r, "bytes_model"): bad.append(f"{name}: bytes_sent != model")
+    want = 0 if t == 1 else (2 + 10 * 2 + (5 if vp else 3) + 1 if sp else 1 + 4 * 2 + (4 if vp else 2))
+    if val(r, "tp_collectives") != want: bad.append(f"{name}: {val(r, 'tp_collectives')} collectives, expected {want}")
+    if sp and r["variant"] != "seqpar": bad.append(f"{name}: sequence_parallel in a {r['variant']} row")
+print("\n".join(bad), file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+}
+
+# t = 2 (N = 4 sequences x 8 = 32 tokens, 16 a rank between layers), plain beside seqpar, with
+# dropout on every site (SGD's strict check: a mask drawn at the wrong positions fails it)
+# shellcheck disable=SC2086
+launch 2 megatron_mlp $gpt --tp 2 --variants plain,seqpar --dropout 0.2 --optim sgd --lr 0.1 -d f32,bf16 \
+  -o "$out/sp2" >"$out/sp2.txt" 2>&1 </dev/null
+rc=$?
+ok $rc "2 ranks, t = 2, seqpar beside plain, dropout 0.2, f32/bf16: every row equals serial GPT training"
+[ $rc = 0 ] || tail -5 "$out/sp2.txt" | sed 's/^/#   /' >&2
+check_sp "$out/sp2/megatron_mlp.jsonl"
+ok $? "2 ranks, seqpar: bytes of every region, activations a block keeps, collectives: the models'"
+# by hand, f32: the blocks' eight halves of 16 x 32 x 4 bytes = plain's four all-reduces (16384);
+# the two regathers a block (8192 a step); the norms' (4L + 2)C = 320 f32 all-reduced (1280);
+# a block keeps (4 x 16 x 32 + 12 x 32 x 16 + 4 x 2 x 8 x 8) x 4 + 4 x 16 x 4 = 35072 bytes
+# against plain's 43520 (4 x 32 x 32 of the norms' tensors and 4 x 32 x 4 of moments): 19.4 %
+python3 - "$out/sp2/megatron_mlp.jsonl" <<'PY'
+import json, sys
+rows = {(r["variant"], r["dtype"]): r["metrics"] for r in map(json.loads, open(sys.argv[1]))}
+sp, pl = rows[("seqpar", "f32")], rows[("plain", "f32")]
+got = tuple(sp[k]["value"] for k in ("tp_bytes_block", "regather_bytes", "norms_bytes", "tp_activ_block",
+                                       "activ_block_plain")) + (pl["tp_activ_block"]["value"], pl["tp_bytes_block"]["value"])
+want = (16384, 8192, 1280, 35072, 43520, 43520, 16384)
+saving = sp["activ_saving"]["value"]
+sys.exit(0 if got == want and abs(saving - (1 - 35072 / 43520)) < 1e-12 else f"got {got} saving {saving}, want {want}")
+PY
+ok $? "2 ranks, f32: seqpar's 16384 bytes a block (plain's), 8192 regathered, 1280 of norms, 35072 activation bytes a block against plain's 43520 (by hand)"
+grep -q '^# gpt, seqpar, t = 2, d = 1, f32: 28 collectives per step in each group' "$out/sp2.txt"
+ok $? "2 ranks, seqpar: the collectives of a step are said"
+
+# t = 4 and t = 2 x d = 2, seqpar alone, f32 and f16
+# shellcheck disable=SC2086
+launch 4 megatron_mlp $gpt --tp 2,4 --sequence-parallel -d f32,f16 -o "$out/sp4" >"$out/sp4.txt" 2>&1 </dev/null
+rc=$?
+ok $rc "4 ranks, t = 2 x d = 2 and t = 4, seqpar, f32/f16: every row equals serial GPT training"
+[ $rc = 0 ] || tail -5 "$out/sp4.txt" | sed 's/^/#   /' >&2
+check_sp "$out/sp4/megatron_mlp.jsonl"
+ok $? "4 ranks, seqpar: bytes of every region, activations, collectives: the models'"
+
+# --no-vocab-parallel: the 32 x 64 f32 logits all-gathered (32 x 32 x 4 sent by each of 2 ranks)
+# beside the input gradient's all-reduce (4096): 8192 bytes in the head
+# shellcheck disable=SC2086
+launch 2 megatron_mlp $gpt --tp 2 --variants plain,seqpar --no-vocab-parallel -d f32,bf16 -o "$out/nv" \
+  >"$out/nv.txt" 2>&1 </dev/null
+rc=$?
+ok $rc "2 ranks, --no-vocab-parallel, plain and seqpar, f32/bf16: every row equals serial GPT training"
+[ $rc = 0 ] || tail -5 "$out/nv.txt" | sed 's/^/#   /' >&2
+check_sp "$out/nv/megatron_mlp.jsonl"
+ok $? "2 ranks, --no-vocab-parallel: bytes, logits held and collectives: the models'"
+python3 -c "
+import json, sys
+r = [json.loads(l) for l in open('$out/nv/megatron_mlp.jsonl') if '"f32"' in l and '"plain"' in l][0]['metrics']
+sys.exit(0 if (r['head_bytes']['value'], r['head_logit_mem']['value']) == (8192, 2 * 32 * 32 * 4 + 2 * 32 * 64 * 4) else 1)"
+ok $? "2 ranks, f32, logits gathered: 8192 bytes in the head, 24576 bytes of logits held (by hand)"
+
 # Bad splits and what this program does not do with the GPT: one line naming the option, exit 2.
 expect_usage_np 2 megatron_mlp "--tp 2: the GPT's --heads 3 must be divisible by t" \
   --model gpt --d-model 24 --heads 3 --seq 8 --vocab 64 --tp 2
@@ -95,8 +177,11 @@ expect_usage_np 4 megatron_mlp "--tp 4: --vocab 66 must be divisible by t" \
   --model gpt --d-model 32 --heads 4 --seq 8 --vocab 66 --tp 4
 expect_usage_np 2 megatron_mlp "--tp 4 needs a multiple of 4 ranks, 2 given" --model gpt --d-model 32 --heads 4 --tp 4
 expect_usage_np 4 megatron_mlp "--tp 2 x --dp 3: the ranks (4) must be t x d" --model gpt --d-model 32 --heads 4 --tp 2 --dp 3
-expect_usage_of megatron_mlp "--variants: with --model gpt megatron_mlp runs plain and overlap" --model gpt --variants seqpar
-expect_usage_of megatron_mlp "--variants: with --model gpt megatron_mlp runs plain and overlap" --model gpt --sequence-parallel
+expect_usage_np 4 megatron_mlp "--seq 6: --sequence-parallel splits each sequence's positions over t ranks; t = 4" \
+  --model gpt --d-model 32 --heads 4 --seq 6 --vocab 64 --tp 4 --sequence-parallel
+expect_usage_of megatron_mlp "--overlap/--sequence-parallel: give the variants either by these flags or by --variants" \
+  --model gpt --sequence-parallel --variants plain
+expect_usage_of megatron_mlp "--no-vocab-parallel: the GPT's LM head; give --model gpt" --no-vocab-parallel
 expect_usage_of megatron_mlp "--hidden: the MLP blocks' shape; with --model gpt the shape is" --model gpt --hidden 64
 
 done_testing
