@@ -92,6 +92,14 @@ sys.exit(1 if bad else 0)
 PY
 ok $? "zero: four stages at 8 and 16 ranks; stage 3's communication above stage 1's; step = compute + exposed"
 
+# The ddp sheet's exercise 9 quotes what its command prints at the sheet's model (datasheet rates:
+# arithmetic only, the same on every machine): compute 0.178 ms at every rank count, comm 0.161,
+# 0.251, 0.313 and 2.766 ms at 2, 4, 8 and 16 ranks.
+ddp --predict scripts/platforms/predict/h100-sxm-node.txt --predict-ranks 2,4,8,16 --variants sync -o "$out/sheet" >"$out/sheet.log" 2>&1
+got=$(awk '$1 == "sync" {printf "%s %s %s;", $4, $7, $9}' "$out/sheet.log")
+[ "$got" = "2 0.178 0.161;4 0.178 0.251;8 0.178 0.313;16 0.178 2.766;" ]
+ok $? "the ddp sheet's exercise 9: ranks, compute and comm as the sheet quotes them (got: $got)"
+
 # Usage errors: one line, exit 2, naming the file and what is wrong.
 expect_usage_of ddp "cannot read the platform file" --predict "$out/none.txt"
 printf 'name = x\nsource = y\ngemm_f32 = fast\n' >"$out/bad-number.txt"
