@@ -21,8 +21,14 @@
  *         2 sum_k (alpha_k + n beta'_k), k < ceil(log2 p); no reduce-scatter or all-gather
  *   p2p   alpha + m beta' (the far link once p > g: a parameter server talks to every worker)
  * A step at distance d is on the near link when d < g (g a power of two: partners i and i^d,
- * or v and v + d with v a multiple of 2d, stay in one group). No reduction arithmetic (gamma)
- * is charged: the schedule's element-wise bytes do not include it either. */
+ * or v and v + d with v a multiple of 2d, stay in one group).
+ * The reduction's additions (gamma) are element-wise work inside the operation: each element
+ * added reads two and writes one, charged at reduce_bw (default bw; on host buffers they run on
+ * the rank's core between the messages, a segment at a time, in cache: with compute = measured,
+ * an add over one segment timed here). Bytes added, per byte of the operation: ring and rhd all-reduce (p-1)/p (the
+ * reduce-scatter half; rhd's fold adds a whole vector more), their reduce-scatter p-1 per byte
+ * of a rank's part, the tree's all-reduce ceil(log2 p) (every round adds a whole vector on the
+ * root's path); all-gather and p2p add nothing. (sl_pm_platform_gamma, once bw is known.) */
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -76,7 +82,7 @@ int sl_pm_platform_load(const char *path, sl_pm_platform *pl, char *err, size_t 
     memset(pl, 0, sizeof *pl);
     pl->mpi = pl->nccl = -1;
     pl->background = -1;
-    pl->alpha = pl->link_bw = pl->bw = pl->alpha_far = pl->link_bw_far = -1;
+    pl->alpha = pl->link_bw = pl->bw = pl->alpha_far = pl->link_bw_far = pl->reduce_bw = -1;
     snprintf(pl->path, sizeof pl->path, "%s", path);
     FILE *f = fopen(path, "r");
     if (!f) return fail(err, errlen, "%s: cannot read the platform file: %s", path, strerror(errno));
@@ -128,6 +134,7 @@ int sl_pm_platform_load(const char *path, sl_pm_platform *pl, char *err, size_t 
         else if (!strcmp(k, "gemm_f16")) num = &pl->gemm[SL_F16];
         else if (!strcmp(k, "gemm_bf16")) num = &pl->gemm[SL_BF16];
         else if (!strcmp(k, "bw")) num = &pl->bw;
+        else if (!strcmp(k, "reduce_bw")) num = &pl->reduce_bw;
         else if (!strcmp(k, "alpha")) num = &pl->alpha, zero_ok = 1;
         else if (!strcmp(k, "link_bw")) num = &pl->link_bw;
         else if (!strcmp(k, "alpha_far")) num = &pl->alpha_far, zero_ok = 1;
@@ -147,8 +154,8 @@ int sl_pm_platform_load(const char *path, sl_pm_platform *pl, char *err, size_t 
     if (!pl->measured && !(pl->gemm[SL_F32] > 0 || pl->gemm[SL_F16] > 0 || pl->gemm[SL_BF16] > 0))
         return fail(err, errlen, "%s: no GEMM rate: give gemm_f32 (gemm_f16, gemm_bf16) in FLOP/s, or compute = measured", path);
     if (!pl->measured && pl->bw < 0) return fail(err, errlen, "%s: no 'bw' (element-wise bytes per second)", path);
-    if (pl->measured && (pl->bw >= 0 || pl->gemm[SL_F32] > 0 || pl->gemm[SL_F16] > 0 || pl->gemm[SL_BF16] > 0))
-        return fail(err, errlen, "%s: compute = measured takes no gemm_* or bw (they would be measured)", path);
+    if (pl->measured && (pl->bw >= 0 || pl->reduce_bw >= 0 || pl->gemm[SL_F32] > 0 || pl->gemm[SL_F16] > 0 || pl->gemm[SL_BF16] > 0))
+        return fail(err, errlen, "%s: compute = measured takes no gemm_*, bw or reduce_bw (they would be measured)", path);
     if (pl->alpha < 0) return fail(err, errlen, "%s: no 'alpha' (a message's latency within a group, seconds)", path);
     if (pl->link_bw < 0) return fail(err, errlen, "%s: no 'link_bw' (a rank's link within a group, bytes/s)", path);
     if (pl->group > 0 && (pl->alpha_far < 0 || pl->link_bw_far < 0))
@@ -235,4 +242,21 @@ int sl_pm_platform_gemms(const sl_pm_platform *pl, const sl_pm_sched *s, sl_pm_p
         out->gemm_s[out->ngemm++] = 2.0 * g->m * g->n * (double)g->k / rate;
     }
     return 0;
+}
+
+void sl_pm_platform_gamma(sl_pm_algo algo, int p, double reduce_bw, sl_pm_prims *io)
+{
+    if (p < 2 || !(reduce_bw > 0)) return;
+    double ar = 0, rs = 0; /* bytes added per byte of the operation */
+    if (algo == SL_PMA_TREE) {
+        for (int d = 1; d < p; d *= 2) ar += 1;
+    } else {
+        int q = 1;
+        while (2 * q <= p) q *= 2;
+        ar = (double)(p - 1) / p + (algo == SL_PMA_RHD && q < p ? 1 : 0);
+        rs = p - 1;
+    }
+    io->beta[SL_PM_ALLREDUCE] += 3 * ar / reduce_bw;
+    io->beta[SL_PM_IALLREDUCE] += 3 * ar / reduce_bw;
+    io->beta[SL_PM_IREDUCE_SCATTER] += 3 * rs / reduce_bw;
 }

@@ -9,6 +9,7 @@
  *                         simulator charges compute as timed on this machine; or:
  *   gemm_f32, gemm_f16, gemm_bf16   GEMM rate, FLOP/s (a GEMM of m n k costs 2mnk / rate)
  *   bw                    element-wise bytes (read + written) per second
+ *   reduce_bw             the same for a collective's additions (default bw)
  *   group                 ranks on the fast level (a node, a leaf switch); 0: one level
  *   alpha, link_bw        a message's latency (s) and a rank's link (bytes/s each way) in a group
  *   alpha_far, link_bw_far  the same between groups (required where group > 0)
@@ -35,7 +36,7 @@ typedef struct sl_pm_platform {
     char name[64], source[200];
     int measured;                  /* compute = measured */
     double gemm[SL_NDTYPES];       /* FLOP/s; 0: not given */
-    double bw;
+    double bw, reduce_bw;           /* reduce_bw < 0: bw */
     long group;
     double alpha, link_bw, alpha_far, link_bw_far, segment;
     int mpi, nccl;                 /* sl_pm_algo, or -1: not stated */
@@ -51,6 +52,10 @@ int sl_pm_platform_algo(const sl_pm_platform *pl, const char *coll, char *err, s
 /* prims's communication for p ranks running algorithm a (alpha, beta of every operation), its
  * element-wise bandwidth and background flag from pl. GEMMs: sl_pm_platform_gemms. */
 void sl_pm_platform_prims(const sl_pm_platform *pl, sl_pm_algo a, int p, sl_pm_prims *out);
+
+/* The reductions' additions (gamma) added to io's beta of each reducing operation, at reduce_bw
+ * bytes (read + written) per second: the platform's reduce_bw or bw, or measured. */
+void sl_pm_platform_gamma(sl_pm_algo a, int p, double reduce_bw, sl_pm_prims *io);
 
 /* Each shape of s at 2mnk / pl's rate for its dtype into out's GEMM table; -1 when pl gives no
  * rate for s's dtype. */

@@ -94,9 +94,6 @@ typedef struct train_prediction {
  * technique states no schedule or SL_NO_PREDICT=1. Collective over the world, after the timed
  * steps (its operations are not in the row's bytes). p2p: the variant communicates point to point. */
 int train_predict(sl_train *t, sl_coll impl, int p2p, train_prediction *out);
-/* The GEMM seconds of s's shapes and the element-wise bandwidth, measured on t's ranks as
- * train_predict measures them (cached for the run), into p; its communication is left alone. */
-void train_measure_compute(const sl_train *t, const sl_pm_sched *s, sl_pm_prims *p);
 /* --predict FILE --predict-ranks LIST (train_predict.c): the options, their checks (in sl_init's
  * validate), and the run that replaces the measured one: a row per variant and rank count. */
 extern const char *train_predict_file;

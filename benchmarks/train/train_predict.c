@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "gpt_shape.h"
 #include "pm_platform.h"
@@ -78,6 +79,81 @@ void train_predict_validate(sl_ctx *ctx, const sl_technique *tech)
         }
 }
 
+/* compute = measured: the primitives timed on this thread's CPU clock, as SMPI charges a
+ * simulated rank's compute (its CPU time, on one GEMM thread: scripts/simulate sets
+ * OMP_NUM_THREADS=1), so that other tenants of a shared machine, which stretch the wall time of
+ * a call that is preempted, do not stretch them. The best of 3, each over enough calls to run
+ * about 20 ms; cached by shape for the run. */
+enum { CPU_REPS = 3 };
+
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static double cpu_gemm_seconds(sl_backend be, const sl_pm_gemm_shape *g)
+{
+    static sl_pm_prims cache; /* its GEMM table only */
+    const double known = sl_pm_gemm_seconds(&cache, g);
+    if (!isnan(known)) return known;
+    const size_t es = sl_dtype_size(g->dt);
+    void *a = sl_k_malloc(be, SL_MEM_OTHER, (size_t)g->m * g->k * es), *b = sl_k_malloc(be, SL_MEM_OTHER, (size_t)g->k * g->n * es);
+    float *c = sl_k_malloc(be, SL_MEM_OTHER, (size_t)g->m * g->n * sizeof(float));
+    sl_k_fill(be, g->dt, (size_t)g->m * g->k, a, 0.5f);
+    sl_k_fill(be, g->dt, (size_t)g->k * g->n, b, 0.25f);
+    sl_k_memset0(be, c, (size_t)g->m * g->n * sizeof(float));
+    const double flops = 2.0 * g->m * g->n * (double)g->k;
+    const int calls = flops >= 2e8 ? 1 : (int)ceil(2e8 / flops) > 1000 ? 1000 : (int)ceil(2e8 / flops);
+    double best = INFINITY;
+    for (int r = 0; r <= CPU_REPS; r++) { /* the first untimed */
+        const double t0 = cpu_now();
+        for (int i = 0; i < calls; i++)
+            sl_k_gemm(be, g->ta, g->tb, g->m, g->n, g->k, 1.0f, a, g->ta ? g->m : g->k, b, g->tb ? g->k : g->n,
+                      (float)g->beta, c, g->n, g->dt, SL_F32);
+        sl_k_sync(be);
+        const double dt = (cpu_now() - t0) / calls;
+        if (r > 0 && dt < best) best = dt;
+    }
+    sl_k_free(be, a), sl_k_free(be, b), sl_k_free(be, c);
+    if (cache.ngemm < SL_PM_MAX_GEMMS) cache.gemm[cache.ngemm] = *g, cache.gemm_s[cache.ngemm++] = best;
+    return best;
+}
+
+/* Bytes (read + written) per second of sl_k_axpby over n f32 elements. */
+static double cpu_bw(sl_backend be, size_t n)
+{
+    float *x = sl_k_malloc(be, SL_MEM_OTHER, n * sizeof(float)), *y = sl_k_malloc(be, SL_MEM_OTHER, n * sizeof(float));
+    sl_k_fill(be, SL_F32, n, x, 1.0);
+    sl_k_fill(be, SL_F32, n, y, 0.0);
+    const int calls = n >= (1u << 22) ? 2 : (int)((1u << 23) / n);
+    double best = INFINITY;
+    for (int r = 0; r <= CPU_REPS; r++) {
+        const double t0 = cpu_now();
+        for (int i = 0; i < calls; i++) sl_k_axpby(be, SL_F32, n, 0.5, x, 0.5, y);
+        sl_k_sync(be);
+        const double dt = (cpu_now() - t0) / calls;
+        if (r > 0 && dt < best) best = dt;
+    }
+    sl_k_free(be, x), sl_k_free(be, y);
+    return 12.0 * (double)n / best;
+}
+
+static void cpu_compute(const sl_train *t, const sl_pm_sched *s, sl_pm_prims *p)
+{
+    p->ngemm = 0;
+    for (int i = 0; i < s->nshapes; i++)
+        p->gemm[p->ngemm] = s->shapes[i], p->gemm_s[p->ngemm++] = cpu_gemm_seconds(t->be, &s->shapes[i]);
+    /* over 64 MiB a vector, beyond the last-level cache: a simulated rank's buffers are evicted
+     * by the other ranks' between two of its kernels, so its element-wise work streams from memory */
+    static size_t bw_n;
+    static double bw;
+    const size_t n = t->nparams > (1u << 24) ? t->nparams : (1u << 24);
+    if (n != bw_n) bw_n = n, bw = cpu_bw(t->be, n);
+    p->bw = bw;
+}
+
 /* alpha and 1/beta of each operation the schedule uses, as the measured rows' pred_fit says them. */
 static void fit_text(const sl_pm_sched *s, const sl_pm_prims *p, char *out, size_t len)
 {
@@ -117,9 +193,14 @@ static void predict_one(sl_ctx *ctx, const sl_technique *tech, int v, sl_dtype d
         memset(&p, 0, sizeof p);
         sl_pm_platform_prims(&plat, (sl_pm_algo)algo, N, &p);
         if (plat.measured)
-            train_measure_compute(&t, s, &p);
+            cpu_compute(&t, s, &p);
         else if (sl_pm_platform_gemms(&plat, s, &p))
             SL_FATAL("--predict: no GEMM rate for %s (checked before the run)", sl_dtype_name(dt));
+        /* the additions run a segment at a time: measured over one segment's floats */
+        static double seg_bw; /* measured once */
+        if (plat.measured && !seg_bw) seg_bw = cpu_bw(t.be, plat.segment > 0 ? (size_t)(plat.segment / 4) : 65536);
+        const double reduce_bw = plat.measured ? seg_bw : plat.reduce_bw > 0 ? plat.reduce_bw : plat.bw;
+        if (!p2p) sl_pm_platform_gamma((sl_pm_algo)algo, N, reduce_bw, &p);
         for (int e = 0; e < s->nev; e++)
             if (s->ev[e].kind == SL_PM_EV_START && isnan(p.alpha[s->ev[e].op]))
                 sl_usage_error("--predict: -C %s: the %s algorithm has no %s (no cost model for it)",
@@ -190,8 +271,8 @@ int train_predict_main(sl_ctx *ctx, const sl_technique *tech, const sl_mlp *m, s
                  "rank 0 or rank N-1 of N, whichever is slower, at the platform's primitives",
             plat.name, plat.source);
     if (plat.measured)
-        sl_note(ctx, "compute = measured: each GEMM shape and the element-wise bandwidth timed on this rank (%d GEMM "
-                     "thread%s), as the simulator charges compute",
+        sl_note(ctx, "compute = measured: each GEMM shape and the element-wise bandwidth timed on this thread's CPU "
+                     "clock (%d GEMM thread%s; the simulator charges one thread's CPU time)",
                 sl_k_cpu_threads(), sl_k_cpu_threads() == 1 ? "" : "s");
     sl_table_begin(ctx, columns, (int)(sizeof columns / sizeof *columns));
     const sl_mem_space space = m->be == SL_BACKEND_CUDA ? SL_MEM_DEVICE : SL_MEM_HOST;

@@ -1,8 +1,8 @@
 #!/bin/bash
 # predict: --predict FILE --predict-ranks LIST on one rank, a platform file of round rates: the
 # rows are the hand-computed step of ddp's schedule (an MLP 8 -> 8 -> 8, 4 samples a rank, SGD)
-# at 2 and 4 ranks on the ring and at 4 on rhd, with a group of 2 ranks so that 4 ranks pay the
-# far link; rows are in the results format (ranks N, time null, check none); zero states its
+# at 2 and 4 ranks on the ring and rhd, with a group of 2 ranks so that 4 ranks pay the far link,
+# the reduction's additions charged at the element-wise bandwidth; rows are in the results format (ranks N, time null, check none); zero states its
 # schedule too (every stage predicted, the sharded stages' traffic growing as the formula says).
 # Usage errors exit 2 with one line naming the file and what is wrong. Nothing is timed.
 . "$(dirname "$0")/../lib/common.sh"
@@ -43,11 +43,14 @@ rows_, out_ = 4, 8
 elem = 4 * n + 4 * rows_ * 16 + 2 * 8 * rows_ * out_ + 8 * rows_ * out_ + 12 * rows_ * out_ \
      + 12 * rows_ * out_ + 2 * 4 * rows_ * out_ + 20 * n
 S = 4 * n                               # bytes all-reduced
+# the additions (gamma): (p-1)/p of the vector's elements added, each 12 bytes read + written
+# per 4-byte element: 3 (p-1)/p S bytes at bw
+gamma = lambda p: 3 * (p - 1) / p * S / 1e9
 comm = {  # (collective, ranks): seconds
-    ("ring", 2): 2 * 1 * 1e-5 + 2 * 1 / 2 * S / 1e8,                 # 2 ranks: one group, near link
-    ("ring", 4): 2 * 3 * 1e-4 + 2 * 3 / 4 * S / 1e7,                 # 4 ranks: the ring crosses groups
-    ("rhd", 2): 2 * 1e-5 + 2 * (S / 2) / 1e8,                        # one step at distance 1
-    ("rhd", 4): 2 * (1e-4 + S / 2 / 1e7) + 2 * (1e-5 + S / 4 / 1e8),  # distance 2 (far), then 1 (near)
+    ("ring", 2): 2 * 1 * 1e-5 + 2 * 1 / 2 * S / 1e8 + gamma(2),                  # 2 ranks: one group, near link
+    ("ring", 4): 2 * 3 * 1e-4 + 2 * 3 / 4 * S / 1e7 + gamma(4),                  # 4 ranks: the ring crosses groups
+    ("rhd", 2): 2 * 1e-5 + 2 * (S / 2) / 1e8 + gamma(2),                         # one step at distance 1
+    ("rhd", 4): 2 * (1e-4 + S / 2 / 1e7) + 2 * (1e-5 + S / 4 / 1e8) + gamma(4),  # distance 2 (far), then 1 (near)
 }
 got = {(r["collective"], r["ranks"]): r for r in rows}
 if sorted(got) != sorted(comm): bad.append(f"rows {sorted(got)}, expected {sorted(comm)}")
@@ -93,11 +96,11 @@ PY
 ok $? "zero: four stages at 8 and 16 ranks; stage 3's communication above stage 1's; step = compute + exposed"
 
 # The ddp sheet's exercise 9 quotes what its command prints at the sheet's model (datasheet rates:
-# arithmetic only, the same on every machine): compute 0.178 ms at every rank count, comm 0.161,
-# 0.251, 0.313 and 2.766 ms at 2, 4, 8 and 16 ranks.
+# arithmetic only, the same on every machine): compute 0.178 ms at every rank count, comm 0.192,
+# 0.297, 0.368 and 2.825 ms at 2, 4, 8 and 16 ranks.
 ddp --predict scripts/platforms/predict/h100-sxm-node.txt --predict-ranks 2,4,8,16 --variants sync -o "$out/sheet" >"$out/sheet.log" 2>&1
 got=$(awk '$1 == "sync" {printf "%s %s %s;", $4, $7, $9}' "$out/sheet.log")
-[ "$got" = "2 0.178 0.161;4 0.178 0.251;8 0.178 0.313;16 0.178 2.766;" ]
+[ "$got" = "2 0.178 0.192;4 0.178 0.297;8 0.178 0.368;16 0.178 2.825;" ]
 ok $? "the ddp sheet's exercise 9: ranks, compute and comm as the sheet quotes them (got: $got)"
 
 # Usage errors: one line, exit 2, naming the file and what is wrong.
