@@ -285,15 +285,6 @@ static void fit_op(const sl_train *t, sl_coll impl, sl_pm_op op, double lo, doub
     if (nfits < MAX_FITS) fits[nfits++] = (fit){impl, op, t->dtype, t->size, lo, hi, *alpha, *beta};
 }
 
-void train_measure_compute(const sl_train *t, const sl_pm_sched *s, sl_pm_prims *p)
-{
-    calibrate_gemms(t, s);
-    p->ngemm = gemm_cache.ngemm;
-    memcpy(p->gemm, gemm_cache.gemm, sizeof p->gemm);
-    memcpy(p->gemm_s, gemm_cache.gemm_s, sizeof p->gemm_s);
-    p->bw = measure_bw(t, t->nparams > (1u << 20) ? t->nparams : (1u << 20));
-}
-
 /* The prediction of one run ------------------------------------------------------------- */
 
 int train_predict(sl_train *t, sl_coll impl, int p2p, train_prediction *out)
