@@ -36,6 +36,11 @@ void train_references_free(void);
 void train_open(sl_train *t, sl_ctx *ctx, const sl_technique *tech, int variant, sl_dtype dtype,
                 sl_comm *comm, const sl_mlp *m, sl_task *task, const sl_optim *o, int global_batch,
                 int nsteps, int baseline);
+/* The same as rank `rank` of `size` ranks whatever comm holds: the prediction's schedules of ranks
+ * that are not launched (train_predict.c; setup then runs on this process alone). */
+void train_open_as(sl_train *t, sl_ctx *ctx, const sl_technique *tech, int variant, sl_dtype dtype,
+                   sl_comm *comm, int rank, int size, const sl_mlp *m, sl_task *task, const sl_optim *o,
+                   int global_batch, int nsteps, int baseline);
 void train_close(sl_train *t);
 /* The step as the timing loop's body: phases zeroed, the technique's step, phases logged. */
 void train_step_body(void *arg);
@@ -97,6 +102,12 @@ typedef struct train_prediction {
  * technique states no schedule or SL_NO_PREDICT=1. Collective over the world, after the timed
  * steps (its operations are not in the row's bytes). p2p: the variant communicates point to point. */
 int train_predict(sl_train *t, sl_coll impl, int p2p, train_prediction *out);
+/* --predict FILE --predict-ranks LIST (train_predict.c): the options, their checks (in sl_init's
+ * validate), and the run that replaces the measured one: a row per variant and rank count. */
+extern const char *train_predict_file;
+extern sl_int_list train_predict_ranks;
+void train_predict_validate(sl_ctx *ctx, const sl_technique *tech);
+int train_predict_main(sl_ctx *ctx, const sl_technique *tech, const sl_mlp *m, sl_task *task, const sl_optim *o);
 /* The row's pred_* fields and step_vs_pred (measured step / predicted), or params.predict "off". */
 void train_prediction_row(const train_prediction *p, double step, sl_result *res);
 

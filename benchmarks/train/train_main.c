@@ -35,6 +35,7 @@ static void validate(sl_ctx *ctx)
     }
     if (tech->program.validate) tech->program.validate(ctx);
     if (tech->schedule && !sl_no_predict()) train_calibration_load(o->calibration, ctx->opt.colls, ctx->nranks);
+    train_predict_validate(ctx, tech);
     for (int d = 0; d < SL_NDTYPES; d++) /* a technique's validate may choose the precision */
         if (d != SL_F32 && (ctx->opt.dtypes & (1u << d)) &&
             !(tech->tol_mixed_sgd_max[d] > 0 && tech->tol_mixed_adamw_l2[d] > 0))
@@ -143,6 +144,11 @@ int sl_train_main(const sl_technique *tech, int argc, char **argv)
                       "rank 0 alone, in this run%s), divided by the %d ranks: at most 100%% unless "
                       "superlinear, which the row then says; compare variants by samples/s",
                 be == SL_BACKEND_CPU ? threads : "", P);
+    if (train_predict_file) { /* a described machine at rank counts not launched: nothing is run */
+        train_predict_main(&ctx, tech, &m, &task, &optim);
+        sl_task_free(&task);
+        return sl_finalize(&ctx);
+    }
     sl_table_begin(&ctx, tech->columns, tech->ncolumns);
 
     train_baseline *baselines = calloc((size_t)tech->nvariants, sizeof *baselines);

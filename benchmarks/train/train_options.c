@@ -3,7 +3,7 @@
  * them that need the rank count. */
 #include <math.h>
 
-#include "sl_train.h"
+#include "train_internal.h"
 
 /* The defaults are those of the ddp lab: a model big enough that a step is mostly GEMM time,
  * small enough for a 2-core machine. A technique may change them before sl_train_main. The
@@ -37,6 +37,11 @@ static const sl_opt train_opts[] = {
     {"calibration", 0, SL_OPT_STRING, &sl_train_opt.calibration, 0, 0, NULL, 0,
      "results directory of an allreduce run: the step prediction's all-reduce alpha-beta from its rows "
      "(the same algorithm on as many ranks) instead of a sweep at startup"},
+    {"predict", 0, SL_OPT_STRING, &train_predict_file, 0, 0, NULL, 0,
+     "platform file: run nothing, predict the step on that machine at each of --predict-ranks (one rank; "
+     "docs/predict.md)"},
+    {"predict-ranks", 0, SL_OPT_INT_LIST, &train_predict_ranks, 1, 1 << 20, NULL, 0,
+     "rank counts --predict builds the schedules of (default 8,16,32,64,128,256,512,1024)"},
     {0},
 };
 

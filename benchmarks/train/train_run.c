@@ -18,6 +18,14 @@ void train_open(sl_train *t, sl_ctx *ctx, const sl_technique *tech, int variant,
                 sl_comm *comm, const sl_mlp *m, sl_task *task, const sl_optim *o, int global_batch,
                 int nsteps, int baseline)
 {
+    train_open_as(t, ctx, tech, variant, dtype, comm, sl_comm_rank(comm), sl_comm_size(comm), m, task, o,
+                  global_batch, nsteps, baseline);
+}
+
+void train_open_as(sl_train *t, sl_ctx *ctx, const sl_technique *tech, int variant, sl_dtype dtype,
+                   sl_comm *comm, int rank, int size, const sl_mlp *m, sl_task *task, const sl_optim *o,
+                   int global_batch, int nsteps, int baseline)
+{
     memset(t, 0, sizeof *t);
     t->dtype = dtype;
     t->baseline = baseline;
@@ -30,8 +38,8 @@ void train_open(sl_train *t, sl_ctx *ctx, const sl_technique *tech, int variant,
     t->nparams = tech->model_params ? tech->model_params() : m->nparams;
     t->optim = *o;
     t->comm = comm;
-    t->rank = sl_comm_rank(comm);
-    t->size = sl_comm_size(comm);
+    t->rank = rank;
+    t->size = size;
     t->global_batch = global_batch;
     t->data_ranks = data_ranks_of(tech, variant, t->size);
     if (t->rank < t->data_ranks) {
