@@ -56,7 +56,7 @@
  * split into compute / comm / exposed comm, and the memory a rank holds against 1/t of the
  * serial model's.
  *
- * --model gpt (plain and overlap, every dtype, x --dp): the whole GPT split the same way (megatron_mlp/gpt.c):
+ * --model gpt (plain and overlap, every dtype, x --dp): the whole GPT split the same way (train/tp_gpt.c):
  * each block's attention by heads (QKV column-parallel, output projection row-parallel) and its
  * MLP as above, the embedding and the LM head by the vocabulary with Megatron-LM's parallel
  * cross-entropy; checked against serial GPT training (the training layer's), bytes per block,
@@ -69,8 +69,8 @@
 
 #include "gpt_shape.h"
 #include "sl_train.h"
-#include "megatron_mlp/gpt_tp.h"
-#include "megatron_mlp/groups.h"
+#include "tp_gpt.h"
+#include "tp_groups.h"
 #include "megatron_mlp/serial.h"
 #include "megatron_mlp/slices.h"
 #include "megatron_mlp/tp.h"
@@ -479,7 +479,7 @@ static void *alloc(sl_train *t, sl_mem_cat cat, size_t bytes) { return sl_k_mall
 static void setup(sl_train *t)
 {
     if (sl_mlp_is_gpt(t->m)) {
-        mg_setup(t, cur_t, cur_d);
+        mg_setup(t, cur_t, cur_d, t->variant == V_OVERLAP);
         return;
     }
     mm *s = calloc(1, sizeof *s);
@@ -725,7 +725,7 @@ static void row(sl_train *t, sl_result *res)
 
 static int divides_model(long long t) { return opt_hidden % t == 0 && (opt_hidden * opt_ffn) % t == 0; }
 
-/* --model gpt: every block split over t ranks by heads (gpt_tp.h), the embedding and head by
+/* --model gpt: every block split over t ranks by heads (tp_gpt.h), the embedding and head by
  * the vocabulary; plain and overlap. */
 static void validate_gpt(sl_ctx *ctx)
 {

@@ -1,4 +1,4 @@
-/* gpt.c — megatron_mlp --model gpt: one rank's step of Megatron-LM's tensor-parallel GPT
+/* tp_gpt.c — megatron_mlp --model gpt (and parallel3d's blocks): one rank's step of Megatron-LM's tensor-parallel GPT
  * (Shoeybi et al. 2019, section 3), plain variant, built from the GPT kernels (kernels/gpt.h).
  *
  * In a t-rank group each rank holds the slices of gpt_tp.h. Per block, with the conjugate
@@ -29,9 +29,8 @@
 #include <string.h>
 
 #include "gpt.h"
-#include "gpt_tp.h"
-#include "tp.h" /* the variants */
-#include "groups.h"
+#include "tp_gpt.h"
+#include "tp_groups.h"
 
 /* Pieces ----------------------------------------------------------------------------------- */
 
@@ -191,7 +190,7 @@ static void colpar_backward(sl_train *t, mg *s, int K, int OC, const void *dout,
 {
     const size_t count = (size_t)s->N * K;
     double t0 = sl_now();
-    if (t->variant != V_OVERLAP || s->t == 1) {
+    if (!s->overlap || s->t == 1) {
         weight_grad_rows(t, s, K, OC, dout, inp, dW, 0, OC);
         if (db) bias_grad(t, s, OC, dout, db);
         input_grad(t, s, K, OC, dout, W, dinp);
@@ -509,7 +508,7 @@ void mg_step(sl_train *t)
 
 static void *alloc(sl_train *t, sl_mem_cat cat, size_t bytes) { return sl_k_malloc(t->be, cat, bytes ? bytes : 1); }
 
-void mg_setup(sl_train *t, int tp, int dp)
+void mg_setup(sl_train *t, int tp, int dp, int overlap)
 {
     mg *s = calloc(1, sizeof *s);
     if (!s) SL_FATAL("out of memory");
@@ -517,6 +516,7 @@ void mg_setup(sl_train *t, int tp, int dp)
     const sl_gpt_dims *g = &t->m->gpt;
     s->t = t->baseline ? 1 : tp;
     s->d = t->baseline ? 1 : dp;
+    s->overlap = overlap;
     s->rep = t->rank / s->t;
     s->tr = t->rank % s->t;
     s->L = g->layers, s->C = g->C, s->NH = g->NH, s->T = g->T, s->V = g->V, s->maxT = g->max_T;
