@@ -611,3 +611,13 @@ const float *mg_weights(sl_train *t, size_t *first, size_t *count)
     *count = (size_t)s->maxT * s->C;
     return s->params + ((size_t)s->Vl + 1) * s->C;
 }
+
+/* The layers one at a time, for a pipeline stage that holds some of them (parallel3d): the
+ * same code as mg_step's, on the activations the caller has placed in s (res, blk, the tokens)
+ * for the micro-batch of s->B sequences starting at t->lo. */
+void mg_load(sl_train *t, mg *s) { load(t, s); }
+void mg_embedding_forward(sl_train *t, mg *s) { embedding_forward(t, s); }
+void mg_block_forward(sl_train *t, mg *s, int l) { block_forward(t, s, l); }
+double mg_head(sl_train *t, mg *s, float norm, float scale, void *dx) { return head(t, s, norm, scale, dx); }
+void mg_block_backward(sl_train *t, mg *s, int l, const void *dy, void *dx) { block_backward(t, s, l, dy, dx); }
+void mg_embedding_backward(sl_train *t, mg *s, void *dy) { embedding_backward(t, s, dy); }

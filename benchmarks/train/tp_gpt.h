@@ -78,6 +78,18 @@ void mg_step(sl_train *t);
 void mg_free(sl_train *t);
 const float *mg_weights(sl_train *t, size_t *first, size_t *count);
 
+/* The layers one at a time (parallel3d's stages): the tokens of the micro-batch of s->B
+ * sequences from t->lo; the embedding (layer 0: into res[1]); block l (res[l] -> res[l + 1]);
+ * the head's forward and backward at once (res[L + 1] -> dx; returns the loss, unscaled); block
+ * l's backward (dy = dL/d res[l + 1] -> dx = dL/d res[l]); the embedding's (dy overwritten).
+ * Parameter gradients accumulate (+=) in s->grads (f32). */
+void mg_load(sl_train *t, mg *s);
+void mg_embedding_forward(sl_train *t, mg *s);
+void mg_block_forward(sl_train *t, mg *s, int l);
+double mg_head(sl_train *t, mg *s, float norm, float scale, void *dx);
+void mg_block_backward(sl_train *t, mg *s, int l, const void *dy, void *dx);
+void mg_embedding_backward(sl_train *t, mg *s, void *dy);
+
 /* Models, row, check (megatron_mlp/gpt_row.c). */
 double mg_bytes_region_model(const sl_train *t, int region);
 double mg_bytes_model(const sl_train *t);
