@@ -38,6 +38,7 @@
 #include "gpt_shape.h"
 #include "pipe_schedule.h"
 #include "sl_env.h"
+#include "sl_env_check.h"
 #include "sl_train.h"
 #include "tp_gpt.h"
 #include "tp_groups.h"
@@ -501,6 +502,9 @@ static void step(sl_train *t)
         sl_k_cast(t->be, s->np, s->grads, SL_F32, s->g, s->dt, NULL);
         compute_span(t, "round grads", t0);
     }
+    /* SL_TEST_CORRUPT=1 (the tests of the check): the last replica halves its gradients before
+     * the sum (an average taken where a sum is due), a defect the serial reference does not share */
+    if (sl_test_corrupt() && q->D > 1 && q->d == q->D - 1) sl_k_scale(t->be, s->dt, s->np, s->g, 0.5);
     if (q->D > 1) { /* the replicas of this stage's slices */
         sl_k_sync(t->be);
         const unsigned long long b0 = sl_comm_bytes_sent(s->dp);
