@@ -124,6 +124,7 @@ typedef struct p3 {
     slot *slots;
     int *slot_of;               /* micro-batch -> slot */
     double sent_dp, sent_pp;    /* bytes over the counted steps */
+    double held[SL_MEM_NCATS];  /* bytes setup allocated, by category (this rank's, for check()) */
     long long inflight_peak;
 } p3;
 
@@ -248,6 +249,8 @@ static void setup(sl_train *t)
     if (!q) SL_FATAL("out of memory");
     t->state = q;
     mg *s = &q->s;
+    const sl_mem_space space = t->be == SL_BACKEND_CUDA ? SL_MEM_DEVICE : SL_MEM_HOST;
+    for (int k = 0; k < SL_MEM_NCATS; k++) q->held[k] = -(double)sl_mem_current(space, (sl_mem_cat)k);
     const sl_gpt_dims *g = &t->m->gpt;
     q->D = t->baseline ? 1 : (int)opt_dp;
     q->T = t->baseline ? 1 : (int)opt_tp;
@@ -362,6 +365,7 @@ static void setup(sl_train *t)
         if (t->be != SL_BACKEND_CPU) s->hlog = sl_alloc(SL_MEM_OTHER, (2 * NV + 3 * N) * f4);
     }
     s->attn_work = alloc(t, SL_MEM_OTHER, sl_k_attention_work_bytes(s->dt, s->B, s->NHl, s->T));
+    for (int k = 0; k < SL_MEM_NCATS; k++) q->held[k] += (double)sl_mem_current(space, (sl_mem_cat)k);
 }
 
 static void release(sl_train *t)
@@ -741,7 +745,8 @@ static void row(sl_train *t, sl_result *res)
 }
 
 /* The check beside the weights': every rank's whole vector bit-identical across its replicas,
- * the parameters it holds against the model, and, on the suite's ring, each group's bytes per
+ * the parameters it holds against the model, its memory per category against the combined
+ * model, and, on the suite's ring, each group's bytes per
  * step against its model where the ring's chunks are equal. Collective. */
 static int check(sl_train *t, double *error, char *why, size_t len)
 {
@@ -767,6 +772,18 @@ static int check(sl_train *t, double *error, char *why, size_t len)
         *error = (double)differ;
         bad = 1;
     }
+    /* this rank's memory, every stage's, against the combined model (the row has rank 0's) */
+    double mem[SL_MEM_NCATS] = {0};
+    memory_model(t, mem);
+    static const sl_mem_cat cats[] = {SL_MEM_PARAMS, SL_MEM_GRADS, SL_MEM_OPTIM, SL_MEM_ACTIV};
+    static const char *const cat_names[] = {"parameters", "gradients", "optimizer state", "activations"};
+    for (size_t k = 0; k < sizeof cats / sizeof *cats && !bad; k++)
+        if (q->held[cats[k]] != mem[cats[k]]) {
+            *error = fabs(q->held[cats[k]] - mem[cats[k]]);
+            snprintf(why, len, "rank %d (stage %d): %.0f bytes of %s held, the model says %.0f", t->rank, q->p,
+                     q->held[cats[k]], cat_names[k], mem[cats[k]]);
+            bad = 1;
+        }
     double sent[NGROUPS], model[NGROUPS];
     measured(t, sent);
     group_bytes_model(t, model);
