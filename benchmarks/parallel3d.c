@@ -210,7 +210,7 @@ static void open_groups(sl_train *t, p3 *q)
 }
 
 /* The grid, once per run: every rank's (d, t, p) and host, as a note and in
- * <out>/parallel3d.grid.jsonl (one line per rank). */
+ * <out>/parallel3d.grid.tsv (a header, then one line per rank). */
 static void record_grid(sl_train *t, const p3 *q)
 {
     static int done;
@@ -225,17 +225,16 @@ static void record_grid(sl_train *t, const p3 *q)
     if (t->rank != 0) return;
     char path[PATH_MAX + 64], line[512], ord[16];
     snprintf(ord, sizeof ord, "%s-%s-%s", dim_names[order[0]], dim_names[order[1]], dim_names[order[2]]);
-    FILE *f = sl_results_file_open(t->ctx, "grid.jsonl", path, sizeof path);
+    FILE *f = sl_results_file_open(t->ctx, "grid.tsv", path, sizeof path);
+    sl_results_append_line(f, path, "run_id\trank\thost\td\tt\tp\tdp\ttp\tpp\torder");
     const int dims[NDIMS] = {q->T, q->D, q->P};
     for (int r = 0; r < n; r++) {
         int c[NDIMS];
         coords_of(r, dims, c);
         char *h = hosts + (size_t)r * sizeof e.host;
         h[sizeof e.host - 1] = 0;
-        snprintf(line, sizeof line,
-                 "{\"run_id\":\"%s\",\"rank\":%d,\"host\":\"%s\",\"d\":%d,\"t\":%d,\"p\":%d,\"dp\":%d,\"tp\":%d,"
-                 "\"pp\":%d,\"order\":\"%s\"}",
-                 t->ctx->run_id, r, h, c[DIM_DP], c[DIM_TP], c[DIM_PP], q->D, q->T, q->P, ord);
+        snprintf(line, sizeof line, "%s\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s", t->ctx->run_id, r, h, c[DIM_DP],
+                 c[DIM_TP], c[DIM_PP], q->D, q->T, q->P, ord);
         sl_results_append_line(f, path, line);
         if (r < 16) sl_note(t->ctx, "rank %d: (d, t, p) = (%d, %d, %d) on %s", r, c[DIM_DP], c[DIM_TP], c[DIM_PP], h);
     }

@@ -63,19 +63,22 @@ if [ "${SL_TEST_LAYOUTS8:-0}" = 1 ]; then
 fi
 
 # The grid: Megatron-LM's order (tp fastest, then dp, then pp) and --order's.
-python3 - "$out/d/parallel3d.grid.jsonl" <<'PY'
+python3 - "$out/d/parallel3d.grid.tsv" <<'PY'
 import json, sys
-g = [json.loads(l) for l in open(sys.argv[1])]
+import csv
+g = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
 want = [(r // 2 % 2, r % 2, r // 4) for r in range(8)]
-sys.exit(0 if [(x["d"], x["t"], x["p"]) for x in g] == want and all(x["host"] and x["order"] == "tp-dp-pp" for x in g) else 1)
+got = [(int(x["d"]), int(x["t"]), int(x["p"])) for x in g]
+sys.exit(0 if got == want and all(x["host"] and x["order"] == "tp-dp-pp" for x in g) else 1)
 PY
 ok $? "2x2x2: the grid file gives rank r (d, t, p) = (r/2 % 2, r % 2, r/4) and its host"
 launch 4 parallel3d $gpt --dp 2 --tp 2 --pp 1 --order dp-tp-pp -o "$out/order" >"$out/order.txt" 2>&1 </dev/null
 rc=$?
-python3 - "$out/order/parallel3d.grid.jsonl" <<'PY'
+python3 - "$out/order/parallel3d.grid.tsv" <<'PY'
 import json, sys
-g = [json.loads(l) for l in open(sys.argv[1])]
-sys.exit(0 if [(x["d"], x["t"]) for x in g] == [(0, 0), (1, 0), (0, 1), (1, 1)] else 1)
+import csv
+g = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
+sys.exit(0 if [(int(x["d"]), int(x["t"])) for x in g] == [(0, 0), (1, 0), (0, 1), (1, 1)] else 1)
 PY
 ok $(( rc || $? )) "--order dp-tp-pp: the replicas adjacent (rank 1 is (d, t) = (1, 0)), and the run passes"
 
