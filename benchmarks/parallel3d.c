@@ -21,6 +21,9 @@
  *             cross-entropy (three of N f32 and one of N·C).
  *   data      each stage's slices summed over the D replicas holding them, one all-reduce in
  *             the run's dtype after the last micro-batch, then the optimizer on every rank.
+ *   --recompute  full activation recomputation: a micro-batch in flight keeps only its stage
+ *             input; before its backward the stage's forward runs again (its two all-reduces a
+ *             block too) into one set of tensors the micro-batches share.
  *
  * The check: gradients are summed over every micro-batch and replica and the loss normalised
  * over the global batch, so one step is serial full-batch GPT training up to the order of
@@ -49,6 +52,7 @@ static const char *const variant_names[] = SL_ENUM_NAMES(P3_VARIANTS);
 static const int variant_schedule[NVARIANTS] = {[V_1F1B] = S_1F1B, [V_GPIPE] = S_GPIPE};
 
 static long long opt_dp = 0, opt_tp = 1, opt_pp = 1, opt_micro = 0;
+static int opt_recompute = 0;
 static const char *opt_order = "tp-dp-pp";
 static unsigned opt_variants = 1u << V_1F1B;
 
@@ -60,6 +64,8 @@ static const sl_opt p3_opts[] = {
      "the grid's dimensions, fastest first (default tp-dp-pp, Megatron-LM's)"},
     {"micro-batches", 'm', SL_OPT_INT, &opt_micro, 1, 1 << 30, NULL, 0,
      "micro-batches per replica and step (default P)"},
+    {"recompute", 0, SL_OPT_FLAG, &opt_recompute, 0, 0, NULL, 0,
+     "full recomputation: keep each micro-batch's stage input only, run the stage's forward again before its backward"},
     {"schedule", 0, SL_OPT_CHOICE_LIST, &opt_variants, 0, 0, SL_ENUM_CHOICES(P3_VARIANTS), 0,
      "pipeline schedules to run (default 1f1b)"},
     {0},
@@ -123,6 +129,8 @@ typedef struct p3 {
     int nops, nslots;
     slot *slots;
     int *slot_of;               /* micro-batch -> slot */
+    int recompute;              /* --recompute: the slots share one set of the stage's tensors */
+    slot shared;                /* that set: the residual stream inside the stage, the blocks' tensors */
     double sent_dp, sent_pp;    /* bytes over the counted steps */
     double held[SL_MEM_NCATS];  /* bytes setup allocated, by category (this rank's, for check()) */
     long long inflight_peak;
@@ -315,15 +323,22 @@ static void setup(sl_train *t)
     }
     /* per slot: the residual stream into each block and the head (kept), the stage's output
      * (sent), the blocks' tensors, the tokens (first and last stage) and the input gradient
-     * sent back */
+     * sent back. --recompute: a slot keeps its input and output only, the rest is one set */
     const int rlo = q->b0, rhi = last_stage(q) ? s->L + 1 : q->b1;
     const int tokens = q->p == 0 || last_stage(q);
-    for (int k = 0; k < q->nslots; k++) {
-        slot *sl = &q->slots[k];
+    q->recompute = !t->baseline && opt_recompute;
+    for (int k = -1; k < q->nslots; k++) {
+        slot *sl = k < 0 ? &q->shared : &q->slots[k];
+        if (k < 0 && !q->recompute) continue;
         sl->mb = -1;
-        for (int l = rlo; l <= rhi; l++)
-            sl->res[l] = alloc(t, l == q->b1 && !last_stage(q) ? SL_MEM_COMM : SL_MEM_ACTIV, NC * es);
-        for (int l = q->b0; l < q->b1; l++) {
+        for (int l = rlo; l <= rhi; l++) {
+            const int own = l == rlo || (l == q->b1 && !last_stage(q));
+            if (q->recompute && k >= 0 && !own) sl->res[l] = q->shared.res[l];
+            else if (!(q->recompute && k < 0 && own))
+                sl->res[l] = alloc(t, l == q->b1 && !last_stage(q) ? SL_MEM_COMM : SL_MEM_ACTIV, NC * es);
+        }
+        if (q->recompute && k >= 0) memcpy(sl->blk, q->shared.blk, sizeof sl->blk);
+        for (int l = q->b0; l < q->b1 && !(q->recompute && k >= 0); l++) {
             mg_block *b = &sl->blk[l - 1];
             b->ln1 = alloc(t, SL_MEM_ACTIV, NC * es), b->qkv = alloc(t, SL_MEM_ACTIV, 3 * N * Cl * es);
             b->att = alloc(t, SL_MEM_ACTIV, (size_t)s->B * s->NHl * s->T * s->T * es);
@@ -333,6 +348,7 @@ static void setup(sl_train *t)
             b->m1 = alloc(t, SL_MEM_ACTIV, N * f4), b->r1 = alloc(t, SL_MEM_ACTIV, N * f4);
             b->m2 = alloc(t, SL_MEM_ACTIV, N * f4), b->r2 = alloc(t, SL_MEM_ACTIV, N * f4);
         }
+        if (k < 0) continue;
         if (tokens) {
             sl->tok = alloc(t, SL_MEM_DATA, N * sizeof(int32_t)), sl->tgt = alloc(t, SL_MEM_DATA, N * sizeof(int32_t));
             sl->tokl = alloc(t, SL_MEM_DATA, N * sizeof(int32_t));
@@ -371,10 +387,11 @@ static void release(sl_train *t)
 {
     p3 *q = t->state;
     mg *s = &q->s;
-    for (int k = 0; k < q->nslots; k++) {
-        slot *sl = &q->slots[k];
-        for (int l = 0; l <= SL_MLP_MAX_LAYERS; l++) sl_k_free(t->be, sl->res[l]);
-        for (int l = q->b0; l < q->b1; l++) {
+    for (int k = -1; k < q->nslots; k++) {
+        slot *sl = k < 0 ? &q->shared : &q->slots[k];
+        for (int l = 0; l <= SL_MLP_MAX_LAYERS; l++)
+            if (k < 0 || !q->recompute || sl->res[l] != q->shared.res[l]) sl_k_free(t->be, sl->res[l]);
+        for (int l = q->b0; l < q->b1 && !(k >= 0 && q->recompute); l++) {
             mg_block *b = &sl->blk[l - 1];
             void *p[] = {b->ln1, b->qkv, b->att, b->atty, b->h, b->ln2, b->fc, b->ge, b->m1, b->r1, b->m2, b->r2};
             for (size_t i = 0; i < sizeof p / sizeof *p; i++) sl_k_free(t->be, p[i]);
@@ -467,6 +484,10 @@ static void backward(sl_train *t, p3 *q, int mb)
     slot *sl = &q->slots[q->slot_of[mb]];
     install(t, q, sl);
     wait_req(t, &sl->sq_grad, "send gradient");
+    if (q->recompute) { /* the stage's forward again from its kept input (its output's send has left) */
+        wait_req(t, &sl->sq_act, "send activation");
+        for (int l = q->b0; l < q->b1; l++) mg_block_forward(t, s, l);
+    }
     int cur = 0;
     if (last_stage(q)) {
         const double loss = mg_head(t, s, sl_task_loss_norm(t->task, t->global_batch), loss_scale(q), s->dres[0]);
@@ -628,7 +649,8 @@ static void group_bytes_model(const sl_train *t, double b[NGROUPS])
         micro(q, k, &first, &count);
         const double N = (double)count * s->T;
         if (q->p == 0) b[G_TP] += ring_allreduce(q->T, N * C, es);
-        b[G_TP] += (q->b1 - q->b0) * 4 * ring_allreduce(q->T, N * C, es);
+        /* four all-reduces a block; --recompute: its forward's two again */
+        b[G_TP] += (q->b1 - q->b0) * (q->recompute ? 6 : 4) * ring_allreduce(q->T, N * C, es);
         if (last_stage(q)) b[G_TP] += 3 * ring_allreduce(q->T, N, 4) + ring_allreduce(q->T, N * C, es);
         b[G_PP] += ((q->p > 0) + !last_stage(q)) * N * C * es;
     }
@@ -660,7 +682,9 @@ static double bytes_model(const sl_train *t)
  * micro-batches the schedule keeps in flight on stage p (1F1B: min(m, P - p); GPipe: m), each
  * with, per block, megatron_mlp's 3NC + 12N·C/T + b·(a/T)·s² values and 4N f32 moments plus
  * the residual stream into each block (NC), and on the last stage the stream into the head;
- * the head's final norm once (its forward and backward run together). */
+ * the head's final norm once (its forward and backward run together). --recompute: each
+ * micro-batch in flight keeps the stage's input (NC) alone, and one set of the rest serves the
+ * micro-batch being recomputed. */
 static void memory_model(const sl_train *t, double bytes[SL_MEM_NCATS])
 {
     const p3 *q = t->state;
@@ -675,8 +699,11 @@ static void memory_model(const sl_train *t, double bytes[SL_MEM_NCATS])
     const double N = (double)q->Bmax * s->T, NC = N * s->C, NCl = NC / q->T;
     const double block = (3 * NC + 12 * NCl + (double)q->Bmax * (s->NH / q->T) * s->T * s->T) * es + 4 * N * 4;
     const int nb = q->b1 - q->b0;
-    const double per_mb = nb * (block + NC * es) + (last_stage(q) ? NC * es : 0);
-    bytes[SL_MEM_ACTIV] = flight * per_mb + (last_stage(q) ? NC * es + 2 * N * 4 : 0);
+    const double head = last_stage(q) ? NC * es + 2 * N * 4 : 0, into_head = last_stage(q) ? NC * es : 0;
+    if (q->recompute) /* each micro-batch's input, and one set of the rest for the one recomputed */
+        bytes[SL_MEM_ACTIV] = flight * NC * es + nb * block + (nb - 1) * NC * es + into_head + head;
+    else
+        bytes[SL_MEM_ACTIV] = flight * (nb * (block + NC * es) + into_head) + head;
 }
 
 /* The busiest rank's figures, per step. Collective. */
@@ -719,6 +746,7 @@ static void row(sl_train *t, sl_result *res)
     sl_result_param_str(res, "order", ord);
     sl_result_param_num(res, "micro_batches", q->m);
     sl_result_param_str(res, "schedule", variant_names[t->variant]);
+    sl_result_param_num(res, "recompute", q->recompute);
     const int op = opaque(q);
     static const char *const names[NGROUPS][2] = {
         {"tp_bytes", "tp_bytes_model"}, {"pp_bytes", "pp_bytes_model"}, {"dp_bytes", "dp_bytes_model"}};

@@ -1,7 +1,7 @@
 #!/bin/bash
 # parallel3d: the GPT on a D x T x P grid (data x tensor x pipeline), on a tiny model (4 blocks of
 # 32, 4 heads, 8 tokens, vocabulary 64). On 4 ranks the layouts 1x2x2, 2x1x2 and 2x2x1 (f32, f16,
-# bf16; 1f1b and gpipe) and on 8 ranks 2x2x2: every row equals serial GPT training in its dtype
+# bf16; 1f1b and gpipe; --recompute) and on 8 ranks 2x2x2: every row equals serial GPT training in its dtype
 # (the training layer's check), every rank's vector bit-identical to its replicas' (the program's
 # check), each group's bytes per step equal to its model (ring), the memory per category equal to
 # the combined model, the grid file giving each rank's (d, t, p) in Megatron-LM's order and in
@@ -54,6 +54,7 @@ run() { # run NP D T P NROWS NAME ARGS...: the layout's rows pass and equal the 
 run 4 1 2 2 2 a -d f32,bf16
 run 4 2 1 2 4 b -d f32,f16 --schedule 1f1b,gpipe
 run 4 2 2 1 1 c
+run 4 1 2 2 2 r --recompute --micro-batches 4 --schedule 1f1b,gpipe
 run 8 2 2 2 1 d
 if [ "${SL_TEST_LAYOUTS8:-0}" = 1 ]; then
   run 8 1 2 4 1 e
