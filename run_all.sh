@@ -71,6 +71,7 @@ declare -A quick_args=(
   [vdnn]="--device-mem 32M -n 3 -w 1" # none fits too: the offloading rows' gate is its step over theirs
   [checkpoint]="--layers 16 --width 128 --inputs 128 --outputs 128 --batch 32 --segments sweep -n 3 -w 1"
   [megatron_mlp]="--blocks 2 --hidden 256 --batch 8 -n 3 -w 1"
+  [parallel3d]="--layers 2 --d-model 64 --heads 4 --seq 32 --vocab 128 --batch 4 -n 3 -w 1"
 )
 # --ci: the quick sizes; the training programs time 10 steps rather than 3, so that one
 # descheduled step does not move a round's median (their rounds' spread was 2-5x the others').
@@ -99,6 +100,7 @@ declare -A full_args=(
   [vdnn]="-n 10 -w 2"
   [checkpoint]="--segments sweep"
   [megatron_mlp]="-C ring,mpi"
+  [parallel3d]="--layers 4"
 )
 
 # The transformer: a second configuration of the programs that train it, run right after the

@@ -57,7 +57,7 @@
  * serial model's.
  *
  * --model gpt (plain, overlap and seqpar, every dtype, x --dp): the whole GPT split the same way
- * (megatron_mlp/gpt.c): each block's attention by heads (QKV column-parallel, output projection
+ * (train/tp_gpt.c): each block's attention by heads (QKV column-parallel, output projection
  * row-parallel) and its MLP as above, the embedding and the LM head by the vocabulary with
  * Megatron-LM's parallel cross-entropy (--no-vocab-parallel: the logits gathered instead, the
  * counter-example); seqpar splits each sequence's positions over the group for the layer norms,
@@ -72,8 +72,8 @@
 
 #include "gpt_shape.h"
 #include "sl_train.h"
-#include "megatron_mlp/gpt_tp.h"
-#include "megatron_mlp/groups.h"
+#include "tp_gpt.h"
+#include "tp_groups.h"
 #include "megatron_mlp/pm_schedule.h"
 #include "megatron_mlp/serial.h"
 #include "megatron_mlp/slices.h"
@@ -486,7 +486,9 @@ static void *alloc(sl_train *t, sl_mem_cat cat, size_t bytes) { return sl_k_mall
 static void setup(sl_train *t)
 {
     if (sl_mlp_is_gpt(t->m)) {
-        const mg_options o = {.sequence_parallel = t->variant == V_SEQPAR, .vocab_gather = opt_no_vocab_parallel};
+        const mg_options o = {.sequence_parallel = t->variant == V_SEQPAR,
+                              .vocab_gather = opt_no_vocab_parallel,
+                              .overlap = t->variant == V_OVERLAP};
         mg_setup_opts(t, cur_t, cur_d, &o);
         return;
     }
@@ -754,7 +756,7 @@ static void require_gather_scatter(sl_ctx *ctx, int needed, const char *what, co
                    "megatron_mlp accepts %s (%s)", bad, what, bad, what, names, instead);
 }
 
-/* --model gpt: every block split over t ranks by heads (gpt_tp.h), the embedding and head by
+/* --model gpt: every block split over t ranks by heads (tp_gpt.h), the embedding and head by
  * the vocabulary; plain and overlap. */
 static void validate_gpt(sl_ctx *ctx)
 {

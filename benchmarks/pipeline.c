@@ -65,7 +65,7 @@
 #include "sl_compute.h"
 #include "sl_train.h"
 #include "pipeline/bubble.h"
-#include "pipeline/schedule.h"
+#include "pipe_schedule.h"
 
 static long long opt_stages = 0, opt_dp = 1, opt_micro = 8, opt_virtual = 0;
 static const char *opt_balance = NULL;

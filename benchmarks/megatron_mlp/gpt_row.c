@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "gpt_tp.h"
-#include "groups.h"
+#include "tp_gpt.h"
+#include "tp_groups.h"
 #include "tp.h" /* the variants */
 
 /* What one rank sends in an all-reduce of n elements of es bytes over k ranks on a ring:

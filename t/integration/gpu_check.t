@@ -136,7 +136,7 @@ grep -q $'^build\t[0-9]*s\tmake -j[0-9]* CUDA=1 NCCL=1 NO_OPTIONAL=1$' "$out/dry
   grep -q $'^run_all-quick\t[0-9]*s\t./run_all.sh --quick ' "$out/dry.steps" &&
   grep -q $'^run_all-ci\t[0-9]*s+\t./run_all.sh --ci ' "$out/dry.steps" &&
   grep -q $'^allreduce-ddp-np16\t[0-9]*s\t./run_all.sh --quick --np 16 --only allreduce,ddp ' "$out/dry.steps" &&
-  grep -q $'^cuda-programs\t[0-9]*s\t./run_all.sh --quick --np 1 --only [a-z_,]* --args \'-B cuda\' ' "$out/dry.steps" &&
+  grep -q $'^cuda-programs\t[0-9]*s\t./run_all.sh --quick --np 1 --only [a-z0-9_,]* --args \'-B cuda\' ' "$out/dry.steps" &&
   grep -q $'^test-vdnn\t([0-9]*s)\tprove -v t/integration/vdnn.t' "$out/dry.steps" &&
   ! grep -q 'pairs_schedule' "$out/dry.steps"
 ok $? "DRYRUN lists the build and its fallback, NCCL, run_all --ci and --quick, --np 16, -B cuda, the device tests (not pairs_schedule)"
@@ -153,7 +153,7 @@ ok $? "DRYRUN's order: build, probe, unit tests, -B cuda programs, NCCL, staged,
 
 # the script's list of programs against the built ones that take --backend (-B)
 want=$(for p in bin/*; do [ -x "$p" ] && "$p" --help 2>&1 | grep -q -- '--backend' && echo "${p##*/}"; done | sort)
-got=$(grep $'^cuda-programs\t' "$out/dry.steps" | sed 's/.* --only \([a-z_,]*\) .*/\1/' | tr ',' '\n' | sort)
+got=$(grep $'^cuda-programs\t' "$out/dry.steps" | sed 's/.* --only \([a-z0-9_,]*\) .*/\1/' | tr ',' '\n' | sort)
 [ -n "$want" ] && [ "$want" = "$got" ]
 ok $? "DRYRUN runs every built program that takes -B with -B cuda (${got//$'\n'/ })"
 

@@ -1,10 +1,10 @@
-/* gpt_slices.c — which elements of the GPT's flat vector a tensor-parallel rank holds and where
- * in its own vector (gpt_tp.h): the layout, its runs, the initial weights taken from the same
+/* tp_gpt_slices.c — which elements of the GPT's flat vector a tensor-parallel rank holds and where
+ * in its own vector (tp_gpt.h): the layout, its runs, the initial weights taken from the same
  * flat initialisation as the serial model's (so that the check compares weights), and the
  * gather of a group's vectors back into the flat one. */
 #include <string.h>
 
-#include "gpt_tp.h"
+#include "tp_gpt.h"
 
 void mg_layout(mg *s)
 {

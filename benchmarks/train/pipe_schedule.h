@@ -1,4 +1,4 @@
-/* schedule.h — pipeline.c's schedules as explicit lists of operations: one builder per
+/* pipe_pipe_schedule.h — pipeline.c's schedules as explicit lists of operations: one builder per
  * schedule gives each stage its list of forwards and backwards, simulate times those lists by
  * their dependencies, and print_timeline draws the result as the text timeline. Nothing here
  * depends on the program's options; pipeline.c's stage executor runs the lists. */

@@ -1,11 +1,11 @@
-/* schedule.c — the pipeline schedules (gpipe, 1f1b, interleaved, pipedream) as one list of
+/* pipe_schedule.c — the pipeline schedules (gpipe, 1f1b, interleaved, pipedream) as one list of
  * operations F(mb) / B(mb) per stage, the dependency simulation that times them (one unit per
  * F, two per B) and the text timeline drawn from it. Used by pipeline.c's executor and its
- * pipedream reference. */
+ * pipedream reference, and by parallel3d's stages. */
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "schedule.h"
+#include "pipe_schedule.h"
 #include "sl_error.h"
 
 const char *const schedule_names[NSCHEDULES] = SL_ENUM_NAMES(SCHEDULES);

@@ -1,7 +1,7 @@
-/* gpt.c — megatron_mlp --model gpt: one rank's step of Megatron-LM's tensor-parallel GPT
+/* tp_gpt.c — megatron_mlp --model gpt (and parallel3d's blocks): one rank's step of Megatron-LM's tensor-parallel GPT
  * (Shoeybi et al. 2019, section 3), plain variant, built from the GPT kernels (kernels/gpt.h).
  *
- * In a t-rank group each rank holds the slices of gpt_tp.h. Per block, with the conjugate
+ * In a t-rank group each rank holds the slices of tp_gpt.h. Per block, with the conjugate
  * operators f (identity forward, all-reduce backward) and g (all-reduce forward, identity
  * backward) around each half:
  *   attention  ln1 (replicated) -> f -> QKV of this rank's NH/t heads (column-parallel) -> the
@@ -45,9 +45,8 @@
 #include <string.h>
 
 #include "gpt.h"
-#include "gpt_tp.h"
-#include "tp.h" /* the variants */
-#include "groups.h"
+#include "tp_gpt.h"
+#include "tp_groups.h"
 
 /* Pieces ----------------------------------------------------------------------------------- */
 
@@ -277,7 +276,7 @@ static const void *colpar_backward(sl_train *t, mg *s, int K, int OC, const void
 {
     const size_t count = (size_t)s->N * K;
     double t0 = sl_now();
-    if (t->variant != V_OVERLAP || s->t == 1) {
+    if (!s->overlap || s->t == 1) {
         weight_grad_rows(t, s, K, OC, dout, inp, dW, 0, OC);
         if (db) bias_grad(t, s, OC, dout, db);
         input_grad(t, s, K, OC, dout, W, dinp);
@@ -700,10 +699,10 @@ static double held(sl_train *t, sl_mem_cat cat)
     return (double)sl_mem_current(t->be == SL_BACKEND_CUDA ? SL_MEM_DEVICE : SL_MEM_HOST, cat);
 }
 
-void mg_setup(sl_train *t, int tp, int dp)
+void mg_setup(sl_train *t, int tp, int dp, int overlap)
 {
-    const mg_options none = {0};
-    mg_setup_opts(t, tp, dp, &none);
+    const mg_options o = {.overlap = overlap};
+    mg_setup_opts(t, tp, dp, &o);
 }
 
 void mg_setup_opts(sl_train *t, int tp, int dp, const mg_options *o)
@@ -714,6 +713,7 @@ void mg_setup_opts(sl_train *t, int tp, int dp, const mg_options *o)
     const sl_gpt_dims *g = &t->m->gpt;
     s->t = t->baseline ? 1 : tp;
     s->d = t->baseline ? 1 : dp;
+    s->overlap = o->overlap;
     s->rep = t->rank / s->t;
     s->tr = t->rank % s->t;
     s->L = g->layers, s->C = g->C, s->NH = g->NH, s->T = g->T, s->V = g->V, s->maxT = g->max_T;
@@ -829,3 +829,13 @@ const float *mg_weights(sl_train *t, size_t *first, size_t *count)
     *count = (size_t)s->maxT * s->C;
     return s->params + ((size_t)s->Vl + 1) * s->C;
 }
+
+/* The layers one at a time, for a pipeline stage that holds some of them (parallel3d): the
+ * same code as mg_step's, on the activations the caller has placed in s (res, blk, the tokens)
+ * for the micro-batch of s->B sequences starting at t->lo. */
+void mg_load(sl_train *t, mg *s) { load(t, s); }
+void mg_embedding_forward(sl_train *t, mg *s) { embedding_forward(t, s); }
+void mg_block_forward(sl_train *t, mg *s, int l) { block_forward(t, s, l); }
+double mg_head(sl_train *t, mg *s, float norm, float scale, void *dx) { return head(t, s, norm, scale, dx); }
+void mg_block_backward(sl_train *t, mg *s, int l, const void *dy, void *dx) { block_backward(t, s, l, dy, dx); }
+void mg_embedding_backward(sl_train *t, mg *s, void *dy) { embedding_backward(t, s, dy); }

@@ -1,8 +1,8 @@
-/* groups.h — what megatron_mlp's MLP blocks (megatron_mlp.c) and its GPT (gpt.c) share: the
+/* tp_groups.h — what megatron_mlp's MLP blocks (megatron_mlp.c) and its GPT (tp_gpt.c) share: the
  * tensor-parallel group and the replicas' communicators of a rank, and the row's metric
  * lookups. */
-#ifndef MEGATRON_GROUPS_H
-#define MEGATRON_GROUPS_H
+#ifndef SL_TP_GROUPS_H
+#define SL_TP_GROUPS_H
 
 #include "sl_train.h"
 

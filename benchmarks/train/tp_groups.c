@@ -1,8 +1,8 @@
-/* groups.c — the communicators of a tensor-parallel rank and the row's metric lookups (groups.h). */
+/* tp_groups.c — the communicators of a tensor-parallel rank and the row's metric lookups (tp_groups.h). */
 #include <math.h>
 #include <string.h>
 
-#include "groups.h"
+#include "tp_groups.h"
 
 void mm_groups_open(sl_train *t, int rep, int tr, MPI_Comm *tp_mpi, MPI_Comm *dp_mpi, sl_comm **tp, sl_comm **dp)
 {

@@ -1,6 +1,7 @@
-/* gpt_tp.h — megatron_mlp --model gpt: Megatron-LM's tensor parallelism over the whole GPT
- * (kernels/gpt_model.h), what gpt.c (the step), gpt_slices.c (which elements a rank holds) and
- * gpt_row.c (models, row, checks) share.
+/* tp_gpt.h — megatron_mlp --model gpt: Megatron-LM's tensor parallelism over the whole GPT
+ * (kernels/gpt_model.h), what tp_gpt.c (the step), tp_gpt_slices.c (which elements a rank holds)
+ * and megatron_mlp/gpt_row.c (models, row, checks) share; in the training layer so that
+ * parallel3d runs the same blocks.
  *
  * A rank of a t-rank group holds, of the GPT's flat vector (gpt_model.h), with Vl = V/t, Cl = C/t:
  *   layer 0   wte rows [r·Vl, (r+1)·Vl) (vocabulary-parallel), then one row of zeros (the
@@ -13,8 +14,8 @@
  * in the block order of gpt_ref.h with the local sizes. "Whole" parts are replicated in the
  * group, as Megatron-LM keeps them: the layer norms, the position table and the row-parallel
  * biases (added once, after their all-reduce). */
-#ifndef MEGATRON_GPT_TP_H
-#define MEGATRON_GPT_TP_H
+#ifndef SL_TP_GPT_H
+#define SL_TP_GPT_H
 
 #include "gpt_ref.h"
 #include "sl_train.h"
@@ -35,10 +36,12 @@ typedef struct mg_options {
     int sequence_parallel; /* layer norms, residuals, dropout on T/t positions of each sequence */
     int vocab_gather;      /* the head's logits all-gathered and a plain cross-entropy on every rank
                               (--no-vocab-parallel: the counter-example to the parallel one) */
+    int overlap;           /* each backward all-reduce behind its weight-gradient GEMM */
 } mg_options;
 
 typedef struct mg {
     int t, d, tr, rep;        /* degrees, tensor-parallel rank, replica */
+    int overlap;              /* each backward all-reduce behind its weight-gradient GEMM */
     int L, C, NH, T, V, maxT; /* the model */
     int Vl, Cl, NHl;          /* this rank's vocabulary rows, channels and heads */
     int B, N;                 /* the replica's sequences of a step, and tokens */
@@ -89,14 +92,26 @@ void mg_init_params(const sl_mlp *m, mg *s, uint64_t seed);
 /* Replica 0's group's vectors placed into full (host, m->nparams) on rank 0. Collective. */
 void mg_gather(sl_train *t, float *full);
 
-/* The step and its pieces (gpt.c). */
-void mg_setup(sl_train *t, int tp, int dp); /* plain: mg_setup_opts with no options */
+/* The step and its pieces (tp_gpt.c); overlap: the overlap variant (colpar_backward). */
+void mg_setup(sl_train *t, int tp, int dp, int overlap); /* mg_setup_opts with overlap only */
 void mg_setup_opts(sl_train *t, int tp, int dp, const mg_options *o);
 void mg_step(sl_train *t);
 void mg_free(sl_train *t);
 const float *mg_weights(sl_train *t, size_t *first, size_t *count);
 
-/* Models, row, check (gpt_row.c). */
+/* The layers one at a time (parallel3d's stages): the tokens of the micro-batch of s->B
+ * sequences from t->lo; the embedding (layer 0: into res[1]); block l (res[l] -> res[l + 1]);
+ * the head's forward and backward at once (res[L + 1] -> dx; returns the loss, unscaled); block
+ * l's backward (dy = dL/d res[l + 1] -> dx = dL/d res[l]); the embedding's (dy overwritten).
+ * Parameter gradients accumulate (+=) in s->grads (f32). */
+void mg_load(sl_train *t, mg *s);
+void mg_embedding_forward(sl_train *t, mg *s);
+void mg_block_forward(sl_train *t, mg *s, int l);
+double mg_head(sl_train *t, mg *s, float norm, float scale, void *dx);
+void mg_block_backward(sl_train *t, mg *s, int l, const void *dy, void *dx);
+void mg_embedding_backward(sl_train *t, mg *s, void *dy);
+
+/* Models, row, check (megatron_mlp/gpt_row.c). */
 double mg_bytes_region_model(const sl_train *t, int region);
 double mg_bytes_model(const sl_train *t);
 void mg_memory_model(const sl_train *t, double bytes[SL_MEM_NCATS]);

@@ -1,0 +1,98 @@
+#!/bin/bash
+# parallel3d: the GPT on a D x T x P grid (data x tensor x pipeline), on a tiny model (4 blocks of
+# 32, 4 heads, 8 tokens, vocabulary 64). On 4 ranks the layouts 1x2x2, 2x1x2 and 2x2x1 (f32, f16,
+# bf16; 1f1b and gpipe; --recompute) and on 8 ranks 2x2x2: every row equals serial GPT training in its dtype
+# (the training layer's check), every rank's vector bit-identical to its replicas' (the program's
+# check), each group's bytes per step equal to its model (ring), the memory per category equal to
+# the combined model, the grid file giving each rank's (d, t, p) in Megatron-LM's order and in
+# --order's. SL_TEST_CORRUPT=1 (a replica that halves its gradients before their sum) fails, exit 1. Bad
+# layouts exit 2 naming the option. SL_TEST_LAYOUTS8=1 runs the other 8-rank layouts too (1x2x4,
+# 4x1x2, 2x4x1, 8x1x1: about 6 s each on 2 cores).
+. "$(dirname "$0")/../lib/common.sh"
+out=$(tmpdir)
+trap 'rm -rf "$out"' EXIT
+shape="--d-model 32 --heads 4 --seq 8 --vocab 64 --batch 4 -n 2 -w 1 --baseline 0 -C ring"
+gpt="--layers 4 $shape"
+
+check_rows() { # check_rows FILE D T P NROWS: every row passed; bytes and memory equal to the models
+  python3 - "$@" <<'PY'
+import json, sys
+path, D, T, P, n = sys.argv[1], *map(int, sys.argv[2:])
+rows = [json.loads(l) for l in open(path)]
+bad = [] if len(rows) == n else [f"{len(rows)} rows, expected {n}"]
+val = lambda r, k: r["metrics"][k]["value"]
+for r in rows:
+    name = f"{r['variant']} {r['dtype']}"
+    p = r["params"]
+    if (p["dp"], p["tp"], p["pp"]) != (D, T, P): bad.append(f"{name}: layout {p['dp']}x{p['tp']}x{p['pp']}")
+    if r["check"]["status"] != "pass": bad.append(f"{name}: {r['check']}")
+    for g in ("tp", "pp", "dp"):
+        if val(r, g + "_bytes") != val(r, g + "_bytes_model"):
+            bad.append(f"{name}: {g}_bytes {val(r, g + '_bytes')} != model {val(r, g + '_bytes_model')}")
+    if (val(r, "tp_bytes") > 0) != (T > 1) or (val(r, "pp_bytes") > 0) != (P > 1) or (val(r, "dp_bytes") > 0) != (D > 1):
+        bad.append(f"{name}: a group of one sent bytes, or a larger one none")
+    for k in ("params", "grads", "optim", "activ"):
+        if val(r, "mem_" + k) != val(r, "model_" + k): bad.append(f"{name}: mem_{k} {val(r, 'mem_' + k)} != model")
+    flight = p["micro_batches"] if r["variant"] == "gpipe" else min(p["micro_batches"], P)
+    if val(r, "inflight_peak") != flight: bad.append(f"{name}: {val(r, 'inflight_peak')} in flight, expected {flight}")
+print("\n".join(bad), file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+}
+
+run() { # run NP D T P NROWS NAME ARGS...: the layout's rows pass and equal the models
+  local np=$1 D=$2 T=$3 P=$4 n=$5 name=$6; shift 6
+  # shellcheck disable=SC2086
+  launch "$np" parallel3d $gpt --dp "$D" --tp "$T" --pp "$P" "$@" -o "$out/$name" >"$out/$name.txt" 2>&1 </dev/null
+  local rc=$?
+  ok $rc "$np ranks, D x T x P = ${D}x${T}x${P} $*: every row equals serial GPT training"
+  [ $rc = 0 ] || tail -5 "$out/$name.txt" | sed 's/^/#   /' >&2
+  check_rows "$out/$name/parallel3d.jsonl" "$D" "$T" "$P" "$n"
+  ok $? "${D}x${T}x${P}: bytes per group and memory per category equal to the models, the in-flight micro-batches the schedule's"
+}
+
+run 4 1 2 2 2 a -d f32,bf16
+run 4 2 1 2 4 b -d f32,f16 --schedule 1f1b,gpipe
+run 4 2 2 1 1 c
+run 4 1 2 2 2 r --recompute --micro-batches 4 --schedule 1f1b,gpipe
+run 8 2 2 2 1 d
+if [ "${SL_TEST_LAYOUTS8:-0}" = 1 ]; then
+  run 8 1 2 4 1 e
+  run 8 4 1 2 1 f
+  run 8 2 4 1 1 g
+  run 8 8 1 1 1 h
+fi
+
+# The grid: Megatron-LM's order (tp fastest, then dp, then pp) and --order's.
+python3 - "$out/d/parallel3d.grid.tsv" <<'PY'
+import json, sys
+import csv
+g = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
+want = [(r // 2 % 2, r % 2, r // 4) for r in range(8)]
+got = [(int(x["d"]), int(x["t"]), int(x["p"])) for x in g]
+sys.exit(0 if got == want and all(x["host"] and x["order"] == "tp-dp-pp" for x in g) else 1)
+PY
+ok $? "2x2x2: the grid file gives rank r (d, t, p) = (r/2 % 2, r % 2, r/4) and its host"
+launch 4 parallel3d $gpt --dp 2 --tp 2 --pp 1 --order dp-tp-pp -o "$out/order" >"$out/order.txt" 2>&1 </dev/null
+rc=$?
+python3 - "$out/order/parallel3d.grid.tsv" <<'PY'
+import json, sys
+import csv
+g = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
+sys.exit(0 if [(int(x["d"]), int(x["t"])) for x in g] == [(0, 0), (1, 0), (0, 1), (1, 1)] else 1)
+PY
+ok $(( rc || $? )) "--order dp-tp-pp: the replicas adjacent (rank 1 is (d, t) = (1, 0)), and the run passes"
+
+# A defect the check must catch: one replica halves its gradients before their sum.
+SL_TEST_CORRUPT=1 launch 4 parallel3d $gpt --dp 2 --tp 1 --pp 2 -o "$out/corrupt" >"$out/corrupt.txt" 2>&1 </dev/null
+rc=$?
+[ $rc = 1 ] && grep -q '"status": *"fail"' "$out/corrupt/parallel3d.jsonl"
+ok $? "SL_TEST_CORRUPT=1 (a replica halves its gradients before the all-reduce): the row fails, exit 1 (rc=$rc)"
+
+expect_usage_np 4 parallel3d "D x T x P must equal the ranks" $gpt --dp 2 --tp 2 --pp 2
+expect_usage_np 3 parallel3d "--heads 4 must be divisible by T" $gpt --tp 3
+expect_usage_np 2 parallel3d "more pipeline stages than the GPT's --layers" $shape --layers 1 --pp 2
+expect_usage_np 2 parallel3d "--order" $gpt --tp 2 --order tp-tp-pp
+expect_usage_np 2 parallel3d "--micro-batches 8" $gpt --pp 2 --micro-batches 8
+expect_usage_np 1 parallel3d "--model" --model mlp
+done_testing
