@@ -295,6 +295,7 @@ static void setup(sl_train *t)
     if (q->m > q->Bd) q->m = q->Bd > 0 ? q->Bd : 1;
     q->Bmax = (q->Bd + q->m - 1) / q->m;
     s->B = q->Bmax, s->N = s->B * s->T;
+    s->Tl = s->T, s->Nl = s->N, s->p0 = 0; /* no sequence parallelism: every position held */
 
     /* the schedule's list for this stage and the slots its in-flight micro-batches need */
     const geometry geo = {.p = q->P, .v = 1, .m = q->m, .nsteps = 1};
@@ -422,7 +423,7 @@ static void install(sl_train *t, p3 *q, slot *sl)
     int first, count;
     micro(q, sl->mb, &first, &count);
     t->lo = first;
-    s->B = count, s->N = count * s->T;
+    s->B = count, s->N = count * s->T, s->Nl = s->N;
     memcpy(s->res, sl->res, sizeof s->res);
     memcpy(s->blk, sl->blk, sizeof s->blk);
     s->tok = sl->tok, s->tgt = sl->tgt, s->tokl = sl->tokl, s->htok = sl->htok, s->htgt = sl->htgt;
