@@ -1,13 +1,13 @@
 /* cpu/rng.c — fills a tensor slice from the counter-based generator of sl_rng.h.
  *
- * On an AVX2 CPU both fills run four values at a time: splitmix64's 64-bit products from three
- * 32-bit ones (AVX2 has no 64-bit multiply), the halves of the hash to f64 exactly by placing
- * them in the mantissa of 2^52. That part is integer arithmetic and gives sl_rng_u64's bits.
- * Normals then take log and cos from glibc's libmvec and keep sl_rng_normal's bits: the f64
- * Box-Muller value differs from the scalar one by a few f64 ulp at most (libmvec's bound is
- * 4 ulp), so it rounds to the same f32 unless it lies within that of an f32 rounding boundary.
- * A value within 2^-40 (relative, thousands of times the bound) of one is recomputed by
- * sl_rng_normal: one value in some 2^15 to 2^16. */
+ * On an AVX2 CPU (FMA too, checked with it) both fills run four values at a time: splitmix64's
+ * 64-bit products from three 32-bit ones (AVX2 has no 64-bit multiply), the halves of the hash to
+ * f64 exactly by placing them in the mantissa of 2^52. That part is integer arithmetic and gives
+ * sl_rng_u64's bits. Normals then take log from glibc's libmvec and cos from cos_2pi below, and
+ * keep sl_rng_normal's bits: the f64 Box-Muller value differs from the scalar one by a few f64 ulp
+ * at most (libmvec's bound is 4 ulp, cos_2pi's 1), so it rounds to the same f32 unless it lies
+ * within that of an f32 rounding boundary. A value within 2^-40 (relative, thousands of times the
+ * bound) of one is recomputed by sl_rng_normal: one value in some 2^15 to 2^16. */
 #include "cpu/cpu.h"
 #include "sl_rng.h"
 
@@ -15,11 +15,10 @@
 #include <immintrin.h>
 
 #define SL_RNG_VEC 1
-/* libmvec's AVX2 variants (glibc's vector ABI names). */
+/* libmvec's AVX2 log (glibc's vector ABI name). */
 __m256d _ZGVdN4v_log(__m256d x);
-__m256d _ZGVdN4v_cos(__m256d x);
 
-#define AVX2 __attribute__((target("avx2"), always_inline)) static inline
+#define AVX2 __attribute__((target("avx2,fma"), always_inline)) static inline
 
 /* The low 64 bits of a * b per lane: lo*lo + ((hi*lo + lo*hi) << 32). */
 AVX2 __m256i mul64(__m256i a, __m256i b)
@@ -58,9 +57,46 @@ AVX2 __m256d u32_to_f64(__m256i v)
                          _mm256_castsi256_pd(two52));
 }
 
+/* cos(a) for 0 <= a < 2 pi, the Box-Muller angle: a - k pi/2 in three parts of pi/2 (the
+ * first two products by fused multiply-add, so r keeps its relative accuracy down to a = pi/2
+ * itself, where cos is 6e-17), then fdlibm's sin and cos polynomials on |r| <= pi/4 and the
+ * quadrant's sign. libmvec's cos handles any argument, and is a call that spills every vector
+ * register. Error against libm's cos, measured on every one of the 2^32 angles: at most 2^-52
+ * relative (the rounding guard in normal4_avx2 allows 2^-40). */
+AVX2 __m256d cos_2pi(__m256d a)
+{
+    __m256d k = _mm256_round_pd(_mm256_mul_pd(a, _mm256_set1_pd(0.63661977236758134308)),
+                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256d r = _mm256_fnmadd_pd(k, _mm256_set1_pd(0x1.921fb54442d18p0), a);
+    r = _mm256_fnmadd_pd(k, _mm256_set1_pd(0x1.1a62633145c07p-54), r);
+    r = _mm256_fnmadd_pd(k, _mm256_set1_pd(-0x1.f1976b7ed8fbcp-110), r);
+    __m256d w = _mm256_mul_pd(r, r);
+    __m256d s = _mm256_set1_pd(1.58969099521155010221e-10);
+    s = _mm256_fmadd_pd(s, w, _mm256_set1_pd(-2.50507602534068634195e-08));
+    s = _mm256_fmadd_pd(s, w, _mm256_set1_pd(2.75573137070700676789e-06));
+    s = _mm256_fmadd_pd(s, w, _mm256_set1_pd(-1.98412698298579493134e-04));
+    s = _mm256_fmadd_pd(s, w, _mm256_set1_pd(8.33333333332248946124e-03));
+    s = _mm256_fmadd_pd(s, w, _mm256_set1_pd(-1.66666666666666324348e-01));
+    s = _mm256_fmadd_pd(_mm256_mul_pd(s, w), r, r); /* sin r */
+    __m256d c = _mm256_set1_pd(-1.13596475577881948265e-11);
+    c = _mm256_fmadd_pd(c, w, _mm256_set1_pd(2.08757232129817482790e-09));
+    c = _mm256_fmadd_pd(c, w, _mm256_set1_pd(-2.75573143513906633035e-07));
+    c = _mm256_fmadd_pd(c, w, _mm256_set1_pd(2.48015872894767294178e-05));
+    c = _mm256_fmadd_pd(c, w, _mm256_set1_pd(-1.38888888888741095749e-03));
+    c = _mm256_fmadd_pd(c, w, _mm256_set1_pd(4.16666666666666019037e-02));
+    c = _mm256_fmadd_pd(_mm256_mul_pd(c, w), w, _mm256_fnmadd_pd(_mm256_set1_pd(0.5), w,
+                                                                  _mm256_set1_pd(1.0))); /* cos r */
+    /* quadrant q = k mod 4 (k is 0 .. 4): cos a = cos r, -sin r, -cos r, sin r */
+    __m256i q = _mm256_castpd_si256(_mm256_add_pd(k, _mm256_set1_pd(0x1p52))); /* k in low bits */
+    __m256d odd = _mm256_castsi256_pd(
+        _mm256_cmpeq_epi64(_mm256_and_si256(q, _mm256_set1_epi64x(1)), _mm256_set1_epi64x(1)));
+    __m256i neg = _mm256_slli_epi64(_mm256_xor_si256(q, _mm256_srli_epi64(q, 1)), 63);
+    return _mm256_xor_pd(_mm256_blendv_pd(c, s, odd), _mm256_castsi256_pd(neg));
+}
+
 /* Normals i = first..first+n-1 (n a multiple of 4) as f32, sl_rng_normal's bits. */
-__attribute__((target("avx2"))) static void normal4_avx2(uint64_t seed, uint64_t first, size_t n,
-                                                         float *z)
+__attribute__((target("avx2,fma"))) static void normal4_avx2(uint64_t seed, uint64_t first,
+                                                             size_t n, float *z)
 {
     const __m256i step = _mm256_set1_epi64x((long long)(4 * SL_RNG_GOLDEN));
     const __m256i lo32 = _mm256_set1_epi64x(0xffffffffll);
@@ -76,21 +112,22 @@ __attribute__((target("avx2"))) static void normal4_avx2(uint64_t seed, uint64_t
                                                 _mm256_set1_pd(0x1p-32)));
         __m256d r = _mm256_mul_pd(
             _mm256_sqrt_pd(_mm256_mul_pd(_mm256_set1_pd(-2.0), _ZGVdN4v_log(u1))),
-            _ZGVdN4v_cos(a));
+            cos_2pi(a));
         __m128 f = _mm256_cvtpd_ps(r);
         __m128 lo = _mm256_cvtpd_ps(_mm256_mul_pd(r, _mm256_set1_pd(1.0 - 0x1p-40)));
         __m128 hi = _mm256_cvtpd_ps(_mm256_mul_pd(r, _mm256_set1_pd(1.0 + 0x1p-40)));
         _mm_storeu_ps(z + i, f);
         int near = _mm_movemask_ps(_mm_or_ps(_mm_cmpneq_ps(lo, f), _mm_cmpneq_ps(hi, f)));
-        for (int l = 0; l < 4; l++)
-            if (near & (1 << l)) z[i + (size_t)l] = sl_rng_normal(seed, first + i + (size_t)l);
+        if (near) /* one vector in some 2^13 */
+            for (int l = 0; l < 4; l++)
+                if (near & (1 << l)) z[i + (size_t)l] = sl_rng_normal(seed, first + i + (size_t)l);
     }
 }
 
 /* Uniforms i = first..first+n-1 (n a multiple of 4) in [lo, hi), sl_cpu_rng_uniform's scalar
  * bits: the top 24 bits of the hash convert to f32 exactly, and the rest is the same f32
  * operations in the same order (no contraction: the kernels are built without it). */
-__attribute__((target("avx2"))) static void uniform4_avx2(uint64_t seed, uint64_t first,
+__attribute__((target("avx2,fma"))) static void uniform4_avx2(uint64_t seed, uint64_t first,
                                                           size_t n, float *x, float lo, float hi)
 {
     const __m256i step = _mm256_set1_epi64x((long long)(4 * SL_RNG_GOLDEN));
@@ -105,10 +142,10 @@ __attribute__((target("avx2"))) static void uniform4_avx2(uint64_t seed, uint64_
     }
 }
 
-static int have_avx2(void)
+static int have_avx2_fma(void)
 {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2");
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
 #else
 #define SL_RNG_VEC 0
@@ -153,7 +190,7 @@ static void normal_block(const request *a, size_t o, size_t m)
 void sl_cpu_rng_uniform(uint64_t seed, uint64_t first, size_t n, float *x, float lo, float hi)
 {
 #if SL_RNG_VEC
-    if (have_avx2()) {
+    if (have_avx2_fma()) {
         by_blocks(n, &(request){seed, first, x, lo, hi}, uniform_block);
         return;
     }
@@ -166,7 +203,7 @@ void sl_cpu_rng_normal(uint64_t seed, uint64_t first, size_t n, float *x, float 
                        float stddev)
 {
 #if SL_RNG_VEC
-    if (have_avx2()) {
+    if (have_avx2_fma()) {
         by_blocks(n, &(request){seed, first, x, mean, stddev}, normal_block);
         return;
     }
