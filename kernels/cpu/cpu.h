@@ -46,6 +46,8 @@ void sl_cpu_bf16_to_f32_n(const uint16_t *src, float *dst, size_t n);
 void sl_cpu_bias_add(int rows, int cols, float *y, const float *bias);
 void sl_cpu_bias_grad(int rows, int cols, const float *dy, float *dbias);
 void sl_cpu_act_forward(sl_act act, size_t n, const float *x, float *y);
+/* The logistic sigmoid on libmvec's expf, as the GeLU kernels compute it (elementwise.c). */
+void sl_cpu_sigmoid_n(size_t n, const float *x, float *y);
 void sl_cpu_act_backward(sl_act act, size_t n, const float *x, const float *dy, float *dx);
 void sl_cpu_axpby(sl_dtype dt, size_t n, double alpha, const void *x, double beta, void *y);
 void sl_cpu_fill(sl_dtype dt, size_t n, void *x, double value);
