@@ -10,13 +10,14 @@
  * against OpenBLAS's. */
 int sl_cpu_par(size_t n);
 
-/* Loops whose cost is arithmetic (vmath.h's functions) are compiled for AVX-512F, for AVX2 and
- * for the build's baseline (generic x86-64: SSE2), and the loader picks by the CPU (GCC's
- * target_clones, an ifunc): two or four times the lanes without -march=native. AVX-512 pays
- * even where its 512-bit operations are split in two (AMD Zen 4): vmath.h's selects become
- * mask moves, and its exp took 0.48 ns per element against AVX2's 0.86 on that CPU, one thread.
- * All give the same bits, since their arithmetic is correctly rounded IEEE operations with no
- * contraction into FMA.
+/* Loops whose cost is arithmetic (libmvec's exp, mvec.h; divisions, square roots) are compiled
+ * for AVX-512F, for AVX2 and for the build's baseline (generic x86-64: SSE2), and the loader
+ * picks by the CPU (GCC's target_clones, an ifunc): two or four times the lanes without
+ * -march=native, and each clone calls libmvec's variant of its width. Arithmetic of correctly
+ * rounded IEEE operations with no contraction into FMA (AdamW) gives the same bits in every
+ * clone; libmvec's variants need not agree with each other in the last bit, so GeLU and
+ * softmax may differ in that bit between CPUs that run different clones (never between runs,
+ * ranks or thread counts on one CPU).
  * sl_env_cpu_vec_isa() (common/sl_env.h) names the one this CPU runs, for the manifest. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define SL_CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))

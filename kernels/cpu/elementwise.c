@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cpu/cpu.h"
+#include "cpu/mvec.h"
 #include "sl_error.h"
 #include "sl_half.h"
 
@@ -65,19 +66,15 @@ static inline float keep_if_positive(float x, float v)
     return v;
 }
 
-/* glibc's expf has vector variants in libmvec (4, 8 and 16 lanes for SSE, AVX2 and AVX-512);
- * math.h declares them to GCC only under -ffast-math, whose other licences (no NaN, no inf,
- * reassociation) the kernels must not take, so expf is declared here with the vector ABI alone.
- * They need -fno-math-errno (the Makefile's CPU_KERNEL_CFLAGS): errno is a scalar side effect.
- * Their results are not the scalar expf's bits, so no element may take the scalar call: the
- * loops below run whole groups of SL_EXP_GROUP elements only (a multiple of every vector width,
- * no remainder iterations), and a slice's last partial group goes through a padded copy. An
- * element's value then depends on its x only, not on where a slice or a thread's share starts.
- * Against the plain-arithmetic sl_vexpf (vmath.h) before it, AVX2, one thread (a loaded
+/* expf from libmvec (cpu/mvec.h). Its vector variants' results are not the scalar expf's bits,
+ * so no element may take the scalar call: the loops below run whole groups of SL_EXP_GROUP
+ * elements only (a multiple of every vector width, no remainder iterations), and a slice's last
+ * partial group goes through a padded copy. An element's value then depends on its x only, not
+ * on where a slice or a thread's share starts.
+ * Against the plain-arithmetic exp polynomial before it, AVX2, one thread (a loaded
  * machine): GeLU 0.87 against 1.93 ns per element, its gradient 1.15 against 2.2. The sigmoid
- * on it is 3.6 ulp from the exact value at worst (every f32, AVX2), 2.3 on sl_vexpf;
+ * on it is 3.6 ulp from the exact value at worst (every f32, AVX2), 2.3 on that polynomial;
  * t/unit/test_vmath.c holds it to MAX_ULP_SIGMOID_MVEC = 4. */
-__attribute__((simd("notinbranch"))) float expf(float);
 #define SL_EXP_GROUP 16
 
 /* 1 / (1 + exp(-x)) as (x >= 0 ? 1 : e) / (1 + e), e = exp(-|x|) <= 1: exp never overflows,
