@@ -12,7 +12,11 @@
 
 #include <math.h>
 
+/* GCC on x86-64, where glibc's libmvec has these variants; elsewhere the loops call the scalar
+ * functions. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 __attribute__((simd("notinbranch"))) float expf(float);
 __attribute__((simd("notinbranch"))) double exp(double);
+#endif
 
 #endif
