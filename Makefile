@@ -166,9 +166,10 @@ ifeq ($(SMPI_TREE),1)
 DEFS += -DSL_SMPI=1 -DSMPI_NO_OVERRIDE_MALLOC
 endif
 CFLAGS  += $(CFLAGS_BASE) $(OPT) $(SAN) $(DEFS)
-# The CPU kernels only: math calls that never set errno (sqrtf becomes one instruction) and FP
-# exceptions not treated as side effects, so that the branch-free selects of kernels/cpu/vmath.h
-# vectorise. Neither changes a computed value; -ffast-math (which does) is not used.
+# The CPU kernels only: math calls that never set errno (sqrtf becomes one instruction, and
+# `omp simd` loops may call libmvec's expf and exp, kernels/cpu/mvec.h) and FP exceptions not
+# treated as side effects, so that branch-free selects vectorise. Neither changes a computed
+# value; -ffast-math (which does) is not used.
 CPU_KERNEL_CFLAGS := -fno-math-errno -fno-trapping-math
 LDLIBS  := -lopenblas -lhwloc -lmvec -lm
 ifeq ($(PAPI),1)

@@ -10,13 +10,14 @@
  * against OpenBLAS's. */
 int sl_cpu_par(size_t n);
 
-/* Loops whose cost is arithmetic (vmath.h's functions) are compiled for AVX-512F, for AVX2 and
- * for the build's baseline (generic x86-64: SSE2), and the loader picks by the CPU (GCC's
- * target_clones, an ifunc): two or four times the lanes without -march=native. AVX-512 pays
- * even where its 512-bit operations are split in two (AMD Zen 4): vmath.h's selects become
- * mask moves, and its exp took 0.48 ns per element against AVX2's 0.86 on that CPU, one thread.
- * All give the same bits, since their arithmetic is correctly rounded IEEE operations with no
- * contraction into FMA.
+/* Loops whose cost is arithmetic (libmvec's exp, mvec.h; divisions, square roots) are compiled
+ * for AVX-512F, for AVX2 and for the build's baseline (generic x86-64: SSE2), and the loader
+ * picks by the CPU (GCC's target_clones, an ifunc): two or four times the lanes without
+ * -march=native, and each clone calls libmvec's variant of its width. Arithmetic of correctly
+ * rounded IEEE operations with no contraction into FMA (AdamW) gives the same bits in every
+ * clone; libmvec's variants need not agree with each other in the last bit, so GeLU and
+ * softmax may differ in that bit between CPUs that run different clones (never between runs,
+ * ranks or thread counts on one CPU).
  * sl_env_cpu_vec_isa() (common/sl_env.h) names the one this CPU runs, for the manifest. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define SL_CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
@@ -46,6 +47,8 @@ void sl_cpu_bf16_to_f32_n(const uint16_t *src, float *dst, size_t n);
 void sl_cpu_bias_add(int rows, int cols, float *y, const float *bias);
 void sl_cpu_bias_grad(int rows, int cols, const float *dy, float *dbias);
 void sl_cpu_act_forward(sl_act act, size_t n, const float *x, float *y);
+/* The logistic sigmoid on libmvec's expf, as the GeLU kernels compute it (elementwise.c). */
+void sl_cpu_sigmoid_n(size_t n, const float *x, float *y);
 void sl_cpu_act_backward(sl_act act, size_t n, const float *x, const float *dy, float *dx);
 void sl_cpu_axpby(sl_dtype dt, size_t n, double alpha, const void *x, double beta, void *y);
 void sl_cpu_fill(sl_dtype dt, size_t n, void *x, double value);

@@ -5,7 +5,7 @@
 #include <math.h>
 
 #include "cpu/cpu.h"
-#include "cpu/vmath.h"
+#include "cpu/mvec.h"
 #include "cpu/vsum.h"
 
 #define NCHUNK 64
@@ -30,12 +30,14 @@ double sl_cpu_mse(size_t n, const float *y, const float *t, float *dy, float nor
     return norm * s;
 }
 
-/* One row, in the numerically safe form: with m = max(z), se = sum exp(z - m),
- * loss = m + log(se) - z[label]; dz = norm (exp(z - m) / se - onehot). Each exponential is
- * computed once, in double by vmath.h's exp (2.4 ulp) so that the row vectorises, and parked
- * in dz until se is known. The loss is asserted to about 1e-12 of the double reference: an f32
- * exp (1 ulp, 6e-8) would move it by that much, so the exp stays in double. se is summed in
- * vsum.h's fixed lanes, so that every clone gives the same bits. */
+/* One row, in the numerically safe form: with m = max(z), se = sum exp(z - m), loss = m + log(se)
+ * - z[label]; dz = norm (exp(z - m) / se - onehot). Each exponential is computed once, in double
+ * by libmvec's exp (cpu/mvec.h; 1.9 times as fast as the plain polynomial it replaces, AVX2) so
+ * that the row vectorises, and parked in dz until se is known. The loss is asserted to about 1e-12
+ * of the double reference: an f32 exp (1 ulp, 6e-8) would move it by that much, so the exp stays
+ * in double. se is summed in vsum.h's fixed lanes; the row's remainder after its whole blocks of
+ * SL_LANES takes the scalar exp, so a row's bits depend on its length and the CPU's vector
+ * variant, never on the threads or the rank that computes it. */
 SL_CPU_CLONES static double xent_row(const float *z, int classes, int label, float *dz, float norm)
 {
     float m = z[0];
@@ -43,14 +45,14 @@ SL_CPU_CLONES static double xent_row(const float *z, int classes, int label, flo
     for (int j = 1; j < classes; j++) m = z[j] > m ? z[j] : m;
     double a[SL_LANES] = {0};
     if (dz) {
-        SL_LANE_LOOP(classes, j, l, double e = sl_vexp_nonpos((double)z[j] - m); a[l] += e;
+        SL_LANE_LOOP(classes, j, l, double e = exp((double)z[j] - m); a[l] += e;
                      dz[j] = (float)e;);
         double se = sl_lanes_fold_d(a), inv = 1.0 / se;
 #pragma omp simd
         for (int j = 0; j < classes; j++) dz[j] = norm * (float)(dz[j] * inv - (j == label));
         return m + log(se) - z[label];
     }
-    SL_LANE_LOOP(classes, j, l, a[l] += sl_vexp_nonpos((double)z[j] - m););
+    SL_LANE_LOOP(classes, j, l, a[l] += exp((double)z[j] - m););
     return m + log(sl_lanes_fold_d(a)) - z[label];
 }
 
