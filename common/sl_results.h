@@ -13,8 +13,8 @@
 #include "sl_stats.h"
 
 #define SL_SCHEMA_VERSION 2
-#define SL_MAX_PARAMS 32 /* a 16-bit pipeline row with replicas has 25 */
-#define SL_MAX_METRICS 64
+#define SL_MAX_PARAMS 48 /* a pipeline row with the step prediction has 32 */
+#define SL_MAX_METRICS 96 /* megatron_mlp --model gpt seqpar with the step prediction has 70 */
 #define SL_MAX_COUNTERS 8
 
 typedef enum {
