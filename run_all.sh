@@ -18,11 +18,11 @@
 #              the suite; a program past it is killed and counted as failed
 # Programs run one after another; a failing one does not stop the rest (ddp, zero, pipeline,
 # checkpoint, vdnn and precision run twice: on the MLP, then on the transformer, --model gpt, into
-# one log and jsonl). The run ends with a summary table (program, variant, headline metric, check)
-# and exits 1 if any program failed.
-# Ctrl-C, TERM (scancel) or HUP (a closed terminal or ssh session) stops the running program and
-# its ranks, records it in status.tsv with exit 130, prints the summary so far marked INTERRUPTED
-# and exits 130, whichever the signal (the summary names it).
+# one log and jsonl; parallel3d on the grid its ranks allow: 2 -> 1x1x2, 4 -> 1x2x2, 8 -> 2x2x2).
+# The run ends with a summary table (program, variant, headline metric, check) and exits 1 if any
+# program failed. Ctrl-C, TERM (scancel) or HUP (a closed terminal or ssh session) stops the
+# running program and its ranks, records it in status.tsv with exit 130, prints the summary so
+# far marked INTERRUPTED and exits 130, whichever the signal (the summary names it).
 set -uo pipefail
 
 top="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -124,6 +124,18 @@ declare -A full_gpt=(
   [vdnn]="--model gpt --layers 8 --device-mem 64M -n 10 -w 2"
   [precision]="--model gpt --master fp32,none"
 )
+
+# parallel3d's grid from the ranks it runs on: the most dimensions they allow, so that on 4 ranks
+# or a multiple of 4 every group (tensor, pipeline, data) is one the run measures: P = 2 where
+# the ranks are even, T = 2 where 4 divides them, D the rest (2 -> 1x1x2, 4 -> 1x2x2, 8 -> 2x2x2;
+# odd counts: D alone). Every mode's model has heads, width and vocabulary divisible by 2 and at
+# least 2 blocks.
+p3d_layout() { # p3d_layout RANKS
+  local n="$1" T=1 P=1
+  (( n % 2 == 0 )) && P=2
+  (( n % 4 == 0 )) && T=2
+  echo "--dp $(( n / (T * P) )) --tp $T --pp $P"
+}
 
 # Ranks per node for programs that scale with threads inside a rank: they get the node's cores
 # as threads rather than as ranks (unless --np is given).
@@ -261,6 +273,7 @@ run_round() { # run_round DIR RUN_ID
       ci) gpt="${ci_gpt[$p]-}" ;;
       *) gpt="${full_gpt[$p]-}" ;;
     esac
+    [[ $p != parallel3d ]] || args+=" $(p3d_layout "$p_np")"
     start=$(date +%s)
     run_config "$dir" "$p" "$p_np" "$args${extra:+ $extra}" ">"
     rc=$config_rc

@@ -21,6 +21,12 @@
  *             cross-entropy (three of N f32 and one of N·C).
  *   data      each stage's slices summed over the D replicas holding them, one all-reduce in
  *             the run's dtype after the last micro-batch, then the optimizer on every rank.
+ *   --zero 1  ZeRO stage 1 (Rajbhandari et al. 2020) over the data-parallel group: the stage's
+ *             vector padded to D equal blocks of S, replica d keeps the optimizer state (and in
+ *             16 bits the f32 master weights) of block d alone; the gradients are
+ *             reduce-scattered over the replicas instead of all-reduced, each replica steps its
+ *             block and the weights (the run's dtype) are all-gathered back into every replica.
+ *             The same bytes on a ring as the all-reduce; optimizer state 1/D.
  *   --recompute  full activation recomputation: a micro-batch in flight keeps only its stage
  *             input; before its backward the stage's forward runs again (its two all-reduces a
  *             block too) into one set of tensors the micro-batches share.
@@ -52,6 +58,7 @@ static const char *const variant_names[] = SL_ENUM_NAMES(P3_VARIANTS);
 static const int variant_schedule[NVARIANTS] = {[V_1F1B] = S_1F1B, [V_GPIPE] = S_GPIPE};
 
 static long long opt_dp = 0, opt_tp = 1, opt_pp = 1, opt_micro = 0;
+static long long opt_zero = 0;
 static int opt_recompute = 0;
 static const char *opt_order = "tp-dp-pp";
 static unsigned opt_variants = 1u << V_1F1B;
@@ -64,6 +71,8 @@ static const sl_opt p3_opts[] = {
      "the grid's dimensions, fastest first (default tp-dp-pp, Megatron-LM's)"},
     {"micro-batches", 'm', SL_OPT_INT, &opt_micro, 1, 1 << 30, NULL, 0,
      "micro-batches per replica and step (default P)"},
+    {"zero", 0, SL_OPT_INT, &opt_zero, 0, 1, NULL, 0,
+     "ZeRO stage over the data-parallel group: 0 replicated, 1 optimizer state (and f32 master) sharded over the D replicas (default 0)"},
     {"recompute", 0, SL_OPT_FLAG, &opt_recompute, 0, 0, NULL, 0,
      "full recomputation: keep each micro-batch's stage input only, run the stage's forward again before its backward"},
     {"schedule", 0, SL_OPT_CHOICE_LIST, &opt_variants, 0, 0, SL_ENUM_CHOICES(P3_VARIANTS), 0,
@@ -130,6 +139,8 @@ typedef struct p3 {
     slot *slots;
     int *slot_of;               /* micro-batch -> slot */
     int recompute;              /* --recompute: the slots share one set of the stage's tensors */
+    int zero;                   /* --zero 1: optimizer state (and f32 master) sharded over the replicas */
+    size_t S, npad;             /* a replica's block of the stage's vector, and D·S (S = npad = np: --zero 0) */
     slot shared;                /* that set: the residual stream inside the stage, the blocks' tensors */
     double sent_dp, sent_pp;    /* bytes over the counted steps */
     double held[SL_MEM_NCATS];  /* bytes setup allocated, by category (this rank's, for check()) */
@@ -309,18 +320,32 @@ static void setup(sl_train *t)
 
     const size_t np = s->np, f4 = sizeof(float), es = sl_dtype_size(s->dt), N = (size_t)s->N, C = (size_t)s->C;
     const size_t Cl = (size_t)s->Cl, NC = N * C, NV = N * (size_t)s->Vl;
-    s->params = alloc(t, SL_MEM_PARAMS, np * f4);
-    s->grads = alloc(t, SL_MEM_GRADS, np * f4);
-    s->optim = alloc(t, SL_MEM_OPTIM, (size_t)sl_optim_state_per_param(&t->optim) * np * f4);
-    sl_k_memset0(t->be, s->params, np * f4); /* the embedding's zero row */
-    init_arg ia = {t->m, s->params};
+    /* --zero 1: the vectors the replicas exchange padded to D equal blocks (the reduce-scatter
+     * and the all-gather move equal blocks; the padding stays zero), the optimizer state and
+     * the f32 master (16 bits) of block d alone */
+    q->zero = !t->baseline && opt_zero;
+    q->S = q->zero ? (np + (size_t)q->D - 1) / (size_t)q->D : np;
+    q->npad = q->zero ? (size_t)q->D * q->S : np;
+    const size_t npad = q->npad, master = q->zero && !is_f32(q) ? q->S : npad;
+    s->params = alloc(t, SL_MEM_PARAMS, master * f4);
+    s->grads = alloc(t, SL_MEM_GRADS, npad * f4);
+    s->optim = alloc(t, SL_MEM_OPTIM, (size_t)sl_optim_state_per_param(&t->optim) * q->S * f4);
+    /* the stage's f32 weights from the seed (a sharded master takes its block of them) */
+    float *init = master < npad ? alloc(t, SL_MEM_OTHER, npad * f4) : s->params;
+    sl_k_memset0(t->be, init, npad * f4); /* the embedding's zero row, the padding */
+    init_arg ia = {t->m, init};
     for_stage_runs(t, q, q->tr, init_run, &ia);
     sl_k_sync(t->be);
-    s->w = is_f32(q) ? (void *)s->params : alloc(t, SL_MEM_PARAMS, np * es);
-    s->g = is_f32(q) ? (void *)s->grads : alloc(t, SL_MEM_GRADS, np * es);
+    s->w = is_f32(q) ? (void *)s->params : alloc(t, SL_MEM_PARAMS, npad * es);
+    s->g = is_f32(q) ? (void *)s->grads : alloc(t, SL_MEM_GRADS, npad * es);
     if (!is_f32(q)) {
-        sl_k_cast(t->be, np, s->params, SL_F32, s->w, s->dt, NULL);
+        sl_k_cast(t->be, npad, init, SL_F32, s->w, s->dt, NULL);
         sl_train_mixed_init(&s->ms, s->dt);
+    }
+    if (init != s->params) {
+        sl_k_memcpy(t->be, s->params, init + (size_t)q->d * q->S, q->S * f4, SL_K_D2D);
+        sl_k_sync(t->be);
+        sl_k_free(t->be, init);
     }
     /* per slot: the residual stream into each block and the head (kept), the stage's output
      * (sent), the blocks' tensors, the tokens (first and last stage) and the input gradient
@@ -503,13 +528,72 @@ static void backward(sl_train *t, p3 *q, int mb)
     sl->mb = -1;
 }
 
+/* A collective of the data-parallel group on the run's dtype, its bytes counted: the
+ * all-reduce of the replicas' gradients, or ZeRO-1's reduce-scatter of them (n elements a
+ * replica) and all-gather of the weights. */
+enum { DP_ALLREDUCE, DP_REDUCE_SCATTER, DP_ALLGATHER };
+static void dp_coll(sl_train *t, p3 *q, int kind, const void *send, void *recv, size_t n)
+{
+    static const char *const names[] = {"allreduce (replicas)", "reduce-scatter (replicas)", "allgather (replicas)"};
+    mg *s = &q->s;
+    sl_k_sync(t->be);
+    const unsigned long long b0 = sl_comm_bytes_sent(s->dp);
+    const double t0 = sl_now();
+    int rc = kind == DP_ALLREDUCE        ? sl_coll_allreduce(s->dp, send, recv, n, s->dt, SL_OP_SUM)
+             : kind == DP_REDUCE_SCATTER ? sl_coll_reduce_scatter(s->dp, send, recv, n, s->dt, SL_OP_SUM)
+                                         : sl_coll_allgather(s->dp, send, recv, n, s->dt);
+    sl_train_coll_ok(rc, names[kind]);
+    sl_train_blocking(t, names[kind], t0);
+    q->sent_dp += (double)(sl_comm_bytes_sent(s->dp) - b0);
+}
+
+/* The elements of block d that are the stage's (the last block ends in padding). */
+static size_t own_elems(const p3 *q)
+{
+    const size_t first = (size_t)q->d * q->S;
+    return first >= q->s.np ? 0 : q->s.np - first < q->S ? q->s.np - first : q->S;
+}
+
+/* The replicas' gradients summed and the optimizer stepped: on the whole vector after an
+ * all-reduce (--zero 0), or on block d after a reduce-scatter, the blocks all-gathered back into
+ * every replica's weights (--zero 1; not on a step every rank skipped: nothing changed). In 16
+ * bits the overflow flag is OR-ed over every rank: the stages, slices and blocks are one model. */
+static void update(sl_train *t, p3 *q)
+{
+    mg *s = &q->s;
+    const size_t es = sl_dtype_size(s->dt), off = q->zero ? (size_t)q->d * q->S : 0;
+    const size_t n = q->zero ? own_elems(q) : s->np;
+    void *g = (char *)s->g + off * es, *w = (char *)s->w + off * es;
+    float *master = is_f32(q) || !q->zero ? s->params + off : s->params;
+    if (q->D > 1) {
+        if (q->zero) dp_coll(t, q, DP_REDUCE_SCATTER, s->g, g, q->S);
+        else dp_coll(t, q, DP_ALLREDUCE, s->g, s->g, s->np);
+    }
+    int stepped = 1;
+    if (is_f32(q)) {
+        sl_train_optimize(t, s->params, s->grads, s->optim, off, n);
+    } else {
+        const double t0 = sl_now();
+        sl_k_cast(t->be, n, g, s->dt, s->grads + off, SL_F32, NULL);
+        const size_t bad = sl_k_scale_check(t->be, n, s->grads + off, 1.0f / loss_scale(q));
+        sl_optim o;
+        stepped = sl_train_mixed_decide(t, &s->ms, bad > 0, &o);
+        if (stepped) {
+            sl_optim_step(t->be, &o, n, master, s->grads + off, s->optim);
+            sl_k_cast(t->be, n, master, SL_F32, w, s->dt, NULL);
+        }
+        compute_span(t, "unscale + optimizer (f32 master)", t0);
+    }
+    if (q->zero && q->D > 1 && stepped) dp_coll(t, q, DP_ALLGATHER, w, s->w, q->S);
+}
+
 static void step(sl_train *t)
 {
     p3 *q = t->state;
     mg *s = &q->s;
     s->counting = 1;
     double t0 = sl_now();
-    sl_k_memset0(t->be, s->grads, s->np * sizeof(float));
+    sl_k_memset0(t->be, s->grads, q->npad * sizeof(float));
     compute_span(t, "zero grads", t0);
     int live = 0;
     for (int i = 0; i < q->nops; i++) {
@@ -524,34 +608,13 @@ static void step(sl_train *t)
     t->lo = q->lo;
     if (!is_f32(q)) { /* the gradient as the serial run keeps it: rounded into dt once */
         t0 = sl_now();
-        sl_k_cast(t->be, s->np, s->grads, SL_F32, s->g, s->dt, NULL);
+        sl_k_cast(t->be, q->npad, s->grads, SL_F32, s->g, s->dt, NULL);
         compute_span(t, "round grads", t0);
     }
     /* SL_TEST_CORRUPT=1 (the tests of the check): the last replica halves its gradients before
      * the sum (an average taken where a sum is due), a defect the serial reference does not share */
     if (sl_test_corrupt() && q->D > 1 && q->d == q->D - 1) sl_k_scale(t->be, s->dt, s->np, s->g, 0.5);
-    if (q->D > 1) { /* the replicas of this stage's slices */
-        sl_k_sync(t->be);
-        const unsigned long long b0 = sl_comm_bytes_sent(s->dp);
-        t0 = sl_now();
-        sl_train_coll_ok(sl_coll_allreduce(s->dp, s->g, s->g, s->np, s->dt, SL_OP_SUM), "allreduce (replicas)");
-        sl_train_blocking(t, "allreduce (replicas)", t0);
-        q->sent_dp += (double)(sl_comm_bytes_sent(s->dp) - b0);
-    }
-    if (is_f32(q)) {
-        sl_train_optimize(t, s->params, s->grads, s->optim, 0, s->np);
-    } else {
-        /* the overflow flag OR-ed over every rank: the stages and slices are one model */
-        t0 = sl_now();
-        sl_k_cast(t->be, s->np, s->g, s->dt, s->grads, SL_F32, NULL);
-        const size_t bad = sl_k_scale_check(t->be, s->np, s->grads, 1.0f / loss_scale(q));
-        sl_optim o;
-        if (sl_train_mixed_decide(t, &s->ms, bad > 0, &o)) {
-            sl_optim_step(t->be, &o, s->np, s->params, s->grads, s->optim);
-            sl_k_cast(t->be, s->np, s->params, SL_F32, s->w, s->dt, NULL);
-        }
-        compute_span(t, "unscale + optimizer (f32 master)", t0);
-    }
+    update(t, q);
     s->counting = 0;
 }
 
@@ -566,6 +629,10 @@ static const float *weights(sl_train *t, size_t *first, size_t *count)
     const mg *s = &q->s;
     size_t off[SL_GPT_NPARAMS + 1];
     sl_gpt_block_offsets(s->C, off);
+    if (q->zero && !is_f32(q)) { /* the f32 master is sharded: none held whole (gather_weights) */
+        *first = *count = 0;
+        return s->params;
+    }
     if (q->p == 0) {
         *first = (size_t)s->V * s->C, *count = (size_t)s->maxT * s->C;
         return s->params + ((size_t)s->Vl + 1) * s->C;
@@ -603,8 +670,17 @@ static void gather_weights(sl_train *t, float *full)
         for (int r = 0; r < n; r++) displs[r] = (int)total, total += (size_t)counts[r];
         all = sl_alloc(SL_MEM_OTHER, total * sizeof(float) + 1);
     }
+    /* a sharded f32 master (--zero 1, 16 bits): the replicas' blocks gathered first */
+    const float *vec = q->s.params;
+    float *blocks = NULL;
+    if (q->zero && !is_f32(q)) {
+        blocks = sl_k_malloc(t->be, SL_MEM_OTHER, q->npad * sizeof(float));
+        sl_train_coll_ok(sl_coll_allgather(q->s.dp, q->s.params, blocks, q->S, SL_F32), "allgather (weights for the check)");
+        vec = blocks;
+    }
     float *host = sl_alloc(SL_MEM_OTHER, q->s.np * sizeof(float) + 1);
-    sl_k_memcpy(t->be, host, q->s.params, q->s.np * sizeof(float), SL_K_D2H);
+    sl_k_memcpy(t->be, host, vec, q->s.np * sizeof(float), SL_K_D2H);
+    if (blocks) sl_k_free(t->be, blocks);
     SL_CHECK_MPI(MPI_Gatherv(host, mine, MPI_FLOAT, all, counts, displs, MPI_FLOAT, 0, t->ctx->comm));
     if (t->rank == 0) {
         const int dims[NDIMS] = {q->T, q->D, q->P};
@@ -630,14 +706,36 @@ static void gather_weights(sl_train *t, float *full)
 
 /* Models ------------------------------------------------------------------------------------ */
 
-/* What a rank sends in an all-reduce of n elements of es bytes over k ranks on a ring. */
+/* What a rank sends in an all-reduce of n elements of es bytes over k ranks on a ring, and in a
+ * reduce-scatter or an all-gather of them (n: the whole vector, k blocks). */
 static double ring_allreduce(int k, double n, double es) { return k > 1 ? 2.0 * (k - 1) / k * n * es : 0; }
+static double ring_scatter(int k, double n, double es) { return k > 1 ? (double)(k - 1) / k * n * es : 0; }
+
+/* --zero 1's block of the stage's model parameters np over D replicas (np itself with --zero 0),
+ * and the padded vector D·S. */
+static double shard_model(const p3 *q, double np) { return q->zero ? ceil(np / q->D) : np; }
+static double padded_model(const p3 *q, double np) { return q->zero ? q->D * shard_model(q, np) : np; }
+
+/* The parameters of a stage as Megatron-LM splits them (megatron_mlp's mg_params_model, for
+ * the stage's layers): per block (12C² + 7C)/T + 6C; stage 0 the embedding V·C/T plus this
+ * program's zero row C and the position table max_T·C; the last stage the head V·C/T + 2C. */
+static size_t stage_params_model(const p3 *q)
+{
+    const mg *s = &q->s;
+    const size_t C = (size_t)s->C, T = (size_t)q->T;
+    size_t n = (size_t)(q->b1 - q->b0) * ((12 * C * C + 7 * C) / T + 6 * C);
+    if (q->p == 0) n += (size_t)s->V * C / T + C + (size_t)s->maxT * C;
+    if (last_stage(q)) n += (size_t)s->V * C / T + 2 * C;
+    return n;
+}
 
 /* Bytes this rank sends per step in each group, on the suite's ring: tp, per micro-batch of N
  * tokens, the embedding's all-reduce of N·C (stage 0), four of N·C per block, the head's three
  * of N f32 and one of N·C (last stage); pp, the micro-batch's N·C boundary activation forward
  * (all but the last stage) and its gradient backward (all but the first); dp, the all-reduce of
- * the stage's slices. Elements of the run's dtype. */
+ * the stage's slices, or with --zero 1 their reduce-scatter and the weights' all-gather (the same
+ * bytes) on the steps that were applied (a 16-bit step every rank skipped gathers nothing).
+ * Elements of the run's dtype. */
 enum { G_TP, G_PP, G_DP, NGROUPS };
 static void group_bytes_model(const sl_train *t, double b[NGROUPS])
 {
@@ -655,20 +753,14 @@ static void group_bytes_model(const sl_train *t, double b[NGROUPS])
         if (last_stage(q)) b[G_TP] += 3 * ring_allreduce(q->T, N, 4) + ring_allreduce(q->T, N * C, es);
         b[G_PP] += ((q->p > 0) + !last_stage(q)) * N * C * es;
     }
-    b[G_DP] = ring_allreduce(q->D, (double)s->np, es);
-}
-
-/* The parameters of a stage as Megatron-LM splits them (megatron_mlp's mg_params_model, for
- * the stage's layers): per block (12C² + 7C)/T + 6C; stage 0 the embedding V·C/T plus this
- * program's zero row C and the position table max_T·C; the last stage the head V·C/T + 2C. */
-static size_t stage_params_model(const p3 *q)
-{
-    const mg *s = &q->s;
-    const size_t C = (size_t)s->C, T = (size_t)q->T;
-    size_t n = (size_t)(q->b1 - q->b0) * ((12 * C * C + 7 * C) / T + 6 * C);
-    if (q->p == 0) n += (size_t)s->V * C / T + C + (size_t)s->maxT * C;
-    if (last_stage(q)) n += (size_t)s->V * C / T + 2 * C;
-    return n;
+    if (q->zero) {
+        const sl_loss_scaler *sc = &s->ms.sc;
+        const double applied = is_f32(q) || sc->steps == 0 ? 1 : (double)(sc->steps - sc->skipped) / sc->steps;
+        const double npad = padded_model(q, (double)stage_params_model(q));
+        b[G_DP] = ring_scatter(q->D, npad, es) * (1 + applied);
+    } else {
+        b[G_DP] = ring_allreduce(q->D, (double)s->np, es);
+    }
 }
 
 static double bytes_model(const sl_train *t)
@@ -679,7 +771,9 @@ static double bytes_model(const sl_train *t)
 }
 
 /* Memory of this rank, the combined model: the stage's 1/T slices (f32, with their 16-bit copy
- * in f16/bf16) and as many gradients, the optimizer state of those; activations: the
+ * in f16/bf16) and as many gradients, the optimizer state of those (--zero 1: the vectors padded
+ * to D blocks of S, the optimizer state and a 16-bit run's f32 master of one block: 1/D);
+ * activations: the
  * micro-batches the schedule keeps in flight on stage p (1F1B: min(m, P - p); GPipe: m), each
  * with, per block, megatron_mlp's 3NC + 12N·C/T + b·(a/T)·s² values and 4N f32 moments plus
  * the residual stream into each block (NC), and on the last stage the stream into the head;
@@ -691,10 +785,11 @@ static void memory_model(const sl_train *t, double bytes[SL_MEM_NCATS])
     const p3 *q = t->state;
     const mg *s = &q->s;
     const double np = (double)stage_params_model(q), es = (double)sl_dtype_size(s->dt);
-    const double copy = s->dt == SL_F32 ? 0 : es * np;
-    bytes[SL_MEM_PARAMS] = 4 * np + copy;
-    bytes[SL_MEM_GRADS] = 4 * np + copy;
-    bytes[SL_MEM_OPTIM] = sl_optim_state_per_param(&t->optim) * 4 * np;
+    const double S = shard_model(q, np), n = padded_model(q, np);
+    const double copy = s->dt == SL_F32 ? 0 : es * n;
+    bytes[SL_MEM_PARAMS] = 4 * (q->zero && s->dt != SL_F32 ? S : n) + copy;
+    bytes[SL_MEM_GRADS] = 4 * n + copy;
+    bytes[SL_MEM_OPTIM] = sl_optim_state_per_param(&t->optim) * 4 * S;
     const int P = q->P, p = q->p, m = q->m;
     const double flight = t->variant == V_GPIPE ? m : (m < P - p ? m : P - p);
     const double N = (double)q->Bmax * s->T, NC = N * s->C, NCl = NC / q->T;
@@ -748,6 +843,8 @@ static void row(sl_train *t, sl_result *res)
     sl_result_param_num(res, "micro_batches", q->m);
     sl_result_param_str(res, "schedule", variant_names[t->variant]);
     sl_result_param_num(res, "recompute", q->recompute);
+    sl_result_param_num(res, "zero", q->zero);
+    if (q->zero) sl_result_param_num(res, "shard_elems", (double)q->S);
     const int op = opaque(q);
     static const char *const names[NGROUPS][2] = {
         {"tp_bytes", "tp_bytes_model"}, {"pp_bytes", "pp_bytes_model"}, {"dp_bytes", "dp_bytes_model"}};
@@ -786,13 +883,17 @@ static int check(sl_train *t, double *error, char *why, size_t len)
         snprintf(why, len, "stage %d holds %zu parameters, the model says %zu", q->p, s->np, stage_params_model(q));
         bad = 1;
     }
-    /* replicas: replica 0's vector sent to the others, compared bit for bit */
-    float *mine = sl_alloc(SL_MEM_OTHER, s->np * sizeof(float) + 1), *ref = sl_alloc(SL_MEM_OTHER, s->np * sizeof(float) + 1);
-    sl_k_memcpy(t->be, mine, s->params, s->np * sizeof(float), SL_K_D2H);
-    memcpy(ref, mine, s->np * sizeof(float));
-    SL_CHECK_MPI(MPI_Bcast(ref, (int)s->np, MPI_FLOAT, 0, q->dp_mpi));
+    /* replicas: replica 0's vector sent to the others, compared bit for bit (the f32 weights; a
+     * 16-bit run's dt weights where --zero 1 shards its f32 master) */
+    const int dt_copy = q->zero && !is_f32(q);
+    const size_t es = dt_copy ? sl_dtype_size(s->dt) : sizeof(float);
+    char *mine = sl_alloc(SL_MEM_OTHER, s->np * es + 1), *ref = sl_alloc(SL_MEM_OTHER, s->np * es + 1);
+    sl_k_memcpy(t->be, mine, dt_copy ? s->w : (void *)s->params, s->np * es, SL_K_D2H);
+    memcpy(ref, mine, s->np * es);
+    if (s->np * es > (size_t)1 << 30) SL_FATAL("parallel3d: %zu parameters on a rank: too many to compare", s->np);
+    SL_CHECK_MPI(MPI_Bcast(ref, (int)(s->np * es), MPI_BYTE, 0, q->dp_mpi));
     long long differ = 0;
-    for (size_t i = 0; i < s->np; i++) differ += memcmp(&mine[i], &ref[i], sizeof(float)) != 0;
+    for (size_t i = 0; i < s->np; i++) differ += memcmp(mine + i * es, ref + i * es, es) != 0;
     sl_free(mine), sl_free(ref);
     if (!bad && differ) {
         snprintf(why, len, "replica %d of (t, p) = (%d, %d) differs from replica 0 in %lld of %zu weights", q->d, q->tr,
@@ -818,7 +919,7 @@ static int check(sl_train *t, double *error, char *why, size_t len)
     const int ring = sl_comm_impl(s->tp) == SL_COLL_RING;
     /* exact where every count divides into T (tp) or D (dp) equal chunks */
     int exact[NGROUPS] = {ring && (size_t)q->Bmax * s->T % (size_t)q->T == 0 && q->Bd % q->m == 0, 1,
-                          ring && s->np % (size_t)q->D == 0};
+                          ring && (q->zero || s->np % (size_t)q->D == 0)};
     static const char *const gname[NGROUPS] = {"tp", "pp", "dp"};
     for (int i = 0; i < NGROUPS && !bad; i++) {
         const double per = sent[i] / t->nsteps;
@@ -842,6 +943,16 @@ static int data_ranks(int variant, int nranks)
     return nranks < opt_dp ? nranks : (int)opt_dp;
 }
 
+/* The collectives that provide a reduce-scatter and an all-gather (--zero 1 needs both). */
+static unsigned gather_scatter_colls(void)
+{
+    unsigned ok = 0;
+    for (int c = 0; c < SL_NCOLLS; c++)
+        if (sl_coll_supports((sl_coll)c, SL_CO_ALLGATHER) && sl_coll_supports((sl_coll)c, SL_CO_REDUCE_SCATTER))
+            ok |= 1u << c;
+    return ok;
+}
+
 static void validate(sl_ctx *ctx)
 {
     const int R = ctx->nranks;
@@ -862,6 +973,20 @@ static void validate(sl_ctx *ctx)
         sl_usage_error("--pp %lld: more pipeline stages than the GPT's --layers %lld (a stage holds whole blocks)",
                        opt_pp, g.layers);
     if (g.dropout > 0) sl_usage_error("--dropout: parallel3d trains without dropout (0)");
+    if (opt_zero) { /* ZeRO-1's reduce-scatter and all-gather: refused up front, not at the first step */
+        const unsigned lacking = ctx->opt.colls & ~gather_scatter_colls();
+        if (lacking) {
+            char names[128] = "";
+            for (int c = 0; c < SL_NCOLLS; c++)
+                if (gather_scatter_colls() & (1u << c))
+                    snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", names[0] ? "|" : "",
+                             sl_coll_name((sl_coll)c));
+            sl_usage_error("--coll (-C) %s: --zero 1 needs reduce_scatter and allgather, which %s does not provide; "
+                           "with --zero 1 parallel3d accepts %s",
+                           sl_coll_name((sl_coll)__builtin_ctz(lacking)), sl_coll_name((sl_coll)__builtin_ctz(lacking)),
+                           names);
+        }
+    }
     if (opt_micro == 0) opt_micro = opt_pp;
     const long long B = sl_train_opt.scaling == 1 ? sl_train_opt.batch : sl_train_opt.batch * opt_dp;
     if (B / opt_dp < opt_micro)
@@ -888,6 +1013,9 @@ static const sl_column columns[] = {
     {"model", "KB", "pp_bytes_model", 9, 1, 1e-3},
     {"dp", "KB", "dp_bytes", 9, 1, 1e-3},
     {"model", "KB", "dp_bytes_model", 9, 1, 1e-3},
+    {"Z", "", "zero", 2, 0, 0},
+    {"optim", "KB", "mem_optim", 9, 1, 1e-3},
+    {"model", "KB", "model_optim", 9, 1, 1e-3},
     {"activ", "KB", "mem_activ", 9, 1, 1e-3},
     {"model", "KB", "model_activ", 9, 1, 1e-3},
     {"loss", "", "final_loss", 10, 6, 0},

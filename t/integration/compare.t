@@ -68,6 +68,20 @@ ok $? "a baseline row missing from the new run (a program that did not run) fail
 "$top/scripts/compare" --absolute yes "$out/base.jsonl" "$out/new5.jsonl" --allow-missing >/dev/null 2>&1
 ok $? "... unless --allow-missing"
 
+# A program added since the baseline was recorded (its rows have no counterpart there) is
+# listed, not gated, and does not fail the comparison; a failed check of it still does.
+{ cat "$out/base.jsonl"; row added 10 0.01 pass | sed 's/"benchmark":"b"/"benchmark":"newprog"/'; } >"$out/new6.jsonl"
+"$top/scripts/compare" --absolute yes "$out/base.jsonl" "$out/new6.jsonl" >"$out/log" 2>&1
+rc=$?
+[ $rc = 0 ] && grep -q '^ newprog/added .*new, no baseline$' "$out/log" \
+  && grep -q '^# 1 row(s) of the new run have no counterpart in the baseline' "$out/log" && grep -q 'verdict: no regression' "$out/log"
+ok $? "a row with no baseline (a new program) is reported 'new, no baseline', not gated, exit 0 (rc=$rc)"
+[ $rc = 0 ] || diag "$(cat "$out/log")"
+{ cat "$out/base.jsonl"; row added 10 0.01 fail | sed 's/"benchmark":"b"/"benchmark":"newprog"/'; } >"$out/new7.jsonl"
+"$top/scripts/compare" --absolute yes "$out/base.jsonl" "$out/new7.jsonl" >"$out/log" 2>&1
+[ $? = 1 ] && grep -q '^ newprog/added .*CHECK FAILED' "$out/log"
+ok $? "... but its failed check fails the comparison"
+
 mkdir -p "$out/newdir" && cp "$out/base.jsonl" "$out/newdir/b.jsonl"
 printf 'program\texit\tseconds\nb\t0\t1\nother\t3\t1\n' >"$out/newdir/status.tsv"
 "$top/scripts/compare" --absolute yes "$out/base.jsonl" "$out/newdir" >"$out/log" 2>&1

@@ -5,8 +5,10 @@
 # (the training layer's check), every rank's vector bit-identical to its replicas' (the program's
 # check), each group's bytes per step equal to its model (ring), the memory per category equal to
 # the combined model, the grid file giving each rank's (d, t, p) in Megatron-LM's order and in
-# --order's. SL_TEST_CORRUPT=1 (a replica that halves its gradients before their sum) fails, exit 1. Bad
-# layouts exit 2 naming the option. SL_TEST_LAYOUTS8=1 runs the other 8-rank layouts too (1x2x4,
+# --order's. --zero 1 (2x1x2, 2x2x1; f32, bf16): the same checks, the optimizer state (and the
+# bf16 run's f32 master) one replica's block of the stage's vector, AdamW's 8 bytes per element
+# of it. SL_TEST_CORRUPT=1 (a replica that halves its gradients before their sum) fails, exit 1,
+# with --zero 1 too. Bad layouts and --zero values exit 2 naming the option. SL_TEST_LAYOUTS8=1 runs the other 8-rank layouts too (1x2x4,
 # 4x1x2, 2x4x1, 8x1x1: about 6 s each on 2 cores).
 . "$(dirname "$0")/../lib/common.sh"
 out=$(tmpdir)
@@ -33,6 +35,11 @@ for r in rows:
         bad.append(f"{name}: a group of one sent bytes, or a larger one none")
     for k in ("params", "grads", "optim", "activ"):
         if val(r, "mem_" + k) != val(r, "model_" + k): bad.append(f"{name}: mem_{k} {val(r, 'mem_' + k)} != model")
+    if p["zero"]:  # ZeRO-1: the optimizer state of block d alone (AdamW: m and v, f32), and in 16 bits
+        S, es = p["shard_elems"], {"f32": 4, "f16": 2, "bf16": 2}[r["dtype"]]  # the f32 master too
+        if val(r, "mem_optim") != 8 * S: bad.append(f"{name}: mem_optim {val(r, 'mem_optim')} != 8 x S {S}")
+        if es == 2 and val(r, "mem_params") != 4 * S + 2 * D * S:
+            bad.append(f"{name}: mem_params {val(r, 'mem_params')} != 4S + 2DS (S = {S})")
     flight = p["micro_batches"] if r["variant"] == "gpipe" else min(p["micro_batches"], P)
     if val(r, "inflight_peak") != flight: bad.append(f"{name}: {val(r, 'inflight_peak')} in flight, expected {flight}")
 print("\n".join(bad), file=sys.stderr)
@@ -56,6 +63,8 @@ run 4 2 1 2 4 b -d f32,f16 --schedule 1f1b,gpipe
 run 4 2 2 1 1 c
 run 4 1 2 2 2 r --recompute --micro-batches 4 --schedule 1f1b,gpipe
 run 8 2 2 2 1 d
+run 4 2 1 2 2 z -d f32,bf16 --zero 1
+run 4 2 2 1 2 y -d f32,bf16 --zero 1
 if [ "${SL_TEST_LAYOUTS8:-0}" = 1 ]; then
   run 8 1 2 4 1 e
   run 8 4 1 2 1 f
@@ -89,6 +98,13 @@ rc=$?
 [ $rc = 1 ] && grep -q '"status": *"fail"' "$out/corrupt/parallel3d.jsonl"
 ok $? "SL_TEST_CORRUPT=1 (a replica halves its gradients before the all-reduce): the row fails, exit 1 (rc=$rc)"
 
+SL_TEST_CORRUPT=1 launch 4 parallel3d $gpt --dp 2 --tp 1 --pp 2 --zero 1 -d bf16 -o "$out/corrupt1" >"$out/corrupt1.txt" 2>&1 </dev/null
+rc=$?
+[ $rc = 1 ] && grep -q '"status": *"fail"' "$out/corrupt1/parallel3d.jsonl"
+ok $? "... and with --zero 1 (the halved gradients reduce-scattered): the row fails, exit 1 (rc=$rc)"
+
+expect_usage_np 2 parallel3d "--zero: expected an integer in \[0, 1\]" $gpt --zero 2
+expect_usage_np 2 parallel3d "--zero 1 needs reduce_scatter and allgather, which tree" --layers 4 --d-model 32 --heads 4 --seq 8 --vocab 64 -C tree --zero 1
 expect_usage_np 4 parallel3d "D x T x P must equal the ranks" $gpt --dp 2 --tp 2 --pp 2
 expect_usage_np 3 parallel3d "--heads 4 must be divisible by T" $gpt --tp 3
 expect_usage_np 2 parallel3d "more pipeline stages than the GPT's --layers" $shape --layers 1 --pp 2

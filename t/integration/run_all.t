@@ -1,7 +1,8 @@
 #!/bin/bash
 # ./run_all.sh --quick --only mae_threads,checkpoint writes a manifest and valid rows, prints the
 # summary, ends by writing the summary and report.html (a plot for checkpoint) into the results
-# directory and printing its path, and exits 0; its own bad options exit 2.
+# directory and printing its path, and exits 0; its own bad options exit 2. parallel3d runs on the
+# grid its ranks allow, in quick and ci modes, its rows gated.
 . "$(dirname "$0")/../lib/common.sh"
 out=$(tmpdir)
 trap 'rm -rf "$out"' EXIT
@@ -52,6 +53,21 @@ ok = models == ["gpt", "mlp"] and status == ["ddp"] and log.count("# GPT 2 block
 sys.exit(0 if ok else f"models {models}, status {status}")
 PY
 ok $? "run_all --only ddp: the MLP's and the GPT's rows in one jsonl and log, one status line, ddp/gpt in the summary (rc=$rc)"
+
+# parallel3d on the grid its ranks allow (2 ranks: 1x1x2), its rows gated by scaling_eff against
+# the one-rank step of the same run
+./run_all.sh --quick --only parallel3d --np 2 --out "$out/p3d" >"$out/p3d.log" 2>&1
+rc=$?
+python3 - "$out/p3d/parallel3d.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+bad = [f"{r['variant']}: layout {r['params']['dp']}x{r['params']['tp']}x{r['params']['pp']}, gate {r['gate']}, "
+       f"check {r['check']['status']}" for r in rows
+       if (r["params"]["dp"], r["params"]["tp"], r["params"]["pp"]) != (1, 1, 2) or r["gate"] != "scaling_eff"
+       or not r["metrics"]["scaling_eff"]["value"] > 0 or r["check"]["status"] != "pass"]
+sys.exit("; ".join(bad) if bad or not rows else 0)
+PY
+ok $(( rc || $? )) "run_all --quick --only parallel3d on 2 ranks: 1x1x2, the row passes and is gated by scaling_eff (rc=$rc)"
 
 touch "$out/a_file"
 ./run_all.sh --quick --only mae_threads --out "$out/a_file" >"$out/log" 2>&1
@@ -163,6 +179,26 @@ for opts in "--ci --rounds 2" "--rounds 2 --ci" "--ci"; do
   [ "$n" = $want ] && grep -q "($want rounds: " "$out/log5"
   ok $? "run_all.sh $opts: $want rounds ($n)"
 done
+
+# parallel3d's grid from its ranks, in quick and ci modes alike (a stand-in records its arguments)
+rm -rf "$out/tree/bin/"* "$out/tree/res"
+printf '#!/bin/sh\n[ "$OMPI_COMM_WORLD_RANK" = 0 ] && echo "$*" >>%s/p3d_args\nexit 0\n' "$out" >"$out/tree/bin/parallel3d"
+chmod +x "$out/tree/bin/parallel3d"
+rm -f "$out/p3d_args"
+for opts in "--quick --np 4" "--ci --rounds 1 --np 2" "--quick --np 3" "--quick --np 8"; do
+  rm -rf "$out/tree/res"
+  # shellcheck disable=SC2086
+  (cd "$out/tree" && ./run_all.sh $opts --out "$out/tree/res") >"$out/log7" 2>&1
+done
+want="--dp 1 --tp 2 --pp 2|-n 10 -w 2 .*--dp 1 --tp 1 --pp 2|--dp 3 --tp 1 --pp 1|--dp 2 --tp 2 --pp 2"
+got=$(paste -sd'|' "$out/p3d_args" 2>/dev/null)
+python3 - "$want" "$got" <<'PY'
+import re, sys
+want, got = sys.argv[1].split("|"), sys.argv[2].split("|")
+sys.exit(0 if len(want) == len(got) and all(re.search(w, g) for w, g in zip(want, got)) else 1)
+PY
+ok $? "run_all gives parallel3d the grid of its ranks: 4 -> 1x2x2 (quick), 2 -> 1x1x2 (ci), 3 -> 3x1x1, 8 -> 2x2x2"
+[ "$(wc -l <"$out/p3d_args")" = 4 ] || diag "parallel3d's arguments: $(cat "$out/p3d_args")"
 
 # A hangup (the terminal or ssh session closed) is handled as Ctrl-C and TERM are. The terminal's
 # SIGHUP reaches run_all.sh's process group (here its own session, from setsid), not the
