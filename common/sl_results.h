@@ -14,7 +14,7 @@
 
 #define SL_SCHEMA_VERSION 2
 #define SL_MAX_PARAMS 32 /* a 16-bit pipeline row with replicas has 25 */
-#define SL_MAX_METRICS 64
+#define SL_MAX_METRICS 96 /* a predicted sequence-parallel GPT row of megatron_mlp has 65 */
 #define SL_MAX_COUNTERS 8
 
 typedef enum {
@@ -29,7 +29,7 @@ typedef struct sl_param {
     char name[32];
     int is_num;
     double num;
-    char str[64];
+    char str[192]; /* pred_fit: an alpha-beta for each operation and group of a step */
 } sl_param;
 
 typedef struct sl_metric {
