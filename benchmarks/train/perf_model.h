@@ -33,7 +33,7 @@
  * bubble is then the time a lane waits in sl_pm_recv, from its peers' predicted compute and the
  * exchanges' alpha-beta, never from a measured step. Checkpointing states its recomputed forward
  * GEMMs a second time; Megatron its column- and row-parallel GEMMs with the all-reduces of f and
- * g; vDNN its offload and prefetch copies as SL_PM_H2D operations (alpha-beta fitted to copies
+ * g (the GPT's layers in tp_gpt_schedule.c, which parallel3d's stages reuse, one lane each); vDNN its offload and prefetch copies as SL_PM_H2D operations (alpha-beta fitted to copies
  * measured in the run). */
 #ifndef SL_PERF_MODEL_H
 #define SL_PERF_MODEL_H
