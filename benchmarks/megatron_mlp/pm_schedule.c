@@ -45,11 +45,6 @@ static void gather(const mm *s, sl_pm_sched *sc)
 
 void mm_pm_schedule(const sl_train *t, sl_pm_sched *sc)
 {
-    /* --predict sets the technique up for rank counts not launched; t and d were chosen for
-     * the launched ranks (validate), so it would be another split than the rows say */
-    if (t->size != t->ctx->nranks)
-        sl_usage_error("--predict: megatron_mlp's degrees (--tp, --dp) are set for the launched ranks; it is not "
-                       "predicted at other rank counts");
     if (sl_mlp_is_gpt(t->m)) {
         mg_pm_step(t, sc);
         return;

@@ -21,11 +21,6 @@ static int tag(int mb, int grad) { return 2 * mb + grad; } /* step()'s */
 
 void p3_pm_schedule(const sl_train *t, const mg *s, const p3_pm_grid *g, sl_pm_sched *sc)
 {
-    /* --predict sets the technique up for rank counts not launched; the grid was validated
-     * against the launched ranks, so it would be another layout than the rows say */
-    if (t->size != t->ctx->nranks)
-        sl_usage_error("--predict: parallel3d's grid (--dp, --tp, --pp) is set for the launched ranks; it is not "
-                       "predicted at other rank counts");
     const geometry geo = {.p = g->P, .v = 1, .m = g->m, .nsteps = 1};
     op *ops = calloc((size_t)ops_capacity(&geo), sizeof *ops);
     if (!ops) SL_FATAL("out of memory");

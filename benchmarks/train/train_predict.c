@@ -49,6 +49,10 @@ void train_predict_validate(sl_ctx *ctx, const sl_technique *tech)
     if (!tech->schedule)
         sl_usage_error("--predict: %s states no schedule to the performance model (sl_technique.schedule)",
                        tech->program.name);
+    if (tech->schedule_launched_only)
+        sl_usage_error("--predict: %s's layout is chosen for the launched ranks; it is not predicted at other rank "
+                       "counts (its rows carry the prediction for the ranks they ran on)",
+                       tech->program.name);
     if (ctx->nranks != 1)
         sl_usage_error("--predict: runs on one rank (it builds the schedules of --predict-ranks without launching "
                        "them); launched on %d", ctx->nranks);

@@ -196,5 +196,7 @@ expect_usage_of megatron_mlp "--overlap/--sequence-parallel: give the variants e
   --model gpt --sequence-parallel --variants plain
 expect_usage_of megatron_mlp "--no-vocab-parallel: the GPT's LM head; give --model gpt" --no-vocab-parallel
 expect_usage_of megatron_mlp "--hidden: the MLP blocks' shape; with --model gpt the shape is" --model gpt --hidden 64
+expect_usage_of megatron_mlp "--predict: megatron_mlp's layout is chosen for the launched ranks" \
+  --model gpt --predict "$top/scripts/platforms/predict/h100-sxm-node.txt"
 
 done_testing

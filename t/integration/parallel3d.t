@@ -110,4 +110,6 @@ expect_usage_np 2 parallel3d "more pipeline stages than the GPT's --layers" $sha
 expect_usage_np 2 parallel3d "--order" $gpt --tp 2 --order tp-tp-pp
 expect_usage_np 2 parallel3d "--micro-batches 8" $gpt --pp 2 --micro-batches 8
 expect_usage_np 1 parallel3d "--model" --model mlp
+expect_usage_of parallel3d "--predict: parallel3d's layout is chosen for the launched ranks" \
+  --predict "$top/scripts/platforms/predict/h100-sxm-node.txt"
 done_testing
