@@ -947,6 +947,7 @@ static const sl_technique megatron = {
     .setup = setup, .step = step, .free = release,
     .weights = weights, .gather_weights = gather_weights, .reference = reference,
     .memory_model = memory_model, .bytes_model = bytes_model, .schedule = mm_pm_schedule, .row = row,
+    .schedule_launched_only = 1,
     .model = model, .sweep = sweep, .check = check, .trains_gpt = 1,
     /* -d f16|bf16: every variant, against the serial model trained in the same precision. The
      * weights' bounds are the data-parallel ones (sl_train.h), for the same reason:

@@ -46,6 +46,7 @@
 #include "gpt.h"
 #include "gpt_shape.h"
 #include "pipe_schedule.h"
+#include "parallel3d/pm_schedule.h"
 #include "sl_env.h"
 #include "sl_env_check.h"
 #include "sl_train.h"
@@ -1004,6 +1005,7 @@ static const sl_column columns[] = {
     SL_COL("dtype", "dtype", 5),
     {"m", "", "micro_batches", 4, 0, 0},
     {"step", "ms", "time.median", 10, 2, 1e3},
+    SL_TRAIN_COLUMNS_PRED,
     {"compute", "ms", "compute", 9, 2, 1e3},
     {"exposed", "ms", "exposed_comm", 9, 2, 1e3},
     {"bubble", "ms", "bubble", 9, 2, 1e3},
@@ -1022,6 +1024,15 @@ static const sl_column columns[] = {
     SL_TRAIN_COLUMNS_CHECK,
 };
 
+/* The step as the performance model reads it: parallel3d/pm_schedule.c. */
+static void pm_schedule(const sl_train *t, sl_pm_sched *sc)
+{
+    const p3 *q = t->state;
+    const p3_pm_grid g = {q->P, q->m, q->Bd, variant_schedule[t->variant], q->recompute,
+                          q->zero && q->D > 1, q->lw_full};
+    p3_pm_schedule(t, &q->s, &g, sc);
+}
+
 static const sl_technique parallel3d = {
     .program = {.name = "parallel3d", .extra = p3_opts, .validate = validate,
                 .summary = "3-D parallelism of the GPT: data x tensor (Megatron) x pipeline (1F1B) on a rank grid",
@@ -1031,6 +1042,7 @@ static const sl_technique parallel3d = {
                 .default_iters = 5, .default_warmup = 2},
     .variants = variant_names, .nvariants = NVARIANTS, .variant_mask = &opt_variants,
     .data_ranks = data_ranks, .setup = setup, .step = step, .free = release,
+    .schedule = pm_schedule, .schedule_launched_only = 1,
     .weights = weights, .gather_weights = gather_weights, .reference = reference,
     .memory_model = memory_model, .bytes_model = bytes_model, .row = row, .check = check,
     .trains_gpt = 1,

@@ -29,7 +29,7 @@ typedef struct sl_param {
     char name[32];
     int is_num;
     double num;
-    char str[64];
+    char str[192]; /* pred_fit: an alpha-beta for each operation and group of a step */
 } sl_param;
 
 typedef struct sl_metric {

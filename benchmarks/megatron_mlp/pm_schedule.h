@@ -4,8 +4,7 @@
 
 #include "sl_train.h"
 
-/* sl_technique.schedule of the MLP blocks (every variant). The GPT, and degrees with both
- * t and d above 1, state no step: the prediction is NAN (n/a) there. */
+/* sl_technique.schedule of every variant: the MLP blocks, or the GPT (tp_gpt_schedule.c). */
 void mm_pm_schedule(const sl_train *t, sl_pm_sched *sc);
 
 #endif

@@ -1,6 +1,7 @@
 /* perf_model.c — the arithmetic of the step-time model (perf_model.h): a schedule built by the
  * technique, run on the primitives' two timelines. No measuring here (train_perf.c does it). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,6 +72,7 @@ int sl_pm_start(sl_pm_sched *s, sl_pm_op op, double count)
     sl_pm_event *e = push(s, SL_PM_EV_START);
     if (!e) return -1;
     e->op = op;
+    e->group = s->group;
     e->amount = count * (double)sl_dtype_size(s->dt);
     return s->nev - 1;
 }
@@ -88,6 +90,19 @@ int sl_pm_copy(sl_pm_sched *s, double bytes)
     const int id = sl_pm_start(s, SL_PM_H2D, 0);
     if (id >= 0) s->ev[id].amount = bytes;
     return id;
+}
+
+void sl_pm_group(sl_pm_sched *s, int g, const char *name, struct sl_comm *comm, int size)
+{
+    if (g < 0 || g >= SL_PM_MAX_GROUPS) {
+        s->overflow = 1;
+        return;
+    }
+    s->group = g;
+    if (g == 0) return;
+    s->group_comm[g] = comm;
+    s->group_size[g] = size;
+    snprintf(s->group_name[g], sizeof s->group_name[g], "%s", name ? name : "group");
 }
 
 void sl_pm_lane(sl_pm_sched *s, int lane)
@@ -117,6 +132,13 @@ double sl_pm_op_seconds(const sl_pm_prims *p, sl_pm_op op, double bytes)
 {
     const double t = bytes > 0 ? p->alpha[op] + p->beta[op] * bytes : 0.0;
     return t > 0 ? t : 0.0; /* a fit to noise (one rank's in-place sum: nothing to do) may cross 0 */
+}
+
+double sl_pm_group_op_seconds(const sl_pm_prims *p, int g, sl_pm_op op, double bytes)
+{
+    if (g <= 0 || g >= SL_PM_MAX_GROUPS) return sl_pm_op_seconds(p, op, bytes);
+    const double t = bytes > 0 ? p->group_alpha[g][op] + p->group_beta[g][op] * bytes : 0.0;
+    return t > 0 ? t : 0.0;
 }
 
 double sl_pm_gemm_seconds(const sl_pm_prims *p, const sl_pm_gemm_shape *g)
@@ -213,7 +235,7 @@ sl_pm_pred sl_pm_predict(const sl_pm_sched *s, const sl_pm_prims *p)
                 } else if (e->kind == SL_PM_EV_IDLE) {
                     r->idle += e->amount, ls->now += e->amount;
                 } else if (e->kind == SL_PM_EV_START) {
-                    const double d = sl_pm_op_seconds(p, e->op, e->amount);
+                    const double d = sl_pm_group_op_seconds(p, e->group, e->op, e->amount);
                     double *free_at = &ls->comm_free[e->op == SL_PM_H2D];
                     const double start = ls->now > *free_at ? ls->now : *free_at;
                     end[i] = *free_at = start + d;

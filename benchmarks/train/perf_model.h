@@ -15,7 +15,7 @@
  *
  * The primitives (sl_pm_prims): the seconds of each GEMM shape (measured per shape and dtype),
  * the element-wise bandwidth, and t = alpha + beta * bytes for each kind of operation (fitted to
- * a sweep on the run's communicator). The prediction runs the schedule on two timelines: compute
+ * a sweep on the run's communicator, or on a group's: sl_pm_group). The prediction runs the schedule on two timelines: compute
  * (GEMMs and element-wise work, one after the other) and communication (operations one after
  * another, in the order started; an operation starts when it is started and the previous one is
  * done). Where operations progress in the background (prims.background), compute runs on while
@@ -33,7 +33,7 @@
  * bubble is then the time a lane waits in sl_pm_recv, from its peers' predicted compute and the
  * exchanges' alpha-beta, never from a measured step. Checkpointing states its recomputed forward
  * GEMMs a second time; Megatron its column- and row-parallel GEMMs with the all-reduces of f and
- * g; vDNN its offload and prefetch copies as SL_PM_H2D operations (alpha-beta fitted to copies
+ * g (the GPT's layers in tp_gpt_schedule.c, which parallel3d's stages reuse, one lane each); vDNN its offload and prefetch copies as SL_PM_H2D operations (alpha-beta fitted to copies
  * measured in the run). */
 #ifndef SL_PERF_MODEL_H
 #define SL_PERF_MODEL_H
@@ -61,7 +61,7 @@ typedef struct sl_pm_gemm_shape {
     sl_dtype dt;
 } sl_pm_gemm_shape;
 
-enum { SL_PM_MAX_GEMMS = 64, SL_PM_MAX_EVENTS = 1 << 16, SL_PM_MAX_LANES = 64 };
+enum { SL_PM_MAX_GEMMS = 64, SL_PM_MAX_EVENTS = 1 << 16, SL_PM_MAX_LANES = 64, SL_PM_MAX_GROUPS = 4 };
 
 typedef struct sl_pm_prims {
     int ngemm;
@@ -69,6 +69,8 @@ typedef struct sl_pm_prims {
     double gemm_s[SL_PM_MAX_GEMMS]; /* seconds of one call */
     double bw;                      /* element-wise bytes per second */
     double alpha[SL_PM_NOPS], beta[SL_PM_NOPS]; /* seconds, seconds per byte */
+    /* the same for the operations of group g (sl_pm_group; g >= 1), fitted on its communicator */
+    double group_alpha[SL_PM_MAX_GROUPS][SL_PM_NOPS], group_beta[SL_PM_MAX_GROUPS][SL_PM_NOPS];
     int background;                 /* operations progress while the rank computes */
     unsigned background_ops;        /* bit per sl_pm_op: these progress while the rank computes
                                        whatever `background` says (SL_PM_H2D: a copy engine) */
@@ -82,6 +84,7 @@ typedef struct sl_pm_event {
     int id;             /* WAIT: the START's event index */
     int lane;           /* the timeline it is on (sl_pm_lane; 0 unless the schedule has several) */
     int peer, tag;      /* START by sl_pm_send: the receiving lane (else -1); RECV: the sending lane */
+    int group;          /* START: the communicator it runs on (sl_pm_group; 0: the run's) */
     double amount;      /* GEMM: calls; BYTES: bytes; START: bytes of the operation; IDLE: seconds */
 } sl_pm_event;
 
@@ -93,6 +96,10 @@ typedef struct sl_pm_sched {
     sl_pm_event ev[SL_PM_MAX_EVENTS];
     int overflow;       /* more events or shapes than fit: the prediction is NAN */
     int lane, nlanes;   /* the lane events go to now; lanes used */
+    int group;          /* the group operations go to now (sl_pm_group) */
+    struct sl_comm *group_comm[SL_PM_MAX_GROUPS]; /* group g's communicator (0: the run's, NULL) */
+    int group_size[SL_PM_MAX_GROUPS];             /* its ranks */
+    char group_name[SL_PM_MAX_GROUPS][8];         /* "tp", "dp", ... (the rows' pred_fit) */
 } sl_pm_sched;
 
 void sl_pm_init(sl_pm_sched *s, sl_dtype dt);
@@ -105,6 +112,15 @@ void sl_pm_wait(sl_pm_sched *s, int id);
 void sl_pm_comm(sl_pm_sched *s, sl_pm_op op, double count);
 /* A host<->device copy of `bytes` (SL_PM_H2D), started here; wait for it with sl_pm_wait. */
 int sl_pm_copy(sl_pm_sched *s, double bytes);
+
+/* A technique whose operations run on sub-communicators (a tensor-parallel group, the replicas of
+ * a slice) says so before them: the operations after sl_pm_group(s, g, name, comm, size) run on
+ * comm, of `size` ranks, and are charged at group g's alpha-beta (g 1..SL_PM_MAX_GROUPS-1, fitted
+ * on that communicator, every rank on its own group at once); sl_pm_group(s, 0, NULL, NULL, 0)
+ * goes back to the run's communicator. */
+void sl_pm_group(sl_pm_sched *s, int g, const char *name, struct sl_comm *comm, int size);
+/* Seconds of an operation of `bytes` on group g (0: sl_pm_op_seconds). */
+double sl_pm_group_op_seconds(const sl_pm_prims *p, int g, sl_pm_op op, double bytes);
 
 /* Several ranks in one schedule (a pipeline's stages): each lane is a timeline of its own, with
  * its own compute and communication, and lanes meet only where one receives what another sent.

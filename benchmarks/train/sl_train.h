@@ -210,6 +210,9 @@ typedef struct sl_technique {
      * The row then carries the step predicted from primitives measured in the run beside the
      * step measured (pred_step, step_vs_pred). May be NULL: no prediction. */
     void (*schedule)(const sl_train *t, sl_pm_sched *s);
+    /* The layout the schedule states (degrees, a grid) is chosen for the launched ranks, so
+     * --predict, which sets the technique up at rank counts not launched, refuses it. */
+    int schedule_launched_only;
     /* The technique's own parameters and metrics of the row. May be NULL. */
     void (*row)(sl_train *t, sl_result *r);
 

@@ -203,25 +203,26 @@ static double measure_bw(const sl_train *t, size_t n)
 /* One operation of `bytes` on comm, the slowest rank's seconds: the all-reduces in place, as the
  * techniques sum their gradients. P2P: a ping-pong between the first and the last rank, half its
  * round trip (the others wait). */
-static double time_op(const sl_train *t, sl_pm_op op, void *a, void *b, size_t bytes)
+static double time_op(const sl_train *t, sl_comm *c, sl_pm_op op, void *a, void *b, size_t bytes)
 {
     const sl_dtype dt = t->dtype;
     const size_t n = bytes / sl_dtype_size(dt);
+    const int me = sl_comm_rank(c), last = sl_comm_size(c) - 1;
     sl_coll_req *req = NULL;
     SL_CHECK_MPI(MPI_Barrier(t->ctx->comm));
     const double t0 = sl_now();
     switch (op) {
     case SL_PM_ALLREDUCE:
-        sl_train_coll_ok(sl_coll_allreduce(t->comm, a, a, n, dt, SL_OP_SUM), "allreduce (calibration)");
+        sl_train_coll_ok(sl_coll_allreduce(c, a, a, n, dt, SL_OP_SUM), "allreduce (calibration)");
         break;
     case SL_PM_IALLREDUCE:
-        sl_train_coll_ok(sl_coll_iallreduce(t->comm, a, a, n, dt, SL_OP_SUM, &req), "iallreduce (calibration)");
+        sl_train_coll_ok(sl_coll_iallreduce(c, a, a, n, dt, SL_OP_SUM, &req), "iallreduce (calibration)");
         break;
     case SL_PM_IREDUCE_SCATTER:
-        sl_train_coll_ok(sl_coll_ireduce_scatter(t->comm, a, b, n, dt, SL_OP_SUM, &req), "ireduce_scatter (calibration)");
+        sl_train_coll_ok(sl_coll_ireduce_scatter(c, a, b, n, dt, SL_OP_SUM, &req), "ireduce_scatter (calibration)");
         break;
     case SL_PM_IALLGATHER:
-        sl_train_coll_ok(sl_coll_iallgather(t->comm, a, b, n, dt, &req), "iallgather (calibration)");
+        sl_train_coll_ok(sl_coll_iallgather(c, a, b, n, dt, &req), "iallgather (calibration)");
         break;
     case SL_PM_H2D: /* every rank its own copy, host (b) to device (a), as an offload's fetch */
         sl_k_memcpy(t->be, a, b, bytes, SL_K_H2D);
@@ -229,13 +230,12 @@ static double time_op(const sl_train *t, sl_pm_op op, void *a, void *b, size_t b
         break;
     case SL_PM_P2P:
     default: {
-        const int last = t->size - 1;
-        if (t->rank == 0 && last > 0) {
-            sl_train_coll_ok(sl_coll_send(t->comm, a, n, dt, last, 7), "send (calibration)");
-            sl_train_coll_ok(sl_coll_recv(t->comm, b, n, dt, last, 7), "recv (calibration)");
-        } else if (t->rank == last && last > 0) {
-            sl_train_coll_ok(sl_coll_recv(t->comm, b, n, dt, 0, 7), "recv (calibration)");
-            sl_train_coll_ok(sl_coll_send(t->comm, a, n, dt, 0, 7), "send (calibration)");
+        if (me == 0 && last > 0) {
+            sl_train_coll_ok(sl_coll_send(c, a, n, dt, last, 7), "send (calibration)");
+            sl_train_coll_ok(sl_coll_recv(c, b, n, dt, last, 7), "recv (calibration)");
+        } else if (me == last && last > 0) {
+            sl_train_coll_ok(sl_coll_recv(c, b, n, dt, 0, 7), "recv (calibration)");
+            sl_train_coll_ok(sl_coll_send(c, a, n, dt, 0, 7), "send (calibration)");
         }
         break;
     }
@@ -258,18 +258,20 @@ typedef struct fit {
 static fit fits[MAX_FITS];
 static int nfits;
 
-/* alpha-beta of op over [lo, hi] bytes on the run's communicator (cached). */
-static void fit_op(const sl_train *t, sl_coll impl, sl_pm_op op, double lo, double hi, double *alpha, double *beta)
+/* alpha-beta of op over [lo, hi] bytes on communicator c (the run's, or every rank's own group
+ * of `size` ranks at once), cached by its size. */
+static void fit_op(const sl_train *t, sl_comm *c, int size, sl_coll impl, sl_pm_op op, double lo, double hi,
+                   double *alpha, double *beta)
 {
     for (int i = 0; i < nfits; i++)
-        if (fits[i].impl == impl && fits[i].op == op && fits[i].dt == t->dtype && fits[i].size == t->size &&
+        if (fits[i].impl == impl && fits[i].op == op && fits[i].dt == t->dtype && fits[i].size == size &&
             fits[i].lo == lo && fits[i].hi == hi) {
             *alpha = fits[i].alpha, *beta = fits[i].beta;
             return;
         }
     const size_t es = sl_dtype_size(t->dtype);
     /* the largest buffer: an all-gather's receive holds every rank's part */
-    size_t most = (size_t)hi * (op == SL_PM_IALLGATHER || op == SL_PM_IREDUCE_SCATTER ? (size_t)t->size : 1) + es;
+    size_t most = (size_t)hi * (op == SL_PM_IALLGATHER || op == SL_PM_IREDUCE_SCATTER ? (size_t)size : 1) + es;
     /* A step's copies each move memory not touched since its forward: the timed copies go
      * round `slots` places of a region beyond the caches (64 MiB at least), not over one
      * buffer the caches hold (1 MiB copied from L2: 30 GB/s where the step's reach 4). */
@@ -289,7 +291,7 @@ static void fit_op(const sl_train *t, sl_coll impl, sl_pm_op op, double lo, doub
         double times[REPS + 1];
         for (int r = 0; r <= REPS; r++) {
             const size_t at = (size_t)(i * (REPS + 1) + r) % slots * one;
-            times[r] = time_op(t, op, (char *)a + at, (char *)b + at, (size_t)S[i]);
+            times[r] = time_op(t, c, op, (char *)a + at, (char *)b + at, (size_t)S[i]);
         }
         tm[i] = median_of(times + 1);
     }
@@ -300,7 +302,7 @@ static void fit_op(const sl_train *t, sl_coll impl, sl_pm_op op, double lo, doub
     /* no fit, or one that is not a cost (beta <= 0: on a loaded machine a larger size can time
      * faster than a smaller one): the largest size's seconds per byte, with no alpha */
     if (isnan(*alpha) || !(*beta > 0)) *alpha = 0, *beta = tm[NSIZES - 1] / S[NSIZES - 1];
-    if (nfits < MAX_FITS) fits[nfits++] = (fit){impl, op, t->dtype, t->size, lo, hi, *alpha, *beta};
+    if (nfits < MAX_FITS) fits[nfits++] = (fit){impl, op, t->dtype, size, lo, hi, *alpha, *beta};
 }
 
 /* The prediction of one run ------------------------------------------------------------- */
@@ -320,33 +322,55 @@ int train_predict(sl_train *t, sl_coll impl, int p2p, train_prediction *out)
     calibrate_gemms(t, s);
     sl_pm_prims p = gemm_cache;
     p.bw = measure_bw(t, t->nparams > (1u << 20) ? t->nparams : (1u << 20));
-    /* the operations this rank's schedule uses, their smallest and largest, over the ranks */
-    double lo[SL_PM_NOPS], hi[SL_PM_NOPS];
-    for (int o = 0; o < SL_PM_NOPS; o++) lo[o] = INFINITY, hi[o] = 0;
+    /* the operations this rank's schedule uses on each group, their smallest and largest, over
+     * the ranks; a group fitted where every rank has one of the same size (a rank's own) */
+    enum { G = SL_PM_MAX_GROUPS };
+    double lo[G][SL_PM_NOPS], hi[G][SL_PM_NOPS];
+    int size_lo[G], size_hi[G];
+    for (int g = 0; g < G; g++) {
+        size_lo[g] = size_hi[g] = g == 0 ? t->size : s->group_comm[g] ? s->group_size[g] : -1;
+        for (int o = 0; o < SL_PM_NOPS; o++) lo[g][o] = INFINITY, hi[g][o] = 0;
+    }
     for (int i = 0; i < s->nev; i++)
         if (s->ev[i].kind == SL_PM_EV_START && s->ev[i].amount > 0) {
             const sl_pm_event *e = &s->ev[i];
-            lo[e->op] = fmin(lo[e->op], e->amount), hi[e->op] = fmax(hi[e->op], e->amount);
+            lo[e->group][e->op] = fmin(lo[e->group][e->op], e->amount);
+            hi[e->group][e->op] = fmax(hi[e->group][e->op], e->amount);
         }
-    SL_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, lo, SL_PM_NOPS, MPI_DOUBLE, MPI_MIN, t->ctx->comm));
-    SL_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, hi, SL_PM_NOPS, MPI_DOUBLE, MPI_MAX, t->ctx->comm));
+    SL_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, lo, G * SL_PM_NOPS, MPI_DOUBLE, MPI_MIN, t->ctx->comm));
+    SL_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, hi, G * SL_PM_NOPS, MPI_DOUBLE, MPI_MAX, t->ctx->comm));
+    SL_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, size_lo, G, MPI_INT, MPI_MIN, t->ctx->comm));
+    SL_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, size_hi, G, MPI_INT, MPI_MAX, t->ctx->comm));
     char *f = out->fit;
     size_t left = sizeof out->fit;
-    for (int o = 0; o < SL_PM_NOPS; o++) {
-        /* one rank: no peer to exchange with, and an in-place sum moves nothing (p.alpha and
-         * p.beta stay 0); its reduce-scatter and all-gather copy, and are fitted */
-        if (!(hi[o] > 0) || (t->size < 2 && (o == SL_PM_P2P || o == SL_PM_ALLREDUCE || o == SL_PM_IALLREDUCE))) continue;
-        const double from = fmin(lo[o], hi[o] / 64);
-        /* --calibration: an all-reduce's alpha-beta from the allreduce run's rows */
-        sl_dtype rows_dt = t->dtype;
-        const int given = sl_train_opt.calibration && !p2p && (o == SL_PM_ALLREDUCE || o == SL_PM_IALLREDUCE) &&
-                          train_calibration_fit(impl, t->dtype, from, hi[o], &p.alpha[o], &p.beta[o], &rows_dt);
-        if (!given) fit_op(t, p2p ? SL_COLL_MPI : impl, (sl_pm_op)o, from, hi[o], &p.alpha[o], &p.beta[o]);
-        int w = snprintf(f, left, "%s%s %.1f us + %.3f GB/s%s%s%s", f == out->fit ? "" : "; ",
-                         sl_pm_op_name((sl_pm_op)o), p.alpha[o] * 1e6, 1e-9 / p.beta[o],
-                         given ? " (--calibration, " : "", given ? sl_dtype_name(rows_dt) : "", given ? " rows)" : "");
-        if (w > 0 && (size_t)w < left) f += w, left -= (size_t)w;
-    }
+    for (int g = 0; g < G; g++)
+        for (int o = 0; o < SL_PM_NOPS; o++) {
+            double *alpha = g ? &p.group_alpha[g][o] : &p.alpha[o], *beta = g ? &p.group_beta[g][o] : &p.beta[o];
+            const int size = size_lo[g];
+            if (!(hi[g][o] > 0)) continue;
+            if (size < 1 || size != size_hi[g]) { /* groups of different sizes: not one fit */
+                *alpha = *beta = NAN;
+                continue;
+            }
+            /* one rank: no peer to exchange with, and an in-place sum moves nothing (alpha and
+             * beta stay 0); its reduce-scatter and all-gather copy, and are fitted */
+            if (size < 2 && (o == SL_PM_P2P || o == SL_PM_ALLREDUCE || o == SL_PM_IALLREDUCE)) continue;
+            const double from = fmin(lo[g][o], hi[g][o] / 64);
+            /* --calibration: an all-reduce's alpha-beta from the allreduce run's rows (the run's
+             * communicator: those rows are at its rank count) */
+            sl_dtype rows_dt = t->dtype;
+            const int given = g == 0 && sl_train_opt.calibration && !p2p &&
+                              (o == SL_PM_ALLREDUCE || o == SL_PM_IALLREDUCE) &&
+                              train_calibration_fit(impl, t->dtype, from, hi[g][o], alpha, beta, &rows_dt);
+            if (!given)
+                fit_op(t, g ? s->group_comm[g] : t->comm, size, p2p ? SL_COLL_MPI : impl, (sl_pm_op)o, from,
+                       hi[g][o], alpha, beta);
+            int w = snprintf(f, left, "%s%s%s%s %.1f us + %.3f GB/s%s%s%s", f == out->fit ? "" : "; ",
+                             g ? s->group_name[g] : "", g ? " " : "", sl_pm_op_name((sl_pm_op)o), *alpha * 1e6,
+                             1e-9 / *beta, given ? " (--calibration, " : "", given ? sl_dtype_name(rows_dt) : "",
+                             given ? " rows)" : "");
+            if (w > 0 && (size_t)w < left) f += w, left -= (size_t)w;
+        }
     /* On the cpu backend nothing progresses a collective but the calls of the rank that started
      * it (no progress thread; the rank's core is in its GEMMs between them), so an operation is
      * charged in full where it starts; a device's collectives run beside its kernels. */

@@ -49,6 +49,10 @@ void train_predict_validate(sl_ctx *ctx, const sl_technique *tech)
     if (!tech->schedule)
         sl_usage_error("--predict: %s states no schedule to the performance model (sl_technique.schedule)",
                        tech->program.name);
+    if (tech->schedule_launched_only)
+        sl_usage_error("--predict: %s's layout is chosen for the launched ranks; it is not predicted at other rank "
+                       "counts (its rows carry the prediction for the ranks they ran on)",
+                       tech->program.name);
     if (ctx->nranks != 1)
         sl_usage_error("--predict: runs on one rank (it builds the schedules of --predict-ranks without launching "
                        "them); launched on %d", ctx->nranks);
@@ -201,8 +205,20 @@ static void predict_one(sl_ctx *ctx, const sl_technique *tech, int v, sl_dtype d
         if (plat.measured && !seg_bw) seg_bw = cpu_bw(t.be, plat.segment > 0 ? (size_t)(plat.segment / 4) : 65536);
         const double reduce_bw = plat.measured ? seg_bw : plat.reduce_bw > 0 ? plat.reduce_bw : plat.bw;
         if (!p2p) sl_pm_platform_gamma((sl_pm_algo)algo, N, reduce_bw, &p);
+        /* a group's operations (sl_pm_group) at its own rank count, on the same links (its ranks
+         * taken as consecutive: a tensor-parallel group's are, a data-parallel one's are not) */
+        for (int g = 1; g < SL_PM_MAX_GROUPS; g++) {
+            if (s->group_size[g] < 1) continue;
+            sl_pm_prims pg;
+            memset(&pg, 0, sizeof pg);
+            sl_pm_platform_prims(&plat, (sl_pm_algo)algo, s->group_size[g], &pg);
+            if (!p2p) sl_pm_platform_gamma((sl_pm_algo)algo, s->group_size[g], reduce_bw, &pg);
+            memcpy(p.group_alpha[g], pg.alpha, sizeof pg.alpha);
+            memcpy(p.group_beta[g], pg.beta, sizeof pg.beta);
+        }
         for (int e = 0; e < s->nev; e++)
-            if (s->ev[e].kind == SL_PM_EV_START && isnan(p.alpha[s->ev[e].op]))
+            if (s->ev[e].kind == SL_PM_EV_START &&
+                isnan(s->ev[e].group ? p.group_alpha[s->ev[e].group][s->ev[e].op] : p.alpha[s->ev[e].op]))
                 sl_usage_error("--predict: -C %s: the %s algorithm has no %s (no cost model for it)",
                                sl_coll_name(impl), sl_pm_algo_name((sl_pm_algo)algo), sl_pm_op_name(s->ev[e].op));
         const sl_pm_pred r = sl_pm_predict(s, &p);

@@ -15,8 +15,8 @@
 # activations a block keeps equal to their models, the saving against plain measured;
 # --no-vocab-parallel (the logits gathered) likewise. Bad splits exit 2 naming the option.
 . "$(dirname "$0")/../lib/common.sh"
-# The step's prediction is pipeline.t's, checkpoint.t's, vdnn.t's and megatron_mlp.t's to test;
-# here it would only cost time (a calibration per row, seconds under the sanitizers).
+# The step's prediction is tested once below (a calibration per row costs seconds under the
+# sanitizers).
 export SL_NO_PREDICT=1
 out=$(tmpdir)
 trap 'rm -rf "$out"' EXIT
@@ -170,6 +170,19 @@ r = [json.loads(l) for l in open('$out/nv/megatron_mlp.jsonl') if '"f32"' in l a
 sys.exit(0 if (r['head_bytes']['value'], r['head_logit_mem']['value']) == (8192, 2 * 32 * 32 * 4 + 2 * 32 * 64 * 4) else 1)"
 ok $? "2 ranks, f32, logits gathered: 8192 bytes in the head, 24576 bytes of logits held (by hand)"
 
+# The step predicted from the run's primitives (tp_gpt_schedule.c), on 4 ranks at t = 2 x d = 2
+# (one run: each row calibrates): every row carries it and its arithmetic holds (pred_step =
+# pred_compute + pred_exposed), each group's operations fitted on its own communicator: the
+# overlap variant's all-reduces (f behind the weight gradient non-blocking, g, the embedding's,
+# the cross-entropy's) in the group, seqpar's all-gathers and reduce-scatters, the replicas' sum
+# shellcheck disable=SC2086
+env -u SL_NO_PREDICT "$top/scripts/sl-launch" -np 4 "$top/bin/megatron_mlp" $gpt --tp 2 --variants overlap,seqpar \
+  -o "$out/pred" >"$out/pred.txt" 2>&1 </dev/null
+ok $? "prediction: 4 ranks, t = 2 x d = 2, overlap and seqpar: exit 0"
+python3 "$top/t/lib/train_rows.py" pred "$out/pred/megatron_mlp.jsonl" overlap=tp.allreduce,tp.iallreduce,dp.allreduce \
+  seqpar=tp.allreduce,tp.iallgather,tp.ireduce_scatter,dp.allreduce
+ok $? "prediction: every row carries the predicted step and its arithmetic; the group's and the replicas' fits"
+
 # Bad splits and what this program does not do with the GPT: one line naming the option, exit 2.
 expect_usage_np 2 megatron_mlp "--tp 2: the GPT's --heads 3 must be divisible by t" \
   --model gpt --d-model 24 --heads 3 --seq 8 --vocab 64 --tp 2
@@ -183,5 +196,7 @@ expect_usage_of megatron_mlp "--overlap/--sequence-parallel: give the variants e
   --model gpt --sequence-parallel --variants plain
 expect_usage_of megatron_mlp "--no-vocab-parallel: the GPT's LM head; give --model gpt" --no-vocab-parallel
 expect_usage_of megatron_mlp "--hidden: the MLP blocks' shape; with --model gpt the shape is" --model gpt --hidden 64
+expect_usage_of megatron_mlp "--predict: megatron_mlp's layout is chosen for the launched ranks" \
+  --model gpt --predict "$top/scripts/platforms/predict/h100-sxm-node.txt"
 
 done_testing

@@ -213,11 +213,12 @@ CASES
 
 # The step predicted from the run's primitives (perf_model.h), t = 2: each variant's row carries
 # it and fits the collectives of its f and g (plain all-reduces, overlap's non-blocking one,
-# seqpar's all-gathers and reduce-scatters)
+# seqpar's all-gathers and reduce-scatters), each fitted on the group's communicator
 # shellcheck disable=SC2086
 env -u SL_NO_PREDICT "$top/scripts/sl-launch" -np 2 "$top/bin/megatron_mlp" $tiny --tp 2 --batch 4 -o "$out/pred" >"$out/pred.txt" 2>&1 </dev/null
 ok $? "prediction: megatron_mlp exits 0"
-python3 "$top/t/lib/train_rows.py" pred "$out/pred/megatron_mlp.jsonl" plain=allreduce overlap=allreduce,iallreduce seqpar=iallgather,ireduce_scatter
+python3 "$top/t/lib/train_rows.py" pred "$out/pred/megatron_mlp.jsonl" plain=tp.allreduce overlap=tp.allreduce,tp.iallreduce \
+  seqpar=tp.iallgather,tp.ireduce_scatter
 ok $? "prediction: every variant's row carries the predicted step and fits its collectives"
 
 done_testing

@@ -11,6 +11,8 @@
 # with --zero 1 too. Bad layouts and --zero values exit 2 naming the option. SL_TEST_LAYOUTS8=1 runs the other 8-rank layouts too (1x2x4,
 # 4x1x2, 2x4x1, 8x1x1: about 6 s each on 2 cores).
 . "$(dirname "$0")/../lib/common.sh"
+# The step's prediction is tested once below (a calibration per row costs seconds).
+export SL_NO_PREDICT=1
 out=$(tmpdir)
 trap 'rm -rf "$out"' EXIT
 shape="--d-model 32 --heads 4 --seq 8 --vocab 64 --batch 4 -n 2 -w 1 --baseline 0 -C ring"
@@ -105,10 +107,26 @@ ok $? "... and with --zero 1 (the halved gradients reduce-scattered): the row fa
 
 expect_usage_np 2 parallel3d "--zero: expected an integer in \[0, 1\]" $gpt --zero 2
 expect_usage_np 2 parallel3d "--zero 1 needs reduce_scatter and allgather, which tree" --layers 4 --d-model 32 --heads 4 --seq 8 --vocab 64 -C tree --zero 1
+
+# The step predicted from the run's primitives (parallel3d/pm_schedule.c), 1x2x2, 1f1b and gpipe:
+# every row carries it and its arithmetic holds (pred_step = pred_compute + pred_exposed +
+# pred_idle), the stages' exchanges and the group's all-reduces fitted, and a stage waits for its
+# neighbour (pred_idle > 0: the bubble)
+# shellcheck disable=SC2086
+env -u SL_NO_PREDICT "$top/scripts/sl-launch" -np 4 "$top/bin/parallel3d" $gpt --dp 1 --tp 2 --pp 2 --schedule 1f1b,gpipe \
+  -o "$out/pred" >"$out/pred.txt" 2>&1 </dev/null
+ok $? "prediction: 1x2x2, 1f1b and gpipe: exit 0"
+python3 "$top/t/lib/train_rows.py" pred "$out/pred/parallel3d.jsonl" 1f1b=p2p,tp.allreduce gpipe=p2p,tp.allreduce
+ok $? "prediction: every row carries the predicted step and its arithmetic; the exchanges' and the group's fits"
+python3 -c 'import json,sys; rows=[json.loads(l) for l in open(sys.argv[1])]; sys.exit(0 if len(rows)==2 and all(r["metrics"]["pred_idle"]["value"]>0 for r in rows) else 1)' "$out/pred/parallel3d.jsonl"
+ok $? "prediction: both schedules' predicted steps have a bubble (pred_idle > 0)"
+
 expect_usage_np 4 parallel3d "D x T x P must equal the ranks" $gpt --dp 2 --tp 2 --pp 2
 expect_usage_np 3 parallel3d "--heads 4 must be divisible by T" $gpt --tp 3
 expect_usage_np 2 parallel3d "more pipeline stages than the GPT's --layers" $shape --layers 1 --pp 2
 expect_usage_np 2 parallel3d "--order" $gpt --tp 2 --order tp-tp-pp
 expect_usage_np 2 parallel3d "--micro-batches 8" $gpt --pp 2 --micro-batches 8
 expect_usage_np 1 parallel3d "--model" --model mlp
+expect_usage_of parallel3d "--predict: parallel3d's layout is chosen for the launched ranks" \
+  --predict "$top/scripts/platforms/predict/h100-sxm-node.txt"
 done_testing

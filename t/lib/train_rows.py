@@ -9,7 +9,8 @@
         holds: pred_step = pred_compute + pred_exposed, pred_gemm <= pred_compute, pred_exposed
         <= pred_comm, step_vs_pred = the median step / pred_step; on 2 ranks or more pred_fit
         names exactly the operations given for the row's variant (none given: not checked), and
-        on one rank no all-reduce (in place on one rank it moves nothing)
+        on one rank no all-reduce (in place on one rank it moves nothing); an operation on a
+        group's communicator is named GROUP.OP (tp.allreduce)
     train_rows.py cells TABLE.txt FILE.jsonl TITLE=KEY...
         the stdout table's column TITLE shows each row's metric KEY to 3 significant digits
         (an error of 0.004 read against a bound of 1e-3 must not print as "0.00")
@@ -53,8 +54,10 @@ def pred(path, specs):
         if p.get("pred_dominant") not in ("gemm", "elementwise", "exposed_comm", "idle"):
             bad.append(f"{name}: pred_dominant {p.get('pred_dominant')!r}")
         want = ops.get(r["variant"])
-        got = sorted(part.split(" ")[0] for part in p.get("pred_fit", "").split("; ") if part)
-        if r["ranks"] == 1 and {"allreduce", "iallreduce", "p2p"} & set(got):
+        # an operation of a group (a tensor-parallel group's, the replicas') is "GROUP OP ...": GROUP.OP
+        got = sorted(re.match(r"(?:(\w+) (?=\w+ [\d.-]+ us))?(\w+)", part).expand(r"\1.\2").lstrip(".")
+                     for part in p.get("pred_fit", "").split("; ") if part)
+        if r["ranks"] == 1 and {"allreduce", "iallreduce", "p2p"} & {g.split(".")[-1] for g in got}:
             bad.append(f"{name}: one rank fits {got}")
         if want is not None and r["ranks"] > 1:
             if got != sorted(want.split(",")):

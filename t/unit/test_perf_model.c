@@ -163,6 +163,24 @@ int main(void)
     is_double(r.exposed, 1.0, 0, "a copy beside an allreduce: exposed 5/8 + 3/8");
     ok(!strcmp(sl_pm_op_name(SL_PM_H2D), "h2d"), "the copy's name: h2d");
 
+    /* operations on a group (sl_pm_group) at the group's alpha-beta: a blocking allreduce of
+     * 128 f32 on group 1 (1/4 s + 512 B at 1/2 s per KiB: 1/2 s), back on the run's
+     * communicator one of 128 f32 (1/8 + 1/2 s: 5/8 s); a group number out of range: NAN */
+    p = prims(0);
+    p.group_alpha[1][SL_PM_ALLREDUCE] = 0.25, p.group_beta[1][SL_PM_ALLREDUCE] = 1.0 / 2048;
+    sl_pm_init(&sched, SL_F32);
+    sl_pm_group(&sched, 1, "tp", NULL, 2);
+    sl_pm_comm(&sched, SL_PM_ALLREDUCE, 128);
+    sl_pm_group(&sched, 0, NULL, NULL, 0);
+    sl_pm_comm(&sched, SL_PM_ALLREDUCE, 128);
+    r = sl_pm_predict(&sched, &p);
+    is_double(r.comm, 1.125, 0, "a group's allreduce and the run's: comm 1/2 + 5/8");
+    is_double(r.step, 1.125, 0, "a group's allreduce and the run's: step 1/2 + 5/8");
+    ok(!strcmp(sched.group_name[1], "tp") && sched.group_size[1] == 2, "the group's name and size kept");
+    is_double(sl_pm_group_op_seconds(&p, 1, SL_PM_ALLREDUCE, 0), 0, 0, "a group's operation of 0 bytes: 0 s");
+    sl_pm_group(&sched, SL_PM_MAX_GROUPS, "x", NULL, 2);
+    ok(isnan(sl_pm_predict(&sched, &p).step), "a group number out of range: NAN");
+
     /* the fit recovers a line through its points: alpha 2^-10 s, beta 2^-20 s/B */
     const double S[] = {1024, 4096, 16384, 65536};
     double t[4], a, b, rel;
