@@ -120,6 +120,13 @@ python3 "$top/t/lib/train_rows.py" pred "$out/pred/parallel3d.jsonl" 1f1b=p2p,tp
 ok $? "prediction: every row carries the predicted step and its arithmetic; the exchanges' and the group's fits"
 python3 -c 'import json,sys; rows=[json.loads(l) for l in open(sys.argv[1])]; sys.exit(0 if len(rows)==2 and all(r["metrics"]["pred_idle"]["value"]>0 for r in rows) else 1)' "$out/pred/parallel3d.jsonl"
 ok $? "prediction: both schedules' predicted steps have a bubble (pred_idle > 0)"
+# --zero 1's predicted step: the replicas' reduce-scatter and all-gather fitted on the dp group
+# shellcheck disable=SC2086
+env -u SL_NO_PREDICT "$top/scripts/sl-launch" -np 4 "$top/bin/parallel3d" $gpt --dp 2 --tp 1 --pp 2 --zero 1 \
+  -o "$out/predz" >"$out/predz.txt" 2>&1 </dev/null
+ok $? "prediction, --zero 1 on 2x1x2: exit 0"
+python3 "$top/t/lib/train_rows.py" pred "$out/predz/parallel3d.jsonl" 1f1b=p2p,dp.ireduce_scatter,dp.iallgather
+ok $? "prediction, --zero 1: the step's arithmetic, the exchanges' and the dp group's reduce-scatter and all-gather fitted"
 
 expect_usage_np 4 parallel3d "D x T x P must equal the ranks" $gpt --dp 2 --tp 2 --pp 2
 expect_usage_np 3 parallel3d "--heads 4 must be divisible by T" $gpt --tp 3
