@@ -1324,7 +1324,7 @@ static const sl_technique pipeline = {
     .variants = schedule_names, .nvariants = NSCHEDULES, .variant_mask = &opt_schedules,
     .data_ranks = data_ranks, .setup = setup, .step = step, .free = release,
     .weights = weights, .gather_weights = gather_weights, .reference = reference,
-    .bytes_model = bytes_model, .schedule = pm_schedule, .row = row,
+    .bytes_model = bytes_model, .schedule = pm_schedule, .schedule_launched_only = 1, .row = row,
     /* --compute sleep: the layers, the loss and the optimizer step slept in the timed steps */
     .sleep_mode = 1, .reset = reset, .calibrate = calibrate,
     .trains_gpt = 1, /* blocks per stage; the embedding on the first, the LM head on the last */

@@ -117,4 +117,6 @@ expect_usage_of ddp "does not say which algorithm -C mpi" --predict "$plat" -C m
 expect_usage_of ddp "gives no gemm_bf16" --predict "$plat" -C ring -d bf16
 expect_usage_of ddp "predict-ranks: only with --predict" --predict-ranks 8
 expect_usage_np 2 ddp "runs on one rank" --predict "$plat" -C ring
+# pipeline's stages are the launched ranks: a row at another rank count would be another pipeline
+expect_usage_of pipeline "--predict: pipeline's layout is chosen for the launched ranks" --predict "$plat" -C ring
 done_testing
