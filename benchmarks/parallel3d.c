@@ -47,6 +47,7 @@
 #include "gpt_shape.h"
 #include "pipe_schedule.h"
 #include "parallel3d/pm_schedule.h"
+#include "parallel3d/search.h"
 #include "sl_env.h"
 #include "sl_env_check.h"
 #include "sl_train.h"
@@ -63,6 +64,9 @@ static long long opt_zero = 0;
 static int opt_recompute = 0;
 static const char *opt_order = "tp-dp-pp";
 static unsigned opt_variants = 1u << V_1F1B;
+static int opt_search = 0;
+static long long opt_search_top = 3, opt_search_sample = 2;
+static size_t opt_mem_limit = 0;
 
 static const sl_opt p3_opts[] = {
     {"dp", 0, SL_OPT_INT, &opt_dp, 1, 1 << 16, NULL, 0, "data-parallel replicas D (default ranks / (T x P))"},
@@ -78,6 +82,17 @@ static const sl_opt p3_opts[] = {
      "full recomputation: keep each micro-batch's stage input only, run the stage's forward again before its backward"},
     {"schedule", 0, SL_OPT_CHOICE_LIST, &opt_variants, 0, 0, SL_ENUM_CHOICES(P3_VARIANTS), 0,
      "pipeline schedules to run (default 1f1b)"},
+    {"search", 0, SL_OPT_FLAG, &opt_search, 0, 0, NULL, 0,
+     "find the fastest layout: predict every (D, T, P, micro-batches, zero, recompute) that divides the ranks, the "
+     "model and the batch and fits --mem-limit, run the fastest predictions and a sample of the rest, and print "
+     "them by measured step beside the prediction (--batch is then the global batch)"},
+    {"search-top", 0, SL_OPT_INT, &opt_search_top, 1, 1000, NULL, 0,
+     "--search: the fastest predictions to run (default 3)"},
+    {"search-sample", 0, SL_OPT_INT, &opt_search_sample, 0, 1000, NULL, 0,
+     "--search: layouts to run besides, spread evenly over the rest of the predicted order (default 2)"},
+    {"mem-limit", 0, SL_OPT_SIZE, &opt_mem_limit, 1, 1LL << 50, NULL, 0,
+     "--search: bytes a rank may hold by the memory model (default: the device's free memory, or on the cpu "
+     "backend the node's available memory or its cgroup's limit over the ranks on the node)"},
     {0},
 };
 
@@ -229,13 +244,15 @@ static void open_groups(sl_train *t, p3 *q)
     sl_train_coll_ok(sl_comm_create(&q->pp, q->pp_mpi, impl, space), "sl_comm_create (pp)");
 }
 
-/* The grid, once per run: every rank's (d, t, p) and host, as a note and in
- * <out>/parallel3d.grid.tsv (a header, then one line per rank). */
+/* The grid, once per layout run: every rank's (d, t, p) and host, as a note and in
+ * <out>/parallel3d.grid.tsv (a header, then one line per rank and layout). */
 static void record_grid(sl_train *t, const p3 *q)
 {
-    static int done;
-    if (done || t->baseline) return;
-    done = 1;
+    static int header, D, T, P; /* the grid last recorded (the search runs several) */
+    if (t->baseline || (header && D == q->D && T == q->T && P == q->P)) return;
+    D = q->D, T = q->T, P = q->P;
+    const int first = !header;
+    header = 1;
     sl_env_local e;
     sl_env_local_capture(&e);
     const int n = t->ctx->nranks;
@@ -246,7 +263,7 @@ static void record_grid(sl_train *t, const p3 *q)
     char path[PATH_MAX + 64], line[512], ord[16];
     snprintf(ord, sizeof ord, "%s-%s-%s", dim_names[order[0]], dim_names[order[1]], dim_names[order[2]]);
     FILE *f = sl_results_file_open(t->ctx, "grid.tsv", path, sizeof path);
-    sl_results_append_line(f, path, "run_id\trank\thost\td\tt\tp\tdp\ttp\tpp\torder");
+    if (first) sl_results_append_line(f, path, "run_id\trank\thost\td\tt\tp\tdp\ttp\tpp\torder");
     const int dims[NDIMS] = {q->T, q->D, q->P};
     for (int r = 0; r < n; r++) {
         int c[NDIMS];
@@ -262,32 +279,30 @@ static void record_grid(sl_train *t, const p3 *q)
     sl_free(hosts);
 }
 
-static void setup(sl_train *t)
+/* The layout the options ask for (the search sets them to each layout it runs). */
+static p3_layout asked(void)
 {
-    p3 *q = calloc(1, sizeof *q);
-    if (!q) SL_FATAL("out of memory");
-    t->state = q;
+    return (p3_layout){(int)opt_dp, (int)opt_tp, (int)opt_pp, (int)opt_micro, (int)opt_zero, opt_recompute};
+}
+
+/* Rank `rank`'s place in layout L and what follows from it before anything is allocated: its
+ * coordinates, the stage's layers and its part of the flat vector (tp_gpt.c's layout of the
+ * whole model, shifted to start at the stage's first layer), the replica's sequences and
+ * micro-batches, ZeRO's blocks. setup's first half, and the search's memory model of a layout. */
+static void place(p3 *q, const sl_gpt_dims *g, sl_dtype dt, int global_batch, const p3_layout *L, int rank)
+{
     mg *s = &q->s;
-    const sl_mem_space space = t->be == SL_BACKEND_CUDA ? SL_MEM_DEVICE : SL_MEM_HOST;
-    for (int k = 0; k < SL_MEM_NCATS; k++) q->held[k] = -(double)sl_mem_current(space, (sl_mem_cat)k);
-    const sl_gpt_dims *g = &t->m->gpt;
-    q->D = t->baseline ? 1 : (int)opt_dp;
-    q->T = t->baseline ? 1 : (int)opt_tp;
-    q->P = t->baseline ? 1 : (int)opt_pp;
+    q->D = L->D, q->T = L->T, q->P = L->P;
     const int dims[NDIMS] = {q->T, q->D, q->P};
     int c[NDIMS];
-    coords_of(t->rank, dims, c);
+    coords_of(rank, dims, c);
     q->d = c[DIM_DP], q->tr = c[DIM_TP], q->p = c[DIM_PP];
-    record_grid(t, q);
-
-    /* the tensor-parallel state of tp_gpt.c, for the whole model first (its layout) */
     s->t = q->T, s->d = q->D, s->tr = q->tr, s->rep = q->d;
     s->L = g->layers, s->C = g->C, s->NH = g->NH, s->T = g->T, s->V = g->V, s->maxT = g->max_T;
     s->Vl = s->V / s->t, s->Cl = s->C / s->t, s->NHl = s->NH / s->t;
-    s->dt = t->dtype;
+    s->dt = dt;
     mg_layout(s);
     memcpy(q->lw_full, s->lw, sizeof q->lw_full);
-    /* this stage's layers, and its part of the vector: the layout shifted to start there */
     size_t blo, bhi;
     sl_share((size_t)s->L, q->P, q->p, &blo, &bhi);
     q->b0 = (int)blo + 1, q->b1 = (int)bhi + 1;
@@ -296,18 +311,38 @@ static void setup(sl_train *t)
     q->base = q->lw_full[q->l0];
     for (int l = q->l0; l <= q->l1; l++) s->lw[l] = q->lw_full[l] - q->base;
     s->np = s->lw[q->l1];
-    open_groups(t, q);
-
     /* the replica's sequences and its micro-batches */
     size_t lo, hi;
-    sl_share((size_t)t->global_batch, q->D, q->d, &lo, &hi);
-    t->lo = q->lo = (int)lo, t->hi = (int)hi;
+    sl_share((size_t)global_batch, q->D, q->d, &lo, &hi);
+    q->lo = (int)lo;
     q->Bd = (int)(hi - lo);
-    q->m = t->baseline ? 1 : (int)opt_micro;
+    q->m = L->m;
     if (q->m > q->Bd) q->m = q->Bd > 0 ? q->Bd : 1;
     q->Bmax = (q->Bd + q->m - 1) / q->m;
     s->B = q->Bmax, s->N = s->B * s->T;
     s->Tl = s->T, s->Nl = s->N, s->p0 = 0; /* no sequence parallelism: every position held */
+    /* --zero 1: the vectors the replicas exchange padded to D equal blocks (the reduce-scatter
+     * and the all-gather move equal blocks; the padding stays zero), the optimizer state and
+     * the f32 master (16 bits) of block d alone */
+    q->zero = L->zero;
+    q->S = q->zero ? (s->np + (size_t)q->D - 1) / (size_t)q->D : s->np;
+    q->npad = q->zero ? (size_t)q->D * q->S : s->np;
+    q->recompute = L->recompute;
+}
+
+static void setup(sl_train *t)
+{
+    p3 *q = calloc(1, sizeof *q);
+    if (!q) SL_FATAL("out of memory");
+    t->state = q;
+    mg *s = &q->s;
+    const sl_mem_space space = t->be == SL_BACKEND_CUDA ? SL_MEM_DEVICE : SL_MEM_HOST;
+    for (int k = 0; k < SL_MEM_NCATS; k++) q->held[k] = -(double)sl_mem_current(space, (sl_mem_cat)k);
+    const p3_layout one = {1, 1, 1, 1, 0, 0}, L = t->baseline ? one : asked();
+    place(q, &t->m->gpt, t->dtype, t->global_batch, &L, t->rank);
+    t->lo = q->lo, t->hi = q->lo + q->Bd;
+    if (!t->planning) record_grid(t, q);
+    open_groups(t, q);
 
     /* the schedule's list for this stage and the slots its in-flight micro-batches need */
     const geometry geo = {.p = q->P, .v = 1, .m = q->m, .nsteps = 1};
@@ -319,14 +354,8 @@ static void setup(sl_train *t)
     q->slots = calloc((size_t)q->nslots, sizeof *q->slots);
     if (!q->slots) SL_FATAL("out of memory");
 
-    const size_t np = s->np, f4 = sizeof(float), es = sl_dtype_size(s->dt), N = (size_t)s->N, C = (size_t)s->C;
+    const size_t f4 = sizeof(float), es = sl_dtype_size(s->dt), N = (size_t)s->N, C = (size_t)s->C;
     const size_t Cl = (size_t)s->Cl, NC = N * C, NV = N * (size_t)s->Vl;
-    /* --zero 1: the vectors the replicas exchange padded to D equal blocks (the reduce-scatter
-     * and the all-gather move equal blocks; the padding stays zero), the optimizer state and
-     * the f32 master (16 bits) of block d alone */
-    q->zero = !t->baseline && opt_zero;
-    q->S = q->zero ? (np + (size_t)q->D - 1) / (size_t)q->D : np;
-    q->npad = q->zero ? (size_t)q->D * q->S : np;
     const size_t npad = q->npad, master = q->zero && !is_f32(q) ? q->S : npad;
     s->params = alloc(t, SL_MEM_PARAMS, master * f4);
     s->grads = alloc(t, SL_MEM_GRADS, npad * f4);
@@ -353,7 +382,6 @@ static void setup(sl_train *t)
      * sent back. --recompute: a slot keeps its input and output only, the rest is one set */
     const int rlo = q->b0, rhi = last_stage(q) ? s->L + 1 : q->b1;
     const int tokens = q->p == 0 || last_stage(q);
-    q->recompute = !t->baseline && opt_recompute;
     for (int k = -1; k < q->nslots; k++) {
         slot *sl = k < 0 ? &q->shared : &q->slots[k];
         if (k < 0 && !q->recompute) continue;
@@ -868,6 +896,7 @@ static void row(sl_train *t, sl_result *res)
     double loss = 0;
     SL_CHECK_MPI(MPI_Allreduce(&t->loss, &loss, 1, MPI_DOUBLE, MPI_SUM, t->ctx->comm));
     sl_result_metric(res, "final_loss", loss, "loss");
+    if (opt_search) p3_search_row(res);
 }
 
 /* The check beside the weights': every rank's whole vector bit-identical across its replicas,
@@ -954,13 +983,139 @@ static unsigned gather_scatter_colls(void)
     return ok;
 }
 
+/* --search ----------------------------------------------------------------------------------- */
+
+static p3_search search; /* validate fills it, the first pass of the sweep adds the memory limit */
+
+static sl_gpt_dims shape_dims(void)
+{
+    const sl_gpt_shape g = sl_gpt_resolve(&sl_gpt_opt);
+    return (sl_gpt_dims){.layers = (int)g.layers, .C = (int)g.d_model, .NH = (int)g.heads, .T = (int)g.seq,
+                         .max_T = (int)g.max_seq, .V = (int)g.vocab};
+}
+
+/* A layout's memory for the search: the busiest rank's bytes by the combined model
+ * (memory_model: parameters, gradients, optimizer state, activations), plus the last stage's
+ * head logits and their gradient (f32, and a 16-bit copy of the gradient): the largest buffers
+ * the four categories leave out. */
+static double layout_memory(const p3_layout *L)
+{
+    const sl_gpt_dims g = shape_dims();
+    sl_train t;
+    memset(&t, 0, sizeof t);
+    t.optim.kind = sl_train_opt.optim ? SL_OPTIM_ADAMW : SL_OPTIM_SGD;
+    t.variant = search.variant;
+    t.dtype = search.dt;
+    p3 *q = malloc(sizeof *q);
+    if (!q) SL_FATAL("out of memory");
+    const double es = (double)sl_dtype_size(search.dt);
+    double most = 0;
+    for (int r = 0; r < search.ranks; r++) {
+        memset(q, 0, sizeof *q);
+        place(q, &g, search.dt, search.global_batch, L, r);
+        t.state = q;
+        double mem[SL_MEM_NCATS] = {0};
+        memory_model(&t, mem);
+        double sum = mem[SL_MEM_PARAMS] + mem[SL_MEM_GRADS] + mem[SL_MEM_OPTIM] + mem[SL_MEM_ACTIV];
+        if (last_stage(q)) sum += (double)q->s.N * q->s.Vl * (8 + (search.dt == SL_F32 ? 0 : es));
+        if (sum > most) most = sum;
+    }
+    free(q);
+    return most;
+}
+
+static void use_layout(const p3_layout *L)
+{
+    opt_dp = L->D, opt_tp = L->T, opt_pp = L->P, opt_micro = L->m, opt_zero = L->zero, opt_recompute = L->recompute;
+}
+
+/* --mem-limit, or what a rank can hold here: the device's free memory, or the node's available
+ * memory (the cgroup's limit where it leaves less) shared by the ranks on the node; the least
+ * over the ranks. */
+static void mem_limit(sl_ctx *ctx)
+{
+    if (opt_mem_limit) {
+        search.mem_limit = (double)opt_mem_limit;
+        snprintf(search.mem_source, sizeof search.mem_source, "--mem-limit %zu bytes", opt_mem_limit);
+        return;
+    }
+    double mine = INFINITY;
+    if (ctx->opt.backend == SL_BACKEND_CUDA) {
+        const long long f = sl_cuda_device_free();
+        if (f >= 0) mine = (double)f;
+    } else {
+        const size_t a = sl_mem_available();
+        if (a != SIZE_MAX) mine = (double)a / (ctx->node_ranks > 0 ? ctx->node_ranks : 1);
+    }
+    SL_CHECK_MPI(MPI_Allreduce(&mine, &search.mem_limit, 1, MPI_DOUBLE, MPI_MIN, ctx->comm));
+    if (isinf(search.mem_limit))
+        snprintf(search.mem_source, sizeof search.mem_source, "no memory limit known");
+    else
+        snprintf(search.mem_source, sizeof search.mem_source, "%.0f MiB a rank (%s)", search.mem_limit / 1048576,
+                 ctx->opt.backend == SL_BACKEND_CUDA ? "the device's free memory"
+                                                     : "available memory over the node's ranks");
+}
+
+static int sweep(sl_ctx *ctx, int pass)
+{
+    if (!opt_search) return pass == 0;
+    if (pass == 0) mem_limit(ctx);
+    return p3_search_sweep(ctx, pass, &search);
+}
+
+static void row_done(sl_train *t, const sl_result *res)
+{
+    (void)t;
+    if (opt_search) p3_search_done(res);
+}
+
+/* --search's checks, and the layout of the first run (the sweep sets each). */
+static void validate_search(sl_ctx *ctx)
+{
+    static const char *const chosen[] = {"dp", "tp", "pp", "micro-batches", "zero", "recompute"};
+    static const char *const own[] = {"search-top", "search-sample", "mem-limit"};
+    if (!opt_search) {
+        for (size_t i = 0; i < sizeof own / sizeof *own; i++)
+            if (sl_option_given(&ctx->opt, own[i])) sl_usage_error("--%s: only with --search", own[i]);
+        return;
+    }
+    for (size_t i = 0; i < sizeof chosen / sizeof *chosen; i++)
+        if (sl_option_given(&ctx->opt, chosen[i]))
+            sl_usage_error("--%s: --search chooses the layout; leave out --dp --tp --pp --micro-batches --zero "
+                           "--recompute", chosen[i]);
+    if (__builtin_popcount(ctx->opt.dtypes) != 1)
+        sl_usage_error("--dtype (-d): --search ranks layouts in one precision; give one of f32, f16, bf16");
+    if (__builtin_popcount(ctx->opt.colls) != 1)
+        sl_usage_error("--coll (-C): --search ranks layouts over one collective implementation; give one");
+    if (__builtin_popcount(opt_variants) != 1)
+        sl_usage_error("--schedule: --search ranks layouts of one pipeline schedule; give one of 1f1b, gpipe");
+    if (sl_no_predict())
+        sl_usage_error("--search: the layouts are ranked by the performance model, which SL_NO_PREDICT=1 switches off");
+    if (sl_option_given(&ctx->opt, "scaling") && sl_train_opt.scaling == 0)
+        sl_usage_error("--scaling weak: --search compares layouts on the same global batch (strong scaling: --batch "
+                       "is the global batch)");
+    sl_train_opt.scaling = 1;
+    if (!sl_option_given(&ctx->opt, "batch")) sl_train_opt.batch *= ctx->nranks; /* the shape's per rank */
+    const sl_gpt_shape g = sl_gpt_resolve(&sl_gpt_opt);
+    search = (p3_search){.ranks = ctx->nranks, .layers = (int)g.layers, .heads = (int)g.heads,
+                         .d_model = (int)g.d_model, .vocab = (int)g.vocab, .global_batch = (int)sl_train_opt.batch,
+                         .zero_ok = (ctx->opt.colls & gather_scatter_colls()) != 0, .top = (int)opt_search_top,
+                         .sample = (int)opt_search_sample, .variant = __builtin_ctz(opt_variants),
+                         .dt = (sl_dtype)__builtin_ctz(ctx->opt.dtypes), .impl = (sl_coll)__builtin_ctz(ctx->opt.colls),
+                         .memory = layout_memory, .use = use_layout};
+    use_layout(&(p3_layout){ctx->nranks, 1, 1, 1, 0, 0});
+}
+
 static void validate(sl_ctx *ctx)
 {
     const int R = ctx->nranks;
     if (!sl_gpt_selected()) sl_usage_error("--model: parallel3d trains the GPT (--model gpt, the default)");
+    validate_search(ctx);
     if (parse_order(opt_order) != 0)
         sl_usage_error("--order %s: expected tp, dp and pp once each, fastest first, joined by '-' (e.g. tp-dp-pp)",
                        opt_order);
+    if (sl_gpt_resolve(&sl_gpt_opt).dropout > 0) sl_usage_error("--dropout: parallel3d trains without dropout (0)");
+    if (opt_search) return; /* each layout it runs is one of those below's valid ones */
     if (opt_dp == 0) opt_dp = R % (opt_tp * opt_pp) == 0 ? R / (opt_tp * opt_pp) : 0;
     if (opt_dp * opt_tp * opt_pp != R)
         sl_usage_error("--dp %lld x --tp %lld x --pp %lld: D x T x P must equal the ranks (%d)", opt_dp, opt_tp, opt_pp,
@@ -973,7 +1128,6 @@ static void validate(sl_ctx *ctx)
     if (opt_pp > g.layers)
         sl_usage_error("--pp %lld: more pipeline stages than the GPT's --layers %lld (a stage holds whole blocks)",
                        opt_pp, g.layers);
-    if (g.dropout > 0) sl_usage_error("--dropout: parallel3d trains without dropout (0)");
     if (opt_zero) { /* ZeRO-1's reduce-scatter and all-gather: refused up front, not at the first step */
         const unsigned lacking = ctx->opt.colls & ~gather_scatter_colls();
         if (lacking) {
@@ -1042,7 +1196,7 @@ static const sl_technique parallel3d = {
                 .default_iters = 5, .default_warmup = 2},
     .variants = variant_names, .nvariants = NVARIANTS, .variant_mask = &opt_variants,
     .data_ranks = data_ranks, .setup = setup, .step = step, .free = release,
-    .schedule = pm_schedule, .schedule_launched_only = 1,
+    .schedule = pm_schedule, .schedule_launched_only = 1, .sweep = sweep, .row_done = row_done,
     .weights = weights, .gather_weights = gather_weights, .reference = reference,
     .memory_model = memory_model, .bytes_model = bytes_model, .row = row, .check = check,
     .trains_gpt = 1,

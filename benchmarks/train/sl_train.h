@@ -147,6 +147,8 @@ typedef struct sl_train {
     sl_loss_scaler scaler0; /* the scaler the run started with: its serial reference's */
     sl_train_counts cnt;    /* what rounding lost, counted by the model pieces */
     float *wide;            /* the f32 view of the weights without a master copy (sl_train_wide) */
+    int planning;           /* set up only to have its step predicted (sl_train_predict_plan): no
+                               step will run, and setup records nothing of a run */
 } sl_train;
 
 /* The callbacks of a technique. Only setup, step and weights are required. */
@@ -215,6 +217,9 @@ typedef struct sl_technique {
     int schedule_launched_only;
     /* The technique's own parameters and metrics of the row. May be NULL. */
     void (*row)(sl_train *t, sl_result *r);
+    /* The row as it is emitted, the check's verdict included, on every rank: a technique that
+     * sums its runs up (parallel3d --search) keeps what it needs. May be NULL. */
+    void (*row_done)(sl_train *t, const sl_result *r);
 
     /* The check: relative tolerances against the serial reference (0: the defaults below),
      * and a different reference where the technique's is not serial full-batch training
@@ -344,6 +349,17 @@ typedef struct sl_technique {
 
 /* Parses, runs every requested collective x variant, and finalises; returns main's status. */
 int sl_train_main(const sl_technique *tech, int argc, char **argv);
+
+/* A step predicted, not run (train_plan.c), for a technique that chooses what to run from
+ * predictions (parallel3d --search, from its .sweep): the technique set up on the world as its
+ * options stand now, exactly as a run of `variant` in dt over impl would set it up (t->planning
+ * set), its .schedule charged at primitives measured on the world now (the code and caches behind
+ * every row's pred_step: a layout run afterwards is predicted from the same figures), then freed.
+ * Collective over the world, from inside sl_train_main. 0 with the slowest rank's prediction in
+ * *out and the operations' alpha-beta in fit (as the rows' pred_fit); -1 where nothing is
+ * predicted (the technique states no schedule, or SL_NO_PREDICT=1). */
+int sl_train_predict_plan(sl_ctx *ctx, int variant, sl_dtype dt, sl_coll impl, sl_pm_pred *out, char *fit,
+                          size_t fitlen);
 
 /* Phases ------------------------------------------------------------------------------------ */
 

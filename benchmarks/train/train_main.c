@@ -144,6 +144,7 @@ int sl_train_main(const sl_technique *tech, int argc, char **argv)
                       "rank 0 alone, in this run%s), divided by the %d ranks: at most 100%% unless "
                       "superlinear, which the row then says; compare variants by samples/s",
                 be == SL_BACKEND_CPU ? threads : "", P);
+    train_plan_bind(tech, &m, &task, &optim);
     if (train_predict_file) { /* a described machine at rank counts not launched: nothing is run */
         train_predict_main(&ctx, tech, &m, &task, &optim);
         sl_task_free(&task);

@@ -28,11 +28,6 @@ static sl_pm_platform plat;
 
 static const long long default_ranks[] = {8, 16, 32, 64, 128, 256, 512, 1024};
 
-static int data_ranks_of(const sl_technique *tech, int variant, int nranks)
-{
-    return tech->data_ranks ? tech->data_ranks(variant, nranks) : nranks;
-}
-
 /* Variant v asked for, in a precision it trains in (as sl_train_main runs them). */
 static int runs(const sl_technique *tech, int v, sl_dtype dt)
 {
@@ -75,7 +70,7 @@ void train_predict_validate(sl_ctx *ctx, const sl_technique *tech)
                 sl_usage_error("--predict: %s", err);
     for (int i = 0; i < train_predict_ranks.n; i++)
         for (int v = 0; v < tech->nvariants; v++) {
-            const int D = data_ranks_of(tech, v, (int)train_predict_ranks.v[i]);
+            const int D = train_data_ranks(tech, v, (int)train_predict_ranks.v[i]);
             if ((*tech->variant_mask & (1u << v)) && sl_train_opt.scaling == 1 && D > 0 && sl_train_opt.batch < D)
                 sl_usage_error("--predict-ranks %lld: --batch %lld cannot be split over %d data ranks (strong "
                                "scaling gives each at least one sample)", train_predict_ranks.v[i],
@@ -179,8 +174,7 @@ static void fit_text(const sl_pm_sched *s, const sl_pm_prims *p, char *out, size
 static void predict_one(sl_ctx *ctx, const sl_technique *tech, int v, sl_dtype dt, sl_coll impl, int p2p,
                         int algo, int N, const sl_mlp *m, sl_task *task, const sl_optim *o, sl_comm *self)
 {
-    const int D = data_ranks_of(tech, v, N);
-    const int B = sl_train_opt.scaling == 0 ? (int)sl_train_opt.batch * D : (int)sl_train_opt.batch;
+    const int B = train_global_batch(tech, v, N);
     sl_pm_sched *s = malloc(sizeof *s);
     if (!s) SL_FATAL("out of memory for a schedule");
     sl_pm_pred best = {0};
