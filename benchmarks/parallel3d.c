@@ -64,7 +64,7 @@ static long long opt_zero = 0;
 static int opt_recompute = 0;
 static const char *opt_order = "tp-dp-pp";
 static unsigned opt_variants = 1u << V_1F1B;
-static int opt_search = 0;
+static int opt_search = 0, opt_predict_only = 0;
 static long long opt_search_top = 3, opt_search_sample = 2;
 static size_t opt_mem_limit = 0;
 
@@ -90,6 +90,9 @@ static const sl_opt p3_opts[] = {
      "--search: the fastest predictions to run (default 3)"},
     {"search-sample", 0, SL_OPT_INT, &opt_search_sample, 0, 1000, NULL, 0,
      "--search: layouts to run besides, spread evenly over the rest of the predicted order (default 2)"},
+    {"predict-only", 0, SL_OPT_FLAG, &opt_predict_only, 0, 0, NULL, 0,
+     "--search: predict every layout and run none (with --predict FILE --predict-ranks N: on that machine at N "
+     "ranks, from one rank here; without it, from primitives measured on the launched ranks)"},
     {"mem-limit", 0, SL_OPT_SIZE, &opt_mem_limit, 1, 1LL << 50, NULL, 0,
      "--search: bytes a rank may hold by the memory model (default: the device's free memory, or on the cpu "
      "backend the node's available memory or its cgroup's limit over the ranks on the node)"},
@@ -127,6 +130,14 @@ static void coords_of(int r, const int n[NDIMS], int c[NDIMS])
         c[order[i]] = r % n[order[i]];
         r /= n[order[i]];
     }
+}
+
+/* The rank at coordinates c (coords_of's inverse). */
+static int rank_of(const int n[NDIMS], const int c[NDIMS])
+{
+    int r = 0;
+    for (int i = NDIMS - 1; i >= 0; i--) r = r * n[order[i]] + c[order[i]];
+    return r;
 }
 
 /* One rank ------------------------------------------------------------------------------------ */
@@ -341,6 +352,7 @@ static void setup(sl_train *t)
     const p3_layout one = {1, 1, 1, 1, 0, 0}, L = t->baseline ? one : asked();
     place(q, &t->m->gpt, t->dtype, t->global_batch, &L, t->rank);
     t->lo = q->lo, t->hi = q->lo + q->Bd;
+    if (t->planning == 2) return; /* a rank not launched: what the schedule reads, and no more */
     if (!t->planning) record_grid(t, q);
     open_groups(t, q);
 
@@ -442,6 +454,10 @@ static void release(sl_train *t)
 {
     p3 *q = t->state;
     mg *s = &q->s;
+    if (t->planning == 2) {
+        free(q);
+        return;
+    }
     for (int k = -1; k < q->nslots; k++) {
         slot *sl = k < 0 ? &q->shared : &q->slots[k];
         for (int l = 0; l <= SL_MLP_MAX_LAYERS; l++)
@@ -1010,9 +1026,10 @@ static double layout_memory(const p3_layout *L)
     if (!q) SL_FATAL("out of memory");
     const double es = (double)sl_dtype_size(search.dt);
     double most = 0;
-    for (int r = 0; r < search.ranks; r++) {
+    for (int p = 0; p < L->P; p++) { /* the replicas hold equal batches (D divides it): stage p's ranks alike */
+        const int dims[NDIMS] = {L->T, L->D, L->P}, c[NDIMS] = {[DIM_TP] = 0, [DIM_DP] = 0, [DIM_PP] = p};
         memset(q, 0, sizeof *q);
-        place(q, &g, search.dt, search.global_batch, L, r);
+        place(q, &g, search.dt, search.global_batch, L, rank_of(dims, c));
         t.state = q;
         double mem[SL_MEM_NCATS] = {0};
         memory_model(&t, mem);
@@ -1036,7 +1053,13 @@ static void mem_limit(sl_ctx *ctx)
 {
     if (opt_mem_limit) {
         search.mem_limit = (double)opt_mem_limit;
-        snprintf(search.mem_source, sizeof search.mem_source, "--mem-limit %zu bytes", opt_mem_limit);
+        snprintf(search.mem_source, sizeof search.mem_source, "--mem-limit %zu bytes a rank", opt_mem_limit);
+        return;
+    }
+    if (search.mode == P3_SEARCH_PLATFORM) {
+        search.mem_limit = INFINITY;
+        snprintf(search.mem_source, sizeof search.mem_source,
+                 "no limit: the platform states no memory; give --mem-limit");
         return;
     }
     double mine = INFINITY;
@@ -1051,7 +1074,7 @@ static void mem_limit(sl_ctx *ctx)
     if (isinf(search.mem_limit))
         snprintf(search.mem_source, sizeof search.mem_source, "no memory limit known");
     else
-        snprintf(search.mem_source, sizeof search.mem_source, "%.0f MiB a rank (%s)", search.mem_limit / 1048576,
+        snprintf(search.mem_source, sizeof search.mem_source, "%.0f MiB a rank: %s", search.mem_limit / 1048576,
                  ctx->opt.backend == SL_BACKEND_CUDA ? "the device's free memory"
                                                      : "available memory over the node's ranks");
 }
@@ -1063,6 +1086,8 @@ static int sweep(sl_ctx *ctx, int pass)
     return p3_search_sweep(ctx, pass, &search);
 }
 
+static int predicts_itself(void) { return opt_search; }
+
 static void row_done(sl_train *t, const sl_result *res)
 {
     (void)t;
@@ -1073,7 +1098,7 @@ static void row_done(sl_train *t, const sl_result *res)
 static void validate_search(sl_ctx *ctx)
 {
     static const char *const chosen[] = {"dp", "tp", "pp", "micro-batches", "zero", "recompute"};
-    static const char *const own[] = {"search-top", "search-sample", "mem-limit"};
+    static const char *const own[] = {"search-top", "search-sample", "mem-limit", "predict-only"};
     if (!opt_search) {
         for (size_t i = 0; i < sizeof own / sizeof *own; i++)
             if (sl_option_given(&ctx->opt, own[i])) sl_usage_error("--%s: only with --search", own[i]);
@@ -1089,20 +1114,33 @@ static void validate_search(sl_ctx *ctx)
         sl_usage_error("--coll (-C): --search ranks layouts over one collective implementation; give one");
     if (__builtin_popcount(opt_variants) != 1)
         sl_usage_error("--schedule: --search ranks layouts of one pipeline schedule; give one of 1f1b, gpipe");
-    if (sl_no_predict())
-        sl_usage_error("--search: the layouts are ranked by the performance model, which SL_NO_PREDICT=1 switches off");
     if (sl_option_given(&ctx->opt, "scaling") && sl_train_opt.scaling == 0)
         sl_usage_error("--scaling weak: --search compares layouts on the same global batch (strong scaling: --batch "
                        "is the global batch)");
     sl_train_opt.scaling = 1;
-    if (!sl_option_given(&ctx->opt, "batch")) sl_train_opt.batch *= ctx->nranks; /* the shape's per rank */
+    const int platform = sl_option_given(&ctx->opt, "predict");
+    if (platform && !opt_predict_only)
+        sl_usage_error("--predict: with --search it ranks layouts on the machine described without running them: "
+                       "add --predict-only");
+    if (!platform && sl_option_given(&ctx->opt, "predict-ranks"))
+        sl_usage_error("--predict-ranks: only with --predict FILE");
+    const int ranks = platform ? sl_train_predict_ranks() : ctx->nranks;
+    if (ranks <= 0)
+        sl_usage_error("--predict-ranks: --search --predict ranks the layouts of one rank count; give one (e.g. "
+                       "--predict-ranks 1024)");
+    if (!sl_option_given(&ctx->opt, "batch")) sl_train_opt.batch *= ranks; /* the shape's batch per rank */
     const sl_gpt_shape g = sl_gpt_resolve(&sl_gpt_opt);
-    search = (p3_search){.ranks = ctx->nranks, .layers = (int)g.layers, .heads = (int)g.heads,
+    search = (p3_search){.mode = platform ? P3_SEARCH_PLATFORM : opt_predict_only ? P3_SEARCH_PREDICT : P3_SEARCH_RUN,
+                         .ranks = ranks, .layers = (int)g.layers, .heads = (int)g.heads,
                          .d_model = (int)g.d_model, .vocab = (int)g.vocab, .global_batch = (int)sl_train_opt.batch,
                          .zero_ok = (ctx->opt.colls & gather_scatter_colls()) != 0, .top = (int)opt_search_top,
                          .sample = (int)opt_search_sample, .variant = __builtin_ctz(opt_variants),
                          .dt = (sl_dtype)__builtin_ctz(ctx->opt.dtypes), .impl = (sl_coll)__builtin_ctz(ctx->opt.colls),
                          .memory = layout_memory, .use = use_layout};
+    search.mem_limit = opt_mem_limit ? (double)opt_mem_limit : INFINITY; /* the sweep sets the default */
+    p3_search_validate(&search, opt_mem_limit != 0);
+    if (sl_no_predict())
+        sl_usage_error("--search: the layouts are ranked by the performance model, which SL_NO_PREDICT=1 switches off");
     use_layout(&(p3_layout){ctx->nranks, 1, 1, 1, 0, 0});
 }
 
@@ -1197,6 +1235,7 @@ static const sl_technique parallel3d = {
     .variants = variant_names, .nvariants = NVARIANTS, .variant_mask = &opt_variants,
     .data_ranks = data_ranks, .setup = setup, .step = step, .free = release,
     .schedule = pm_schedule, .schedule_launched_only = 1, .sweep = sweep, .row_done = row_done,
+    .predicts_itself = predicts_itself,
     .weights = weights, .gather_weights = gather_weights, .reference = reference,
     .memory_model = memory_model, .bytes_model = bytes_model, .row = row, .check = check,
     .trains_gpt = 1,

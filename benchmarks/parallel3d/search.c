@@ -38,6 +38,7 @@ static cand *cands;
 static int ncands, nfit, uneven; /* layouts, those that fit, left out for D not dividing the batch */
 static int *runs, nruns, running = -1;
 static double plan_seconds;
+static int unpredicted; /* layouts whose schedule overflowed the model's tables (prediction NAN) */
 
 static void add(const p3_layout *l)
 {
@@ -53,6 +54,7 @@ static void add(const p3_layout *l)
 static void enumerate(const p3_search *cfg)
 {
     const int R = cfg->ranks;
+    ncands = nfit = uneven = 0;
     for (int P = 1; P <= R && P <= cfg->layers; P++) {
         if (R % P) continue;
         for (int T = 1; T <= R / P; T++) {
@@ -91,25 +93,44 @@ static void layout_text(const p3_layout *l, char *buf, size_t len)
     snprintf(buf, len, "%dx%dx%d m%d z%d%s", l->D, l->T, l->P, l->m, l->zero, l->recompute ? " rc" : "");
 }
 
+/* Every layout and its memory; the least of them (INFINITY: no layout). */
+static double enumerate_memory(const p3_search *cfg)
+{
+    enumerate(cfg);
+    double least = INFINITY;
+    for (int i = 0; i < ncands; i++) {
+        cands[i].mem = cfg->memory(&cands[i].l);
+        least = fmin(least, cands[i].mem);
+    }
+    return least;
+}
+
+void p3_search_validate(const p3_search *cfg, int limit_given)
+{
+    const double least = enumerate_memory(cfg);
+    if (!ncands)
+        sl_usage_error("--batch %d: --search finds no layout of %d ranks whose replicas split it equally (D must "
+                       "divide the global batch)", cfg->global_batch, cfg->ranks);
+    if (limit_given && least > cfg->mem_limit)
+        sl_usage_error("--mem-limit %.0f: none of the %d layouts fits; the smallest needs %.0f bytes a rank",
+                       cfg->mem_limit, ncands, least);
+}
+
 /* Pass 0: every layout predicted, the runs chosen. */
 static void plan(sl_ctx *ctx, const p3_search *cfg)
 {
-    enumerate(cfg);
-    if (!ncands) SL_FATAL("--search: no layout of %d ranks divides the GPT and the batch", cfg->ranks);
+    const double least = enumerate_memory(cfg);
     for (int i = 0; i < ncands; i++) {
-        cands[i].mem = cfg->memory(&cands[i].l);
         cands[i].fits = cands[i].mem <= cfg->mem_limit;
         nfit += cands[i].fits;
     }
-    if (!nfit) {
-        double least = INFINITY;
-        for (int i = 0; i < ncands; i++) least = fmin(least, cands[i].mem);
-        sl_usage_error("--mem-limit: none of the %d layouts fits %.0f bytes a rank (%s); the smallest needs %.0f",
-                       ncands, cfg->mem_limit, cfg->mem_source, least);
-    }
-    sl_note(ctx, "search: %d layouts of %d ranks (%d more left out: D does not divide the batch of %d), %d fit %s; "
-                 "predicting each from primitives measured now",
-            ncands, cfg->ranks, uneven, cfg->global_batch, nfit, cfg->mem_source);
+    if (!nfit) /* the machine's own limit (an explicit one is checked up front) */
+        sl_usage_error("--mem-limit: none of the %d layouts fits %s; the smallest needs %.0f bytes a rank", ncands,
+                       cfg->mem_source, least);
+    sl_note(ctx, "search: %d layouts of %d ranks (%d more left out: D does not divide the batch of %d), %d fit in memory (%s); "
+                 "predicting each %s",
+            ncands, cfg->ranks, uneven, cfg->global_batch, nfit, cfg->mem_source,
+            cfg->mode == P3_SEARCH_PLATFORM ? "on the platform" : "from primitives measured now");
     char path[PATH_MAX + 64], line[512];
     FILE *f = ctx->rank == 0 ? sl_results_file_open(ctx, "search.tsv", path, sizeof path) : NULL;
     if (f)
@@ -121,8 +142,11 @@ static void plan(sl_ctx *ctx, const p3_search *cfg)
         if (c->fits) {
             cfg->use(&c->l);
             char fit[512];
-            if (sl_train_predict_plan(ctx, cfg->variant, cfg->dt, cfg->impl, &c->pred, fit, sizeof fit) != 0)
-                SL_FATAL("--search: the performance model predicted nothing (SL_NO_PREDICT is checked up front)");
+            const int rc = cfg->mode == P3_SEARCH_PLATFORM
+                               ? sl_train_predict_platform(ctx, cfg->variant, cfg->dt, cfg->impl, cfg->ranks, &c->pred)
+                               : sl_train_predict_plan(ctx, cfg->variant, cfg->dt, cfg->impl, &c->pred, fit, sizeof fit);
+            if (rc != 0) SL_FATAL("--search: the performance model predicted nothing (SL_NO_PREDICT is checked up front)");
+            unpredicted += isnan(c->pred.step);
         }
         if (!f) continue;
         const p3_layout *l = &c->l;
@@ -151,10 +175,33 @@ static void plan(sl_ctx *ctx, const p3_search *cfg)
     }
     char best[64];
     layout_text(&cands[order[0]].l, best, sizeof best);
-    sl_note(ctx, "search: %d layouts predicted in %.1f s (%s); predicted fastest %s at %.2f ms; running the %d "
-                 "fastest predictions and %d more spread over the rest",
-            n, plan_seconds, cfg->mem_source, best, 1e3 * cands[order[0]].pred.step, top, sample);
+    if (unpredicted)
+        sl_note(ctx, "search: %d layouts not predicted: their schedules (micro-batches x stages) overflow the "
+                     "model's %d events", unpredicted, SL_PM_MAX_EVENTS);
+    sl_note(ctx, "search: %d layouts predicted in %.1f s; predicted fastest %s at %.2f ms (%.1f samples/s)%s", n,
+            plan_seconds, best, 1e3 * cands[order[0]].pred.step, cfg->global_batch / cands[order[0]].pred.step,
+            cfg->mode == P3_SEARCH_RUN ? "" : "; nothing is run");
+    if (cfg->mode == P3_SEARCH_RUN)
+        sl_note(ctx, "search: running the %d fastest predictions and %d more spread over the rest", top, sample);
     free(order);
+}
+
+/* Predicting only: the chosen layouts in predicted order, what each spends its step on. */
+static void predicted_table(sl_ctx *ctx, const p3_search *cfg)
+{
+    sl_note(ctx, "search: the %d fastest predictions and %d more spread over the rest, by predicted step (D x T x P, "
+                 "m micro-batches, zero stage z, rc: recomputation; rank of %d)",
+            cfg->top < nruns ? cfg->top : nruns, nruns > cfg->top ? nruns - cfg->top : 0, nfit);
+    sl_note(ctx, "  %-22s %5s %11s %11s %11s %11s %-12s %9s", "layout", "rank", "pred ms", "compute ms", "exposed ms",
+            "idle ms", "dominant", "mem GiB");
+    for (int k = 0; k < nruns; k++) {
+        const cand *c = &cands[runs[k]];
+        char text[64];
+        layout_text(&c->l, text, sizeof text);
+        sl_note(ctx, "  %-22s %5d %11.3f %11.3f %11.3f %11.3f %-12s %9.2f", text, c->rank, 1e3 * c->pred.step,
+                1e3 * c->pred.compute, 1e3 * c->pred.exposed, 1e3 * c->pred.idle, sl_pm_dominant(&c->pred),
+                c->mem / 1073741824.0);
+    }
 }
 
 /* The pass after the last: the runs sorted by measured step, the prediction beside each. */
@@ -205,6 +252,10 @@ static void summary(sl_ctx *ctx)
 int p3_search_sweep(sl_ctx *ctx, int pass, const p3_search *cfg)
 {
     if (pass == 0) plan(ctx, cfg);
+    if (cfg->mode != P3_SEARCH_RUN) {
+        predicted_table(ctx, cfg);
+        return 0;
+    }
     if (pass < nruns) {
         running = runs[pass];
         cfg->use(&cands[running].l);

@@ -13,7 +13,15 @@ typedef struct p3_layout {
     int D, T, P, m, zero, recompute;
 } p3_layout;
 
+/* What the search does with the layouts it predicts. */
+typedef enum {
+    P3_SEARCH_RUN,      /* runs the fastest predictions and a sample (--search) */
+    P3_SEARCH_PREDICT,  /* predicts on the launched ranks, runs none (--search --predict-only) */
+    P3_SEARCH_PLATFORM, /* predicts on --predict FILE's machine at --predict-ranks, runs none */
+} p3_search_mode;
+
 typedef struct p3_search {
+    p3_search_mode mode;
     int ranks;                  /* D·T·P of every layout */
     int layers, heads, d_model, vocab; /* the GPT: T divides heads, d_model and vocab; P <= layers */
     int global_batch;           /* sequences a step, the same in every layout (strong scaling) */
@@ -28,10 +36,14 @@ typedef struct p3_search {
     void (*use)(const p3_layout *l);      /* sets the program's options to l */
 } p3_search;
 
+/* The checks the options allow before anything runs (in validate; exit 2 naming the option): some
+ * layout splits the batch, and with limit_given some layout fits cfg->mem_limit. */
+void p3_search_validate(const p3_search *cfg, int limit_given);
 /* sl_technique.sweep under --search. Pass 0 enumerates every layout, keeps those whose memory
- * fits, predicts each (sl_train_predict_plan) into <out>/parallel3d.search.tsv and sets the
- * options to the first to run; each later pass the next; the pass after the last prints the
- * table sorted by measured step and returns 0. */
+ * fits, predicts each (sl_train_predict_plan, or sl_train_predict_platform) into
+ * <out>/parallel3d.search.tsv and sets the options to the first to run; each later pass the next;
+ * the pass after the last prints the table sorted by measured step and returns 0. Predicting
+ * only, pass 0 prints the predicted table and returns 0. */
 int p3_search_sweep(sl_ctx *ctx, int pass, const p3_search *cfg);
 /* The running layout's place in the search (its row's params), and its finished row. */
 void p3_search_row(sl_result *res);

@@ -147,8 +147,11 @@ typedef struct sl_train {
     sl_loss_scaler scaler0; /* the scaler the run started with: its serial reference's */
     sl_train_counts cnt;    /* what rounding lost, counted by the model pieces */
     float *wide;            /* the f32 view of the weights without a master copy (sl_train_wide) */
-    int planning;           /* set up only to have its step predicted (sl_train_predict_plan): no
-                               step will run, and setup records nothing of a run */
+    int planning;           /* set up only to have its step predicted: no step will run, and setup
+                               records nothing of a run. 1: on the launched ranks, as a run
+                               (sl_train_predict_plan); 2: as rank `rank` of `size` ranks that are
+                               not launched (sl_train_predict_platform): setup places the rank and
+                               fills what .schedule reads, allocates nothing and opens no groups */
 } sl_train;
 
 /* The callbacks of a technique. Only setup, step and weights are required. */
@@ -215,6 +218,11 @@ typedef struct sl_technique {
     /* The layout the schedule states (degrees, a grid) is chosen for the launched ranks, so
      * --predict, which sets the technique up at rank counts not launched, refuses it. */
     int schedule_launched_only;
+    /* Returns 1 where the technique's .sweep takes --predict FILE itself (parallel3d --search:
+     * each layout predicted on the platform with sl_train_predict_platform): the driver then
+     * neither refuses --predict for schedule_launched_only nor runs its own rows of it, and
+     * begins no table. May be NULL. */
+    int (*predicts_itself)(void);
     /* The technique's own parameters and metrics of the row. May be NULL. */
     void (*row)(sl_train *t, sl_result *r);
     /* The row as it is emitted, the check's verdict included, on every rank: a technique that
@@ -360,6 +368,15 @@ int sl_train_main(const sl_technique *tech, int argc, char **argv);
  * predicted (the technique states no schedule, or SL_NO_PREDICT=1). */
 int sl_train_predict_plan(sl_ctx *ctx, int variant, sl_dtype dt, sl_coll impl, sl_pm_pred *out, char *fit,
                           size_t fitlen);
+/* The same on the machine --predict FILE describes, at `nranks` ranks that are not launched
+ * (train_predict.c): the technique set up as ranks 0 and nranks-1 would be (t->planning 2), each
+ * schedule charged at the platform's primitives, the slower of the two into *out, as --predict's
+ * rows are. On this process alone. -1 without --predict or a schedule. */
+int sl_train_predict_platform(sl_ctx *ctx, int variant, sl_dtype dt, sl_coll impl, int nranks, sl_pm_pred *out);
+/* --predict's platform: its name, or NULL without --predict; its ranks (--predict-ranks: the one
+ * given, 0 when none was, -1 when several were). */
+const char *sl_train_predict_platform_name(void);
+int sl_train_predict_ranks(void);
 
 /* Phases ------------------------------------------------------------------------------------ */
 

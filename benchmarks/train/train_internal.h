@@ -47,10 +47,12 @@ void train_open_as(sl_train *t, sl_ctx *ctx, const sl_technique *tech, int varia
                    sl_comm *comm, int rank, int size, const sl_mlp *m, sl_task *task, const sl_optim *o,
                    int global_batch, int nsteps, int baseline);
 void train_close(sl_train *t);
-/* 1 while sl_train_predict_plan opens its sl_train: train_open_as flags it planning. */
+/* What sl_train_predict_plan and sl_train_predict_platform open their sl_train with (its
+ * planning), 0 otherwise: train_open_as copies it. */
 extern int train_planning;
 /* What sl_train_predict_plan sets techniques up with: sl_train_main's model, task and optimizer. */
 void train_plan_bind(const sl_technique *tech, const sl_mlp *m, sl_task *task, const sl_optim *o);
+void train_plan_bound(const sl_technique **tech, const sl_mlp **m, sl_task **task, const sl_optim **o);
 /* The step as the timing loop's body: phases zeroed, the technique's step, phases logged. */
 void train_step_body(void *arg);
 /* Median over the timed steps of each phase's slowest rank; used is the union over ranks of

@@ -22,6 +22,12 @@ void train_plan_bind(const sl_technique *tech, const sl_mlp *m, sl_task *task, c
     plan_tech = tech, plan_m = m, plan_task = task, plan_optim = *o;
 }
 
+void train_plan_bound(const sl_technique **tech, const sl_mlp **m, sl_task **task, const sl_optim **o)
+{
+    if (!plan_tech) SL_FATAL("a planned prediction outside sl_train_main");
+    *tech = plan_tech, *m = plan_m, *task = plan_task, *o = &plan_optim;
+}
+
 int sl_train_predict_plan(sl_ctx *ctx, int variant, sl_dtype dt, sl_coll impl, sl_pm_pred *out, char *fit,
                           size_t fitlen)
 {
