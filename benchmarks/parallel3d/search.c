@@ -178,8 +178,8 @@ static void plan(sl_ctx *ctx, const p3_search *cfg)
     if (unpredicted)
         sl_note(ctx, "search: %d layouts not predicted: their schedules (micro-batches x stages) overflow the "
                      "model's %d events", unpredicted, SL_PM_MAX_EVENTS);
-    sl_note(ctx, "search: %d layouts predicted in %.1f s; predicted fastest %s at %.2f ms (%.1f samples/s)%s", n,
-            plan_seconds, best, 1e3 * cands[order[0]].pred.step, cfg->global_batch / cands[order[0]].pred.step,
+    sl_note(ctx, "search: %d layouts predicted in %.1f s; predicted fastest %s at %.2f ms (%.1f samples/s)%s",
+            n - unpredicted, plan_seconds, best, 1e3 * cands[order[0]].pred.step, cfg->global_batch / cands[order[0]].pred.step,
             cfg->mode == P3_SEARCH_RUN ? "" : "; nothing is run");
     if (cfg->mode == P3_SEARCH_RUN)
         sl_note(ctx, "search: running the %d fastest predictions and %d more spread over the rest", top, sample);
