@@ -27,7 +27,11 @@
  *             reduce-scattered over the replicas instead of all-reduced, each replica steps its
  *             block and the weights (the run's dtype) are all-gathered back into every replica.
  *             The same bytes on a ring as the all-reduce; optimizer state 1/D.
- *   --recompute  full activation recomputation: a micro-batch in flight keeps only its stage
+ *   --recompute selective  Korthikanti et al.'s selective recomputation (2022, section 5): the
+ *             attention probabilities (B·(a/T)·s² a block, the largest tensor at long sequences)
+ *             are not kept; before each block's backward its attention forward runs again from
+ *             the kept QKV into one buffer the blocks share. No communication is repeated.
+ *   --recompute full  full activation recomputation: a micro-batch in flight keeps only its stage
  *             input; before its backward the stage's forward runs again (its two all-reduces a
  *             block too) into one set of tensors the micro-batches share.
  *
@@ -61,7 +65,9 @@ static const int variant_schedule[NVARIANTS] = {[V_1F1B] = S_1F1B, [V_GPIPE] = S
 
 static long long opt_dp = 0, opt_tp = 1, opt_pp = 1, opt_micro = 0;
 static long long opt_zero = 0;
-static int opt_recompute = 0;
+enum { RC_NONE, RC_SELECTIVE, RC_FULL }; /* --recompute */
+static const char *const recompute_names[] = {"none", "selective", "full"};
+static int opt_recompute = RC_NONE;
 static const char *opt_order = "tp-dp-pp";
 static unsigned opt_variants = 1u << V_1F1B;
 static int opt_search = 0, opt_predict_only = 0;
@@ -78,8 +84,10 @@ static const sl_opt p3_opts[] = {
      "micro-batches per replica and step (default P)"},
     {"zero", 0, SL_OPT_INT, &opt_zero, 0, 1, NULL, 0,
      "ZeRO stage over the data-parallel group: 0 replicated, 1 optimizer state (and f32 master) sharded over the D replicas (default 0)"},
-    {"recompute", 0, SL_OPT_FLAG, &opt_recompute, 0, 0, NULL, 0,
-     "full recomputation: keep each micro-batch's stage input only, run the stage's forward again before its backward"},
+    {"recompute", 0, SL_OPT_CHOICE, &opt_recompute, 0, 0, "none|selective|full", 0,
+     "activation recomputation: none (default); selective: the attention probabilities are not kept, each block's "
+     "attention runs again before its backward; full: each micro-batch keeps its stage input only, the stage's "
+     "forward runs again before its backward"},
     {"schedule", 0, SL_OPT_CHOICE_LIST, &opt_variants, 0, 0, SL_ENUM_CHOICES(P3_VARIANTS), 0,
      "pipeline schedules to run (default 1f1b)"},
     {"search", 0, SL_OPT_FLAG, &opt_search, 0, 0, NULL, 0,
@@ -165,7 +173,9 @@ typedef struct p3 {
     int nops, nslots;
     slot *slots;
     int *slot_of;               /* micro-batch -> slot */
-    int recompute;              /* --recompute: the slots share one set of the stage's tensors */
+    int recompute;              /* --recompute: RC_FULL, the slots share one set of the stage's tensors;
+                                   RC_SELECTIVE, the blocks share one attention-probability buffer */
+    void *att;                  /* RC_SELECTIVE: that buffer, (B, NH/T, T, T) */
     int zero;                   /* --zero 1: optimizer state (and f32 master) sharded over the replicas */
     size_t S, npad;             /* a replica's block of the stage's vector, and D·S (S = npad = np: --zero 0) */
     slot shared;                /* that set: the residual stream inside the stage, the blocks' tensors */
@@ -391,30 +401,23 @@ static void setup(sl_train *t)
     }
     /* per slot: the residual stream into each block and the head (kept), the stage's output
      * (sent), the blocks' tensors, the tokens (first and last stage) and the input gradient
-     * sent back. --recompute: a slot keeps its input and output only, the rest is one set */
+     * sent back. --recompute full: a slot keeps its input and output only, the rest is one set */
     const int rlo = q->b0, rhi = last_stage(q) ? s->L + 1 : q->b1;
-    const int tokens = q->p == 0 || last_stage(q);
+    const int tokens = q->p == 0 || last_stage(q), full = q->recompute == RC_FULL;
+    if (q->recompute == RC_SELECTIVE && q->b1 > q->b0) /* one attention-probability buffer for the stage */
+        q->att = alloc(t, SL_MEM_ACTIV, (size_t)s->B * s->NHl * s->T * s->T * es);
     for (int k = -1; k < q->nslots; k++) {
         slot *sl = k < 0 ? &q->shared : &q->slots[k];
-        if (k < 0 && !q->recompute) continue;
+        if (k < 0 && !full) continue;
         sl->mb = -1;
         for (int l = rlo; l <= rhi; l++) {
             const int own = l == rlo || (l == q->b1 && !last_stage(q));
-            if (q->recompute && k >= 0 && !own) sl->res[l] = q->shared.res[l];
-            else if (!(q->recompute && k < 0 && own))
+            if (full && k >= 0 && !own) sl->res[l] = q->shared.res[l];
+            else if (!(full && k < 0 && own))
                 sl->res[l] = alloc(t, l == q->b1 && !last_stage(q) ? SL_MEM_COMM : SL_MEM_ACTIV, NC * es);
         }
-        if (q->recompute && k >= 0) memcpy(sl->blk, q->shared.blk, sizeof sl->blk);
-        for (int l = q->b0; l < q->b1 && !(q->recompute && k >= 0); l++) {
-            mg_block *b = &sl->blk[l - 1];
-            b->ln1 = alloc(t, SL_MEM_ACTIV, NC * es), b->qkv = alloc(t, SL_MEM_ACTIV, 3 * N * Cl * es);
-            b->att = alloc(t, SL_MEM_ACTIV, (size_t)s->B * s->NHl * s->T * s->T * es);
-            b->atty = alloc(t, SL_MEM_ACTIV, N * Cl * es), b->h = alloc(t, SL_MEM_ACTIV, NC * es);
-            b->ln2 = alloc(t, SL_MEM_ACTIV, NC * es), b->fc = alloc(t, SL_MEM_ACTIV, 4 * N * Cl * es);
-            b->ge = alloc(t, SL_MEM_ACTIV, 4 * N * Cl * es);
-            b->m1 = alloc(t, SL_MEM_ACTIV, N * f4), b->r1 = alloc(t, SL_MEM_ACTIV, N * f4);
-            b->m2 = alloc(t, SL_MEM_ACTIV, N * f4), b->r2 = alloc(t, SL_MEM_ACTIV, N * f4);
-        }
+        if (full && k >= 0) memcpy(sl->blk, q->shared.blk, sizeof sl->blk);
+        for (int l = q->b0; l < q->b1 && !(full && k >= 0); l++) mg_block_alloc(t, s, &sl->blk[l - 1], q->att);
         if (k < 0) continue;
         if (tokens) {
             sl->tok = alloc(t, SL_MEM_DATA, N * sizeof(int32_t)), sl->tgt = alloc(t, SL_MEM_DATA, N * sizeof(int32_t));
@@ -461,16 +464,12 @@ static void release(sl_train *t)
     for (int k = -1; k < q->nslots; k++) {
         slot *sl = k < 0 ? &q->shared : &q->slots[k];
         for (int l = 0; l <= SL_MLP_MAX_LAYERS; l++)
-            if (k < 0 || !q->recompute || sl->res[l] != q->shared.res[l]) sl_k_free(t->be, sl->res[l]);
-        for (int l = q->b0; l < q->b1 && !(k >= 0 && q->recompute); l++) {
-            mg_block *b = &sl->blk[l - 1];
-            void *p[] = {b->ln1, b->qkv, b->att, b->atty, b->h, b->ln2, b->fc, b->ge, b->m1, b->r1, b->m2, b->r2};
-            for (size_t i = 0; i < sizeof p / sizeof *p; i++) sl_k_free(t->be, p[i]);
-        }
+            if (k < 0 || q->recompute != RC_FULL || sl->res[l] != q->shared.res[l]) sl_k_free(t->be, sl->res[l]);
+        for (int l = q->b0; l < q->b1 && !(k >= 0 && q->recompute == RC_FULL); l++) mg_block_free(t, &sl->blk[l - 1], q->att);
         sl_k_free(t->be, sl->tok), sl_k_free(t->be, sl->tgt), sl_k_free(t->be, sl->tokl), sl_k_free(t->be, sl->dsend);
         if (sl->htok) sl_free(sl->htok), sl_free(sl->htgt);
     }
-    void *p[] = {s->params, s->grads, s->optim, is_f32(q) ? NULL : s->w, is_f32(q) ? NULL : s->g, s->lnf, s->mf,
+    void *p[] = {q->att, s->params, s->grads, s->optim, is_f32(q) ? NULL : s->w, is_f32(q) ? NULL : s->g, s->lnf, s->mf,
                  s->rf, s->dres[0], s->dres[1], s->dpart, s->rowmax, s->rowtgt, s->rowsum, s->dh, s->dqkv,
                  s->datty, s->dfc, s->zero_wpe, s->lin32, s->dlog16, s->vec32, s->logits, s->dlog, s->attn_work};
     for (size_t i = 0; i < sizeof p / sizeof *p; i++) sl_k_free(t->be, p[i]);
@@ -555,7 +554,7 @@ static void backward(sl_train *t, p3 *q, int mb)
     slot *sl = &q->slots[q->slot_of[mb]];
     install(t, q, sl);
     wait_req(t, &sl->sq_grad, "send gradient");
-    if (q->recompute) { /* the stage's forward again from its kept input (its output's send has left) */
+    if (q->recompute == RC_FULL) { /* the stage's forward again from its kept input (its output's send has left) */
         wait_req(t, &sl->sq_act, "send activation");
         for (int l = q->b0; l < q->b1; l++) mg_block_forward(t, s, l);
     }
@@ -566,8 +565,10 @@ static void backward(sl_train *t, p3 *q, int mb)
     } else {
         recv_boundary(t, q, s->dres[0], q->p + 1, 2 * mb + 1, "recv gradient");
     }
-    for (int l = q->b1 - 1; l >= q->b0; l--, cur = !cur)
+    for (int l = q->b1 - 1; l >= q->b0; l--, cur = !cur) {
+        if (q->recompute == RC_SELECTIVE) mg_attention_again(t, s, l); /* into the shared buffer */
         mg_block_backward(t, s, l, s->dres[cur], l == q->b0 && q->p > 0 ? sl->dsend : s->dres[!cur]);
+    }
     if (q->p == 0) mg_embedding_backward(t, s, s->dres[cur]);
     else send_boundary(t, q, sl->dsend, q->p - 1, 2 * mb + 1, &sl->sq_grad, "send gradient");
     sl->mb = -1;
@@ -793,8 +794,9 @@ static void group_bytes_model(const sl_train *t, double b[NGROUPS])
         micro(q, k, &first, &count);
         const double N = (double)count * s->T;
         if (q->p == 0) b[G_TP] += ring_allreduce(q->T, N * C, es);
-        /* four all-reduces a block; --recompute: its forward's two again */
-        b[G_TP] += (q->b1 - q->b0) * (q->recompute ? 6 : 4) * ring_allreduce(q->T, N * C, es);
+        /* four all-reduces a block; --recompute full: its forward's two again (selective repeats
+         * the attention alone, which communicates nothing) */
+        b[G_TP] += (q->b1 - q->b0) * (q->recompute == RC_FULL ? 6 : 4) * ring_allreduce(q->T, N * C, es);
         if (last_stage(q)) b[G_TP] += 3 * ring_allreduce(q->T, N, 4) + ring_allreduce(q->T, N * C, es);
         b[G_PP] += ((q->p > 0) + !last_stage(q)) * N * C * es;
     }
@@ -822,9 +824,10 @@ static double bytes_model(const sl_train *t)
  * micro-batches the schedule keeps in flight on stage p (1F1B: min(m, P - p); GPipe: m), each
  * with, per block, megatron_mlp's 3NC + 12N·C/T + b·(a/T)·s² values and 4N f32 moments plus
  * the residual stream into each block (NC), and on the last stage the stream into the head;
- * the head's final norm once (its forward and backward run together). --recompute: each
+ * the head's final norm once (its forward and backward run together). --recompute full: each
  * micro-batch in flight keeps the stage's input (NC) alone, and one set of the rest serves the
- * micro-batch being recomputed. */
+ * micro-batch being recomputed; selective: the blocks keep all but the b·(a/T)·s² probabilities,
+ * of which the stage holds one block's. */
 static void memory_model(const sl_train *t, double bytes[SL_MEM_NCATS])
 {
     const p3 *q = t->state;
@@ -838,11 +841,14 @@ static void memory_model(const sl_train *t, double bytes[SL_MEM_NCATS])
     const int P = q->P, p = q->p, m = q->m;
     const double flight = t->variant == V_GPIPE ? m : (m < P - p ? m : P - p);
     const double N = (double)q->Bmax * s->T, NC = N * s->C, NCl = NC / q->T;
-    const double block = (3 * NC + 12 * NCl + (double)q->Bmax * (s->NH / q->T) * s->T * s->T) * es + 4 * N * 4;
+    const double att = (double)q->Bmax * (s->NH / q->T) * s->T * s->T * es; /* a block's probabilities */
+    const double block = (3 * NC + 12 * NCl) * es + att + 4 * N * 4;
     const int nb = q->b1 - q->b0;
     const double head = last_stage(q) ? NC * es + 2 * N * 4 : 0, into_head = last_stage(q) ? NC * es : 0;
-    if (q->recompute) /* each micro-batch's input, and one set of the rest for the one recomputed */
+    if (q->recompute == RC_FULL) /* each micro-batch's input, and one set of the rest for the one recomputed */
         bytes[SL_MEM_ACTIV] = flight * NC * es + nb * block + (nb - 1) * NC * es + into_head + head;
+    else if (q->recompute == RC_SELECTIVE) /* no block keeps its probabilities: one buffer serves them all */
+        bytes[SL_MEM_ACTIV] = flight * (nb * (block - att + NC * es) + into_head) + head + (nb > 0 ? att : 0);
     else
         bytes[SL_MEM_ACTIV] = flight * (nb * (block + NC * es) + into_head) + head;
 }
@@ -887,7 +893,7 @@ static void row(sl_train *t, sl_result *res)
     sl_result_param_str(res, "order", ord);
     sl_result_param_num(res, "micro_batches", q->m);
     sl_result_param_str(res, "schedule", variant_names[t->variant]);
-    sl_result_param_num(res, "recompute", q->recompute);
+    sl_result_param_str(res, "recompute", recompute_names[q->recompute]);
     sl_result_param_num(res, "zero", q->zero);
     if (q->zero) sl_result_param_num(res, "shard_elems", (double)q->S);
     const int op = opaque(q);

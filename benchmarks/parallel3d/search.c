@@ -1,6 +1,6 @@
 /* search.c — parallel3d --search: which layout trains this GPT fastest on these ranks.
  *
- * Every layout (D, T, P, micro-batches m, ZeRO stage, recomputation) with D·T·P = ranks, T
+ * Every layout (D, T, P, micro-batches m, ZeRO stage, recomputation none|selective|full) with D·T·P = ranks, T
  * dividing the heads, the width and the vocabulary, P at most the blocks, D dividing the global
  * batch and m a replica's sequences, is a candidate. The memory model (parallel3d.c) drops those
  * whose busiest rank would hold more than the limit. The performance model predicts each of the
@@ -68,7 +68,7 @@ static void enumerate(const p3_search *cfg)
             for (int m = 1; m <= Bd; m++) {
                 if (Bd % m) continue; /* micro-batches of unequal sizes: left out */
                 for (int z = 0; z <= (D > 1 && cfg->zero_ok); z++)
-                    for (int r = 0; r <= 1; r++) add(&(p3_layout){D, T, P, m, z, r});
+                    for (int r = 0; r < 3; r++) add(&(p3_layout){D, T, P, m, z, r});
             }
         }
     }
@@ -88,9 +88,11 @@ static int by_step(const void *a, const void *b)
     return u < v ? -1 : u > v ? 1 : x->rank - y->rank;
 }
 
+static const char *const rc_text[] = {"", " sel", " full"}, *const rc_names[] = {"none", "selective", "full"};
+
 static void layout_text(const p3_layout *l, char *buf, size_t len)
 {
-    snprintf(buf, len, "%dx%dx%d m%d z%d%s", l->D, l->T, l->P, l->m, l->zero, l->recompute ? " rc" : "");
+    snprintf(buf, len, "%dx%dx%d m%d z%d%s", l->D, l->T, l->P, l->m, l->zero, rc_text[l->recompute]);
 }
 
 /* Every layout and its memory; the least of them (INFINITY: no layout). */
@@ -150,8 +152,8 @@ static void plan(sl_ctx *ctx, const p3_search *cfg)
         }
         if (!f) continue;
         const p3_layout *l = &c->l;
-        snprintf(line, sizeof line, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%.0f\t%d\t%.9g\t%.9g\t%.9g\t%.9g\t%s", ctx->run_id,
-                 l->D, l->T, l->P, l->m, l->zero, l->recompute, c->mem, c->fits, c->pred.step, c->pred.compute,
+        snprintf(line, sizeof line, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t%.0f\t%d\t%.9g\t%.9g\t%.9g\t%.9g\t%s", ctx->run_id,
+                 l->D, l->T, l->P, l->m, l->zero, rc_names[l->recompute], c->mem, c->fits, c->pred.step, c->pred.compute,
                  c->pred.exposed, c->pred.idle, c->fits ? sl_pm_dominant(&c->pred) : "-");
         sl_results_append_line(f, path, line);
     }
@@ -190,7 +192,7 @@ static void plan(sl_ctx *ctx, const p3_search *cfg)
 static void predicted_table(sl_ctx *ctx, const p3_search *cfg)
 {
     sl_note(ctx, "search: the %d fastest predictions and %d more spread over the rest, by predicted step (D x T x P, "
-                 "m micro-batches, zero stage z, rc: recomputation; rank of %d)",
+                 "m micro-batches, zero stage z, recomputation sel(ective) or full; rank of %d)",
             cfg->top < nruns ? cfg->top : nruns, nruns > cfg->top ? nruns - cfg->top : 0, nfit);
     sl_note(ctx, "  %-22s %5s %11s %11s %11s %11s %-12s %9s", "layout", "rank", "pred ms", "compute ms", "exposed ms",
             "idle ms", "dominant", "mem GiB");
@@ -212,7 +214,7 @@ static void summary(sl_ctx *ctx)
     memcpy(order, runs, (size_t)nruns * sizeof *order);
     qsort(order, (size_t)nruns, sizeof *order, by_step);
     sl_note(ctx, "search: the %d layouts run, by measured step (D x T x P, m micro-batches, zero stage z, rc: "
-                 "recomputation; rank: by prediction, of %d)", nruns, nfit);
+                 "recomputation sel(ective) or full; rank: by prediction, of %d)", nruns, nfit);
     sl_note(ctx, "  %-22s %5s %10s %10s %9s %-12s %-6s %s", "layout", "rank", "step ms", "pred ms", "step/pred",
             "dominant", "check", "picked");
     double *err = malloc((size_t)nruns * sizeof *err + 1);

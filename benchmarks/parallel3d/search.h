@@ -8,7 +8,8 @@
 
 #include "sl_train.h"
 
-/* One layout: D x T x P ranks, m micro-batches a replica, ZeRO stage, full recomputation. */
+/* One layout: D x T x P ranks, m micro-batches a replica, ZeRO stage, recomputation (0 none,
+ * 1 selective, 2 full: parallel3d's --recompute). */
 typedef struct p3_layout {
     int D, T, P, m, zero, recompute;
 } p3_layout;

@@ -1,7 +1,7 @@
 #!/bin/bash
 # parallel3d: the GPT on a D x T x P grid (data x tensor x pipeline), on a tiny model (4 blocks of
 # 32, 4 heads, 8 tokens, vocabulary 64). On 4 ranks the layouts 1x2x2, 2x1x2 and 2x2x1 (f32, f16,
-# bf16; 1f1b and gpipe; --recompute) and on 8 ranks 2x2x2: every row equals serial GPT training in its dtype
+# bf16; 1f1b and gpipe; --recompute full and selective) and on 8 ranks 2x2x2: every row equals serial GPT training in its dtype
 # (the training layer's check), every rank's vector bit-identical to its replicas' (the program's
 # check), each group's bytes per step equal to its model (ring), the memory per category equal to
 # the combined model, the grid file giving each rank's (d, t, p) in Megatron-LM's order and in
@@ -63,10 +63,20 @@ run() { # run NP D T P NROWS NAME ARGS...: the layout's rows pass and equal the 
 run 4 1 2 2 2 a -d f32,bf16
 run 4 2 1 2 4 b -d f32,f16 --schedule 1f1b,gpipe
 run 4 2 2 1 1 c
-run 4 1 2 2 2 r --recompute --micro-batches 4 --schedule 1f1b,gpipe
+run 4 1 2 2 2 r --recompute full --micro-batches 4 --schedule 1f1b,gpipe
+run 4 1 2 2 2 s --recompute selective --micro-batches 4 --schedule 1f1b,gpipe
 run 8 2 2 2 1 d
 run 4 2 1 2 2 z -d f32,bf16 --zero 1
 run 4 2 2 1 2 y -d f32,bf16 --zero 1
+# Recomputation changes what is kept, never the arithmetic: selective and full train the same
+# weights bit for bit (the same error against serial training, the same loss)
+python3 - "$out/r/parallel3d.jsonl" "$out/s/parallel3d.jsonl" <<'PY'
+import json, sys
+get = lambda p: [(r["variant"], r["metrics"]["weight_rel_err"]["value"], r["metrics"]["final_loss"]["value"]) for r in map(json.loads, open(p))]
+full, sel = get(sys.argv[1]), get(sys.argv[2])
+sys.exit(0 if full == sel and len(full) == 2 else f"full {full} != selective {sel}")
+PY
+ok $? "--recompute selective and full: the same weights' error and loss in both schedules (bit-identical training)"
 if [ "${SL_TEST_LAYOUTS8:-0}" = 1 ]; then
   run 8 1 2 4 1 e
   run 8 4 1 2 1 f
@@ -140,7 +150,7 @@ for P in range(1, min(R, L) + 1):
     for T in range(1, R // P + 1):
         if R % P or (R // P) % T or heads % T or C % T or V % T or B % (R // P // T): continue
         D = R // P // T
-        n += sum(1 for m in range(1, B // D + 1) if (B // D) % m == 0) * (2 if D > 1 else 1) * 2
+        n += sum(1 for m in range(1, B // D + 1) if (B // D) % m == 0) * (2 if D > 1 else 1) * 3
 print(n)
 PY
 }
@@ -160,7 +170,7 @@ for p in plan:
         bad.append(f"layout {p}: not fitted, or pred_step != compute + exposed + idle")
 picks = sorted(r["params"]["search_pick"] for r in rows)
 if picks != ["sample", "top"]: bad.append(f"rows picked {picks}, expected one top and one sample")
-key = lambda x: tuple(int(x[k]) for k in ("dp", "tp", "pp", "micro_batches", "zero", "recompute"))
+key = lambda x: tuple(int(x[k]) for k in ("dp", "tp", "pp", "micro_batches", "zero")) + (x["recompute"],)
 preds = {key(p): float(p["pred_step"]) for p in plan}
 for r in rows:
     p = r["params"]
