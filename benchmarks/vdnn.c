@@ -85,6 +85,8 @@ static void setup(sl_train *t)
     s->rows = t->hi - t->lo;
     s->N = m->nlayers;
     set_policy(s, t->variant);
+    /* none is the offloading rows' ceiling (vs_none): SL_TEST_SLOWDOWN leaves its steps alone */
+    if (t->variant == V_NONE) sl_slowdown_ceiling(1);
     const sl_mem_space sp = space_of(t->be);
     const size_t before = space_total(sp);
     if (conv_model) vd_conv_setup(t, s); /* its workspaces, resident */
@@ -154,6 +156,7 @@ static void release(sl_train *t)
     }
     sl_replica_free(t, &s->rep);
     if (s->conv) vd_conv_free(t, s);
+    if (t->variant == V_NONE) sl_slowdown_ceiling(0);
     free(s->exposed);
     free(s);
 }
