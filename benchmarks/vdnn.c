@@ -161,15 +161,20 @@ static void release(sl_train *t)
     free(s);
 }
 
-/* The run's own figures against the model; then the first step's gradients and the weights
- * after the run against the none policy's, bit for bit, trained here from the initial weights
- * (the same samples, all-reduce and, in 16 bits, a loss scaler of its own from its start) in an
- * arena that holds none's activations (a device big enough). */
+/* The run's own figures against the model (the conv stack's resident bytes too: with them every
+ * byte of its run is modelled); then the first step's gradients and the weights after the run
+ * against the none policy's, bit for bit, trained here from the initial weights (the same
+ * samples, all-reduce and, in 16 bits, a loss scaler of its own from its start) in an arena
+ * that holds none's activations (a device big enough). */
 static int check(sl_train *t, double *error, char *why, size_t len)
 {
     vd *s = t->state;
     const size_t n = t->nparams, es = sl_train_esize(t);
     *error = NAN;
+    if (s->conv && s->resident != vd_conv_resident(t, s)) {
+        snprintf(why, len, "resident bytes %zu, model %zu", s->resident, vd_conv_resident(t, s));
+        return 1;
+    }
     for (int c = 0; c < A_NCATS; c++)
         if (s->peak[c] != s->model[c]) {
             snprintf(why, len, "peak %s bytes %zu, model %zu", arena_cat_names[c], s->peak[c], s->model[c]);

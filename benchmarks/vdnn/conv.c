@@ -66,6 +66,20 @@ void vd_conv_setup(sl_train *t, vd *s)
     c->w32 = sl_k_malloc(be, SL_MEM_OTHER, t->nparams * sizeof(float));
 }
 
+/* The bytes vd_conv_setup and sl_replica_place allocate, as requested (the allocator counts
+ * them so): the weights and gradients in t->dtype, the optimizer state, the target, one image's
+ * im2col workspace; in 16 bits the weights' and gradients' f32 twins, three tensor workspaces,
+ * one layer's dW and the weights' f32 view. */
+size_t vd_conv_resident(const sl_train *t, const vd *s)
+{
+    const vd_conv *c = s->conv;
+    const size_t n = t->nparams, es = sl_train_esize(t), T32 = c->elems * sizeof(float) + 1;
+    size_t b = 2 * n * es + (size_t)sl_optim_state_per_param(&t->optim) * n * 4 + 1 + T32 +
+               sl_conv2d_work_bytes(&c->cv) + 1;
+    if (t->dtype != SL_F32) b += (t->master ? 4 * n : 0) + 4 * n + 3 * T32 + hc_layer_params(&c->g) * 4 + 4 * n;
+    return b;
+}
+
 void vd_conv_free(sl_train *t, vd *s)
 {
     vd_conv *c = s->conv;

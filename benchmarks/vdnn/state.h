@@ -80,6 +80,8 @@ size_t vd_io_bytes(const sl_train *t, const vd *s, int l);
  * loss-scaled), added to t->loss; layer l backward from dy into dx (NULL for l = 0) and its dW
  * into grads. */
 void vd_conv_setup(sl_train *t, vd *s);
+/* The resident bytes of the conv stack's run by its model: its buffers and its replica. */
+size_t vd_conv_resident(const sl_train *t, const vd *s);
 void vd_conv_free(sl_train *t, vd *s);
 void vd_conv_widen(sl_train *t, vd *s, const void *params);
 void vd_conv_load(sl_train *t, vd *s, void *x);

@@ -46,6 +46,13 @@ for r in map(json.loads, open(path)):
         I, B = [T] * L, [0] * L
         G, O = [T] * (L + 1), T
         if p["model"] != "conv" or p["ops"] != L or p["act_bytes"] != T: bad.append(f"{r['variant']}: conv params {p}")
+        # resident: weights and gradients in the dtype, SGD's momentum, the f32 target, one image's
+        # im2col (36 x 64 f32); 16 bits: f32 master and gradient twins, three f32 tensor
+        # workspaces, one layer's dW (144), the weights' f32 view (the +1s: allocations never of 0)
+        n, T32 = layers * 144, T // es * 4
+        res = 2 * n * es + 4 * n + 1 + T32 + 1 + 36 * 64 * 4 + 1
+        if es == 2: res += 4 * n + 4 * n + 3 * (T32 + 1) + 144 * 4 + 4 * n
+        if m["resident"] != res: bad.append(f"{r['variant']}/{r['dtype']}: resident {m['resident']}, closed form {res}")
     else:              # gpt_model.h: tokens int32, residual stream N x C, the blocks' pieces
         C, NH, Tq, V = 32, 2, 16, 64
         N = rows * Tq; NC = N * C
