@@ -258,6 +258,10 @@ typedef struct sl_technique {
      * .validate). NULL: the shared MLP. */
     size_t (*model_params)(void);
     double (*model_flops)(int global_batch);
+    /* Its initial weights (f32, t->nparams): with it the technique's own model can be held in
+     * an sl_replica (sl_replica_place: weights, gradients, twins and optimizer state; no
+     * activations) and stepped by sl_replica_step. NULL: the replica is the shared model's. */
+    void (*init_params)(const sl_train *t, float *w32);
 
     /* The model, where it is not the shared --layers/--width stack (megatron_mlp: blocks whose
      * two layers differ in width): fills m for backend be; returns 0, or -1 for an invalid
@@ -618,7 +622,8 @@ typedef struct sl_replica {
     sl_acts acts;
 } sl_replica;
 void sl_replica_alloc(sl_train *t, int rows, sl_replica *r);
-/* The same with the activations left to place (sl_acts_place). */
+/* The same with the activations left to place (sl_acts_place); a technique with its own model
+ * (.init_params) places none. */
 void sl_replica_place(sl_train *t, int rows, sl_replica *r);
 void sl_replica_free(sl_train *t, sl_replica *r);
 /* Load samples [first, first + count) of the step, forward, loss, and backward into r->grads
