@@ -131,6 +131,12 @@ for b in bad: print("# " + b)
 sys.exit(1 if bad else 0)
 PY
 ok $? "vdnn: the copies' pred_comm (6 of 0.228 us) and pred_exposed (pf0 3 of them, pf1 1) as computed by hand"
+# The vdnn sheet's exercise 7 quotes its H100 prediction (datasheet rates, arithmetic only):
+# compute 0.070 ms, copies 0.642 ms, exposed 0.616 (pf0) and 0.580 (pf1), exposed_comm dominant.
+vdnn --predict scripts/platforms/predict/h100-sxm-node.txt --predict-ranks 1 -o "$out/vsheet" >"$out/vsheet.log" 2>&1
+got=$(awk '$1 ~ /^all/ {printf "%s %s %s %s %s;", $1, $7, $9, $10, $12}' "$out/vsheet.log")
+[ "$got" = "all/pf0 0.070 0.642 0.616 exposed_comm;all/pf1 0.070 0.642 0.580 exposed_comm;" ]
+ok $? "the vdnn sheet's exercise 7: compute, comm, exposed and dominant on the H100 file as the sheet quotes them (got: $got)"
 expect_usage_of vdnn "gives no h2d_bw" --predict "$plat" --predict-ranks 1 -C ring
 printf 'h2d_alpha = 1e-6\n' | cat "$plat" - >"$out/alpha-only.txt"
 expect_usage_of ddp "alpha-only.txt: h2d_alpha needs h2d_bw" --predict "$out/alpha-only.txt"
