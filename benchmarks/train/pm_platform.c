@@ -83,6 +83,7 @@ int sl_pm_platform_load(const char *path, sl_pm_platform *pl, char *err, size_t 
     pl->mpi = pl->nccl = -1;
     pl->background = -1;
     pl->alpha = pl->link_bw = pl->bw = pl->alpha_far = pl->link_bw_far = pl->reduce_bw = -1;
+    pl->h2d_alpha = pl->h2d_bw = -1;
     snprintf(pl->path, sizeof pl->path, "%s", path);
     FILE *f = fopen(path, "r");
     if (!f) return fail(err, errlen, "%s: cannot read the platform file: %s", path, strerror(errno));
@@ -140,6 +141,8 @@ int sl_pm_platform_load(const char *path, sl_pm_platform *pl, char *err, size_t 
         else if (!strcmp(k, "alpha_far")) num = &pl->alpha_far, zero_ok = 1;
         else if (!strcmp(k, "link_bw_far")) num = &pl->link_bw_far;
         else if (!strcmp(k, "segment")) num = &pl->segment, zero_ok = 1;
+        else if (!strcmp(k, "h2d_bw")) num = &pl->h2d_bw;
+        else if (!strcmp(k, "h2d_alpha")) num = &pl->h2d_alpha, zero_ok = 1;
         else
             rc = fail(err, errlen, "%s:%d: unknown key '%s' (docs/predict.md lists the keys)", path, ln, k);
         if (rc == 0 && num && number(v, zero_ok, num))
@@ -163,6 +166,9 @@ int sl_pm_platform_load(const char *path, sl_pm_platform *pl, char *err, size_t 
     if (pl->group > 0 && (pl->group & (pl->group - 1)))
         return fail(err, errlen, "%s: group %ld: expected a power of two (the cost models place partners by it)", path, pl->group);
     if (pl->background < 0) return fail(err, errlen, "%s: no 'background' (1: operations progress while the rank computes)", path);
+    if (pl->h2d_alpha >= 0 && pl->h2d_bw < 0)
+        return fail(err, errlen, "%s: h2d_alpha needs h2d_bw (a host<->device copy's bytes/s each way)", path);
+    if (pl->h2d_alpha < 0) pl->h2d_alpha = 0;
     return 0;
 }
 
@@ -193,6 +199,10 @@ void sl_pm_platform_prims(const sl_pm_platform *pl, sl_pm_algo algo, int p, sl_p
     for (int o = 0; o < SL_PM_NOPS; o++) out->alpha[o] = out->beta[o] = 0;
     out->bw = pl->bw;
     out->background = pl->background;
+    /* a copy between host and device memory: each rank's own, on a copy engine beside the
+     * compute whatever `background` says of the network (train_perf.c charges measured copies so) */
+    out->background_ops = 1u << SL_PM_H2D;
+    if (pl->h2d_bw > 0) out->alpha[SL_PM_H2D] = pl->h2d_alpha, out->beta[SL_PM_H2D] = 1.0 / pl->h2d_bw;
     if (p < 2) return; /* nothing moves: an in-place sum of one rank */
     double a, b;
     /* the ring's slowest hop, and a point-to-point partner anywhere: the far link once p > g */

@@ -16,6 +16,9 @@
  *   segment               bytes an algorithm cuts a step's message into, each paying alpha (0: none)
  *   mpi, nccl             the algorithm (ring|rhd|tree) `-C mpi` / `-C nccl` stands for (optional)
  *   background            1: operations progress while the rank computes; 0: where started
+ *   h2d_bw, h2d_alpha     a host<->device copy's bytes/s (each way) and latency (s, default 0):
+ *                         the copies of an offload (vdnn); a schedule with copies refuses a file
+ *                         without h2d_bw rather than charge them nothing
  *
  * From link alpha and beta = 1 / link_bw, each operation of p ranks gets its alpha-beta by the
  * algorithm's cost model (pm_platform.c says which), in the form perf_model.h charges:
@@ -41,6 +44,7 @@ typedef struct sl_pm_platform {
     double alpha, link_bw, alpha_far, link_bw_far, segment;
     int mpi, nccl;                 /* sl_pm_algo, or -1: not stated */
     int background;
+    double h2d_alpha, h2d_bw;      /* host<->device copies; h2d_bw < 0: not given */
 } sl_pm_platform;
 
 /* Reads path into pl. 0, or -1 with one line in err naming the file (and line) and what is wrong. */
@@ -50,7 +54,9 @@ int sl_pm_platform_load(const char *path, sl_pm_platform *pl, char *err, size_t 
 int sl_pm_platform_algo(const sl_pm_platform *pl, const char *coll, char *err, size_t errlen);
 
 /* prims's communication for p ranks running algorithm a (alpha, beta of every operation), its
- * element-wise bandwidth and background flag from pl. GEMMs: sl_pm_platform_gemms. */
+ * element-wise bandwidth and background flag from pl, and the host<->device copies' alpha-beta
+ * (on a copy engine beside the compute: background_ops, as a measured run charges them).
+ * GEMMs: sl_pm_platform_gemms. */
 void sl_pm_platform_prims(const sl_pm_platform *pl, sl_pm_algo a, int p, sl_pm_prims *out);
 
 /* The reductions' additions (gamma) added to io's beta of each reducing operation, at reduce_bw

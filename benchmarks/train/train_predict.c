@@ -7,7 +7,8 @@
  * the technique's own .schedule for the step, the same code that predicts a measured row; the
  * schedule is charged at the platform's primitives (GEMM rate per dtype and element-wise
  * bandwidth, or measured here with `compute = measured`; each operation's alpha-beta for N ranks
- * from the link's by the collective's cost model, pm_platform.c). Ranks 0 and N-1 are predicted,
+ * from the link's by the collective's cost model, pm_platform.c; host<->device copies at its
+ * h2d_alpha and h2d_bw). Ranks 0 and N-1 are predicted,
  * the partition's two ends (the last rank holds the padding of a sharded layer, the smallest
  * slice of an uneven batch), and the row is the slower one's, as a measured step is the slowest
  * rank's. One row per configuration, in the results format, with time null (nothing was timed)
@@ -224,6 +225,11 @@ static platform_pred platform_step(sl_ctx *ctx, const sl_technique *tech, int v,
             memcpy(p.group_alpha[g], pg.alpha, sizeof pg.alpha);
             memcpy(p.group_beta[g], pg.beta, sizeof pg.beta);
         }
+        for (int e = 0; e < s->nev; e++)
+            if (s->ev[e].kind == SL_PM_EV_START && s->ev[e].op == SL_PM_H2D && s->ev[e].amount > 0 && !(plat.h2d_bw > 0))
+                sl_usage_error("--predict: %s gives no h2d_bw (a host<->device copy's bytes/s each way) for %s %s's "
+                               "copies; without it they would be charged nothing",
+                               plat.path, tech->program.name, tech->variants[v]);
         for (int e = 0; e < s->nev; e++)
             if (s->ev[e].kind == SL_PM_EV_START &&
                 isnan(s->ev[e].group ? p.group_alpha[s->ev[e].group][s->ev[e].op] : p.alpha[s->ev[e].op]))

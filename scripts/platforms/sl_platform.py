@@ -125,7 +125,9 @@ def predict_file(kind, bw, lat):
         f"alpha_far   = {4 * lat:.6g}      # between leaves: 4 links crossed\n"
         f"link_bw_far = {bw:.6g}      # full bisection: as many spines as a leaf has nodes\n"
         "segment     = 262144      # the suite's algorithms send each step in 256 KiB segments (coll_xfer.c)\n"
-        "background  = 0           # host buffers: an operation advances only in its rank's calls\n")
+        "background  = 0           # host buffers: an operation advances only in its rank's calls\n"
+        "# no h2d_bw: the simulated cluster has no device, so vdnn's offload copies have no link to be\n"
+        "# charged at (--predict refuses this file for a variant that copies)\n")
 
 
 def torus_dims(nodes):

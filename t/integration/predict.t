@@ -3,7 +3,8 @@
 # rows are the hand-computed step of ddp's schedule (an MLP 8 -> 8 -> 8, 4 samples a rank, SGD)
 # at 2 and 4 ranks on the ring and rhd, with a group of 2 ranks so that 4 ranks pay the far link,
 # the reduction's additions charged at the element-wise bandwidth; rows are in the results format (ranks N, time null, check none); zero states its
-# schedule too (every stage predicted, the sharded stages' traffic growing as the formula says).
+# schedule too (every stage predicted, the sharded stages' traffic growing as the formula says);
+# vdnn's offload copies are charged at the file's h2d_alpha and h2d_bw, computed by hand.
 # Usage errors exit 2 with one line naming the file and what is wrong. Nothing is timed.
 . "$(dirname "$0")/../lib/common.sh"
 out=$(tmpdir)
@@ -102,6 +103,43 @@ ddp --predict scripts/platforms/predict/h100-sxm-node.txt --predict-ranks 2,4,8,
 got=$(awk '$1 == "sync" {printf "%s %s %s;", $4, $7, $9}' "$out/sheet.log")
 [ "$got" = "2 0.178 0.192;4 0.178 0.297;8 0.178 0.368;16 0.178 2.825;" ]
 ok $? "the ddp sheet's exercise 9: ranks, compute and comm as the sheet quotes them (got: $got)"
+
+# vdnn: its offload copies at the file's h2d_alpha + bytes / h2d_bw, on a copy engine beside the
+# compute (the MLP 8 -> 8 -> 8, 4 samples, on 1 rank: no all-reduce). Each way the copies are
+# layer 0's input and pre-activation and layer 1's input, 4 x 8 f32 = 128 bytes each (layer 1's
+# output is not kept): 6 copies of 0.1 us + 128 ns. Forward they hide behind the layers' compute;
+# backward all/pf0 fetches each layer's pieces and waits for them at once (3 copies exposed),
+# all/pf1 waits only for the top layer's input (the layer below comes while the top one computes).
+cat "$plat" >"$out/round-h2d.txt"
+printf 'h2d_bw = 1e9\nh2d_alpha = 1e-7\n' >>"$out/round-h2d.txt"
+bin/vdnn --predict "$out/round-h2d.txt" --predict-ranks 1 -C ring $small -o "$out/vdnn" >"$out/vdnn.log" 2>&1
+ok $? "vdnn --predict with h2d_bw: exit 0"
+python3 - "$out/vdnn/vdnn.jsonl" <<'PY'
+import json, sys
+rows = {r["variant"]: {k: v["value"] for k, v in r["metrics"].items()} for r in map(json.loads, open(sys.argv[1]))}
+copy = 1e-7 + 128 / 1e9
+want = {"none": (0, 0), "all/pf0": (6 * copy, 3 * copy), "all/pf1": (6 * copy, copy)}  # comm, exposed
+bad = []
+if sorted(rows) != sorted(want): bad.append(f"rows {sorted(rows)}")
+for v, (comm, exposed) in want.items():
+    m = rows.get(v, {})
+    got = (m.get("pred_comm"), m.get("pred_exposed"), m.get("pred_step"))
+    exp = (comm, exposed, rows["none"]["pred_compute"] + exposed)
+    if any(g is None or abs(g - e) > 1e-15 for g, e in zip(got, exp)): bad.append(f"{v}: comm, exposed, step {got}, expected {exp}")
+    if m.get("pred_compute") != rows["none"]["pred_compute"]: bad.append(f"{v}: compute differs from none's")
+for b in bad: print("# " + b)
+sys.exit(1 if bad else 0)
+PY
+ok $? "vdnn: the copies' pred_comm (6 of 0.228 us) and pred_exposed (pf0 3 of them, pf1 1) as computed by hand"
+# The vdnn sheet's exercise 7 quotes its H100 prediction (datasheet rates, arithmetic only):
+# compute 0.070 ms, copies 0.642 ms, exposed 0.616 (pf0) and 0.580 (pf1), exposed_comm dominant.
+vdnn --predict scripts/platforms/predict/h100-sxm-node.txt --predict-ranks 1 -o "$out/vsheet" >"$out/vsheet.log" 2>&1
+got=$(awk '$1 ~ /^all/ {printf "%s %s %s %s %s;", $1, $7, $9, $10, $12}' "$out/vsheet.log")
+[ "$got" = "all/pf0 0.070 0.642 0.616 exposed_comm;all/pf1 0.070 0.642 0.580 exposed_comm;" ]
+ok $? "the vdnn sheet's exercise 7: compute, comm, exposed and dominant on the H100 file as the sheet quotes them (got: $got)"
+expect_usage_of vdnn "gives no h2d_bw" --predict "$plat" --predict-ranks 1 -C ring
+printf 'h2d_alpha = 1e-6\n' | cat "$plat" - >"$out/alpha-only.txt"
+expect_usage_of ddp "alpha-only.txt: h2d_alpha needs h2d_bw" --predict "$out/alpha-only.txt"
 
 # Usage errors: one line, exit 2, naming the file and what is wrong.
 expect_usage_of ddp "cannot read the platform file" --predict "$out/none.txt"
