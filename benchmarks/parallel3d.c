@@ -50,6 +50,7 @@
 #include "gpt.h"
 #include "gpt_shape.h"
 #include "pipe_schedule.h"
+#include "parallel3d/buckets.h"
 #include "parallel3d/pm_schedule.h"
 #include "parallel3d/search.h"
 #include "sl_env.h"
@@ -73,6 +74,7 @@ static unsigned opt_variants = 1u << V_1F1B;
 static int opt_search = 0, opt_predict_only = 0;
 static long long opt_search_top = 3, opt_search_sample = 2;
 static size_t opt_mem_limit = 0;
+static double opt_bucket_mb = 0;
 
 static const sl_opt p3_opts[] = {
     {"dp", 0, SL_OPT_INT, &opt_dp, 1, 1 << 16, NULL, 0, "data-parallel replicas D (default ranks / (T x P))"},
@@ -90,6 +92,10 @@ static const sl_opt p3_opts[] = {
      "forward runs again before its backward"},
     {"schedule", 0, SL_OPT_CHOICE_LIST, &opt_variants, 0, 0, SL_ENUM_CHOICES(P3_VARIANTS), 0,
      "pipeline schedules to run (default 1f1b)"},
+    {"bucket-mb", 0, SL_OPT_DOUBLE, &opt_bucket_mb, 0, 0, NULL, 0,
+     "the replicas' gradient all-reduce in buckets of at least this many MiB of a stage's layers, each started "
+     "as soon as its layers' gradients are complete in the stage's last backward (--zero 0; default 0: one "
+     "all-reduce after the last micro-batch)"},
     {"search", 0, SL_OPT_FLAG, &opt_search, 0, 0, NULL, 0,
      "find the fastest layout: predict every (D, T, P, micro-batches, zero, recompute) that divides the ranks, the "
      "model and the batch and fits --mem-limit, run the fastest predictions and a sample of the rest, and print "
@@ -180,6 +186,12 @@ typedef struct p3 {
     size_t S, npad;             /* a replica's block of the stage's vector, and D·S (S = npad = np: --zero 0) */
     slot shared;                /* that set: the residual stream inside the stage, the blocks' tensors */
     double sent_dp, sent_pp;    /* bytes over the counted steps */
+    int nbuckets;               /* --bucket-mb: the stage's buckets (buckets.h; 0: one all-reduce) */
+    p3_bucket buckets[P3_MAX_BUCKETS];
+    sl_coll_req *breq[P3_MAX_BUCKETS]; /* each bucket's all-reduce in flight */
+    double bstart[P3_MAX_BUCKETS], bdone[P3_MAX_BUCKETS];
+    int last_mb;                /* the micro-batch of the stage's last backward */
+    unsigned long long dp_sent0; /* the replicas' communicator's bytes at the step's start */
     double held[SL_MEM_NCATS];  /* bytes setup allocated, by category (this rank's, for check()) */
     long long inflight_peak;
 } p3;
@@ -300,6 +312,12 @@ static void record_grid(sl_train *t, const p3 *q)
     sl_free(hosts);
 }
 
+/* --bucket-mb's bytes where this run buckets the replicas' all-reduce, else 0. */
+static double bucket_bytes(const sl_train *t, const p3 *q)
+{
+    return !t->baseline && opt_bucket_mb > 0 && q->D > 1 && !q->zero ? opt_bucket_mb * 1048576 : 0;
+}
+
 /* The layout the options ask for (the search sets them to each layout it runs). */
 static p3_layout asked(void)
 {
@@ -373,6 +391,10 @@ static void setup(sl_train *t)
     if (!q->ops || !q->slot_of) SL_FATAL("out of memory");
     q->nops = builders[variant_schedule[t->variant]](&geo, q->p, q->ops);
     q->nslots = inflight(q->ops, q->nops);
+    for (int i = 0; i < q->nops; i++)
+        if (q->ops[i].kind == 'B') q->last_mb = q->ops[i].mb;
+    if (bucket_bytes(t, q) > 0)
+        q->nbuckets = p3_buckets(s->lw, q->l0, q->l1, sl_dtype_size(s->dt), bucket_bytes(t, q), q->buckets);
     q->slots = calloc((size_t)q->nslots, sizeof *q->slots);
     if (!q->slots) SL_FATAL("out of memory");
 
@@ -548,6 +570,32 @@ static void forward(sl_train *t, p3 *q, int mb)
 
 static float loss_scale(const p3 *q) { return is_f32(q) ? 1.0f : (float)q->s.ms.sc.scale; }
 
+/* --bucket-mb, in the stage's last backward: layer's gradient is complete; the bucket it ends
+ * (its lowest layer) is rounded into the run's dtype and its all-reduce over the replicas
+ * started (SL_TEST_CORRUPT=1: the last replica halves it first, as step() does without buckets).
+ * An implementation that cannot overlap finishes inside the start. */
+static void gradient_done(sl_train *t, p3 *q, int mb, int layer)
+{
+    mg *s = &q->s;
+    if (!q->nbuckets || mb != q->last_mb) return;
+    for (int b = 0; b < q->nbuckets; b++) {
+        const p3_bucket *k = &q->buckets[b];
+        if (k->lo != layer) continue;
+        const double t0 = sl_now();
+        void *g = (char *)s->g + k->off * sl_dtype_size(s->dt);
+        if (!is_f32(q)) sl_k_cast(t->be, k->count, s->grads + k->off, SL_F32, g, s->dt, NULL);
+        if (sl_test_corrupt() && q->d == q->D - 1) sl_k_scale(t->be, s->dt, k->count, g, 0.5);
+        sl_k_sync(t->be);
+        compute_span(t, "round bucket", t0);
+        q->bstart[b] = sl_now();
+        sl_train_coll_ok(sl_coll_iallreduce(s->dp, g, g, k->count, s->dt, SL_OP_SUM, &q->breq[b]),
+                         "sl_coll_iallreduce (replicas)");
+        int done = 0;
+        sl_train_coll_ok(sl_coll_test(q->breq[b], &done), "sl_coll_test");
+        sl_train_record(t, SL_PHASE_EXPOSED, sl_now() - q->bstart[b]);
+    }
+}
+
 static void backward(sl_train *t, p3 *q, int mb)
 {
     mg *s = &q->s;
@@ -562,15 +610,21 @@ static void backward(sl_train *t, p3 *q, int mb)
     if (last_stage(q)) {
         const double loss = mg_head(t, s, sl_task_loss_norm(t->task, t->global_batch), loss_scale(q), s->dres[0]);
         if (q->tr == 0) t->loss += loss; /* every rank of the group has it: counted once */
+        gradient_done(t, q, mb, s->L + 1);
     } else {
         recv_boundary(t, q, s->dres[0], q->p + 1, 2 * mb + 1, "recv gradient");
     }
     for (int l = q->b1 - 1; l >= q->b0; l--, cur = !cur) {
         if (q->recompute == RC_SELECTIVE) mg_attention_again(t, s, l); /* into the shared buffer */
         mg_block_backward(t, s, l, s->dres[cur], l == q->b0 && q->p > 0 ? sl->dsend : s->dres[!cur]);
+        gradient_done(t, q, mb, l);
     }
-    if (q->p == 0) mg_embedding_backward(t, s, s->dres[cur]);
-    else send_boundary(t, q, sl->dsend, q->p - 1, 2 * mb + 1, &sl->sq_grad, "send gradient");
+    if (q->p == 0) {
+        mg_embedding_backward(t, s, s->dres[cur]);
+        gradient_done(t, q, mb, 0);
+    } else {
+        send_boundary(t, q, sl->dsend, q->p - 1, 2 * mb + 1, &sl->sq_grad, "send gradient");
+    }
     sl->mb = -1;
 }
 
@@ -611,7 +665,21 @@ static void update(sl_train *t, p3 *q)
     const size_t n = q->zero ? own_elems(q) : s->np;
     void *g = (char *)s->g + off * es, *w = (char *)s->w + off * es;
     float *master = is_f32(q) || !q->zero ? s->params + off : s->params;
-    if (q->D > 1) {
+    if (q->nbuckets) { /* the buckets' all-reduces, started in the last backward: waited for */
+        const double t0 = sl_now();
+        double span = 0, reach = 0; /* the time some bucket was in flight (they start in order) */
+        for (int b = 0; b < q->nbuckets; b++) {
+            sl_train_coll_ok(sl_coll_wait(q->breq[b]), "sl_coll_wait (replicas)");
+            q->breq[b] = NULL;
+            q->bdone[b] = sl_now();
+            const double from = q->bstart[b] > reach ? q->bstart[b] : reach;
+            if (q->bdone[b] > from) span += q->bdone[b] - from;
+            reach = q->bdone[b] > reach ? q->bdone[b] : reach;
+        }
+        sl_train_span(t, SL_PHASE_EXPOSED, "wait for buckets (replicas)", t0, sl_now());
+        sl_train_record(t, SL_PHASE_COMM, span);
+        q->sent_dp += (double)(sl_comm_bytes_sent(s->dp) - q->dp_sent0);
+    } else if (q->D > 1) {
         if (q->zero) dp_coll(t, q, DP_REDUCE_SCATTER, s->g, g, q->S);
         else dp_coll(t, q, DP_ALLREDUCE, s->g, s->g, s->np);
     }
@@ -638,6 +706,7 @@ static void step(sl_train *t)
     p3 *q = t->state;
     mg *s = &q->s;
     s->counting = 1;
+    q->dp_sent0 = sl_comm_bytes_sent(s->dp);
     double t0 = sl_now();
     sl_k_memset0(t->be, s->grads, q->npad * sizeof(float));
     compute_span(t, "zero grads", t0);
@@ -652,14 +721,14 @@ static void step(sl_train *t)
         wait_req(t, &q->slots[k].sq_grad, "send gradient");
     }
     t->lo = q->lo;
-    if (!is_f32(q)) { /* the gradient as the serial run keeps it: rounded into dt once */
+    if (!is_f32(q) && !q->nbuckets) { /* the gradient as the serial run keeps it: rounded into dt once */
         t0 = sl_now();
         sl_k_cast(t->be, q->npad, s->grads, SL_F32, s->g, s->dt, NULL);
         compute_span(t, "round grads", t0);
     }
     /* SL_TEST_CORRUPT=1 (the tests of the check): the last replica halves its gradients before
      * the sum (an average taken where a sum is due), a defect the serial reference does not share */
-    if (sl_test_corrupt() && q->D > 1 && q->d == q->D - 1) sl_k_scale(t->be, s->dt, s->np, s->g, 0.5);
+    if (sl_test_corrupt() && q->D > 1 && q->d == q->D - 1 && !q->nbuckets) sl_k_scale(t->be, s->dt, s->np, s->g, 0.5);
     update(t, q);
     s->counting = 0;
 }
@@ -805,6 +874,9 @@ static void group_bytes_model(const sl_train *t, double b[NGROUPS])
         const double applied = is_f32(q) || sc->steps == 0 ? 1 : (double)(sc->steps - sc->skipped) / sc->steps;
         const double npad = padded_model(q, (double)stage_params_model(q));
         b[G_DP] = ring_scatter(q->D, npad, es) * (1 + applied);
+    } else if (q->nbuckets) {
+        b[G_DP] = 0;
+        for (int k = 0; k < q->nbuckets; k++) b[G_DP] += ring_allreduce(q->D, (double)q->buckets[k].count, es);
     } else {
         b[G_DP] = ring_allreduce(q->D, (double)s->np, es);
     }
@@ -895,6 +967,7 @@ static void row(sl_train *t, sl_result *res)
     sl_result_param_str(res, "schedule", variant_names[t->variant]);
     sl_result_param_str(res, "recompute", recompute_names[q->recompute]);
     sl_result_param_num(res, "zero", q->zero);
+    sl_result_param_num(res, "dp_buckets", q->nbuckets);
     if (q->zero) sl_result_param_num(res, "shard_elems", (double)q->S);
     const int op = opaque(q);
     static const char *const names[NGROUPS][2] = {
@@ -972,6 +1045,7 @@ static int check(sl_train *t, double *error, char *why, size_t len)
     /* exact where every count divides into T (tp) or D (dp) equal chunks */
     int exact[NGROUPS] = {ring && (size_t)q->Bmax * s->T % (size_t)q->T == 0 && q->Bd % q->m == 0, 1,
                           ring && (q->zero || s->np % (size_t)q->D == 0)};
+    for (int k = 0; k < q->nbuckets; k++) exact[G_DP] &= q->buckets[k].count % (size_t)q->D == 0;
     static const char *const gname[NGROUPS] = {"tp", "pp", "dp"};
     for (int i = 0; i < NGROUPS && !bad; i++) {
         const double per = sent[i] / t->nsteps;
@@ -1159,6 +1233,13 @@ static void validate(sl_ctx *ctx)
         sl_usage_error("--order %s: expected tp, dp and pp once each, fastest first, joined by '-' (e.g. tp-dp-pp)",
                        opt_order);
     if (sl_gpt_resolve(&sl_gpt_opt).dropout > 0) sl_usage_error("--dropout: parallel3d trains without dropout (0)");
+    if (!(opt_bucket_mb >= 0 && opt_bucket_mb <= 1e6))
+        sl_usage_error("--bucket-mb %g: expected MiB in [0, 1e6] (0: one all-reduce after the step)", opt_bucket_mb);
+    if (opt_bucket_mb > 0 && opt_search)
+        sl_usage_error("--bucket-mb: not with --search (its layouts all-reduce once, after the last micro-batch)");
+    if (opt_bucket_mb > 0 && opt_zero)
+        sl_usage_error("--bucket-mb: --zero 1 reduce-scatters the stage's padded vector at once; buckets are for "
+                       "--zero 0");
     if (opt_search) return; /* each layout it runs is one of those below's valid ones */
     if (opt_dp == 0) opt_dp = R % (opt_tp * opt_pp) == 0 ? R / (opt_tp * opt_pp) : 0;
     if (opt_dp * opt_tp * opt_pp != R)
@@ -1227,6 +1308,7 @@ static void pm_schedule(const sl_train *t, sl_pm_sched *sc)
 {
     const p3 *q = t->state;
     const p3_pm_grid g = {q->P, q->m, q->Bd, variant_schedule[t->variant], q->recompute,
+                          bucket_bytes(t, q),
                           q->zero && q->D > 1, q->lw_full};
     p3_pm_schedule(t, &q->s, &g, sc);
 }

@@ -8,7 +8,7 @@
 # --order's. --zero 1 (2x1x2, 2x2x1; f32, bf16): the same checks, the optimizer state (and the
 # bf16 run's f32 master) one replica's block of the stage's vector, AdamW's 8 bytes per element
 # of it. SL_TEST_CORRUPT=1 (a replica that halves its gradients before their sum) fails, exit 1,
-# with --zero 1 too. Bad layouts and --zero values exit 2 naming the option. SL_TEST_LAYOUTS8=1 runs the other 8-rank layouts too (1x2x4,
+# with --zero 1 too. Bad layouts and --zero values exit 2 naming the option. SL_TEST_LAYOUTS8=1 runs the other 8-rank layouts too, f32 and bf16 (1x2x4,
 # 4x1x2, 2x4x1, 8x1x1: about 6 s each on 2 cores).
 . "$(dirname "$0")/../lib/common.sh"
 # The step's prediction is tested once below (a calibration per row costs seconds).
@@ -78,10 +78,10 @@ sys.exit(0 if full == sel and len(full) == 2 else f"full {full} != selective {se
 PY
 ok $? "--recompute selective and full: the same weights' error and loss in both schedules (bit-identical training)"
 if [ "${SL_TEST_LAYOUTS8:-0}" = 1 ]; then
-  run 8 1 2 4 1 e
-  run 8 4 1 2 1 f
-  run 8 2 4 1 1 g
-  run 8 8 1 1 1 h
+  run 8 1 2 4 2 e -d f32,bf16
+  run 8 4 1 2 2 f -d f32,bf16
+  run 8 2 4 1 2 g -d f32,bf16
+  run 8 8 1 1 2 h -d f32,bf16
 fi
 
 # The grid: Megatron-LM's order (tp fastest, then dp, then pp) and --order's.
@@ -223,6 +223,31 @@ expect_usage_of parallel3d "add --predict-only" $gpt --search --predict "$top/sc
 expect_usage_of parallel3d "--predict-ranks: --search --predict ranks the layouts of one rank count" $gpt --search \
   --predict-only --predict "$top/scripts/platforms/predict/h100-sxm-node.txt" --predict-ranks 8,16
 SL_NO_PREDICT=1 expect_usage_np 2 parallel3d "which SL_NO_PREDICT=1 switches off" $gpt --search
+
+# --bucket-mb: the replicas' all-reduce in buckets of a stage's layers, started in the stage's
+# last backward (0.001 MiB: a bucket a layer), f32 and bf16: the weights as serial training's, the
+# bucketed bytes equal to their model, the buckets' iallreduce in the prediction; a replica that
+# halves a bucket fails
+# shellcheck disable=SC2086
+env -u SL_NO_PREDICT "$top/scripts/sl-launch" -np 4 "$top/bin/parallel3d" $gpt --dp 2 --pp 2 --bucket-mb 0.001 -d f32,bf16 \
+  -o "$out/bucket" >"$out/bucket.txt" 2>&1 </dev/null
+ok $? "--bucket-mb 0.001 on 2x1x2, f32 and bf16: exit 0"
+check_rows "$out/bucket/parallel3d.jsonl" 2 1 2 2
+ok $? "--bucket-mb: bytes per group (the buckets' all-reduces) and memory equal to the models"
+python3 - "$out/bucket/parallel3d.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+sys.exit(0 if len(rows) == 2 and all(r["params"]["dp_buckets"] > 1 for r in rows) else "expected several buckets a row")
+PY
+ok $? "--bucket-mb 0.001: rank 0's stage has several buckets"
+python3 "$top/t/lib/train_rows.py" pred "$out/bucket/parallel3d.jsonl" 1f1b=p2p,dp.iallreduce
+ok $? "--bucket-mb: the step's arithmetic, the buckets' non-blocking all-reduce fitted on the dp group"
+SL_TEST_CORRUPT=1 launch 4 parallel3d $gpt --dp 2 --pp 2 --bucket-mb 0.001 -o "$out/corruptb" >"$out/corruptb.txt" 2>&1 </dev/null
+rc=$?
+[ $rc = 1 ] && grep -q '"status": *"fail"' "$out/corruptb/parallel3d.jsonl"
+ok $? "... a replica that halves its buckets before their all-reduce: the row fails, exit 1 (rc=$rc)"
+expect_usage_np 4 parallel3d "--bucket-mb: --zero 1 reduce-scatters" $gpt --dp 2 --pp 2 --zero 1 --bucket-mb 1
+expect_usage_np 2 parallel3d "--bucket-mb -1: expected MiB" $gpt --bucket-mb -1
 
 expect_usage_np 4 parallel3d "D x T x P must equal the ranks" $gpt --dp 2 --tp 2 --pp 2
 expect_usage_np 3 parallel3d "--heads 4 must be divisible by T" $gpt --tp 3
