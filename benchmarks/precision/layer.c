@@ -216,7 +216,8 @@ static double bytes_model(const sl_train *t)
 }
 
 /* The MLP's figures beside the GPT's: its activation gradients counted, and speed against fp32's
- * (the gate of its 16-bit rows: fp32 is their ceiling). */
+ * (the gate of its 16-bit rows, fp32 being their ceiling; on several ranks the layer gates
+ * scaling_eff instead, null unless --baseline 1). */
 static void mlp_row(sl_train *t, const run_result *rr, sl_result *res)
 {
     const int f32 = t->dtype == SL_F32;
