@@ -374,7 +374,9 @@ $(BUILD)/libsl_train.a: $(TRAIN_OBJ)
 # (a program includes their header as "<name>/header.h"); benchmarks/train/ has no train.c and
 # stays the library above.
 .SECONDEXPANSION:
-prog_helper_obj = $(patsubst %.c,$(BUILD)/%.o,$(wildcard benchmarks/$(1)/*.c))
+# A program may share another's: prog_shared_<name> (vdnn trains halo_conv's conv stack).
+prog_shared_vdnn := benchmarks/halo_conv/model.c benchmarks/halo_conv/grid.c
+prog_helper_obj = $(patsubst %.c,$(BUILD)/%.o,$(wildcard benchmarks/$(1)/*.c) $(prog_shared_$(1)))
 $(BIN)/%: $(BUILD)/benchmarks/%.o $$(call prog_helper_obj,$$*) $(LIBS) $(FLAGS_STAMP)
 	@mkdir -p $(BIN)
 	$(say) LINK $@

@@ -783,12 +783,7 @@ static int check(sl_train *t, double *error, char *why, size_t whylen)
 static void reference(sl_train *t, float *params, double *losses)
 {
     (void)losses; /* the conv stack's serial training does not report its loss */
-    hc_geom whole = problem;
-    whole.n = t->global_batch;
-    hc_serial ref;
-    hc_serial_init(&ref, t->be, &whole, t->dtype);
-    hc_serial_train(&ref, &t->optim, t->nsteps, (uint64_t)sl_train_opt.seed, params);
-    hc_serial_free(&ref);
+    hc_reference(t, &problem, params);
 }
 
 /* Options ------------------------------------------------------------------------------- */

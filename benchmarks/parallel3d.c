@@ -27,7 +27,11 @@
  *             reduce-scattered over the replicas instead of all-reduced, each replica steps its
  *             block and the weights (the run's dtype) are all-gathered back into every replica.
  *             The same bytes on a ring as the all-reduce; optimizer state 1/D.
- *   --recompute  full activation recomputation: a micro-batch in flight keeps only its stage
+ *   --recompute selective  Korthikanti et al.'s selective recomputation (2022, section 5): the
+ *             attention probabilities (B·(a/T)·s² a block, the largest tensor at long sequences)
+ *             are not kept; before each block's backward its attention forward runs again from
+ *             the kept QKV into one buffer the blocks share. No communication is repeated.
+ *   --recompute full  full activation recomputation: a micro-batch in flight keeps only its stage
  *             input; before its backward the stage's forward runs again (its two all-reduces a
  *             block too) into one set of tensors the micro-batches share.
  *
@@ -47,6 +51,7 @@
 #include "gpt_shape.h"
 #include "pipe_schedule.h"
 #include "parallel3d/pm_schedule.h"
+#include "parallel3d/search.h"
 #include "sl_env.h"
 #include "sl_env_check.h"
 #include "sl_train.h"
@@ -60,9 +65,14 @@ static const int variant_schedule[NVARIANTS] = {[V_1F1B] = S_1F1B, [V_GPIPE] = S
 
 static long long opt_dp = 0, opt_tp = 1, opt_pp = 1, opt_micro = 0;
 static long long opt_zero = 0;
-static int opt_recompute = 0;
+enum { RC_NONE, RC_SELECTIVE, RC_FULL }; /* --recompute */
+static const char *const recompute_names[] = {"none", "selective", "full"};
+static int opt_recompute = RC_NONE;
 static const char *opt_order = "tp-dp-pp";
 static unsigned opt_variants = 1u << V_1F1B;
+static int opt_search = 0, opt_predict_only = 0;
+static long long opt_search_top = 3, opt_search_sample = 2;
+static size_t opt_mem_limit = 0;
 
 static const sl_opt p3_opts[] = {
     {"dp", 0, SL_OPT_INT, &opt_dp, 1, 1 << 16, NULL, 0, "data-parallel replicas D (default ranks / (T x P))"},
@@ -74,10 +84,26 @@ static const sl_opt p3_opts[] = {
      "micro-batches per replica and step (default P)"},
     {"zero", 0, SL_OPT_INT, &opt_zero, 0, 1, NULL, 0,
      "ZeRO stage over the data-parallel group: 0 replicated, 1 optimizer state (and f32 master) sharded over the D replicas (default 0)"},
-    {"recompute", 0, SL_OPT_FLAG, &opt_recompute, 0, 0, NULL, 0,
-     "full recomputation: keep each micro-batch's stage input only, run the stage's forward again before its backward"},
+    {"recompute", 0, SL_OPT_CHOICE, &opt_recompute, 0, 0, "none|selective|full", 0,
+     "activation recomputation: none (default); selective: the attention probabilities are not kept, each block's "
+     "attention runs again before its backward; full: each micro-batch keeps its stage input only, the stage's "
+     "forward runs again before its backward"},
     {"schedule", 0, SL_OPT_CHOICE_LIST, &opt_variants, 0, 0, SL_ENUM_CHOICES(P3_VARIANTS), 0,
      "pipeline schedules to run (default 1f1b)"},
+    {"search", 0, SL_OPT_FLAG, &opt_search, 0, 0, NULL, 0,
+     "find the fastest layout: predict every (D, T, P, micro-batches, zero, recompute) that divides the ranks, the "
+     "model and the batch and fits --mem-limit, run the fastest predictions and a sample of the rest, and print "
+     "them by measured step beside the prediction (--batch is then the global batch)"},
+    {"search-top", 0, SL_OPT_INT, &opt_search_top, 1, 1000, NULL, 0,
+     "--search: the fastest predictions to run (default 3)"},
+    {"search-sample", 0, SL_OPT_INT, &opt_search_sample, 0, 1000, NULL, 0,
+     "--search: layouts to run besides, spread evenly over the rest of the predicted order (default 2)"},
+    {"predict-only", 0, SL_OPT_FLAG, &opt_predict_only, 0, 0, NULL, 0,
+     "--search: predict every layout and run none (with --predict FILE --predict-ranks N: on that machine at N "
+     "ranks, from one rank here; without it, from primitives measured on the launched ranks)"},
+    {"mem-limit", 0, SL_OPT_SIZE, &opt_mem_limit, 1, 1LL << 50, NULL, 0,
+     "--search: bytes a rank may hold by the memory model (default: the device's free memory, or on the cpu "
+     "backend the node's available memory or its cgroup's limit over the ranks on the node)"},
     {0},
 };
 
@@ -114,6 +140,14 @@ static void coords_of(int r, const int n[NDIMS], int c[NDIMS])
     }
 }
 
+/* The rank at coordinates c (coords_of's inverse). */
+static int rank_of(const int n[NDIMS], const int c[NDIMS])
+{
+    int r = 0;
+    for (int i = NDIMS - 1; i >= 0; i--) r = r * n[order[i]] + c[order[i]];
+    return r;
+}
+
 /* One rank ------------------------------------------------------------------------------------ */
 
 typedef struct slot { /* one micro-batch in flight on this stage */
@@ -139,7 +173,9 @@ typedef struct p3 {
     int nops, nslots;
     slot *slots;
     int *slot_of;               /* micro-batch -> slot */
-    int recompute;              /* --recompute: the slots share one set of the stage's tensors */
+    int recompute;              /* --recompute: RC_FULL, the slots share one set of the stage's tensors;
+                                   RC_SELECTIVE, the blocks share one attention-probability buffer */
+    void *att;                  /* RC_SELECTIVE: that buffer, (B, NH/T, T, T) */
     int zero;                   /* --zero 1: optimizer state (and f32 master) sharded over the replicas */
     size_t S, npad;             /* a replica's block of the stage's vector, and D·S (S = npad = np: --zero 0) */
     slot shared;                /* that set: the residual stream inside the stage, the blocks' tensors */
@@ -229,13 +265,15 @@ static void open_groups(sl_train *t, p3 *q)
     sl_train_coll_ok(sl_comm_create(&q->pp, q->pp_mpi, impl, space), "sl_comm_create (pp)");
 }
 
-/* The grid, once per run: every rank's (d, t, p) and host, as a note and in
- * <out>/parallel3d.grid.tsv (a header, then one line per rank). */
+/* The grid, once per layout run: every rank's (d, t, p) and host, as a note and in
+ * <out>/parallel3d.grid.tsv (a header, then one line per rank and layout). */
 static void record_grid(sl_train *t, const p3 *q)
 {
-    static int done;
-    if (done || t->baseline) return;
-    done = 1;
+    static int header, D, T, P; /* the grid last recorded (the search runs several) */
+    if (t->baseline || (header && D == q->D && T == q->T && P == q->P)) return;
+    D = q->D, T = q->T, P = q->P;
+    const int first = !header;
+    header = 1;
     sl_env_local e;
     sl_env_local_capture(&e);
     const int n = t->ctx->nranks;
@@ -246,7 +284,7 @@ static void record_grid(sl_train *t, const p3 *q)
     char path[PATH_MAX + 64], line[512], ord[16];
     snprintf(ord, sizeof ord, "%s-%s-%s", dim_names[order[0]], dim_names[order[1]], dim_names[order[2]]);
     FILE *f = sl_results_file_open(t->ctx, "grid.tsv", path, sizeof path);
-    sl_results_append_line(f, path, "run_id\trank\thost\td\tt\tp\tdp\ttp\tpp\torder");
+    if (first) sl_results_append_line(f, path, "run_id\trank\thost\td\tt\tp\tdp\ttp\tpp\torder");
     const int dims[NDIMS] = {q->T, q->D, q->P};
     for (int r = 0; r < n; r++) {
         int c[NDIMS];
@@ -262,32 +300,30 @@ static void record_grid(sl_train *t, const p3 *q)
     sl_free(hosts);
 }
 
-static void setup(sl_train *t)
+/* The layout the options ask for (the search sets them to each layout it runs). */
+static p3_layout asked(void)
 {
-    p3 *q = calloc(1, sizeof *q);
-    if (!q) SL_FATAL("out of memory");
-    t->state = q;
+    return (p3_layout){(int)opt_dp, (int)opt_tp, (int)opt_pp, (int)opt_micro, (int)opt_zero, opt_recompute};
+}
+
+/* Rank `rank`'s place in layout L and what follows from it before anything is allocated: its
+ * coordinates, the stage's layers and its part of the flat vector (tp_gpt.c's layout of the
+ * whole model, shifted to start at the stage's first layer), the replica's sequences and
+ * micro-batches, ZeRO's blocks. setup's first half, and the search's memory model of a layout. */
+static void place(p3 *q, const sl_gpt_dims *g, sl_dtype dt, int global_batch, const p3_layout *L, int rank)
+{
     mg *s = &q->s;
-    const sl_mem_space space = t->be == SL_BACKEND_CUDA ? SL_MEM_DEVICE : SL_MEM_HOST;
-    for (int k = 0; k < SL_MEM_NCATS; k++) q->held[k] = -(double)sl_mem_current(space, (sl_mem_cat)k);
-    const sl_gpt_dims *g = &t->m->gpt;
-    q->D = t->baseline ? 1 : (int)opt_dp;
-    q->T = t->baseline ? 1 : (int)opt_tp;
-    q->P = t->baseline ? 1 : (int)opt_pp;
+    q->D = L->D, q->T = L->T, q->P = L->P;
     const int dims[NDIMS] = {q->T, q->D, q->P};
     int c[NDIMS];
-    coords_of(t->rank, dims, c);
+    coords_of(rank, dims, c);
     q->d = c[DIM_DP], q->tr = c[DIM_TP], q->p = c[DIM_PP];
-    record_grid(t, q);
-
-    /* the tensor-parallel state of tp_gpt.c, for the whole model first (its layout) */
     s->t = q->T, s->d = q->D, s->tr = q->tr, s->rep = q->d;
     s->L = g->layers, s->C = g->C, s->NH = g->NH, s->T = g->T, s->V = g->V, s->maxT = g->max_T;
     s->Vl = s->V / s->t, s->Cl = s->C / s->t, s->NHl = s->NH / s->t;
-    s->dt = t->dtype;
+    s->dt = dt;
     mg_layout(s);
     memcpy(q->lw_full, s->lw, sizeof q->lw_full);
-    /* this stage's layers, and its part of the vector: the layout shifted to start there */
     size_t blo, bhi;
     sl_share((size_t)s->L, q->P, q->p, &blo, &bhi);
     q->b0 = (int)blo + 1, q->b1 = (int)bhi + 1;
@@ -296,18 +332,39 @@ static void setup(sl_train *t)
     q->base = q->lw_full[q->l0];
     for (int l = q->l0; l <= q->l1; l++) s->lw[l] = q->lw_full[l] - q->base;
     s->np = s->lw[q->l1];
-    open_groups(t, q);
-
     /* the replica's sequences and its micro-batches */
     size_t lo, hi;
-    sl_share((size_t)t->global_batch, q->D, q->d, &lo, &hi);
-    t->lo = q->lo = (int)lo, t->hi = (int)hi;
+    sl_share((size_t)global_batch, q->D, q->d, &lo, &hi);
+    q->lo = (int)lo;
     q->Bd = (int)(hi - lo);
-    q->m = t->baseline ? 1 : (int)opt_micro;
+    q->m = L->m;
     if (q->m > q->Bd) q->m = q->Bd > 0 ? q->Bd : 1;
     q->Bmax = (q->Bd + q->m - 1) / q->m;
     s->B = q->Bmax, s->N = s->B * s->T;
     s->Tl = s->T, s->Nl = s->N, s->p0 = 0; /* no sequence parallelism: every position held */
+    /* --zero 1: the vectors the replicas exchange padded to D equal blocks (the reduce-scatter
+     * and the all-gather move equal blocks; the padding stays zero), the optimizer state and
+     * the f32 master (16 bits) of block d alone */
+    q->zero = L->zero;
+    q->S = q->zero ? (s->np + (size_t)q->D - 1) / (size_t)q->D : s->np;
+    q->npad = q->zero ? (size_t)q->D * q->S : s->np;
+    q->recompute = L->recompute;
+}
+
+static void setup(sl_train *t)
+{
+    p3 *q = calloc(1, sizeof *q);
+    if (!q) SL_FATAL("out of memory");
+    t->state = q;
+    mg *s = &q->s;
+    const sl_mem_space space = t->be == SL_BACKEND_CUDA ? SL_MEM_DEVICE : SL_MEM_HOST;
+    for (int k = 0; k < SL_MEM_NCATS; k++) q->held[k] = -(double)sl_mem_current(space, (sl_mem_cat)k);
+    const p3_layout one = {1, 1, 1, 1, 0, 0}, L = t->baseline ? one : asked();
+    place(q, &t->m->gpt, t->dtype, t->global_batch, &L, t->rank);
+    t->lo = q->lo, t->hi = q->lo + q->Bd;
+    if (t->planning == 2) return; /* a rank not launched: what the schedule reads, and no more */
+    if (!t->planning) record_grid(t, q);
+    open_groups(t, q);
 
     /* the schedule's list for this stage and the slots its in-flight micro-batches need */
     const geometry geo = {.p = q->P, .v = 1, .m = q->m, .nsteps = 1};
@@ -319,14 +376,8 @@ static void setup(sl_train *t)
     q->slots = calloc((size_t)q->nslots, sizeof *q->slots);
     if (!q->slots) SL_FATAL("out of memory");
 
-    const size_t np = s->np, f4 = sizeof(float), es = sl_dtype_size(s->dt), N = (size_t)s->N, C = (size_t)s->C;
+    const size_t f4 = sizeof(float), es = sl_dtype_size(s->dt), N = (size_t)s->N, C = (size_t)s->C;
     const size_t Cl = (size_t)s->Cl, NC = N * C, NV = N * (size_t)s->Vl;
-    /* --zero 1: the vectors the replicas exchange padded to D equal blocks (the reduce-scatter
-     * and the all-gather move equal blocks; the padding stays zero), the optimizer state and
-     * the f32 master (16 bits) of block d alone */
-    q->zero = !t->baseline && opt_zero;
-    q->S = q->zero ? (np + (size_t)q->D - 1) / (size_t)q->D : np;
-    q->npad = q->zero ? (size_t)q->D * q->S : np;
     const size_t npad = q->npad, master = q->zero && !is_f32(q) ? q->S : npad;
     s->params = alloc(t, SL_MEM_PARAMS, master * f4);
     s->grads = alloc(t, SL_MEM_GRADS, npad * f4);
@@ -350,31 +401,23 @@ static void setup(sl_train *t)
     }
     /* per slot: the residual stream into each block and the head (kept), the stage's output
      * (sent), the blocks' tensors, the tokens (first and last stage) and the input gradient
-     * sent back. --recompute: a slot keeps its input and output only, the rest is one set */
+     * sent back. --recompute full: a slot keeps its input and output only, the rest is one set */
     const int rlo = q->b0, rhi = last_stage(q) ? s->L + 1 : q->b1;
-    const int tokens = q->p == 0 || last_stage(q);
-    q->recompute = !t->baseline && opt_recompute;
+    const int tokens = q->p == 0 || last_stage(q), full = q->recompute == RC_FULL;
+    if (q->recompute == RC_SELECTIVE && q->b1 > q->b0) /* one attention-probability buffer for the stage */
+        q->att = alloc(t, SL_MEM_ACTIV, (size_t)s->B * s->NHl * s->T * s->T * es);
     for (int k = -1; k < q->nslots; k++) {
         slot *sl = k < 0 ? &q->shared : &q->slots[k];
-        if (k < 0 && !q->recompute) continue;
+        if (k < 0 && !full) continue;
         sl->mb = -1;
         for (int l = rlo; l <= rhi; l++) {
             const int own = l == rlo || (l == q->b1 && !last_stage(q));
-            if (q->recompute && k >= 0 && !own) sl->res[l] = q->shared.res[l];
-            else if (!(q->recompute && k < 0 && own))
+            if (full && k >= 0 && !own) sl->res[l] = q->shared.res[l];
+            else if (!(full && k < 0 && own))
                 sl->res[l] = alloc(t, l == q->b1 && !last_stage(q) ? SL_MEM_COMM : SL_MEM_ACTIV, NC * es);
         }
-        if (q->recompute && k >= 0) memcpy(sl->blk, q->shared.blk, sizeof sl->blk);
-        for (int l = q->b0; l < q->b1 && !(q->recompute && k >= 0); l++) {
-            mg_block *b = &sl->blk[l - 1];
-            b->ln1 = alloc(t, SL_MEM_ACTIV, NC * es), b->qkv = alloc(t, SL_MEM_ACTIV, 3 * N * Cl * es);
-            b->att = alloc(t, SL_MEM_ACTIV, (size_t)s->B * s->NHl * s->T * s->T * es);
-            b->atty = alloc(t, SL_MEM_ACTIV, N * Cl * es), b->h = alloc(t, SL_MEM_ACTIV, NC * es);
-            b->ln2 = alloc(t, SL_MEM_ACTIV, NC * es), b->fc = alloc(t, SL_MEM_ACTIV, 4 * N * Cl * es);
-            b->ge = alloc(t, SL_MEM_ACTIV, 4 * N * Cl * es);
-            b->m1 = alloc(t, SL_MEM_ACTIV, N * f4), b->r1 = alloc(t, SL_MEM_ACTIV, N * f4);
-            b->m2 = alloc(t, SL_MEM_ACTIV, N * f4), b->r2 = alloc(t, SL_MEM_ACTIV, N * f4);
-        }
+        if (full && k >= 0) memcpy(sl->blk, q->shared.blk, sizeof sl->blk);
+        for (int l = q->b0; l < q->b1 && !(full && k >= 0); l++) mg_block_alloc(t, s, &sl->blk[l - 1], q->att);
         if (k < 0) continue;
         if (tokens) {
             sl->tok = alloc(t, SL_MEM_DATA, N * sizeof(int32_t)), sl->tgt = alloc(t, SL_MEM_DATA, N * sizeof(int32_t));
@@ -414,19 +457,19 @@ static void release(sl_train *t)
 {
     p3 *q = t->state;
     mg *s = &q->s;
+    if (t->planning == 2) {
+        free(q);
+        return;
+    }
     for (int k = -1; k < q->nslots; k++) {
         slot *sl = k < 0 ? &q->shared : &q->slots[k];
         for (int l = 0; l <= SL_MLP_MAX_LAYERS; l++)
-            if (k < 0 || !q->recompute || sl->res[l] != q->shared.res[l]) sl_k_free(t->be, sl->res[l]);
-        for (int l = q->b0; l < q->b1 && !(k >= 0 && q->recompute); l++) {
-            mg_block *b = &sl->blk[l - 1];
-            void *p[] = {b->ln1, b->qkv, b->att, b->atty, b->h, b->ln2, b->fc, b->ge, b->m1, b->r1, b->m2, b->r2};
-            for (size_t i = 0; i < sizeof p / sizeof *p; i++) sl_k_free(t->be, p[i]);
-        }
+            if (k < 0 || q->recompute != RC_FULL || sl->res[l] != q->shared.res[l]) sl_k_free(t->be, sl->res[l]);
+        for (int l = q->b0; l < q->b1 && !(k >= 0 && q->recompute == RC_FULL); l++) mg_block_free(t, &sl->blk[l - 1], q->att);
         sl_k_free(t->be, sl->tok), sl_k_free(t->be, sl->tgt), sl_k_free(t->be, sl->tokl), sl_k_free(t->be, sl->dsend);
         if (sl->htok) sl_free(sl->htok), sl_free(sl->htgt);
     }
-    void *p[] = {s->params, s->grads, s->optim, is_f32(q) ? NULL : s->w, is_f32(q) ? NULL : s->g, s->lnf, s->mf,
+    void *p[] = {q->att, s->params, s->grads, s->optim, is_f32(q) ? NULL : s->w, is_f32(q) ? NULL : s->g, s->lnf, s->mf,
                  s->rf, s->dres[0], s->dres[1], s->dpart, s->rowmax, s->rowtgt, s->rowsum, s->dh, s->dqkv,
                  s->datty, s->dfc, s->zero_wpe, s->lin32, s->dlog16, s->vec32, s->logits, s->dlog, s->attn_work};
     for (size_t i = 0; i < sizeof p / sizeof *p; i++) sl_k_free(t->be, p[i]);
@@ -511,7 +554,7 @@ static void backward(sl_train *t, p3 *q, int mb)
     slot *sl = &q->slots[q->slot_of[mb]];
     install(t, q, sl);
     wait_req(t, &sl->sq_grad, "send gradient");
-    if (q->recompute) { /* the stage's forward again from its kept input (its output's send has left) */
+    if (q->recompute == RC_FULL) { /* the stage's forward again from its kept input (its output's send has left) */
         wait_req(t, &sl->sq_act, "send activation");
         for (int l = q->b0; l < q->b1; l++) mg_block_forward(t, s, l);
     }
@@ -522,8 +565,10 @@ static void backward(sl_train *t, p3 *q, int mb)
     } else {
         recv_boundary(t, q, s->dres[0], q->p + 1, 2 * mb + 1, "recv gradient");
     }
-    for (int l = q->b1 - 1; l >= q->b0; l--, cur = !cur)
+    for (int l = q->b1 - 1; l >= q->b0; l--, cur = !cur) {
+        if (q->recompute == RC_SELECTIVE) mg_attention_again(t, s, l); /* into the shared buffer */
         mg_block_backward(t, s, l, s->dres[cur], l == q->b0 && q->p > 0 ? sl->dsend : s->dres[!cur]);
+    }
     if (q->p == 0) mg_embedding_backward(t, s, s->dres[cur]);
     else send_boundary(t, q, sl->dsend, q->p - 1, 2 * mb + 1, &sl->sq_grad, "send gradient");
     sl->mb = -1;
@@ -749,8 +794,9 @@ static void group_bytes_model(const sl_train *t, double b[NGROUPS])
         micro(q, k, &first, &count);
         const double N = (double)count * s->T;
         if (q->p == 0) b[G_TP] += ring_allreduce(q->T, N * C, es);
-        /* four all-reduces a block; --recompute: its forward's two again */
-        b[G_TP] += (q->b1 - q->b0) * (q->recompute ? 6 : 4) * ring_allreduce(q->T, N * C, es);
+        /* four all-reduces a block; --recompute full: its forward's two again (selective repeats
+         * the attention alone, which communicates nothing) */
+        b[G_TP] += (q->b1 - q->b0) * (q->recompute == RC_FULL ? 6 : 4) * ring_allreduce(q->T, N * C, es);
         if (last_stage(q)) b[G_TP] += 3 * ring_allreduce(q->T, N, 4) + ring_allreduce(q->T, N * C, es);
         b[G_PP] += ((q->p > 0) + !last_stage(q)) * N * C * es;
     }
@@ -778,9 +824,10 @@ static double bytes_model(const sl_train *t)
  * micro-batches the schedule keeps in flight on stage p (1F1B: min(m, P - p); GPipe: m), each
  * with, per block, megatron_mlp's 3NC + 12N·C/T + b·(a/T)·s² values and 4N f32 moments plus
  * the residual stream into each block (NC), and on the last stage the stream into the head;
- * the head's final norm once (its forward and backward run together). --recompute: each
+ * the head's final norm once (its forward and backward run together). --recompute full: each
  * micro-batch in flight keeps the stage's input (NC) alone, and one set of the rest serves the
- * micro-batch being recomputed. */
+ * micro-batch being recomputed; selective: the blocks keep all but the b·(a/T)·s² probabilities,
+ * of which the stage holds one block's. */
 static void memory_model(const sl_train *t, double bytes[SL_MEM_NCATS])
 {
     const p3 *q = t->state;
@@ -794,11 +841,14 @@ static void memory_model(const sl_train *t, double bytes[SL_MEM_NCATS])
     const int P = q->P, p = q->p, m = q->m;
     const double flight = t->variant == V_GPIPE ? m : (m < P - p ? m : P - p);
     const double N = (double)q->Bmax * s->T, NC = N * s->C, NCl = NC / q->T;
-    const double block = (3 * NC + 12 * NCl + (double)q->Bmax * (s->NH / q->T) * s->T * s->T) * es + 4 * N * 4;
+    const double att = (double)q->Bmax * (s->NH / q->T) * s->T * s->T * es; /* a block's probabilities */
+    const double block = (3 * NC + 12 * NCl) * es + att + 4 * N * 4;
     const int nb = q->b1 - q->b0;
     const double head = last_stage(q) ? NC * es + 2 * N * 4 : 0, into_head = last_stage(q) ? NC * es : 0;
-    if (q->recompute) /* each micro-batch's input, and one set of the rest for the one recomputed */
+    if (q->recompute == RC_FULL) /* each micro-batch's input, and one set of the rest for the one recomputed */
         bytes[SL_MEM_ACTIV] = flight * NC * es + nb * block + (nb - 1) * NC * es + into_head + head;
+    else if (q->recompute == RC_SELECTIVE) /* no block keeps its probabilities: one buffer serves them all */
+        bytes[SL_MEM_ACTIV] = flight * (nb * (block - att + NC * es) + into_head) + head + (nb > 0 ? att : 0);
     else
         bytes[SL_MEM_ACTIV] = flight * (nb * (block + NC * es) + into_head) + head;
 }
@@ -843,7 +893,7 @@ static void row(sl_train *t, sl_result *res)
     sl_result_param_str(res, "order", ord);
     sl_result_param_num(res, "micro_batches", q->m);
     sl_result_param_str(res, "schedule", variant_names[t->variant]);
-    sl_result_param_num(res, "recompute", q->recompute);
+    sl_result_param_str(res, "recompute", recompute_names[q->recompute]);
     sl_result_param_num(res, "zero", q->zero);
     if (q->zero) sl_result_param_num(res, "shard_elems", (double)q->S);
     const int op = opaque(q);
@@ -868,6 +918,7 @@ static void row(sl_train *t, sl_result *res)
     double loss = 0;
     SL_CHECK_MPI(MPI_Allreduce(&t->loss, &loss, 1, MPI_DOUBLE, MPI_SUM, t->ctx->comm));
     sl_result_metric(res, "final_loss", loss, "loss");
+    if (opt_search) p3_search_row(res);
 }
 
 /* The check beside the weights': every rank's whole vector bit-identical across its replicas,
@@ -954,13 +1005,161 @@ static unsigned gather_scatter_colls(void)
     return ok;
 }
 
+/* --search ----------------------------------------------------------------------------------- */
+
+static p3_search search; /* validate fills it, the first pass of the sweep adds the memory limit */
+
+static sl_gpt_dims shape_dims(void)
+{
+    const sl_gpt_shape g = sl_gpt_resolve(&sl_gpt_opt);
+    return (sl_gpt_dims){.layers = (int)g.layers, .C = (int)g.d_model, .NH = (int)g.heads, .T = (int)g.seq,
+                         .max_T = (int)g.max_seq, .V = (int)g.vocab};
+}
+
+/* A layout's memory for the search: the busiest rank's bytes by the combined model
+ * (memory_model: parameters, gradients, optimizer state, activations), plus the last stage's
+ * head logits and their gradient (f32, and a 16-bit copy of the gradient): the largest buffers
+ * the four categories leave out. */
+static double layout_memory(const p3_layout *L)
+{
+    const sl_gpt_dims g = shape_dims();
+    sl_train t;
+    memset(&t, 0, sizeof t);
+    t.optim.kind = sl_train_opt.optim ? SL_OPTIM_ADAMW : SL_OPTIM_SGD;
+    t.variant = search.variant;
+    t.dtype = search.dt;
+    p3 *q = malloc(sizeof *q);
+    if (!q) SL_FATAL("out of memory");
+    const double es = (double)sl_dtype_size(search.dt);
+    double most = 0;
+    for (int p = 0; p < L->P; p++) { /* the replicas hold equal batches (D divides it): stage p's ranks alike */
+        const int dims[NDIMS] = {L->T, L->D, L->P}, c[NDIMS] = {[DIM_TP] = 0, [DIM_DP] = 0, [DIM_PP] = p};
+        memset(q, 0, sizeof *q);
+        place(q, &g, search.dt, search.global_batch, L, rank_of(dims, c));
+        t.state = q;
+        double mem[SL_MEM_NCATS] = {0};
+        memory_model(&t, mem);
+        double sum = mem[SL_MEM_PARAMS] + mem[SL_MEM_GRADS] + mem[SL_MEM_OPTIM] + mem[SL_MEM_ACTIV];
+        if (last_stage(q)) sum += (double)q->s.N * q->s.Vl * (8 + (search.dt == SL_F32 ? 0 : es));
+        if (sum > most) most = sum;
+    }
+    free(q);
+    return most;
+}
+
+static void use_layout(const p3_layout *L)
+{
+    opt_dp = L->D, opt_tp = L->T, opt_pp = L->P, opt_micro = L->m, opt_zero = L->zero, opt_recompute = L->recompute;
+}
+
+/* --mem-limit, or what a rank can hold here: the device's free memory, or the node's available
+ * memory (the cgroup's limit where it leaves less) shared by the ranks on the node; the least
+ * over the ranks. */
+static void mem_limit(sl_ctx *ctx)
+{
+    if (opt_mem_limit) {
+        search.mem_limit = (double)opt_mem_limit;
+        snprintf(search.mem_source, sizeof search.mem_source, "--mem-limit %zu bytes a rank", opt_mem_limit);
+        return;
+    }
+    if (search.mode == P3_SEARCH_PLATFORM) {
+        search.mem_limit = INFINITY;
+        snprintf(search.mem_source, sizeof search.mem_source,
+                 "no limit: the platform states no memory; give --mem-limit");
+        return;
+    }
+    double mine = INFINITY;
+    if (ctx->opt.backend == SL_BACKEND_CUDA) {
+        const long long f = sl_cuda_device_free();
+        if (f >= 0) mine = (double)f;
+    } else {
+        const size_t a = sl_mem_available();
+        if (a != SIZE_MAX) mine = (double)a / (ctx->node_ranks > 0 ? ctx->node_ranks : 1);
+    }
+    SL_CHECK_MPI(MPI_Allreduce(&mine, &search.mem_limit, 1, MPI_DOUBLE, MPI_MIN, ctx->comm));
+    if (isinf(search.mem_limit))
+        snprintf(search.mem_source, sizeof search.mem_source, "no memory limit known");
+    else
+        snprintf(search.mem_source, sizeof search.mem_source, "%.0f MiB a rank: %s", search.mem_limit / 1048576,
+                 ctx->opt.backend == SL_BACKEND_CUDA ? "the device's free memory"
+                                                     : "available memory over the node's ranks");
+}
+
+static int sweep(sl_ctx *ctx, int pass)
+{
+    if (!opt_search) return pass == 0;
+    if (pass == 0) mem_limit(ctx);
+    return p3_search_sweep(ctx, pass, &search);
+}
+
+static int predicts_itself(void) { return opt_search; }
+
+static void row_done(sl_train *t, const sl_result *res)
+{
+    (void)t;
+    if (opt_search) p3_search_done(res);
+}
+
+/* --search's checks, and the layout of the first run (the sweep sets each). */
+static void validate_search(sl_ctx *ctx)
+{
+    static const char *const chosen[] = {"dp", "tp", "pp", "micro-batches", "zero", "recompute"};
+    static const char *const own[] = {"search-top", "search-sample", "mem-limit", "predict-only"};
+    if (!opt_search) {
+        for (size_t i = 0; i < sizeof own / sizeof *own; i++)
+            if (sl_option_given(&ctx->opt, own[i])) sl_usage_error("--%s: only with --search", own[i]);
+        return;
+    }
+    for (size_t i = 0; i < sizeof chosen / sizeof *chosen; i++)
+        if (sl_option_given(&ctx->opt, chosen[i]))
+            sl_usage_error("--%s: --search chooses the layout; leave out --dp --tp --pp --micro-batches --zero "
+                           "--recompute", chosen[i]);
+    if (__builtin_popcount(ctx->opt.dtypes) != 1)
+        sl_usage_error("--dtype (-d): --search ranks layouts in one precision; give one of f32, f16, bf16");
+    if (__builtin_popcount(ctx->opt.colls) != 1)
+        sl_usage_error("--coll (-C): --search ranks layouts over one collective implementation; give one");
+    if (__builtin_popcount(opt_variants) != 1)
+        sl_usage_error("--schedule: --search ranks layouts of one pipeline schedule; give one of 1f1b, gpipe");
+    if (sl_option_given(&ctx->opt, "scaling") && sl_train_opt.scaling == 0)
+        sl_usage_error("--scaling weak: --search compares layouts on the same global batch (strong scaling: --batch "
+                       "is the global batch)");
+    sl_train_opt.scaling = 1;
+    const int platform = sl_option_given(&ctx->opt, "predict");
+    if (platform && !opt_predict_only)
+        sl_usage_error("--predict: with --search it ranks layouts on the machine described without running them: "
+                       "add --predict-only");
+    if (!platform && sl_option_given(&ctx->opt, "predict-ranks"))
+        sl_usage_error("--predict-ranks: only with --predict FILE");
+    const int ranks = platform ? sl_train_predict_ranks() : ctx->nranks;
+    if (ranks <= 0)
+        sl_usage_error("--predict-ranks: --search --predict ranks the layouts of one rank count; give one (e.g. "
+                       "--predict-ranks 1024)");
+    if (!sl_option_given(&ctx->opt, "batch")) sl_train_opt.batch *= ranks; /* the shape's batch per rank */
+    const sl_gpt_shape g = sl_gpt_resolve(&sl_gpt_opt);
+    search = (p3_search){.mode = platform ? P3_SEARCH_PLATFORM : opt_predict_only ? P3_SEARCH_PREDICT : P3_SEARCH_RUN,
+                         .ranks = ranks, .layers = (int)g.layers, .heads = (int)g.heads,
+                         .d_model = (int)g.d_model, .vocab = (int)g.vocab, .global_batch = (int)sl_train_opt.batch,
+                         .zero_ok = (ctx->opt.colls & gather_scatter_colls()) != 0, .top = (int)opt_search_top,
+                         .sample = (int)opt_search_sample, .variant = __builtin_ctz(opt_variants),
+                         .dt = (sl_dtype)__builtin_ctz(ctx->opt.dtypes), .impl = (sl_coll)__builtin_ctz(ctx->opt.colls),
+                         .memory = layout_memory, .use = use_layout};
+    search.mem_limit = opt_mem_limit ? (double)opt_mem_limit : INFINITY; /* the sweep sets the default */
+    p3_search_validate(&search, opt_mem_limit != 0);
+    if (sl_no_predict())
+        sl_usage_error("--search: the layouts are ranked by the performance model, which SL_NO_PREDICT=1 switches off");
+    use_layout(&(p3_layout){ctx->nranks, 1, 1, 1, 0, 0});
+}
+
 static void validate(sl_ctx *ctx)
 {
     const int R = ctx->nranks;
     if (!sl_gpt_selected()) sl_usage_error("--model: parallel3d trains the GPT (--model gpt, the default)");
+    validate_search(ctx);
     if (parse_order(opt_order) != 0)
         sl_usage_error("--order %s: expected tp, dp and pp once each, fastest first, joined by '-' (e.g. tp-dp-pp)",
                        opt_order);
+    if (sl_gpt_resolve(&sl_gpt_opt).dropout > 0) sl_usage_error("--dropout: parallel3d trains without dropout (0)");
+    if (opt_search) return; /* each layout it runs is one of those below's valid ones */
     if (opt_dp == 0) opt_dp = R % (opt_tp * opt_pp) == 0 ? R / (opt_tp * opt_pp) : 0;
     if (opt_dp * opt_tp * opt_pp != R)
         sl_usage_error("--dp %lld x --tp %lld x --pp %lld: D x T x P must equal the ranks (%d)", opt_dp, opt_tp, opt_pp,
@@ -973,7 +1172,6 @@ static void validate(sl_ctx *ctx)
     if (opt_pp > g.layers)
         sl_usage_error("--pp %lld: more pipeline stages than the GPT's --layers %lld (a stage holds whole blocks)",
                        opt_pp, g.layers);
-    if (g.dropout > 0) sl_usage_error("--dropout: parallel3d trains without dropout (0)");
     if (opt_zero) { /* ZeRO-1's reduce-scatter and all-gather: refused up front, not at the first step */
         const unsigned lacking = ctx->opt.colls & ~gather_scatter_colls();
         if (lacking) {
@@ -1042,7 +1240,8 @@ static const sl_technique parallel3d = {
                 .default_iters = 5, .default_warmup = 2},
     .variants = variant_names, .nvariants = NVARIANTS, .variant_mask = &opt_variants,
     .data_ranks = data_ranks, .setup = setup, .step = step, .free = release,
-    .schedule = pm_schedule, .schedule_launched_only = 1,
+    .schedule = pm_schedule, .schedule_launched_only = 1, .sweep = sweep, .row_done = row_done,
+    .predicts_itself = predicts_itself,
     .weights = weights, .gather_weights = gather_weights, .reference = reference,
     .memory_model = memory_model, .bytes_model = bytes_model, .row = row, .check = check,
     .trains_gpt = 1,

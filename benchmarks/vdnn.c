@@ -2,16 +2,17 @@
  * Memory-Efficient Neural Network Design", 2016) on the training layer: a network whose
  * activations do not fit in device memory trains anyway, by moving what each layer keeps for
  * its backward to pinned host memory once its forward is done and bringing it back for its
- * backward. It trains the shared MLP (default) or the GPT (--model gpt: offload per layer, the
- * embedding, each block, the head), in f32, f16 or bf16 (-d): every activation is in the run's
- * dtype (sl_train.h, "The model in the run's precision"), so 16 bits move half the bytes.
+ * backward. It trains the shared MLP (default), the GPT (--model gpt: offload per layer, the
+ * embedding, each block, the head) or a conv stack (--model conv: halo_conv's convolutions on
+ * whole images, each convolution and each ReLU a layer; vdnn/conv.c), in f32, f16 or bf16 (-d):
+ * every activation is in the run's dtype, so 16 bits move half the bytes.
  *
  *   variants: none (everything stays on the device), all/pf0 (every layer's input and what its
  *             forward leaves for backward go to the host; each is fetched when its backward
  *             starts, the copy all exposed), all/pf1 (the same, and while layer l computes its
- *             backward the layer below is already coming back: prefetch one layer ahead)
- *   --model conv: the convolution stack, with a third policy (conv: only convolutions' inputs),
- *             runs on vdnn's own loop (vdnn/conv.c).
+ *             backward the layer below is already coming back: prefetch one layer ahead);
+ *             the conv stack also conv/pf0 and conv/pf1: only the convolutions' inputs go (the
+ *             ReLUs' stay), whose compute hides the copy best.
  *
  * Device memory is --device-mem: the replica (weights, gradients, optimizer state and the
  * layers' workspaces, as the training layer places them) is resident, and the activations come
@@ -22,7 +23,8 @@
  * not fit" row and the run goes on. On several ranks each is a data-parallel replica of its
  * slice of the batch, the gradients summed with the -C collective.
  *
- * Checked (beside the driver's check against serial training): the first step's gradients and
+ * Checked (beside the driver's check against serial training; the conv stack's: halo_conv's
+ * serial stack in the run's dtype): the first step's gradients and
  * the weights after training bit-identical to the none policy's (offloading moves bytes, never
  * changes them), the arena's peaks equal to the model to the byte, and the bytes moved each way
  * equal to the model. */
@@ -31,27 +33,31 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpt_shape.h"
 #include "vdnn/conv.h"
 #include "vdnn/state.h"
 
-static const char *const variant_names[] = {"none", "all/pf0", "all/pf1"};
-enum { V_NONE, V_ALL0, V_ALL1, NVARIANTS };
+static const char *const variant_names[] = {"none", "all/pf0", "all/pf1", "conv/pf0", "conv/pf1"};
+enum { V_NONE, V_ALL0, V_ALL1, V_CONV0, V_CONV1, NVARIANTS };
 static unsigned run_mask;
 static int opt_offload = -1; /* -1: every policy */
 static long long opt_prefetch = -1;
 static size_t opt_device_mem = 16u << 20;
-static int emulated;
+static long long opt_channels = 16, opt_image = 32;
+static int emulated, conv_model; /* conv_model: --model conv */
 
 static const sl_opt vd_opts[] = {
     {"offload", 0, SL_OPT_CHOICE, &opt_offload, 0, 0, "none|all|conv", 0,
-     "whose activations go to the host: none, every layer's (default every policy); conv: with --model conv, "
-     "the conv stack (its options: vdnn --model conv --help)"},
+     "whose activations go to the host: none, every layer's, conv: the convolutions' inputs (--model conv) "
+     "(default every policy)"},
     {"prefetch", 0, SL_OPT_INT, &opt_prefetch, 0, 1, NULL, 0,
      "1: fetch the next offloaded layer during backward (default both 0 and 1)"},
     /* at least one unit of the arena: a smaller capacity would round down to 0 bytes */
     {"device-mem", 0, SL_OPT_SIZE, &opt_device_mem, ARENA_ALIGN, 1LL << 40, NULL, 0,
      "device capacity in bytes, K/M/G, at least 256: the replica, then the activations' arena "
      "(default 16M: the default MLP fits only with offload)"},
+    {"channels", 0, SL_OPT_INT, &opt_channels, 1, 4096, NULL, 0, "--model conv: channels of every layer"},
+    {"image", 0, SL_OPT_INT, &opt_image, 1, 4096, NULL, 0, "--model conv: image height and width"},
     {0},
 };
 
@@ -66,8 +72,8 @@ static size_t space_total(sl_mem_space sp)
 
 static void set_policy(vd *s, int variant)
 {
-    s->policy = variant == V_NONE ? VD_NONE : VD_ALL;
-    s->prefetch = variant == V_ALL1;
+    s->policy = variant == V_NONE ? VD_NONE : variant <= V_ALL1 ? VD_ALL : VD_CONV;
+    s->prefetch = variant == V_ALL1 || variant == V_CONV1;
 }
 
 static void setup(sl_train *t)
@@ -77,9 +83,13 @@ static void setup(sl_train *t)
     if (!s) SL_FATAL("out of memory");
     t->state = s;
     s->rows = t->hi - t->lo;
+    s->N = m->nlayers;
     set_policy(s, t->variant);
+    /* none is the offloading rows' ceiling (vs_none): SL_TEST_SLOWDOWN leaves its steps alone */
+    if (t->variant == V_NONE) sl_slowdown_ceiling(1);
     const sl_mem_space sp = space_of(t->be);
     const size_t before = space_total(sp);
+    if (conv_model) vd_conv_setup(t, s); /* its workspaces, resident */
     sl_replica_place(t, s->rows, &s->rep);
     s->resident = space_total(sp) - before;
     vd_model(t, s);
@@ -96,15 +106,15 @@ static void setup(sl_train *t)
     s->exposed = calloc((size_t)t->nsteps + 1, sizeof *s->exposed);
     if (!s->exposed) SL_FATAL("out of memory");
     if (!s->fits) return;
-    arena_open(&s->a, t->be, all ? s->device_mem - s->resident : s->model_total, 2 * m->nlayers + 8);
-    for (int l = 0; l < m->nlayers; l++) {
+    arena_open(&s->a, t->be, all ? s->device_mem - s->resident : s->model_total, 2 * s->N + 8);
+    for (int l = 0; l < s->N; l++) {
         vd_layer *y = &s->L[l];
         y->tk_in = y->tk_body = -1;
         if (!vd_offloaded(s, l)) continue;
         if (y->in_bytes) y->host_in = sl_k_host_alloc(t->be, SL_MEM_OTHER, y->in_bytes);
         if (y->body_bytes) y->host_body = sl_k_host_alloc(t->be, SL_MEM_OTHER, y->body_bytes);
     }
-    s->cp = copier_open(t->be, 4 * m->nlayers + 4);
+    s->cp = copier_open(t->be, 4 * s->N + 4);
 }
 
 static const char *cannot_run(sl_train *t)
@@ -116,7 +126,7 @@ static const char *cannot_run(sl_train *t)
 static void step(sl_train *t)
 {
     vd *s = t->state;
-    sl_k_memset0(t->be, s->rep.grads, t->m->nparams * sl_train_esize(t));
+    sl_k_memset0(t->be, s->rep.grads, t->nparams * sl_train_esize(t));
     vd_pass(t, s, s->rep.params, s->rep.grads);
     copier_step end;
     copier_step_end(s->cp, &end);
@@ -138,26 +148,33 @@ static void release(sl_train *t)
     vd *s = t->state;
     if (s->fits) {
         copier_close(s->cp);
-        for (int l = 0; l < t->m->nlayers; l++) {
+        for (int l = 0; l < s->N; l++) {
             sl_k_host_free(t->be, s->L[l].host_in);
             sl_k_host_free(t->be, s->L[l].host_body);
         }
         arena_close(&s->a);
     }
     sl_replica_free(t, &s->rep);
+    if (s->conv) vd_conv_free(t, s);
+    if (t->variant == V_NONE) sl_slowdown_ceiling(0);
     free(s->exposed);
     free(s);
 }
 
-/* The run's own figures against the model; then the first step's gradients and the weights
- * after the run against the none policy's, bit for bit, trained here from the initial weights
- * (the same samples, all-reduce and, in 16 bits, a loss scaler of its own from its start) in an
- * arena that holds none's activations (a device big enough). */
+/* The run's own figures against the model (the conv stack's resident bytes too: with them every
+ * byte of its run is modelled); then the first step's gradients and the weights after the run
+ * against the none policy's, bit for bit, trained here from the initial weights (the same
+ * samples, all-reduce and, in 16 bits, a loss scaler of its own from its start) in an arena
+ * that holds none's activations (a device big enough). */
 static int check(sl_train *t, double *error, char *why, size_t len)
 {
     vd *s = t->state;
-    const size_t n = t->m->nparams, es = sl_train_esize(t);
+    const size_t n = t->nparams, es = sl_train_esize(t);
     *error = NAN;
+    if (s->conv && s->resident != vd_conv_resident(t, s)) {
+        snprintf(why, len, "resident bytes %zu, model %zu", s->resident, vd_conv_resident(t, s));
+        return 1;
+    }
     for (int c = 0; c < A_NCATS; c++)
         if (s->peak[c] != s->model[c]) {
             snprintf(why, len, "peak %s bytes %zu, model %zu", arena_cat_names[c], s->peak[c], s->model[c]);
@@ -180,7 +197,7 @@ static int check(sl_train *t, double *error, char *why, size_t len)
     vd_model(t, s);
     const arena run_arena = s->a;
     /* one pass at a time: the larger of the two needs */
-    arena_open(&s->a, t->be, s->model_total > mine ? s->model_total : mine, 2 * t->m->nlayers + 8);
+    arena_open(&s->a, t->be, s->model_total > mine ? s->model_total : mine, 2 * s->N + 8);
     sl_replica ref;
     sl_replica_place(t, s->rows, &ref);
     void *g = sl_k_malloc(t->be, SL_MEM_OTHER, n * es);
@@ -236,7 +253,16 @@ static const char *none_coll, *none_dtype;
 static void row(sl_train *t, sl_result *res)
 {
     vd *s = t->state;
-    sl_result_param_str(res, "offload", s->policy == VD_NONE ? "none" : "all");
+    static const char *const policy_names[] = {"none", "all", "conv"};
+    sl_result_param_str(res, "offload", policy_names[s->policy]);
+    if (s->conv) { /* what the training layer's row says of the MLP's shape */
+        sl_result_param_str(res, "model", "conv");
+        sl_result_param_num(res, "layers", s->conv->g.layers);
+        sl_result_param_num(res, "ops", s->N);
+        sl_result_param_num(res, "channels", s->conv->g.c);
+        sl_result_param_num(res, "image", s->conv->g.h);
+        sl_result_param_num(res, "act_bytes", (double)vd_io_bytes(t, s, 0));
+    }
     sl_result_param_num(res, "prefetch", s->prefetch);
     sl_result_param_num(res, "device_mem", (double)s->device_mem);
     sl_result_param_str(res, "device", emulated ? "emulated" : "cuda");
@@ -249,7 +275,7 @@ static void row(sl_train *t, sl_result *res)
     sl_result_metric(res, "model_device", (double)(s->resident + s->model_total), "bytes");
     sl_result_metric(res, "moved_model", (double)s->moved, "bytes");
     size_t host = 0;
-    for (int l = 0; l < t->m->nlayers; l++)
+    for (int l = 0; l < s->N; l++)
         host += (s->L[l].host_in ? s->L[l].in_bytes : 0) + (s->L[l].host_body ? s->L[l].body_bytes : 0);
     sl_result_metric(res, "host_activ", s->fits ? (double)host : NAN, "bytes");
     if (!s->fits) return;
@@ -274,16 +300,29 @@ static void row(sl_train *t, sl_result *res)
     }
 }
 
+/* The training layer's options as vdnn sets them, before the command line. */
+static sl_train_options defaults;
+
 static void validate(sl_ctx *ctx)
 {
-    if (opt_offload == 2)
+    if (opt_offload == VD_CONV && !conv_model)
         sl_usage_error("--offload conv: only the conv stack has convolutions; use --model conv, or --offload none|all");
     if (opt_offload == VD_NONE && opt_prefetch >= 0)
-        sl_usage_error("--prefetch: only with --offload all (nothing is offloaded with none)");
+        sl_usage_error("--prefetch: only with --offload all|conv (nothing is offloaded with none)");
+    const sl_train_options *o = &sl_train_opt;
+    if (conv_model && sl_gpt_selected()) sl_usage_error("--model: one model, mlp, conv or gpt");
+    if (conv_model && (o->width != defaults.width || o->inputs != defaults.inputs || o->outputs != defaults.outputs))
+        sl_usage_error("--width/--inputs/--outputs: --model conv trains a conv stack: use --layers, --channels "
+                       "and --image");
+    if (!conv_model && (sl_option_given(&ctx->opt, "channels") || sl_option_given(&ctx->opt, "image")))
+        sl_usage_error("--channels/--image: only with --model conv");
+    if (conv_model) vd_conv_validate(ctx, opt_channels, opt_image);
     run_mask = 1u << V_NONE; /* every policy's overhead is over none's */
-    if (opt_offload != VD_NONE) {
-        if (opt_prefetch != 1) run_mask |= 1u << V_ALL0;
-        if (opt_prefetch != 0) run_mask |= 1u << V_ALL1;
+    for (int p = VD_ALL; p <= (conv_model ? VD_CONV : VD_ALL); p++) {
+        if (opt_offload >= 0 && opt_offload != p) continue;
+        const int v0 = p == VD_ALL ? V_ALL0 : V_CONV0;
+        if (opt_prefetch != 1) run_mask |= 1u << v0;
+        if (opt_prefetch != 0) run_mask |= 1u << (v0 + 1);
     }
     char why[256];
     const int be = sl_k_backend_resolve(ctx->opt.backend, why, sizeof why);
@@ -309,15 +348,18 @@ static void validate(sl_ctx *ctx)
 static void schedule(const sl_train *t, sl_pm_sched *sc)
 {
     const vd *s = t->state;
-    const int N = t->m->nlayers;
-    int tk_in[SL_MLP_MAX_LAYERS], tk_body[SL_MLP_MAX_LAYERS], on[SL_MLP_MAX_LAYERS];
-    sl_pm_bytes(sc, (double)t->m->nparams * sl_train_esize(t)); /* the gradient zeroed */
-    sl_pm_load(t, sc, s->rows);
+    const int N = s->N;
+    int tk_in[VD_MAX_LAYERS], tk_body[VD_MAX_LAYERS], on[VD_MAX_LAYERS];
+    const double T = (double)vd_io_bytes(t, s, 0); /* the conv stack's tensor */
+    sl_pm_bytes(sc, (double)t->nparams * sl_train_esize(t)); /* the gradient zeroed */
+    if (s->conv) sl_pm_bytes(sc, T / sl_train_esize(t) * 4 + T); /* the images, rounded into the input */
+    else sl_pm_load(t, sc, s->rows);
     int pending = -1;
     for (int l = 0; l < N; l++) {
         const int off = vd_offloaded(s, l);
         if (off) tk_in[l] = sl_pm_copy(sc, (double)s->L[l].in_bytes);
-        sl_pm_layer_forward(t, sc, l, s->rows);
+        if (s->conv) vd_conv_pm(t, s, sc, l, 0);
+        else sl_pm_layer_forward(t, sc, l, s->rows);
         if (off) {
             tk_body[l] = sl_pm_copy(sc, (double)s->L[l].body_bytes);
             sl_pm_wait(sc, tk_in[l]);
@@ -327,7 +369,8 @@ static void schedule(const sl_train *t, sl_pm_sched *sc)
         on[l] = !off;
     }
     if (pending >= 0) sl_pm_wait(sc, tk_body[pending]);
-    sl_pm_loss(t, sc, s->rows);
+    if (s->conv) sl_pm_bytes(sc, 3 * T / sl_train_esize(t) * 4); /* output, target read, dout written */
+    else sl_pm_loss(t, sc, s->rows);
     for (int l = N - 1; l >= 0; l--) {
         for (int j = l; j >= 0 && j >= l - (s->prefetch ? 1 : 0); j--) /* this layer, and the one below ahead */
             if (!on[j] && vd_offloaded(s, j)) {
@@ -339,10 +382,11 @@ static void schedule(const sl_train *t, sl_pm_sched *sc)
             sl_pm_wait(sc, tk_in[l]);
             sl_pm_wait(sc, tk_body[l]);
         }
-        sl_pm_layer_backward(t, sc, l, s->rows);
+        if (s->conv) vd_conv_pm(t, s, sc, l, 1);
+        else sl_pm_layer_backward(t, sc, l, s->rows);
     }
-    if (t->size > 1) sl_pm_comm(sc, SL_PM_ALLREDUCE, (double)t->m->nparams);
-    sl_pm_optimizer(t, sc, t->m->nparams);
+    if (t->size > 1) sl_pm_comm(sc, SL_PM_ALLREDUCE, (double)t->nparams);
+    sl_pm_optimizer(t, sc, t->nparams);
 }
 
 static const sl_column columns[] = {
@@ -361,10 +405,11 @@ static const sl_column columns[] = {
     SL_COL("note", "note", 0),
 };
 
-static const sl_technique vdnn = {
+static sl_technique vdnn = {
     .program = {.name = "vdnn",
                 .summary = "vDNN: activations offloaded to pinned host memory after forward and fetched (or "
-                           "prefetched) for backward; peak device bytes and bytes moved against the model",
+                           "prefetched) for backward; peak device bytes and bytes moved against the model. "
+                           "--model conv: a conv stack (--layers convolutions, --channels, --image)",
                 .uses = SL_USES_BACKEND | SL_USES_COLL | SL_USES_DTYPE, .colls = (1u << SL_NCOLLS) - 1,
                 .dtypes = (1u << SL_F32) | (1u << SL_F16) | (1u << SL_BF16), .default_dtype = SL_F32,
                 .default_coll = SL_COLL_MPI, .default_iters = 5, .default_warmup = 1,
@@ -381,11 +426,29 @@ static const sl_technique vdnn = {
 
 int main(int argc, char **argv)
 {
-    if (vdnn_conv_asked(argc, argv)) return vdnn_conv_main(argc, argv);
     /* 8 layers of 256 on 1024 samples: a 1 MiB tensor per activation, so that the default
      * --device-mem (16M) holds the offloading policies and not none */
     sl_train_opt.layers = 8;
     sl_train_opt.width = sl_train_opt.inputs = sl_train_opt.outputs = 256;
     sl_train_opt.batch = 1024;
-    return sl_train_main(&vdnn, argc, argv);
+    /* --model conv: the training layer's --model takes mlp|gpt; conv is vdnn's own model, taken
+     * off the command line here and put on the technique */
+    int n = 1;
+    for (int i = 1; i < argc; i++) {
+        const int two = !strcmp(argv[i], "--model") && i + 1 < argc && !strcmp(argv[i + 1], "conv");
+        if (two || !strcmp(argv[i], "--model=conv")) {
+            conv_model = 1;
+            i += two;
+        } else {
+            argv[n++] = argv[i];
+        }
+    }
+    argv[n] = NULL;
+    if (conv_model) { /* 8 layers, 16 images of 16 x 32 x 32 (f32: 256 KiB a tensor) */
+        sl_train_opt.batch = 16;
+        vdnn.model_params = vd_conv_params, vdnn.model_flops = vd_conv_flops;
+        vdnn.init_params = vd_conv_init_params, vdnn.reference = vd_conv_reference;
+    }
+    defaults = sl_train_opt;
+    return sl_train_main(&vdnn, n, argv);
 }

@@ -16,6 +16,8 @@
 
 static const char *const check_names[] = {"pass", "fail", "skipped", "not_asserted", "none"};
 
+const char *sl_check_status_name(sl_check_status s) { return check_names[s]; }
+
 void sl_result_init(sl_ctx *ctx, sl_result *r, const char *variant)
 {
     memset(r, 0, sizeof *r);

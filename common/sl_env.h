@@ -53,6 +53,9 @@ int sl_cuda_device_count(void);
 /* Bytes of the current device in use by everything (this process, others, the CUDA context),
  * as cudaMemGetInfo sees it: total - free. -1 without CUDA or a device. */
 long long sl_cuda_device_used(void);
+/* Bytes of the current device free now (cudaMemGetInfo's free): what a run may still allocate
+ * there. -1 without CUDA or a device. */
+long long sl_cuda_device_free(void);
 
 /* Collective: gathers every rank's sl_env_local; rank 0 writes the manifest object into j. */
 struct sl_ctx;

@@ -25,6 +25,9 @@ typedef enum {
     SL_CHECK_NONE,         /* nothing to check (a bandwidth probe) */
 } sl_check_status;
 
+/* "pass" "fail" "skipped" "not_asserted" "none": the row's check.status */
+const char *sl_check_status_name(sl_check_status s);
+
 typedef struct sl_param {
     char name[32];
     int is_num;

@@ -123,6 +123,16 @@ double hc_serial_backward(hc_serial *s, const float *params, float *grads, int w
     return loss;
 }
 
+void hc_reference(sl_train *t, const hc_geom *g, float *params)
+{
+    hc_geom whole = *g;
+    whole.n = t->global_batch;
+    hc_serial ref;
+    hc_serial_init(&ref, t->be, &whole, t->dtype);
+    hc_serial_train(&ref, &t->optim, t->nsteps, (uint64_t)sl_train_opt.seed, params);
+    hc_serial_free(&ref);
+}
+
 long hc_serial_train(hc_serial *s, const sl_optim *o, int steps, uint64_t seed, float *params)
 {
     const size_t np = hc_params(&s->g);

@@ -62,5 +62,9 @@ double hc_serial_backward(hc_serial *s, const float *params, float *grads, int w
  * gradients is skipped) and the weights rounded into dt after each step. params receives the
  * (master) weights; returns the steps skipped. */
 long hc_serial_train(hc_serial *s, const sl_optim *o, int steps, uint64_t seed, float *params);
+/* A training technique's reference (sl_technique .reference): the stack of shape g (g->n
+ * ignored) trained by hc_serial_train on t's global batch for t->nsteps steps in t->dtype. */
+struct sl_train;
+void hc_reference(struct sl_train *t, const hc_geom *g, float *params);
 
 #endif

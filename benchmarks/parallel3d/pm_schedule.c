@@ -4,8 +4,9 @@
  *   forward   the micro-batch's tokens loaded (first and last stage), the embedding (stage 0)
  *             or the activation received from stage p - 1, the stage's blocks, the output sent
  *             to stage p + 1 (N·C elements)
- *   backward  the blocks' forward again (--recompute), the head (last stage) or the gradient
- *             received from stage p + 1, the blocks' backward, the embedding's (stage 0) or the
+ *   backward  the blocks' forward again (--recompute full), the head (last stage) or the gradient
+ *             received from stage p + 1, the blocks' backward (--recompute selective: each
+ *             after its attention forward again), the embedding's (stage 0) or the
  *             input gradient sent to stage p - 1
  * each layer as tp_gpt_schedule.c states it (the tensor-parallel group's all-reduces inside);
  * then the 16-bit rounding, the replicas' all-reduce of the stage's slices and the optimizer
@@ -66,11 +67,14 @@ void p3_pm_schedule(const sl_train *t, const mg *s, const p3_pm_grid *g, sl_pm_s
                 if (!last) sl_pm_send(sc, p + 1, tag(mb, 0), B * NC1);
                 continue;
             }
-            if (g->recompute)
+            if (g->recompute == 2) /* full */
                 for (int l = b0; l < b1; l++) mg_pm_block_forward(t, s, B, sc);
             if (last) mg_pm_head(t, s, B, sc);
             else sl_pm_recv(sc, p + 1, tag(mb, 1));
-            for (int l = b1 - 1; l >= b0; l--) mg_pm_block_backward(t, s, B, sc);
+            for (int l = b1 - 1; l >= b0; l--) {
+                if (g->recompute == 1) mg_pm_attention_forward(t, s, B, sc); /* selective */
+                mg_pm_block_backward(t, s, B, sc);
+            }
             if (p == 0) mg_pm_embedding_backward(t, s, B, sc);
             else sl_pm_send(sc, p - 1, tag(mb, 1), B * NC1);
         }

@@ -9,7 +9,7 @@
 typedef struct p3_pm_grid {
     int P, m, Bd;     /* stages, micro-batches, the replica's sequences */
     int sched;        /* pipe_schedule.h's schedule (S_1F1B, S_GPIPE) */
-    int recompute;    /* --recompute */
+    int recompute;    /* --recompute: 0 none, 1 selective, 2 full */
     int zero;         /* --zero 1 on D > 1 replicas (a stage's vector in D blocks of ceil(np/D));
                          0: the stage's slices all-reduced (mg_pm_update) */
     const size_t *lw; /* the tensor-parallel rank's whole vector: layer l's first element */

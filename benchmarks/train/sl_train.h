@@ -148,6 +148,11 @@ typedef struct sl_train {
     sl_loss_scaler scaler0; /* the scaler the run started with: its serial reference's */
     sl_train_counts cnt;    /* what rounding lost, counted by the model pieces */
     float *wide;            /* the f32 view of the weights without a master copy (sl_train_wide) */
+    int planning;           /* set up only to have its step predicted: no step will run, and setup
+                               records nothing of a run. 1: on the launched ranks, as a run
+                               (sl_train_predict_plan); 2: as rank `rank` of `size` ranks that are
+                               not launched (sl_train_predict_platform): setup places the rank and
+                               fills what .schedule reads, allocates nothing and opens no groups */
 } sl_train;
 
 /* The callbacks of a technique. Only setup, step and weights are required. */
@@ -223,8 +228,16 @@ typedef struct sl_technique {
     /* The layout the schedule states (degrees, a grid) is chosen for the launched ranks, so
      * --predict, which sets the technique up at rank counts not launched, refuses it. */
     int schedule_launched_only;
+    /* Returns 1 where the technique's .sweep takes --predict FILE itself (parallel3d --search:
+     * each layout predicted on the platform with sl_train_predict_platform): the driver then
+     * neither refuses --predict for schedule_launched_only nor runs its own rows of it, and
+     * begins no table. May be NULL. */
+    int (*predicts_itself)(void);
     /* The technique's own parameters and metrics of the row. May be NULL. */
     void (*row)(sl_train *t, sl_result *r);
+    /* The row as it is emitted, the check's verdict included, on every rank: a technique that
+     * sums its runs up (parallel3d --search) keeps what it needs. May be NULL. */
+    void (*row_done)(sl_train *t, const sl_result *r);
 
     /* The check: relative tolerances against the serial reference (0: the defaults below),
      * and a different reference where the technique's is not serial full-batch training
@@ -255,6 +268,10 @@ typedef struct sl_technique {
      * .validate). NULL: the shared MLP. */
     size_t (*model_params)(void);
     double (*model_flops)(int global_batch);
+    /* Its initial weights (f32, t->nparams): with it the technique's own model can be held in
+     * an sl_replica (sl_replica_place: weights, gradients, twins and optimizer state; no
+     * activations) and stepped by sl_replica_step. NULL: the replica is the shared model's. */
+    void (*init_params)(const sl_train *t, float *w32);
 
     /* The model, where it is not the shared --layers/--width stack (megatron_mlp: blocks whose
      * two layers differ in width): fills m for backend be; returns 0, or -1 for an invalid
@@ -360,6 +377,26 @@ typedef struct sl_technique {
 
 /* Parses, runs every requested collective x variant, and finalises; returns main's status. */
 int sl_train_main(const sl_technique *tech, int argc, char **argv);
+
+/* A step predicted, not run (train_plan.c), for a technique that chooses what to run from
+ * predictions (parallel3d --search, from its .sweep): the technique set up on the world as its
+ * options stand now, exactly as a run of `variant` in dt over impl would set it up (t->planning
+ * set), its .schedule charged at primitives measured on the world now (the code and caches behind
+ * every row's pred_step: a layout run afterwards is predicted from the same figures), then freed.
+ * Collective over the world, from inside sl_train_main. 0 with the slowest rank's prediction in
+ * *out and the operations' alpha-beta in fit (as the rows' pred_fit); -1 where nothing is
+ * predicted (the technique states no schedule, or SL_NO_PREDICT=1). */
+int sl_train_predict_plan(sl_ctx *ctx, int variant, sl_dtype dt, sl_coll impl, sl_pm_pred *out, char *fit,
+                          size_t fitlen);
+/* The same on the machine --predict FILE describes, at `nranks` ranks that are not launched
+ * (train_predict.c): the technique set up as ranks 0 and nranks-1 would be (t->planning 2), each
+ * schedule charged at the platform's primitives, the slower of the two into *out, as --predict's
+ * rows are. On this process alone. -1 without --predict or a schedule. */
+int sl_train_predict_platform(sl_ctx *ctx, int variant, sl_dtype dt, sl_coll impl, int nranks, sl_pm_pred *out);
+/* --predict's platform: its name, or NULL without --predict; its ranks (--predict-ranks: the one
+ * given, 0 when none was, -1 when several were). */
+const char *sl_train_predict_platform_name(void);
+int sl_train_predict_ranks(void);
 
 /* Phases ------------------------------------------------------------------------------------ */
 
@@ -601,7 +638,8 @@ typedef struct sl_replica {
     sl_acts acts;
 } sl_replica;
 void sl_replica_alloc(sl_train *t, int rows, sl_replica *r);
-/* The same with the activations left to place (sl_acts_place). */
+/* The same with the activations left to place (sl_acts_place); a technique with its own model
+ * (.init_params) places none. */
 void sl_replica_place(sl_train *t, int rows, sl_replica *r);
 void sl_replica_free(sl_train *t, sl_replica *r);
 /* Load samples [first, first + count) of the step, forward, loss, and backward into r->grads

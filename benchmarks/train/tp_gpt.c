@@ -699,6 +699,26 @@ static double held(sl_train *t, sl_mem_cat cat)
     return (double)sl_mem_current(t->be == SL_BACKEND_CUDA ? SL_MEM_DEVICE : SL_MEM_HOST, cat);
 }
 
+void mg_block_alloc(sl_train *t, const mg *s, mg_block *k, void *att)
+{
+    const size_t f4 = sizeof(float), es = sl_dtype_size(s->dt), N = (size_t)s->N, Nl = (size_t)s->Nl;
+    const size_t NlC = Nl * (size_t)s->C, NCl = N * (size_t)s->Cl;
+    k->ln1 = alloc(t, SL_MEM_ACTIV, NlC * es), k->qkv = alloc(t, SL_MEM_ACTIV, 3 * NCl * es);
+    k->att = att ? att : alloc(t, SL_MEM_ACTIV, (size_t)s->B * s->NHl * s->T * s->T * es);
+    k->atty = alloc(t, SL_MEM_ACTIV, NCl * es), k->h = alloc(t, SL_MEM_ACTIV, NlC * es);
+    k->ln2 = alloc(t, SL_MEM_ACTIV, NlC * es), k->fc = alloc(t, SL_MEM_ACTIV, 4 * NCl * es);
+    k->ge = alloc(t, SL_MEM_ACTIV, 4 * NCl * es);
+    k->m1 = alloc(t, SL_MEM_ACTIV, Nl * f4), k->r1 = alloc(t, SL_MEM_ACTIV, Nl * f4);
+    k->m2 = alloc(t, SL_MEM_ACTIV, Nl * f4), k->r2 = alloc(t, SL_MEM_ACTIV, Nl * f4);
+}
+
+void mg_block_free(sl_train *t, mg_block *k, const void *att)
+{
+    void *p[] = {k->ln1, k->qkv, k->att == att ? NULL : k->att, k->atty, k->h, k->ln2, k->fc, k->ge,
+                 k->m1, k->r1, k->m2, k->r2};
+    for (size_t i = 0; i < sizeof p / sizeof *p; i++) sl_k_free(t->be, p[i]);
+}
+
 void mg_setup(sl_train *t, int tp, int dp, int overlap)
 {
     const mg_options o = {.overlap = overlap};
@@ -751,15 +771,8 @@ void mg_setup_opts(sl_train *t, int tp, int dp, const mg_options *o)
      * parts); the accounting's count of them is the row's measured activ_block */
     const double a0 = held(t, SL_MEM_ACTIV);
     for (int b = 0; b < s->L; b++) {
-        mg_block *k = &s->blk[b];
         s->res[b + 1] = alloc(t, SL_MEM_ACTIV, NlC * es);
-        k->ln1 = alloc(t, SL_MEM_ACTIV, NlC * es), k->qkv = alloc(t, SL_MEM_ACTIV, 3 * N * Cl * es);
-        k->att = alloc(t, SL_MEM_ACTIV, (size_t)s->B * s->NHl * s->T * s->T * es);
-        k->atty = alloc(t, SL_MEM_ACTIV, N * Cl * es), k->h = alloc(t, SL_MEM_ACTIV, NlC * es);
-        k->ln2 = alloc(t, SL_MEM_ACTIV, NlC * es), k->fc = alloc(t, SL_MEM_ACTIV, 4 * N * Cl * es);
-        k->ge = alloc(t, SL_MEM_ACTIV, 4 * N * Cl * es);
-        k->m1 = alloc(t, SL_MEM_ACTIV, Nl * f4), k->r1 = alloc(t, SL_MEM_ACTIV, Nl * f4);
-        k->m2 = alloc(t, SL_MEM_ACTIV, Nl * f4), k->r2 = alloc(t, SL_MEM_ACTIV, Nl * f4);
+        mg_block_alloc(t, s, &s->blk[b], NULL);
     }
     s->activ_block = s->L ? (held(t, SL_MEM_ACTIV) - a0) / s->L : 0;
     s->res[s->L + 1] = alloc(t, SL_MEM_ACTIV, NlC * es);
@@ -804,11 +817,7 @@ void mg_free(sl_train *t)
 {
     mg *s = t->state;
     for (int l = 1; l <= s->L + 1; l++) sl_k_free(t->be, s->res[l]);
-    for (int b = 0; b < s->L; b++) {
-        mg_block *k = &s->blk[b];
-        void *p[] = {k->ln1, k->qkv, k->att, k->atty, k->h, k->ln2, k->fc, k->ge, k->m1, k->r1, k->m2, k->r2};
-        for (size_t i = 0; i < sizeof p / sizeof *p; i++) sl_k_free(t->be, p[i]);
-    }
+    for (int b = 0; b < s->L; b++) mg_block_free(t, &s->blk[b], NULL);
     void *p[] = {s->params, s->grads, s->optim, is_f32(s) ? NULL : s->w, is_f32(s) ? NULL : s->g, s->lnf, s->mf,
                  s->rf, s->tok, s->tgt, s->tokl, s->dres[0], s->dres[1], s->dpart, s->rowmax, s->rowtgt, s->rowsum,
                  s->dh, s->dqkv, s->datty, s->dfc, s->zero_wpe, s->lin32, s->dlog16, s->vec32, s->logits, s->dlog,
@@ -836,6 +845,12 @@ const float *mg_weights(sl_train *t, size_t *first, size_t *count)
 void mg_load(sl_train *t, mg *s) { load(t, s); }
 void mg_embedding_forward(sl_train *t, mg *s) { embedding_forward(t, s); }
 void mg_block_forward(sl_train *t, mg *s, int l) { block_forward(t, s, l); }
+void mg_attention_again(sl_train *t, mg *s, int l)
+{
+    const double t0 = sl_now();
+    attention(t, s, l, NULL, NULL);
+    compute_span(t, "attention (recomputed)", t0);
+}
 double mg_head(sl_train *t, mg *s, float norm, float scale, void *dx) { return head(t, s, norm, scale, dx); }
 void mg_block_backward(sl_train *t, mg *s, int l, const void *dy, void *dx) { block_backward(t, s, l, dy, dx); }
 void mg_embedding_backward(sl_train *t, mg *s, void *dy) { embedding_backward(t, s, dy); }

@@ -107,9 +107,18 @@ const float *mg_weights(sl_train *t, size_t *first, size_t *count);
 void mg_load(sl_train *t, mg *s);
 void mg_embedding_forward(sl_train *t, mg *s);
 void mg_block_forward(sl_train *t, mg *s, int l);
+/* Block l's attention forward again from its kept QKV, into its att and atty (the same bits):
+ * selective recomputation's, before the block's backward (parallel3d --recompute selective). */
+void mg_attention_again(sl_train *t, mg *s, int l);
 double mg_head(sl_train *t, mg *s, float norm, float scale, void *dx);
 void mg_block_backward(sl_train *t, mg *s, int l, const void *dy, void *dx);
 void mg_embedding_backward(sl_train *t, mg *s, void *dy);
+
+/* A block's kept tensors for s->B sequences (s->N tokens, s->Nl held between the tensor-parallel
+ * regions), as activations; att, when not NULL, is the attention probabilities' buffer the block
+ * shares with others (not allocated here, nor freed by mg_block_free given the same pointer). */
+void mg_block_alloc(sl_train *t, const mg *s, mg_block *k, void *att);
+void mg_block_free(sl_train *t, mg_block *k, const void *att);
 
 /* Models, row, check (megatron_mlp/gpt_row.c). */
 double mg_bytes_region_model(const sl_train *t, int region);

@@ -190,6 +190,12 @@ void mg_pm_block_forward(const sl_train *t, const mg *s, int B, sl_pm_sched *sc)
     sl_pm_bytes(sc, 12.0 * p.NlC); /* the residual */
 }
 
+void mg_pm_attention_forward(const sl_train *t, const mg *s, int B, sl_pm_sched *sc)
+{
+    const pm p = pm_of(t, s, B, sc);
+    attention(&p, 0);
+}
+
 void mg_pm_head(const sl_train *t, const mg *s, int B, sl_pm_sched *sc)
 {
     const pm p = pm_of(t, s, B, sc);

@@ -16,6 +16,8 @@ enum { MG_PM_TP = 1, MG_PM_DP = 2 };
 void mg_pm_load(const sl_train *t, const mg *s, int B, sl_pm_sched *sc);
 void mg_pm_embedding_forward(const sl_train *t, const mg *s, int B, sl_pm_sched *sc);
 void mg_pm_block_forward(const sl_train *t, const mg *s, int B, sl_pm_sched *sc);
+/* The attention of a block alone, forward (selective recomputation repeats it before the backward). */
+void mg_pm_attention_forward(const sl_train *t, const mg *s, int B, sl_pm_sched *sc);
 void mg_pm_head(const sl_train *t, const mg *s, int B, sl_pm_sched *sc);
 void mg_pm_block_backward(const sl_train *t, const mg *s, int B, sl_pm_sched *sc);
 void mg_pm_embedding_backward(const sl_train *t, const mg *s, int B, sl_pm_sched *sc);

@@ -31,6 +31,11 @@ train_check train_check_run(sl_train *t);
 void train_check_verdict(const sl_train *t, const train_check *c, sl_result *res);
 void train_references_free(void);
 
+/* Ranks of nranks that train on data (the technique's .data_ranks, else all), and the global
+ * batch of a run of variant on nranks (--batch per data rank, or in all: --scaling). */
+int train_data_ranks(const sl_technique *tech, int variant, int nranks);
+int train_global_batch(const sl_technique *tech, int variant, int nranks);
+
 /* A run of one variant on comm (train_run.c): the sl_train is set up, ready for steps;
  * baseline 1 for the one-rank run. */
 void train_open(sl_train *t, sl_ctx *ctx, const sl_technique *tech, int variant, sl_dtype dtype,
@@ -42,6 +47,12 @@ void train_open_as(sl_train *t, sl_ctx *ctx, const sl_technique *tech, int varia
                    sl_comm *comm, int rank, int size, const sl_mlp *m, sl_task *task, const sl_optim *o,
                    int global_batch, int nsteps, int baseline);
 void train_close(sl_train *t);
+/* What sl_train_predict_plan and sl_train_predict_platform open their sl_train with (its
+ * planning), 0 otherwise: train_open_as copies it. */
+extern int train_planning;
+/* What sl_train_predict_plan sets techniques up with: sl_train_main's model, task and optimizer. */
+void train_plan_bind(const sl_technique *tech, const sl_mlp *m, sl_task *task, const sl_optim *o);
+void train_plan_bound(const sl_technique **tech, const sl_mlp **m, sl_task **task, const sl_optim **o);
 /* The step as the timing loop's body: phases zeroed, the technique's step, phases logged. */
 void train_step_body(void *arg);
 /* Median over the timed steps of each phase's slowest rank; used is the union over ranks of

@@ -145,13 +145,15 @@ int sl_train_main(const sl_technique *tech, int argc, char **argv)
                       "rank 0 alone, in this run%s), divided by the %d ranks: at most 100%% unless "
                       "superlinear, which the row then says; compare variants by samples/s",
                 be == SL_BACKEND_CPU ? threads : "", P);
-    if (train_predict_file) { /* a described machine at rank counts not launched: nothing is run */
+    train_plan_bind(tech, &m, &task, &optim);
+    const int predicts_itself = train_predict_file && tech->predicts_itself && tech->predicts_itself();
+    if (train_predict_file && !predicts_itself) { /* a described machine at rank counts not launched: nothing is run */
         train_predict_main(&ctx, tech, &m, &task, &optim);
         sl_task_free(&task);
         return sl_finalize(&ctx);
     }
     if (tech->before) tech->before(&ctx, &m);
-    sl_table_begin(&ctx, tech->columns, tech->ncolumns);
+    if (!predicts_itself) sl_table_begin(&ctx, tech->columns, tech->ncolumns);
 
     train_baseline *baselines = calloc((size_t)tech->nvariants, sizeof *baselines);
     if (!baselines) SL_FATAL("out of memory");

@@ -156,24 +156,48 @@ static double median_of(const double *x)
     return st.median;
 }
 
-/* GEMM seconds measured in this run, by shape and dtype. */
-static sl_pm_prims gemm_cache;
+/* GEMM seconds measured in this run, by shape and dtype: pages of sl_pm_prims' tables, as many as
+ * the shapes need (a search predicts dozens of layouts, each with shapes of its own). */
+static sl_pm_prims *gemm_pages;
+static int npages;
 
-static void calibrate_gemms(const sl_train *t, const sl_pm_sched *s)
+static double cached_gemm(const sl_pm_gemm_shape *g)
+{
+    for (int i = 0; i < npages; i++) {
+        const double sec = sl_pm_gemm_seconds(&gemm_pages[i], g);
+        if (!isnan(sec)) return sec;
+    }
+    return NAN;
+}
+
+static void cache_gemm(const sl_pm_gemm_shape *g, double sec)
+{
+    if (!npages || gemm_pages[npages - 1].ngemm == SL_PM_MAX_GEMMS) {
+        sl_pm_prims *more = realloc(gemm_pages, (size_t)(npages + 1) * sizeof *gemm_pages);
+        if (!more) SL_FATAL("out of memory for the GEMM times");
+        gemm_pages = more;
+        memset(&gemm_pages[npages++], 0, sizeof *gemm_pages);
+    }
+    sl_pm_prims *p = &gemm_pages[npages - 1];
+    p->gemm[p->ngemm] = *g;
+    p->gemm_s[p->ngemm++] = sec;
+}
+
+/* The schedule's shapes measured (those not yet), and their seconds into p's table. */
+static void calibrate_gemms(const sl_train *t, const sl_pm_sched *s, sl_pm_prims *p)
 {
     const sl_pm_gemm_shape *todo[SL_PM_MAX_GEMMS];
     int mine = 0, most = 0;
     for (int i = 0; i < s->nshapes; i++)
-        if (isnan(sl_pm_gemm_seconds(&gemm_cache, &s->shapes[i]))) todo[mine++] = &s->shapes[i];
+        if (isnan(cached_gemm(&s->shapes[i]))) todo[mine++] = &s->shapes[i];
     SL_CHECK_MPI(MPI_Allreduce(&mine, &most, 1, MPI_INT, MPI_MAX, t->ctx->comm));
     for (int i = 0; i < most; i++) { /* the ranks' i-th shapes at once; one with none waits */
         double sec;
         train_gemm_seconds(t->be, i < mine ? todo[i] : NULL, REPS, i < mine, t->ctx->comm, &sec);
-        if (i < mine && gemm_cache.ngemm < SL_PM_MAX_GEMMS) {
-            gemm_cache.gemm[gemm_cache.ngemm] = *todo[i];
-            gemm_cache.gemm_s[gemm_cache.ngemm++] = sec;
-        }
+        if (i < mine) cache_gemm(todo[i], sec);
     }
+    p->ngemm = s->nshapes;
+    for (int i = 0; i < s->nshapes; i++) p->gemm[i] = s->shapes[i], p->gemm_s[i] = cached_gemm(&s->shapes[i]);
 }
 
 /* Element-wise bytes per second: sl_k_axpby over n f32 elements, the slowest rank's median. */
@@ -247,25 +271,28 @@ static double time_op(const sl_train *t, sl_comm *c, sl_pm_op op, void *a, void 
     return slowest;
 }
 
-enum { NSIZES = 4, MAX_FITS = 32 };
+enum { NSIZES = 4 };
 typedef struct fit {
     sl_coll impl;
     sl_pm_op op;
     sl_dtype dt;
     int size;
+    char group[8]; /* "" the run's communicator, else the group's name (sl_pm_group) */
     double lo, hi, alpha, beta;
 } fit;
-static fit fits[MAX_FITS];
+static fit *fits;
 static int nfits;
 
 /* alpha-beta of op over [lo, hi] bytes on communicator c (the run's, or every rank's own group
- * of `size` ranks at once), cached by its size. */
-static void fit_op(const sl_train *t, sl_comm *c, int size, sl_coll impl, sl_pm_op op, double lo, double hi,
-                   double *alpha, double *beta)
+ * of `size` ranks at once), cached by the group's name and size: groups of one size but another
+ * name are other ranks (a tensor-parallel group's are adjacent, a data-parallel one's strided),
+ * on a cluster other links. */
+static void fit_op(const sl_train *t, sl_comm *c, const char *group, int size, sl_coll impl, sl_pm_op op, double lo,
+                   double hi, double *alpha, double *beta)
 {
     for (int i = 0; i < nfits; i++)
         if (fits[i].impl == impl && fits[i].op == op && fits[i].dt == t->dtype && fits[i].size == size &&
-            fits[i].lo == lo && fits[i].hi == hi) {
+            strcmp(fits[i].group, group) == 0 && fits[i].lo == lo && fits[i].hi == hi) {
             *alpha = fits[i].alpha, *beta = fits[i].beta;
             return;
         }
@@ -302,7 +329,11 @@ static void fit_op(const sl_train *t, sl_comm *c, int size, sl_coll impl, sl_pm_
     /* no fit, or one that is not a cost (beta <= 0: on a loaded machine a larger size can time
      * faster than a smaller one): the largest size's seconds per byte, with no alpha */
     if (isnan(*alpha) || !(*beta > 0)) *alpha = 0, *beta = tm[NSIZES - 1] / S[NSIZES - 1];
-    if (nfits < MAX_FITS) fits[nfits++] = (fit){impl, op, t->dtype, size, lo, hi, *alpha, *beta};
+    fit *more = realloc(fits, (size_t)(nfits + 1) * sizeof *fits);
+    if (!more) SL_FATAL("out of memory for the operations' fits");
+    fits = more;
+    fits[nfits] = (fit){impl, op, t->dtype, size, "", lo, hi, *alpha, *beta};
+    snprintf(fits[nfits++].group, sizeof fits->group, "%s", group);
 }
 
 /* The prediction of one run ------------------------------------------------------------- */
@@ -319,8 +350,9 @@ int train_predict(sl_train *t, sl_coll impl, int p2p, train_prediction *out)
     sl_pm_init(s, t->dtype);
     t->tech->schedule(t, s);
 
-    calibrate_gemms(t, s);
-    sl_pm_prims p = gemm_cache;
+    sl_pm_prims p;
+    memset(&p, 0, sizeof p);
+    calibrate_gemms(t, s, &p);
     p.bw = measure_bw(t, t->nparams > (1u << 20) ? t->nparams : (1u << 20));
     /* the operations this rank's schedule uses on each group, their smallest and largest, over
      * the ranks; a group fitted where every rank has one of the same size (a rank's own) */
@@ -363,8 +395,8 @@ int train_predict(sl_train *t, sl_coll impl, int p2p, train_prediction *out)
                               (o == SL_PM_ALLREDUCE || o == SL_PM_IALLREDUCE) &&
                               train_calibration_fit(impl, t->dtype, from, hi[g][o], alpha, beta, &rows_dt);
             if (!given)
-                fit_op(t, g ? s->group_comm[g] : t->comm, size, p2p ? SL_COLL_MPI : impl, (sl_pm_op)o, from,
-                       hi[g][o], alpha, beta);
+                fit_op(t, g ? s->group_comm[g] : t->comm, g ? s->group_name[g] : "", size,
+                       p2p ? SL_COLL_MPI : impl, (sl_pm_op)o, from, hi[g][o], alpha, beta);
             int w = snprintf(f, left, "%s%s%s%s %.1f us + %.3f GB/s%s%s%s", f == out->fit ? "" : "; ",
                              g ? s->group_name[g] : "", g ? " " : "", sl_pm_op_name((sl_pm_op)o), *alpha * 1e6,
                              1e-9 / *beta, given ? " (--calibration, " : "", given ? sl_dtype_name(rows_dt) : "",

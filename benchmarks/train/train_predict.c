@@ -25,13 +25,9 @@
 const char *train_predict_file;
 sl_int_list train_predict_ranks;
 static sl_pm_platform plat;
+static int ranks_given_n = -1; /* --predict-ranks' values as given, before the defaults fill it */
 
 static const long long default_ranks[] = {8, 16, 32, 64, 128, 256, 512, 1024};
-
-static int data_ranks_of(const sl_technique *tech, int variant, int nranks)
-{
-    return tech->data_ranks ? tech->data_ranks(variant, nranks) : nranks;
-}
 
 /* Variant v asked for, in a precision it trains in (as sl_train_main runs them). */
 static int runs(const sl_technique *tech, int v, sl_dtype dt)
@@ -49,7 +45,8 @@ void train_predict_validate(sl_ctx *ctx, const sl_technique *tech)
     if (!tech->schedule)
         sl_usage_error("--predict: %s states no schedule to the performance model (sl_technique.schedule)",
                        tech->program.name);
-    if (tech->schedule_launched_only)
+    const int itself = tech->predicts_itself && tech->predicts_itself();
+    if (tech->schedule_launched_only && !itself)
         sl_usage_error("--predict: %s's layout is chosen for the launched ranks; it is not predicted at other rank "
                        "counts (its rows carry the prediction for the ranks they ran on)",
                        tech->program.name);
@@ -58,6 +55,7 @@ void train_predict_validate(sl_ctx *ctx, const sl_technique *tech)
                        "them); launched on %d", ctx->nranks);
     char err[512];
     if (sl_pm_platform_load(train_predict_file, &plat, err, sizeof err)) sl_usage_error("--predict: %s", err);
+    ranks_given_n = train_predict_ranks.n;
     if (!train_predict_ranks.n) {
         train_predict_ranks.n = (int)(sizeof default_ranks / sizeof *default_ranks);
         memcpy(train_predict_ranks.v, default_ranks, sizeof default_ranks);
@@ -75,7 +73,7 @@ void train_predict_validate(sl_ctx *ctx, const sl_technique *tech)
                 sl_usage_error("--predict: %s", err);
     for (int i = 0; i < train_predict_ranks.n; i++)
         for (int v = 0; v < tech->nvariants; v++) {
-            const int D = data_ranks_of(tech, v, (int)train_predict_ranks.v[i]);
+            const int D = train_data_ranks(tech, v, (int)train_predict_ranks.v[i]);
             if ((*tech->variant_mask & (1u << v)) && sl_train_opt.scaling == 1 && D > 0 && sl_train_opt.batch < D)
                 sl_usage_error("--predict-ranks %lld: --batch %lld cannot be split over %d data ranks (strong "
                                "scaling gives each at least one sample)", train_predict_ranks.v[i],
@@ -175,22 +173,32 @@ static void fit_text(const sl_pm_sched *s, const sl_pm_prims *p, char *out, size
     }
 }
 
-/* The predicted step of variant v at N ranks: the slower of ranks 0 and N-1. */
-static void predict_one(sl_ctx *ctx, const sl_technique *tech, int v, sl_dtype dt, sl_coll impl, int p2p,
-                        int algo, int N, const sl_mlp *m, sl_task *task, const sl_optim *o, sl_comm *self)
+/* What a platform prediction gives a row. */
+typedef struct platform_pred {
+    sl_pm_pred pred;
+    double bw;
+    int rank_batch;
+    char fit[512];
+} platform_pred;
+
+/* The predicted step of variant v at N ranks on the platform: the slower of ranks 0 and N-1.
+ * planning: how the technique is set up (0 as a run; 2 placed only, sl_train.planning). */
+static platform_pred platform_step(sl_ctx *ctx, const sl_technique *tech, int v, sl_dtype dt, sl_coll impl, int p2p,
+                                   int algo, int N, const sl_mlp *m, sl_task *task, const sl_optim *o,
+                                   sl_comm *self, int planning)
 {
-    const int D = data_ranks_of(tech, v, N);
-    const int B = sl_train_opt.scaling == 0 ? (int)sl_train_opt.batch * D : (int)sl_train_opt.batch;
+    const int B = train_global_batch(tech, v, N);
     sl_pm_sched *s = malloc(sizeof *s);
     if (!s) SL_FATAL("out of memory for a schedule");
-    sl_pm_pred best = {0};
-    double bw = 0;
-    int rank_batch = 0, have = 0;
-    char fit[512] = "";
+    platform_pred out;
+    memset(&out, 0, sizeof out);
+    int have = 0;
     const int who[2] = {0, N - 1};
     for (int i = 0; i < (N > 1 ? 2 : 1); i++) {
         sl_train t;
+        train_planning = planning;
         train_open_as(&t, ctx, tech, v, dt, self, who[i], N, m, task, o, B, 1, 0);
+        train_planning = 0;
         sl_pm_init(s, dt);
         tech->schedule(&t, s);
         sl_pm_prims p;
@@ -222,13 +230,53 @@ static void predict_one(sl_ctx *ctx, const sl_technique *tech, int v, sl_dtype d
                 sl_usage_error("--predict: -C %s: the %s algorithm has no %s (no cost model for it)",
                                sl_coll_name(impl), sl_pm_algo_name((sl_pm_algo)algo), sl_pm_op_name(s->ev[e].op));
         const sl_pm_pred r = sl_pm_predict(s, &p);
-        if (!have || r.step > best.step || isnan(r.step)) {
-            best = r, bw = p.bw, rank_batch = t.hi - t.lo, have = 1;
-            fit_text(s, &p, fit, sizeof fit);
+        if (!have || r.step > out.pred.step || isnan(r.step)) {
+            out.pred = r, out.bw = p.bw, out.rank_batch = t.hi - t.lo, have = 1;
+            fit_text(s, &p, out.fit, sizeof out.fit);
         }
         train_close(&t);
     }
     free(s);
+    return out;
+}
+
+int sl_train_predict_platform(sl_ctx *ctx, int variant, sl_dtype dt, sl_coll impl, int nranks, sl_pm_pred *out)
+{
+    const sl_technique *tech;
+    const sl_mlp *m;
+    sl_task *task;
+    const sl_optim *o;
+    train_plan_bound(&tech, &m, &task, &o);
+    if (!train_predict_file || !tech->schedule) return -1;
+    char err[256];
+    const int p2p = (tech->p2p_variants >> variant) & 1;
+    const int algo = p2p ? SL_PMA_RING : sl_pm_platform_algo(&plat, sl_coll_name(impl), err, sizeof err);
+    if (algo < 0) sl_usage_error("--predict: %s", err);
+    const sl_mem_space space = m->be == SL_BACKEND_CUDA ? SL_MEM_DEVICE : SL_MEM_HOST;
+    sl_comm *self;
+    sl_train_coll_ok(sl_comm_create(&self, MPI_COMM_SELF, SL_COLL_MPI, space), "sl_comm_create (prediction)");
+    *out = platform_step(ctx, tech, variant, dt, p2p ? SL_COLL_MPI : impl, p2p, algo, nranks, m, task, o, self, 2).pred;
+    sl_comm_destroy(self);
+    return 0;
+}
+
+const char *sl_train_predict_platform_name(void) { return train_predict_file ? plat.name : NULL; }
+int sl_train_predict_ranks(void)
+{
+    const int n = ranks_given_n >= 0 ? ranks_given_n : train_predict_ranks.n; /* parsed, defaults not filled yet */
+    return n == 0 ? 0 : n == 1 ? (int)train_predict_ranks.v[0] : -1;
+}
+
+/* The row of variant v at N ranks on the platform. */
+static void predict_one(sl_ctx *ctx, const sl_technique *tech, int v, sl_dtype dt, sl_coll impl, int p2p,
+                        int algo, int N, const sl_mlp *m, sl_task *task, const sl_optim *o, sl_comm *self)
+{
+    const int B = train_global_batch(tech, v, N);
+    const platform_pred pp = platform_step(ctx, tech, v, dt, impl, p2p, algo, N, m, task, o, self, 0);
+    const sl_pm_pred best = pp.pred;
+    const double bw = pp.bw;
+    const int rank_batch = pp.rank_batch;
+    const char *fit = pp.fit;
 
     sl_result res;
     sl_result_init(ctx, &res, tech->variants[v]);

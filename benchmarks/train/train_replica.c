@@ -12,24 +12,29 @@
  * later anyway) it is rounded once into 16 bits after the last micro-batch, as the full batch's
  * gradient is in the serial reference. One loss scale for every micro-batch of a step; an inf
  * or NaN of any micro-batch survives the sum, so the one check after it sees it. */
+#include <string.h>
+
 #include "sl_train.h"
 
 static void replica_init(sl_train *t, int rows, sl_replica *r, int placed)
 {
     const sl_mlp *m = t->m;
-    const size_t n = m->nparams, es = sl_train_esize(t);
+    const size_t n = t->nparams, es = sl_train_esize(t);
+    void (*own)(const sl_train *, float *) = t->tech->init_params;
     r->params = sl_k_malloc(t->be, SL_MEM_PARAMS, n * es);
     r->grads = sl_k_malloc(t->be, SL_MEM_GRADS, n * es);
     r->master = t->master ? sl_train_twin(t, SL_MEM_PARAMS, n) : NULL;
     r->g32 = sl_train_twin(t, SL_MEM_GRADS, n);
     /* + 1: SGD without momentum has no state, and a zero-byte allocation is not a buffer */
     r->optim = sl_k_malloc(t->be, SL_MEM_OPTIM, (size_t)sl_optim_state_per_param(&t->optim) * n * sizeof(float) + 1);
-    if (placed) sl_acts_place(t, rows, &r->acts);
+    if (own) memset(&r->acts, 0, sizeof r->acts); /* the technique's own activations */
+    else if (placed) sl_acts_place(t, rows, &r->acts);
     else sl_acts_alloc(t, rows, &r->acts);
     /* the weights from the seed, in f32: the master copy, the f32 weights, or (no master copy)
      * the workspace they are rounded from */
     float *w32 = r->master ? r->master : t->dtype == SL_F32 ? r->params : sl_train_wide(t);
-    sl_mlp_init_params(m, (uint64_t)sl_train_opt.seed, 0, n, w32);
+    if (own) own(t, w32);
+    else sl_mlp_init_params(m, (uint64_t)sl_train_opt.seed, 0, n, w32);
     if (w32 != r->params) sl_k_cast(t->be, n, w32, SL_F32, r->params, t->dtype, NULL);
 }
 
@@ -38,7 +43,7 @@ void sl_replica_place(sl_train *t, int rows, sl_replica *r) { replica_init(t, ro
 
 void sl_replica_free(sl_train *t, sl_replica *r)
 {
-    sl_acts_free(t, &r->acts);
+    if (!t->tech->init_params) sl_acts_free(t, &r->acts);
     void *bufs[] = {r->params, r->grads, r->master, r->g32, r->optim};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) sl_k_free(t->be, bufs[i]);
 }
@@ -98,7 +103,7 @@ sl_mlp_bytes sl_replica_memory(const sl_train *t, int rows)
 
 void sl_replica_step(sl_train *t, sl_replica *r)
 {
-    const size_t n = t->m->nparams;
+    const size_t n = t->nparams;
     if (t->size > 1) {
         const double t0 = sl_now();
         sl_train_coll_ok(sl_coll_allreduce(t->comm, r->grads, r->grads, n, t->dtype, SL_OP_SUM), "allreduce");
@@ -110,6 +115,6 @@ void sl_replica_step(sl_train *t, sl_replica *r)
 const float *sl_replica_weights(const sl_train *t, const sl_replica *r, size_t *first, size_t *count)
 {
     if (first) *first = 0;
-    if (count) *count = t->m->nparams;
+    if (count) *count = t->nparams;
     return r->master ? r->master : r->params;
 }

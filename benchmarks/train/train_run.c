@@ -9,9 +9,15 @@
 #include "sl_env_check.h"
 #include "train_internal.h"
 
-static int data_ranks_of(const sl_technique *tech, int variant, int nranks)
+int train_data_ranks(const sl_technique *tech, int variant, int nranks)
 {
     return tech->data_ranks ? tech->data_ranks(variant, nranks) : nranks;
+}
+
+int train_global_batch(const sl_technique *tech, int variant, int nranks)
+{
+    return sl_train_opt.scaling == 0 ? (int)sl_train_opt.batch * train_data_ranks(tech, variant, nranks)
+                                     : (int)sl_train_opt.batch;
 }
 
 void train_open(sl_train *t, sl_ctx *ctx, const sl_technique *tech, int variant, sl_dtype dtype,
@@ -41,7 +47,7 @@ void train_open_as(sl_train *t, sl_ctx *ctx, const sl_technique *tech, int varia
     t->rank = rank;
     t->size = size;
     t->global_batch = global_batch;
-    t->data_ranks = data_ranks_of(tech, variant, t->size);
+    t->data_ranks = train_data_ranks(tech, variant, t->size);
     if (t->rank < t->data_ranks) {
         size_t lo, hi;
         sl_share((size_t)global_batch, t->data_ranks, t->rank, &lo, &hi);
@@ -56,6 +62,7 @@ void train_open_as(sl_train *t, sl_ctx *ctx, const sl_technique *tech, int varia
     t->scaler0 = t->ms.sc;
     t->phase_log = calloc((size_t)nsteps * SL_NPHASES, sizeof *t->phase_log);
     if (!t->phase_log) SL_FATAL("out of memory for %d steps' phases", nsteps);
+    t->planning = train_planning;
     tech->setup(t);
 }
 
@@ -262,8 +269,7 @@ void train_run_variant(sl_ctx *ctx, const sl_technique *tech, int variant, sl_dt
 {
     const int P = ctx->nranks;
     const int p2p = (tech->p2p_variants >> variant) & 1;
-    const int B = sl_train_opt.scaling == 0 ? (int)sl_train_opt.batch * data_ranks_of(tech, variant, P)
-                                            : (int)sl_train_opt.batch;
+    const int B = train_global_batch(tech, variant, P);
     const int steps = (int)ctx->opt.warmup + (int)ctx->opt.iters;
     const sl_mem_space space = m->be == SL_BACKEND_CUDA ? SL_MEM_DEVICE : SL_MEM_HOST;
 
@@ -364,6 +370,7 @@ void train_run_variant(sl_ctx *ctx, const sl_technique *tech, int variant, sl_dt
         train_check_verdict(&t, &c, &res);
     else
         sl_result_check(&res, SL_CHECK_SKIPPED, NAN, NULL);
+    if (tech->row_done) tech->row_done(&t, &res);
     sl_result_emit(ctx, &res);
 
     train_close(&t);

@@ -188,13 +188,3 @@ void copier_step_end(copier *c, copier_step *st)
     }
     c->d2h = c->h2d = 0;
 }
-
-double copier_probe(copier *c, void *dev, void *host, size_t bytes, sl_k_copy_kind kind, int reps)
-{
-    copier_step st;
-    copier_step_end(c, &st); /* nothing of a step mixed in */
-    for (int i = 0; i < reps; i++)
-        copier_start(c, kind == SL_K_D2H ? host : dev, kind == SL_K_D2H ? dev : host, bytes, kind);
-    copier_step_end(c, &st);
-    return st.transfer_s > 0 ? (double)bytes * reps / st.transfer_s : 0;
-}

@@ -38,8 +38,4 @@ void copier_wait(copier *c, int ticket);
  * the next step's tickets at 0. */
 void copier_step_end(copier *c, copier_step *st);
 
-/* Bandwidth of this engine one way, in bytes/s: `reps` copies of `bytes` between dev (arena)
- * and host (pinned), timed on the engine. */
-double copier_probe(copier *c, void *dev, void *host, size_t bytes, sl_k_copy_kind kind, int reps);
-
 #endif

@@ -63,3 +63,10 @@ extern "C" long long sl_cuda_device_used(void)
     if (sl_cuda_device_count() == 0 || cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) return -1;
     return (long long)(total_b - free_b);
 }
+
+extern "C" long long sl_cuda_device_free(void)
+{
+    size_t free_b = 0, total_b = 0;
+    if (sl_cuda_device_count() == 0 || cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) return -1;
+    return (long long)free_b;
+}

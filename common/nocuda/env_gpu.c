@@ -13,3 +13,4 @@ void sl_env_gpu_capture(sl_env_gpu *g)
 int sl_cuda_device_count(void) { return 0; }
 
 long long sl_cuda_device_used(void) { return -1; }
+long long sl_cuda_device_free(void) { return -1; }

@@ -1,7 +1,7 @@
 #!/bin/bash
 # parallel3d: the GPT on a D x T x P grid (data x tensor x pipeline), on a tiny model (4 blocks of
 # 32, 4 heads, 8 tokens, vocabulary 64). On 4 ranks the layouts 1x2x2, 2x1x2 and 2x2x1 (f32, f16,
-# bf16; 1f1b and gpipe; --recompute) and on 8 ranks 2x2x2: every row equals serial GPT training in its dtype
+# bf16; 1f1b and gpipe; --recompute full and selective) and on 8 ranks 2x2x2: every row equals serial GPT training in its dtype
 # (the training layer's check), every rank's vector bit-identical to its replicas' (the program's
 # check), each group's bytes per step equal to its model (ring), the memory per category equal to
 # the combined model, the grid file giving each rank's (d, t, p) in Megatron-LM's order and in
@@ -63,10 +63,20 @@ run() { # run NP D T P NROWS NAME ARGS...: the layout's rows pass and equal the 
 run 4 1 2 2 2 a -d f32,bf16
 run 4 2 1 2 4 b -d f32,f16 --schedule 1f1b,gpipe
 run 4 2 2 1 1 c
-run 4 1 2 2 2 r --recompute --micro-batches 4 --schedule 1f1b,gpipe
+run 4 1 2 2 2 r --recompute full --micro-batches 4 --schedule 1f1b,gpipe
+run 4 1 2 2 2 s --recompute selective --micro-batches 4 --schedule 1f1b,gpipe
 run 8 2 2 2 1 d
 run 4 2 1 2 2 z -d f32,bf16 --zero 1
 run 4 2 2 1 2 y -d f32,bf16 --zero 1
+# Recomputation changes what is kept, never the arithmetic: selective and full train the same
+# weights bit for bit (the same error against serial training, the same loss)
+python3 - "$out/r/parallel3d.jsonl" "$out/s/parallel3d.jsonl" <<'PY'
+import json, sys
+get = lambda p: [(r["variant"], r["metrics"]["weight_rel_err"]["value"], r["metrics"]["final_loss"]["value"]) for r in map(json.loads, open(p))]
+full, sel = get(sys.argv[1]), get(sys.argv[2])
+sys.exit(0 if full == sel and len(full) == 2 else f"full {full} != selective {sel}")
+PY
+ok $? "--recompute selective and full: the same weights' error and loss in both schedules (bit-identical training)"
 if [ "${SL_TEST_LAYOUTS8:-0}" = 1 ]; then
   run 8 1 2 4 1 e
   run 8 4 1 2 1 f
@@ -127,6 +137,92 @@ env -u SL_NO_PREDICT "$top/scripts/sl-launch" -np 4 "$top/bin/parallel3d" $gpt -
 ok $? "prediction, --zero 1 on 2x1x2: exit 0"
 python3 "$top/t/lib/train_rows.py" pred "$out/predz/parallel3d.jsonl" 1f1b=p2p,dp.ireduce_scatter,dp.iallgather
 ok $? "prediction, --zero 1: the step's arithmetic, the exchanges' and the dp group's reduce-scatter and all-gather fitted"
+
+# --search (parallel3d/search.c) on 2 ranks: every layout that divides the ranks, the model and
+# the batch predicted into parallel3d.search.tsv (the count from the rule, independently), the
+# fastest prediction and one sample run and checked, the table beside the prediction.
+layouts() { # layouts RANKS: the layouts of the tiny model at global batch 4, by the rule
+  python3 - "$1" <<'PY'
+import sys
+R, L, heads, C, V, B = int(sys.argv[1]), 4, 4, 32, 64, 4
+n = 0
+for P in range(1, min(R, L) + 1):
+    for T in range(1, R // P + 1):
+        if R % P or (R // P) % T or heads % T or C % T or V % T or B % (R // P // T): continue
+        D = R // P // T
+        n += sum(1 for m in range(1, B // D + 1) if (B // D) % m == 0) * (2 if D > 1 else 1) * 3
+print(n)
+PY
+}
+# shellcheck disable=SC2086
+env -u SL_NO_PREDICT "$top/scripts/sl-launch" -np 2 "$top/bin/parallel3d" $gpt --search --search-top 1 --search-sample 1 \
+  -o "$out/search" >"$out/search.txt" 2>&1 </dev/null
+ok $? "--search on 2 ranks: exit 0"
+python3 - "$out/search" "$(layouts 2)" <<'PY'
+import csv, json, math, sys
+d, want = sys.argv[1], int(sys.argv[2])
+plan = list(csv.DictReader(open(d + "/parallel3d.search.tsv"), delimiter="\t"))
+rows = [json.loads(l) for l in open(d + "/parallel3d.jsonl")]
+bad = [] if len(plan) == want else [f"{len(plan)} layouts predicted, the rule gives {want}"]
+for p in plan:
+    step, parts = float(p["pred_step"]), [float(p[k]) for k in ("pred_compute", "pred_exposed", "pred_idle")]
+    if p["fits"] != "1" or not step > 0 or abs(sum(parts) - step) > 1e-7 * step:
+        bad.append(f"layout {p}: not fitted, or pred_step != compute + exposed + idle")
+picks = sorted(r["params"]["search_pick"] for r in rows)
+if picks != ["sample", "top"]: bad.append(f"rows picked {picks}, expected one top and one sample")
+key = lambda x: tuple(int(x[k]) for k in ("dp", "tp", "pp", "micro_batches", "zero")) + (x["recompute"],)
+preds = {key(p): float(p["pred_step"]) for p in plan}
+for r in rows:
+    p = r["params"]
+    if r["check"]["status"] != "pass": bad.append(f"{key(p)}: check {r['check']}")
+    if p["search_pick"] == "top" and p["search_rank"] != 1: bad.append(f"top row has rank {p['search_rank']}")
+    if p["search_layouts"] != want: bad.append(f"search_layouts {p['search_layouts']} != {want}")
+    if not math.isclose(r["metrics"]["search_pred"]["value"], preds[key(p)], rel_tol=1e-6):
+        bad.append(f"{key(p)}: search_pred != the plan's prediction")
+    fastest = min(preds.values())
+    if p["search_pick"] == "top" and preds[key(p)] != fastest: bad.append("the top row is not the fastest prediction")
+print("\n".join(bad), file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+ok $? "--search: the rule's layouts each predicted (compute + exposed + idle), the fastest and a sample run and passed"
+grep -Eq "search: the predicted best, .* was (not )?the measured best" "$out/search.txt"
+ok $? "--search: the summary says whether the predicted best was the measured best"
+
+# --predict-only with --mem-limit between the layouts' memories: those above it are not predicted,
+# nothing is run
+lim=$(awk -F'\t' 'NR > 1 {print $8}' "$out/search/parallel3d.search.tsv" | sort -n | awk '{v[NR] = $1} END {print v[int(NR / 2)]}')
+# shellcheck disable=SC2086
+env -u SL_NO_PREDICT "$top/scripts/sl-launch" -np 2 "$top/bin/parallel3d" $gpt --search --predict-only --mem-limit "$lim" \
+  -o "$out/search2" >"$out/search2.txt" 2>&1 </dev/null
+rc=$?
+python3 - "$out/search2" "$lim" <<'PY'
+import csv, os, sys
+d, lim = sys.argv[1], float(sys.argv[2])
+plan = list(csv.DictReader(open(d + "/parallel3d.search.tsv"), delimiter="\t"))
+bad = [p for p in plan if (p["fits"] == "1") != (float(p["mem_model"]) <= lim) or (p["fits"] == "1") == (p["pred_step"] == "nan")]
+some = 0 < sum(p["fits"] == "1" for p in plan) < len(plan)
+ran = os.path.exists(d + "/parallel3d.jsonl") and os.path.getsize(d + "/parallel3d.jsonl") > 0
+sys.exit(1 if bad or not some or ran else 0)
+PY
+ok $(( rc || $? )) "--search --predict-only --mem-limit $lim: the layouts above it left out, the others predicted, none run"
+
+# --predict-only on a described machine: 8 ranks predicted from one (the rule's count at 8)
+# shellcheck disable=SC2086
+env -u SL_NO_PREDICT "$top/bin/parallel3d" $gpt --search --predict-only --predict "$top/scripts/platforms/predict/h100-sxm-node.txt" \
+  --predict-ranks 8 -o "$out/search3" >"$out/search3.txt" 2>&1 </dev/null
+rc=$?
+[ $rc = 0 ] && [ "$(($(wc -l <"$out/search3/parallel3d.search.tsv") - 1))" = "$(layouts 8)" ] &&
+  grep -q "by predicted step" "$out/search3.txt"
+ok $? "--search --predict-only --predict FILE --predict-ranks 8: the rule's $(layouts 8) layouts predicted, the table printed (rc=$rc)"
+
+expect_usage_np 2 parallel3d "--tp: --search chooses the layout" $gpt --search --tp 2
+expect_usage_np 2 parallel3d "--mem-limit 1024: none of the" $gpt --search --mem-limit 1K
+expect_usage_np 2 parallel3d "--dtype (-d): --search ranks layouts in one precision" $gpt --search -d f32,bf16
+expect_usage_np 2 parallel3d "--search-top: only with --search" $gpt --search-top 2
+expect_usage_of parallel3d "add --predict-only" $gpt --search --predict "$top/scripts/platforms/predict/h100-sxm-node.txt"
+expect_usage_of parallel3d "--predict-ranks: --search --predict ranks the layouts of one rank count" $gpt --search \
+  --predict-only --predict "$top/scripts/platforms/predict/h100-sxm-node.txt" --predict-ranks 8,16
+SL_NO_PREDICT=1 expect_usage_np 2 parallel3d "which SL_NO_PREDICT=1 switches off" $gpt --search
 
 expect_usage_np 4 parallel3d "D x T x P must equal the ranks" $gpt --dp 2 --tp 2 --pp 2
 expect_usage_np 3 parallel3d "--heads 4 must be divisible by T" $gpt --tp 3
