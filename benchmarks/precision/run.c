@@ -1,91 +1,13 @@
-/* run.c — one training run of precision.c (see run.h): the step of mixed-precision
- * training with a loss scaler, as PyTorch writes it with autocast and GradScaler:
- *
- *   loss = model(x) vs y            (layers in the 16-bit type, loss in f32)
- *   backward(loss * scale)          (gradients in the 16-bit type: where they underflow)
- *   g = g16 / scale in f32          (any inf/NaN?)
- *   if the scaler agrees: optimizer step on the f32 master weights, cast back to 16 bits
- *   scaler.update()                 (dynamic: back off on inf/NaN, grow after a clean run)
- */
+/* run.c — the figures of a precision run read from its log of steps (see run.h). */
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "run.h"
-#include "sl_error.h"
-#include "sl_mem.h"
-#include "sl_slowdown.h"
-#include "sl_timer.h"
-#include "train_ref.h"
 
 void run_name(const run_config *c, char *buf, size_t len)
 {
     const char *p = c->dt == SL_F16 ? "fp16" : c->dt == SL_BF16 ? "bf16" : "fp32";
     snprintf(buf, len, "%s%s%s/%s%s", c->model ? c->model : "", c->model ? "/" : "", p, sl_scale_mode_name(c->mode),
              c->master ? "" : "/no-master");
-}
-
-void run_train(const sl_mlp *m, sl_task *task, const run_config *cfg, const run_setup *su,
-               run_result *r)
-{
-    const sl_backend be = m->be;
-    const int B = su->batch, in = m->dims[0], out = m->dims[m->nlayers];
-    memset(r, 0, sizeof *r);
-    r->cfg = *cfg;
-    r->steps = su->steps;
-    r->log = calloc((size_t)su->steps, sizeof *r->log);
-    double *times = malloc((size_t)su->steps * sizeof *times);
-    if (!r->log || !times) SL_FATAL("out of memory for %d steps' logs", su->steps);
-
-    static const sl_mem_cat cats[4] = {SL_MEM_PARAMS, SL_MEM_GRADS, SL_MEM_OPTIM, SL_MEM_ACTIV};
-    const sl_mem_space space = be == SL_BACKEND_CUDA ? SL_MEM_DEVICE : SL_MEM_HOST;
-    for (int k = 0; k < 4; k++) r->mem[k] = -(double)sl_mem_current(space, cats[k]);
-    sl_mixed mx;
-    sl_mixed_init(&mx, m, cfg->dt, cfg->master, B, su->seed, su->optim);
-    for (int k = 0; k < 4; k++) r->mem[k] += (double)sl_mem_current(space, cats[k]);
-    sl_loss_scaler sc;
-    double scale0 = cfg->mode == SL_SCALE_STATIC ? su->static_scale : su->init_scale;
-    sl_loss_scaler_init(&sc, cfg->mode, scale0, su->growth, su->backoff, su->interval);
-    float *x = sl_k_malloc(be, SL_MEM_DATA, (size_t)B * in * sizeof(float));
-    float *y = sl_k_malloc(be, SL_MEM_DATA, (size_t)B * out * sizeof(float));
-    int applied = 0; /* optimizer steps taken: AdamW's step count (a skipped step is not one) */
-
-    for (int s = 0; s < su->steps; s++) {
-        sl_task_batch(task, (uint64_t)s * (uint64_t)B, B, x, y);
-        sl_k_sync(be);
-        step_log *lg = &r->log[s];
-        lg->scale = sc.scale;
-        double t0 = sl_now();
-        lg->loss = sl_mixed_forward_backward(&mx, x, y, sl_task_loss_norm(task, B), (float)sc.scale);
-        size_t bad = sl_mixed_unscale(&mx, (float)sc.scale);
-        if (sl_loss_scaler_update(&sc, bad > 0)) {
-            sl_optim o = sl_optim_for_step(su->optim, applied++);
-            sl_mixed_apply(&mx, &o);
-        } else {
-            lg->skipped = 1;
-        }
-        sl_k_sync(be);
-        sl_slowdown_pad(t0); /* SL_TEST_SLOWDOWN (precision.c leaves the fp32 runs alone) */
-        times[s] = sl_now() - t0;
-        lg->cnt = mx.cnt;
-    }
-    sl_stats_compute(times + su->warmup, su->steps - su->warmup, &r->time);
-    r->skipped = sc.skipped;
-    r->growths = sc.growths;
-    r->backoffs = sc.backoffs;
-    r->final_scale = sc.scale;
-    r->weights = sl_k_download(be, sl_mixed_weights(&mx), m->nparams * sizeof(float));
-    free(times);
-    sl_k_free(be, x);
-    sl_k_free(be, y);
-    sl_mixed_free(&mx);
-}
-
-void run_free(run_result *r)
-{
-    free(r->log);
-    free(r->weights);
-    memset(r, 0, sizeof *r);
 }
 
 double run_final_loss(const run_result *r)

@@ -1,12 +1,11 @@
-/* run.h — one training run of precision.c: the MLP trained in one precision with one loss
- * scaling mode, with or without an f32 master copy, and everything it lost on the way, step
- * by step. */
+/* run.h — one training run of precision (precision/layer.c runs it on the training layer): the
+ * model trained in one precision with one loss scaling mode, with or without an f32 master copy,
+ * and everything it lost on the way, step by step, with the figures read from that log. */
 #ifndef PRECISION_RUN_H
 #define PRECISION_RUN_H
 
 #include "loss_scale.h"
 #include "mlp_mixed.h"
-#include "sl_stats.h"
 
 typedef struct run_config {
     sl_dtype dt;        /* f32, f16, bf16 */
@@ -15,16 +14,6 @@ typedef struct run_config {
     const char *model;  /* NULL: the MLP; "gpt": its runs' names start "gpt/" (the curve file
                            holds both models' runs when run_all.sh runs the two) */
 } run_config;
-
-/* The scaler's settings (loss_scale.h) and the run's shape. */
-typedef struct run_setup {
-    double static_scale, init_scale, growth, backoff;
-    long interval;
-    int steps, warmup;  /* all steps train; the first `warmup` are not timed */
-    int batch;
-    uint64_t seed;
-    const sl_optim *optim;
-} run_setup;
 
 /* Per step: what the curve and the row report. */
 typedef struct step_log {
@@ -36,10 +25,7 @@ typedef struct step_log {
 typedef struct run_result {
     run_config cfg;
     int steps;
-    step_log *log;        /* [steps] */
-    float *weights;       /* final f32 weights, host (nparams) */
-    sl_stats time;        /* seconds per step over the timed steps (data generation excluded) */
-    double mem[4];        /* bytes the run holds: params, grads, optim, activ (the allocator's count) */
+    step_log *log;        /* [steps], summed over the ranks */
     long skipped, growths, backoffs;
     double final_scale;
 } run_result;
@@ -59,13 +45,9 @@ typedef struct run_result {
 #define LOSS_TOL 0.25
 
 /* "fp32/none", "fp16/none", "bf16/dynamic", "fp16/none/no-master" — the MLP row's variant — or
- * "gpt/fp16/none" ... for the GPT's runs (the curve's name; their rows are the layer's). */
+ * "gpt/fp16/none" ... for the GPT's runs (the curve's name; their rows' variant is "none" ...
+ * beside their dtype). */
 void run_name(const run_config *c, char *buf, size_t len);
-/* Trains from sl_mlp_init_params(seed) on samples [s B, (s + 1) B) of the task at step s. */
-void run_train(const sl_mlp *m, sl_task *task, const run_config *cfg, const run_setup *su,
-               run_result *r);
-void run_free(run_result *r);
-
 /* The final loss: the mean over the last tenth of the steps (at least one), so that one
  * batch's noise does not decide a comparison. */
 double run_final_loss(const run_result *r);

@@ -65,6 +65,7 @@ typedef struct sl_train_options {
     int scaling;         /* 0 weak, 1 strong */
     int optim;           /* 0 sgd (momentum 0.9), 1 adamw */
     double lr;
+    double weight_decay; /* AdamW's, decoupled (0.01; not an option: precision's scenario takes 0) */
     long long seed;
     long long baseline;  /* 1: measure the one-rank run for scaling efficiency */
     const char *calibration; /* --calibration DIR: the all-reduces' alpha-beta from an allreduce
@@ -181,11 +182,20 @@ typedef struct sl_technique {
     unsigned mixed_variants; /* the variants that train in f16/bf16; the others in f32 only */
     unsigned mixed_only_variants; /* of those, the ones that do not run in f32 (a loss scaler or
                                      the lack of a master copy, which f32 training has no use for) */
+    /* Variants by precision where they differ (precision's MLP: "fp16/none" trains in f16 alone):
+     * a nonzero dtype_variants[d] lists the variants that run in dtype d, in place of
+     * mixed_variants and mixed_only_variants. */
+    unsigned dtype_variants[SL_NDTYPES];
     /* The run's precision where it is not the layer's default (sl_train_scaler(t->dtype), an f32
-     * master copy): called in 16 bits before setup, it may set t->ms.sc (the loss scaler: mode,
-     * scale, growth) and t->master. The serial reference then trains with the same (precision:
-     * its variants are scalers and master choices). NULL: the default. */
+     * master copy): called before setup, it may set t->ms.sc (the loss scaler: mode, scale,
+     * growth) and, in 16 bits, t->master. The serial reference then trains with the same
+     * (precision: its variants are scalers and master choices). In f32 a scaler multiplies the
+     * loss and divides the gradients by its power-of-two scale, which changes no bit unless a
+     * step overflows: the reference is f32 training unscaled. NULL: the default. */
     void (*precision)(sl_train *t);
+    /* On one rank the f32 weights must equal the serial reference's bit for bit (precision: the
+     * same kernels in the same order, a loss scale a power of two), not within a tolerance. */
+    int exact_one_rank;
 
     /* Ranks of `nranks` that train on data (default: all). */
     int (*data_ranks)(int variant, int nranks);
@@ -283,6 +293,12 @@ typedef struct sl_technique {
     int sleep_mode;
     void (*reset)(sl_train *t);
     void (*calibrate)(sl_train *t);
+
+    /* Around the training table: before (after the model's note) prints the technique's own
+     * tables and notes; after, once every run has, what reads them all (precision: the loss
+     * curves, its scenario). Either may be NULL. */
+    void (*before)(sl_ctx *ctx, const sl_mlp *m);
+    void (*after)(sl_ctx *ctx);
 
     /* The stdout table. */
     const sl_column *columns;

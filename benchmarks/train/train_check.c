@@ -44,8 +44,9 @@ long sl_train_serial_run(sl_train *t, sl_dtype dt, float *params, double *losses
 
 static const reference *reference_in(sl_train *t, sl_dtype dtype)
 {
-    /* per variant where the technique's reference, or its precision, differs between them */
-    const int variant = t->tech->reference || t->tech->precision ? t->variant : -1;
+    /* per variant where the technique's reference, or its precision, differs between them (not
+     * in f32: its reference is f32 training unscaled, whatever the run's scaler) */
+    const int variant = t->tech->reference || (t->tech->precision && dtype != SL_F32) ? t->variant : -1;
     for (int i = 0; i < nrefs; i++)
         if (refs[i].batch == t->global_batch && refs[i].variant == variant && refs[i].dtype == dtype)
             return &refs[i];
@@ -177,6 +178,7 @@ void train_check_verdict(const sl_train *t, const train_check *c, sl_result *res
     double err = adamw ? d->l2_rel : d->max_rel;
     double tol = adamw ? (t->tech->tol_adamw_l2 > 0 ? t->tech->tol_adamw_l2 : SL_TRAIN_TOL_ADAMW_L2)
                        : (t->tech->tol_sgd_max > 0 ? t->tech->tol_sgd_max : SL_TRAIN_TOL_SGD_MAX);
+    if (t->dtype == SL_F32 && t->size == 1 && t->tech->exact_one_rank) tol = 0;
     if (t->dtype != SL_F32) /* the technique justifies them; AdamW's in units of lr / rms(w) */
         tol = adamw ? t->tech->tol_mixed_adamw_l2[t->dtype] * t->optim.adamw.lr / c->ref_rms
                     : t->tech->tol_mixed_sgd_max[t->dtype];

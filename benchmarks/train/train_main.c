@@ -56,6 +56,7 @@ static void validate(sl_ctx *ctx)
 static int runs(const sl_technique *tech, unsigned mask, int v, sl_dtype dt)
 {
     if (!(mask & (1u << v))) return 0;
+    if (tech->dtype_variants[dt]) return (tech->dtype_variants[dt] >> v) & 1;
     return dt == SL_F32 ? !((tech->mixed_only_variants >> v) & 1) : (tech->mixed_variants >> v) & 1;
 }
 
@@ -112,7 +113,7 @@ int sl_train_main(const sl_technique *tech, int argc, char **argv)
     if (!lr_given) sl_train_opt.lr = tech->model_params ? 0.01 : sl_optim_default_lr(&m, optim.kind);
     optim.sgd = (sl_sgd){.lr = (float)o->lr, .momentum = 0.9f, .weight_decay = 0.0f};
     optim.adamw = (sl_adamw){.lr = (float)o->lr, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f,
-                             .weight_decay = 0.01f};
+                             .weight_decay = (float)o->weight_decay};
     int max_batch = o->scaling == 0 ? (int)o->batch * P : (int)o->batch;
     sl_task task;
     if (gpt)
@@ -151,6 +152,7 @@ int sl_train_main(const sl_technique *tech, int argc, char **argv)
         sl_task_free(&task);
         return sl_finalize(&ctx);
     }
+    if (tech->before) tech->before(&ctx, &m);
     if (!predicts_itself) sl_table_begin(&ctx, tech->columns, tech->ncolumns);
 
     train_baseline *baselines = calloc((size_t)tech->nvariants, sizeof *baselines);
@@ -173,6 +175,7 @@ int sl_train_main(const sl_technique *tech, int argc, char **argv)
         }
     }
 
+    if (tech->after) tech->after(&ctx);
     free(baselines);
     train_references_free();
     sl_task_free(&task);

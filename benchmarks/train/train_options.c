@@ -11,7 +11,7 @@
  * optimizer (sl_optim_default_lr; the parser takes only finite numbers, so NAN means not given). */
 sl_train_options sl_train_opt = {
     .layers = 6, .width = 2048, .inputs = 256, .outputs = 64, .batch = 32,
-    .scaling = 0, .optim = 0, .lr = NAN, .seed = 1234, .baseline = 1,
+    .scaling = 0, .optim = 0, .lr = NAN, .weight_decay = 0.01, .seed = 1234, .baseline = 1,
 };
 
 /* Help texts give no default: --help prints the current value, so a technique's own default

@@ -7,8 +7,9 @@
  * good. A sum carries inf and NaN to every rank, but a rank may see an overflow the sum does not
  * (its own cast into 16 bits), and a sharded technique's rank sees only its shard. So each rank
  * flags what it unscaled and the flags are OR-ed (sl_train_overflow_any, one int, outside the
- * technique's collective so that bytes_sent stays the gradients'). f32 has no scaler: the
- * decision is 1 without communication, and the step is the f32 reference's, bit for bit. */
+ * technique's collective so that bytes_sent stays the gradients'). f32 has no scaler by default:
+ * the decision is then 1 without communication, and the step is the f32 reference's, bit for bit
+ * (a technique's power-of-two scaler in f32 changes no bit unless a step overflows). */
 #include <string.h>
 
 #include "sl_train.h"
@@ -140,7 +141,7 @@ void sl_acts_map_input(sl_train *t, sl_acts *a, int l0, int l1, int rows, void *
     if (sl_mlp_is_gpt(m)) { /* the head's loss factor and scale, as sl_acts_load sets them */
         sl_gpt_acts_map_input(m, &a->g, l0, l1, rows, in, body, out, dout);
         a->g.norm = sl_task_loss_norm(t->task, t->global_batch);
-        a->g.scale = t->dtype == SL_F32 ? 1.0f : (float)t->ms.sc.scale;
+        a->g.scale = (float)t->ms.sc.scale; /* 1 without a scaler */
         return;
     }
     const size_t es = sl_train_esize(t);
@@ -197,10 +198,12 @@ size_t sl_acts_bytes(const sl_train *t, int rows)
 
 const float *sl_train_unscale(sl_train *t, const void *g, float *g32, size_t n)
 {
-    if (t->dtype == SL_F32) return g;
+    const int f32 = t->dtype == SL_F32;
+    if (f32 && t->ms.sc.mode == SL_SCALE_NONE) return g;
+    if (f32) g32 = (float *)g; /* a loss-scaled f32 run: unscaled in place */
     if (!g32) SL_FATAL("sl_train_unscale: a %s run needs an f32 twin", sl_dtype_name(t->dtype));
     const double t0 = sl_now();
-    sl_k_cast(t->be, n, g, t->dtype, g32, SL_F32, NULL);
+    if (!f32) sl_k_cast(t->be, n, g, t->dtype, g32, SL_F32, NULL);
     /* 1/scale is exact for the powers of two scalers use */
     const size_t bad = sl_k_scale_check(t->be, n, g32, 1.0f / (float)t->ms.sc.scale);
     t->nonfinite += bad;
@@ -212,7 +215,7 @@ const float *sl_train_unscale(sl_train *t, const void *g, float *g32, size_t n)
 
 int sl_train_decide(sl_train *t)
 {
-    if (t->dtype == SL_F32) {
+    if (t->dtype == SL_F32 && t->ms.sc.mode == SL_SCALE_NONE) {
         t->optim_now = sl_optim_for_step(&t->optim, t->ms.applied++);
         return 1;
     }
@@ -224,7 +227,7 @@ int sl_train_decide(sl_train *t)
 
 int sl_train_decide_alone(sl_train *t)
 {
-    if (t->dtype == SL_F32) return sl_train_decide(t);
+    if (t->dtype == SL_F32 && t->ms.sc.mode == SL_SCALE_NONE) return sl_train_decide(t);
     t->scaled = 1;
     t->ms.alone = 1;
     if (t->ms.sc.mode == SL_SCALE_DYNAMIC) t->ms.sc.mode = SL_SCALE_STATIC; /* the row says so */

@@ -57,7 +57,8 @@ void train_open_as(sl_train *t, sl_ctx *ctx, const sl_technique *tech, int varia
     t->nsteps = nsteps;
     sl_train_mixed_init(&t->ms, dtype);
     t->master = 1;
-    if (dtype != SL_F32 && tech->precision) tech->precision(t); /* its scaler, its master choice */
+    if (tech->precision) tech->precision(t); /* its scaler, its master choice */
+    if (dtype == SL_F32) t->master = 1;       /* f32 is its own master copy */
     t->scaler0 = t->ms.sc;
     t->phase_log = calloc((size_t)nsteps * SL_NPHASES, sizeof *t->phase_log);
     if (!t->phase_log) SL_FATAL("out of memory for %d steps' phases", nsteps);
@@ -349,7 +350,7 @@ void train_run_variant(sl_ctx *ctx, const sl_technique *tech, int variant, sl_dt
     if (predicted || (tech->schedule && sl_no_predict())) train_prediction_row(&pred, st.median, &res);
     if (tech->row) tech->row(&t, &res);
     if (t.scaled) { /* the training layer's loss scaler took the steps (train_precision.c) */
-        sl_result_param_str(&res, "precision", "mixed");
+        if (dtype != SL_F32) sl_result_param_str(&res, "precision", "mixed");
         sl_train_mixed_row(&t, &t.ms, &res);
     }
     sl_result_metric(&res, "weight_rel_err", c.diff.max_rel, "ratio");

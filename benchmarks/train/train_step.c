@@ -225,8 +225,10 @@ double train_loss_f32(sl_train *t, sl_mlp_acts *a, const float *y)
     const sl_mlp *m = t->m;
     const int out = m->dims[m->nlayers];
     double t0 = sl_now();
+    /* a loss scale (technique.precision) rides on the norm: a power of two, exact */
+    const double scale = t->ms.sc.scale;
     double loss = sl_k_mse(t->be, (size_t)a->batch * out, a->x[m->nlayers], y, dout_f32(t, a),
-                           sl_task_loss_norm(t->task, t->global_batch));
+                           (float)(sl_task_loss_norm(t->task, t->global_batch) * scale)) / scale;
     sl_train_span(t, SL_PHASE_COMPUTE, "loss", t0, sl_now());
     t->loss += loss;
     return loss;
@@ -240,7 +242,7 @@ void sl_acts_load(sl_train *t, sl_acts *a, int first, int count)
     if (sl_mlp_is_gpt(t->m)) { /* the tokens; the loss's factor and scale for the head */
         a->g.B = count;
         a->g.norm = sl_task_loss_norm(t->task, t->global_batch);
-        a->g.scale = t->dtype == SL_F32 ? 1.0f : (float)t->ms.sc.scale;
+        a->g.scale = (float)t->ms.sc.scale; /* 1 without a scaler */
         a->g.seq0 = sl_train_sample(t, first);
         sl_train_load_tokens(t, first, count, a->g.tok, a->g.tgt);
         return;

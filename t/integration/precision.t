@@ -1,7 +1,8 @@
 #!/bin/bash
 # precision: the range table equals the standards' constants; the 16-bit GEMMs pass their
 # check; fp32 (any power-of-two loss scale, AdamW and SGD) reproduces the serial reference bit
-# for bit; the default scenario's outcome (fp16 without scaling: every weight gradient zero,
+# for bit, and every 16-bit run serial training in its precision (the lesson rows' loss is not
+# asserted: loss_check); the default scenario's outcome (fp16 without scaling: every weight gradient zero,
 # loss >= 2x fp32's; bf16 and fp16 with dynamic scaling within the bound, nothing skipped),
 # asserted under the default parameters and reported under others (exit 0); the loss curves in
 # precision.curve.tsv; every change of a dynamic scale printed; the CPU's 16-bit flags printed;
@@ -75,11 +76,11 @@ rows "$J" 'sorted(k for k in r if "/" in k and not k.startswith(("range", "gemm"
 ok $? "every precision x loss scaling ran (master fp32 by default)"
 rows "$J" 'all(r["fp32/" + s]["check"]["status"] == "pass" and r["fp32/" + s]["check"]["error"] == 0 for s in ("none", "static", "dynamic"))'
 ok $? "fp32 with no, static (1024) and dynamic (65536) scaling equals the serial reference bit for bit"
-rows "$J" 'r["fp16/none"]["m"]["wgrad_zero_frac"] == 1 and r["fp16/none"]["m"]["underflow_frac"] > 0.99 and r["fp16/none"]["m"]["loss_vs_fp32"] >= 2 and r["fp16/none"]["check"]["status"] == "not_asserted"'
-ok $? "fp16 without scaling: every weight gradient of every step is zero, >99% of nonzero gradients underflow, loss >= 2x fp32 (reported, not asserted)"
+rows "$J" 'r["fp16/none"]["m"]["wgrad_zero_frac"] == 1 and r["fp16/none"]["m"]["underflow_frac"] > 0.99 and r["fp16/none"]["m"]["loss_vs_fp32"] >= 2 and r["fp16/none"]["check"]["status"] == "pass" and r["fp16/none"]["params"]["loss_check"].startswith("not asserted")'
+ok $? "fp16 without scaling: every weight gradient of every step is zero, >99% of nonzero gradients underflow, loss >= 2x fp32 (its loss not asserted; its weights equal serial fp16 training)"
 rows "$J" 'r["bf16/none"]["m"]["underflow_frac"] == 0 and abs(r["bf16/none"]["m"]["loss_vs_fp32"] - 1) <= 0.25 and r["bf16/none"]["check"]["status"] == "pass"'
 ok $? "bf16 without scaling: nothing underflows, final loss within 0.25 of fp32's"
-rows "$J" 'r["fp16/dynamic"]["m"]["skipped"] == 0 and r["fp16/dynamic"]["m"]["final_scale"] == 65536 and abs(r["fp16/dynamic"]["m"]["loss_vs_fp32"] - 1) <= 0.25 and r["fp16/dynamic"]["m"]["wgrad_zero_frac"] < 0.01'
+rows "$J" 'r["fp16/dynamic"]["m"]["skipped_steps"] == 0 and r["fp16/dynamic"]["m"]["final_scale"] == 65536 and abs(r["fp16/dynamic"]["m"]["loss_vs_fp32"] - 1) <= 0.25 and r["fp16/dynamic"]["m"]["wgrad_zero_frac"] < 0.01'
 ok $? "fp16 with dynamic scaling: no step skipped, scale stays 2^16 (2000-step interval), tracks fp32"
 rows "$J" 'r["scenario"]["check"]["status"] == "pass" and r["scenario"]["m"]["params_changed"] == 0'
 ok $? "default parameters: the scenario is asserted (status pass, not not_asserted), no parameter changed"
@@ -103,8 +104,8 @@ sys.exit(0 if ok else 1)
 PY
 ok $? "the CPU flags line names exactly which of f16c, avx512_bf16, avx512_fp16, amx_bf16, amx_fp16 /proc/cpuinfo lists"
 
-rows "$J" 'all(x["m"]["mem_" + k] == x["m"]["model_" + k] for x in r.values() if "mem_params" in x["m"] for k in ("params", "grads", "optim", "activ")) and r["fp32/none"]["m"]["state_bytes_per_param"] == 16 and r["fp16/none"]["m"]["state_bytes_per_param"] == 20 and r["fp16/none"]["m"]["mem_activ"] * 2 == r["fp32/none"]["m"]["mem_activ"]'
-ok $? "memory by category == the model to the byte; model states 16 B/param in fp32, 20 with 16-bit + master (AdamW); 16-bit activations half of fp32's"
+rows "$J" 'all(x["m"]["mem_" + k] == x["m"]["model_" + k] + (k == "optim") for x in r.values() if "mem_params" in x["m"] for k in ("params", "grads", "optim", "activ")) and round(r["fp32/none"]["m"]["state_bytes_per_param"], 3) == 16 and round(r["fp16/none"]["m"]["state_bytes_per_param"], 3) == 20 and r["fp16/none"]["m"]["mem_activ"] * 2 == r["fp32/none"]["m"]["mem_activ"]'
+ok $? "memory by category == the model to the byte (the optimizer state's buffer one byte more: sl_replica's, never empty); model states 16 B/param in fp32, 20 with 16-bit + master (AdamW); 16-bit activations half of fp32's"
 
 # The scenario under parameters it was not designed for: reported, not failed (exit 0), saying
 # which parameters differ and that its expectation was not met; the rows' checks still hold.
@@ -146,14 +147,14 @@ ok $? "precision.curve.tsv planted as a symbolic link: refused, exit 3 naming th
 # No master copy: updates lost to rounding, counted; SGD: fp32 is the serial reference too.
 launch 1 precision --gemm-n 0 --master all --loss-scale none --optim sgd --lr 0.05 -n 40 -w 0 --scenario off -o "$out/nm" >"$out/nm.txt" 2>&1
 ok $? "--master all --optim sgd: checks pass"
-rows "$out/nm/precision.jsonl" 'r["fp32/none"]["check"]["error"] == 0 and r["bf16/none/no-master"]["m"]["lost_updates_frac"] > 0 and r["bf16/none"]["m"]["lost_updates_frac"] is None and r["bf16/none/no-master"]["check"]["status"] == "not_asserted"'
+rows "$out/nm/precision.jsonl" 'r["fp32/none"]["check"]["error"] == 0 and r["bf16/none/no-master"]["m"]["lost_updates_frac"] > 0 and r["bf16/none"]["m"]["lost_updates_frac"] is None and r["bf16/none/no-master"]["check"]["status"] == "pass" and r["bf16/none/no-master"]["params"]["loss_check"] == "not asserted: no master copy, the lesson"'
 ok $? "bf16 without a master copy loses updates to rounding (counted); with one it is n/a; fp32 SGD equals serial"
 
 # The dynamic scaler at work: gradients 2^20 larger overflow at 2^16; growth every 20 clean
 # steps. Its final scale follows from its counts: 2^16 x 2^growths x 2^-backoffs, one skip per backoff.
 launch 1 precision --gemm-n 0 --precision fp16 --loss-scale dynamic --loss-weight 1 --growth-interval 20 -n 100 -w 0 --scenario off -o "$out/dyn" >"$out/dyn.txt" 2>&1
 ok $? "fp16 dynamic, loss weight 1, growth interval 20: checks pass"
-rows "$out/dyn/precision.jsonl" 'd["m"]["skipped"] >= 1 and d["m"]["growths"] >= 1 and d["m"]["skipped"] == d["m"]["backoffs"] and d["m"]["final_scale"] == 65536 * 2.0**(d["m"]["growths"] - d["m"]["backoffs"]) and d["m"]["overflow_max"] > 0 if (d := r["fp16/dynamic"]) else False'
+rows "$out/dyn/precision.jsonl" 'd["m"]["skipped_steps"] >= 1 and d["m"]["growths"] >= 1 and d["m"]["skipped_steps"] == d["m"]["backoffs"] and d["m"]["final_scale"] == 65536 * 2.0**(d["m"]["growths"] - d["m"]["backoffs"]) and d["m"]["overflow_max"] > 0 if (d := r["fp16/dynamic"]) else False'
 ok $? "dynamic scaling: overflows skip steps and back off, clean runs grow, final scale = 2^16 x 2^(growths - backoffs)"
 python3 - "$out/dyn" <<'PY'
 import json, re, sys
@@ -175,7 +176,7 @@ ok $? "the terminal prints every change of the scale with its step: as many back
 # A static scale that overflows every step: every step skipped, the run does not train: exit 1.
 launch 1 precision --gemm-n 0 --precision fp16 --loss-scale static --scale 1073741824 --loss-weight 1 -n 10 -w 0 --scenario off -o "$out/ovf" >"$out/ovf.txt" 2>&1
 ok $([ $? = 1 ] && echo 0 || echo 1) "fp16 static scale 2^30 with loss weight 1: exit 1"
-rows "$out/ovf/precision.jsonl" 'r["fp16/static"]["m"]["skipped"] == 10 and r["fp16/static"]["m"]["nonfinite_max"] > 0 and r["fp32/none"]["m"]["nonfinite_max"] == 0 and r["fp16/static"]["check"]["status"] == "fail" and r["fp32/none"]["check"]["status"] == "pass"'
+rows "$out/ovf/precision.jsonl" 'r["fp16/static"]["m"]["skipped_steps"] == 10 and r["fp16/static"]["m"]["nonfinite_max"] > 0 and r["fp32/none"]["m"]["nonfinite_max"] == 0 and r["fp16/static"]["check"]["status"] == "fail" and r["fp32/none"]["check"]["status"] == "pass"'
 ok $? "... every one of the 10 steps overflowed (inf/NaN gradients counted) and was skipped; its check fails, fp32's passes"
 
 # Two ranks run the same training (replicated): the same checks pass.
