@@ -487,7 +487,8 @@ static void release(sl_train *t)
         slot *sl = k < 0 ? &q->shared : &q->slots[k];
         for (int l = 0; l <= SL_MLP_MAX_LAYERS; l++)
             if (k < 0 || q->recompute != RC_FULL || sl->res[l] != q->shared.res[l]) sl_k_free(t->be, sl->res[l]);
-        for (int l = q->b0; l < q->b1 && !(k >= 0 && q->recompute == RC_FULL); l++) mg_block_free(t, &sl->blk[l - 1], q->att);
+        for (int l = q->b0; l < q->b1 && !(k >= 0 && q->recompute == RC_FULL); l++)
+            mg_block_free(t, &sl->blk[l - 1], q->att);
         sl_k_free(t->be, sl->tok), sl_k_free(t->be, sl->tgt), sl_k_free(t->be, sl->tokl), sl_k_free(t->be, sl->dsend);
         if (sl->htok) sl_free(sl->htok), sl_free(sl->htgt);
     }

@@ -129,8 +129,8 @@ static void plan(sl_ctx *ctx, const p3_search *cfg)
     if (!nfit) /* the machine's own limit (an explicit one is checked up front) */
         sl_usage_error("--mem-limit: none of the %d layouts fits %s; the smallest needs %.0f bytes a rank", ncands,
                        cfg->mem_source, least);
-    sl_note(ctx, "search: %d layouts of %d ranks (%d more left out: D does not divide the batch of %d), %d fit in memory (%s); "
-                 "predicting each %s",
+    sl_note(ctx, "search: %d layouts of %d ranks (%d more left out: D does not divide the batch of %d), %d fit in "
+                 "memory (%s); predicting each %s",
             ncands, cfg->ranks, uneven, cfg->global_batch, nfit, cfg->mem_source,
             cfg->mode == P3_SEARCH_PLATFORM ? "on the platform" : "from primitives measured now");
     char path[PATH_MAX + 64], line[512];
@@ -144,17 +144,19 @@ static void plan(sl_ctx *ctx, const p3_search *cfg)
         if (c->fits) {
             cfg->use(&c->l);
             char fit[512];
-            const int rc = cfg->mode == P3_SEARCH_PLATFORM
-                               ? sl_train_predict_platform(ctx, cfg->variant, cfg->dt, cfg->impl, cfg->ranks, &c->pred)
-                               : sl_train_predict_plan(ctx, cfg->variant, cfg->dt, cfg->impl, &c->pred, fit, sizeof fit);
-            if (rc != 0) SL_FATAL("--search: the performance model predicted nothing (SL_NO_PREDICT is checked up front)");
+            const int rc =
+                cfg->mode == P3_SEARCH_PLATFORM
+                    ? sl_train_predict_platform(ctx, cfg->variant, cfg->dt, cfg->impl, cfg->ranks, &c->pred)
+                    : sl_train_predict_plan(ctx, cfg->variant, cfg->dt, cfg->impl, &c->pred, fit, sizeof fit);
+            if (rc != 0)
+                SL_FATAL("--search: the performance model predicted nothing (SL_NO_PREDICT is checked up front)");
             unpredicted += isnan(c->pred.step);
         }
         if (!f) continue;
         const p3_layout *l = &c->l;
         snprintf(line, sizeof line, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t%.0f\t%d\t%.9g\t%.9g\t%.9g\t%.9g\t%s", ctx->run_id,
-                 l->D, l->T, l->P, l->m, l->zero, rc_names[l->recompute], c->mem, c->fits, c->pred.step, c->pred.compute,
-                 c->pred.exposed, c->pred.idle, c->fits ? sl_pm_dominant(&c->pred) : "-");
+                 l->D, l->T, l->P, l->m, l->zero, rc_names[l->recompute], c->mem, c->fits, c->pred.step,
+                 c->pred.compute, c->pred.exposed, c->pred.idle, c->fits ? sl_pm_dominant(&c->pred) : "-");
         sl_results_append_line(f, path, line);
     }
     if (f && fclose(f) != 0) SL_FATAL("cannot close %s", path);
@@ -181,7 +183,8 @@ static void plan(sl_ctx *ctx, const p3_search *cfg)
         sl_note(ctx, "search: %d layouts not predicted: their schedules (micro-batches x stages) overflow the "
                      "model's %d events", unpredicted, SL_PM_MAX_EVENTS);
     sl_note(ctx, "search: %d layouts predicted in %.1f s; predicted fastest %s at %.2f ms (%.1f samples/s)%s",
-            n - unpredicted, plan_seconds, best, 1e3 * cands[order[0]].pred.step, cfg->global_batch / cands[order[0]].pred.step,
+            n - unpredicted, plan_seconds, best, 1e3 * cands[order[0]].pred.step,
+            cfg->global_batch / cands[order[0]].pred.step,
             cfg->mode == P3_SEARCH_RUN ? "" : "; nothing is run");
     if (cfg->mode == P3_SEARCH_RUN)
         sl_note(ctx, "search: running the %d fastest predictions and %d more spread over the rest", top, sample);

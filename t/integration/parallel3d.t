@@ -141,10 +141,10 @@ ok $? "prediction, --zero 1: the step's arithmetic, the exchanges' and the dp gr
 # --search (parallel3d/search.c) on 2 ranks: every layout that divides the ranks, the model and
 # the batch predicted into parallel3d.search.tsv (the count from the rule, independently), the
 # fastest prediction and one sample run and checked, the table beside the prediction.
-layouts() { # layouts RANKS: the layouts of the tiny model at global batch 4, by the rule
-  python3 - "$1" <<'PY'
+layouts() { # layouts RANKS BATCH: the layouts of the tiny model at that global batch, by the rule
+  python3 - "$1" "$2" <<'PY'
 import sys
-R, L, heads, C, V, B = int(sys.argv[1]), 4, 4, 32, 64, 4
+R, L, heads, C, V, B = int(sys.argv[1]), 4, 4, 32, 64, int(sys.argv[2])
 n = 0
 for P in range(1, min(R, L) + 1):
     for T in range(1, R // P + 1):
@@ -155,10 +155,10 @@ print(n)
 PY
 }
 # shellcheck disable=SC2086
-env -u SL_NO_PREDICT "$top/scripts/sl-launch" -np 2 "$top/bin/parallel3d" $gpt --search --search-top 1 --search-sample 1 \
-  -o "$out/search" >"$out/search.txt" 2>&1 </dev/null
+env -u SL_NO_PREDICT "$top/scripts/sl-launch" -np 2 "$top/bin/parallel3d" ${gpt/--batch 4/--batch 2} --search --search-top 1 \
+  --search-sample 1 -o "$out/search" >"$out/search.txt" 2>&1 </dev/null
 ok $? "--search on 2 ranks: exit 0"
-python3 - "$out/search" "$(layouts 2)" <<'PY'
+python3 - "$out/search" "$(layouts 2 2)" <<'PY'
 import csv, json, math, sys
 d, want = sys.argv[1], int(sys.argv[2])
 plan = list(csv.DictReader(open(d + "/parallel3d.search.tsv"), delimiter="\t"))
@@ -192,7 +192,7 @@ ok $? "--search: the summary says whether the predicted best was the measured be
 # nothing is run
 lim=$(awk -F'\t' 'NR > 1 {print $8}' "$out/search/parallel3d.search.tsv" | sort -n | awk '{v[NR] = $1} END {print v[int(NR / 2)]}')
 # shellcheck disable=SC2086
-env -u SL_NO_PREDICT "$top/scripts/sl-launch" -np 2 "$top/bin/parallel3d" $gpt --search --predict-only --mem-limit "$lim" \
+env -u SL_NO_PREDICT "$top/scripts/sl-launch" -np 2 "$top/bin/parallel3d" ${gpt/--batch 4/--batch 2} --search --predict-only --mem-limit "$lim" \
   -o "$out/search2" >"$out/search2.txt" 2>&1 </dev/null
 rc=$?
 python3 - "$out/search2" "$lim" <<'PY'
@@ -211,18 +211,19 @@ ok $(( rc || $? )) "--search --predict-only --mem-limit $lim: the layouts above 
 env -u SL_NO_PREDICT "$top/bin/parallel3d" $gpt --search --predict-only --predict "$top/scripts/platforms/predict/h100-sxm-node.txt" \
   --predict-ranks 8 -o "$out/search3" >"$out/search3.txt" 2>&1 </dev/null
 rc=$?
-[ $rc = 0 ] && [ "$(($(wc -l <"$out/search3/parallel3d.search.tsv") - 1))" = "$(layouts 8)" ] &&
+[ $rc = 0 ] && [ "$(($(wc -l <"$out/search3/parallel3d.search.tsv") - 1))" = "$(layouts 8 4)" ] &&
   grep -q "by predicted step" "$out/search3.txt"
-ok $? "--search --predict-only --predict FILE --predict-ranks 8: the rule's $(layouts 8) layouts predicted, the table printed (rc=$rc)"
+ok $? "--search --predict-only --predict FILE --predict-ranks 8: the rule's $(layouts 8 4) layouts predicted, the table printed (rc=$rc)"
 
-expect_usage_np 2 parallel3d "--tp: --search chooses the layout" $gpt --search --tp 2
-expect_usage_np 2 parallel3d "--mem-limit 1024: none of the" $gpt --search --mem-limit 1K
-expect_usage_np 2 parallel3d "--dtype (-d): --search ranks layouts in one precision" $gpt --search -d f32,bf16
-expect_usage_np 2 parallel3d "--search-top: only with --search" $gpt --search-top 2
+# (one process: the checks are the options', not the ranks')
+expect_usage_of parallel3d "--tp: --search chooses the layout" $gpt --search --tp 2
+expect_usage_of parallel3d "--mem-limit 1024: none of the" $gpt --search --mem-limit 1K
+expect_usage_of parallel3d "--dtype (-d): --search ranks layouts in one precision" $gpt --search -d f32,bf16
+expect_usage_of parallel3d "--search-top: only with --search" $gpt --search-top 2
 expect_usage_of parallel3d "add --predict-only" $gpt --search --predict "$top/scripts/platforms/predict/h100-sxm-node.txt"
 expect_usage_of parallel3d "--predict-ranks: --search --predict ranks the layouts of one rank count" $gpt --search \
   --predict-only --predict "$top/scripts/platforms/predict/h100-sxm-node.txt" --predict-ranks 8,16
-SL_NO_PREDICT=1 expect_usage_np 2 parallel3d "which SL_NO_PREDICT=1 switches off" $gpt --search
+SL_NO_PREDICT=1 expect_usage_of parallel3d "which SL_NO_PREDICT=1 switches off" $gpt --search
 
 # --bucket-mb: the replicas' all-reduce in buckets of a stage's layers, started in the stage's
 # last backward (0.001 MiB: a bucket a layer), f32 and bf16: the weights as serial training's, the
@@ -246,8 +247,8 @@ SL_TEST_CORRUPT=1 launch 4 parallel3d $gpt --dp 2 --pp 2 --bucket-mb 0.001 -o "$
 rc=$?
 [ $rc = 1 ] && grep -q '"status": *"fail"' "$out/corruptb/parallel3d.jsonl"
 ok $? "... a replica that halves its buckets before their all-reduce: the row fails, exit 1 (rc=$rc)"
-expect_usage_np 4 parallel3d "--bucket-mb: --zero 1 reduce-scatters" $gpt --dp 2 --pp 2 --zero 1 --bucket-mb 1
-expect_usage_np 2 parallel3d "--bucket-mb -1: expected MiB" $gpt --bucket-mb -1
+expect_usage_of parallel3d "--bucket-mb: --zero 1 reduce-scatters" $gpt --dp 2 --pp 2 --zero 1 --bucket-mb 1
+expect_usage_of parallel3d "--bucket-mb -1: expected MiB" $gpt --bucket-mb -1
 
 expect_usage_np 4 parallel3d "D x T x P must equal the ranks" $gpt --dp 2 --tp 2 --pp 2
 expect_usage_np 3 parallel3d "--heads 4 must be divisible by T" $gpt --tp 3

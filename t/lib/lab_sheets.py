@@ -11,6 +11,8 @@ explains. The conventions that make that promise testable (benchmarks/labs/READM
   - `<!-- lab-test quick PROGRAM: ARGS -->` gives option/value pairs that shrink PROGRAM's runs
     for the test: each replaces the value the command gives that option, or is added when the
     command does not give it (the student runs the sheet's sizes; the test a quick size);
+  - `<!-- lab-test quick PROGRAM+WORD: ARGS -->` adds pairs for PROGRAM's commands that hold
+    WORD (after PROGRAM's own): a mode that needs smaller sizes than the sheet's other commands;
   - `<!-- lab-test as-written: WORD ... -->`: a command holding one of these words runs as
     written, without the quick pairs (a mode that takes no size options, e.g. `--analytic`);
   - a table whose header's first cell is `column` lists, in backticks in its first cells, the
@@ -167,6 +169,10 @@ def prepare(cmd, quick, as_written, gpu, smpi):
     prog = program_of(words)
     if prog in quick and not as_written & set(words):
         words = apply_quick(words, quick[prog])
+    for key, pairs in quick.items():  # PROGRAM+WORD: more pairs for PROGRAM's commands holding WORD
+        p, _, word = key.partition("+")
+        if word and p == prog and word in words and not as_written & set(words):
+            words = apply_quick(words, pairs)
     if wants_gpu(words) and not gpu:
         return words, "no CUDA device visible"
     if any(w in SIMULATORS for w in words) and not smpi:
