@@ -1,0 +1,125 @@
+/* pass.c — one step of a parallel3d stage (state.h): the schedule's list of forwards and
+ * backwards run in order, each micro-batch in a slot of its own, its boundary activation sent
+ * forward and its gradient backward to the neighbouring stages (non-blocking point to point in
+ * the pp group; the wait for a neighbour's is the pipeline's bubble), --recompute's forward again
+ * before a backward; then the replicas' exchange and the update (replicas.c). */
+#include <string.h>
+
+#include "state.h"
+
+/* Puts slot sl's activations and the micro-batch's size in place for tp_gpt.c's layers, and
+ * t->lo at its first sequence (the tokens' and the dropout masks' numbering). */
+static void install(sl_train *t, p3 *q, slot *sl)
+{
+    mg *s = &q->s;
+    int first, count;
+    micro(q, sl->mb, &first, &count);
+    t->lo = first;
+    s->B = count, s->N = count * s->T, s->Nl = s->N;
+    memcpy(s->res, sl->res, sizeof s->res);
+    memcpy(s->blk, sl->blk, sizeof s->blk);
+    s->tok = sl->tok, s->tgt = sl->tgt, s->tokl = sl->tokl, s->htok = sl->htok, s->htgt = sl->htgt;
+}
+
+static void wait_req(sl_train *t, sl_coll_req **r, const char *name)
+{
+    if (!*r) return;
+    const double t0 = sl_now();
+    sl_train_coll_ok(sl_coll_wait(*r), "sl_coll_wait");
+    *r = NULL;
+    sl_train_blocking(t, name, t0);
+}
+
+/* A boundary tensor of the micro-batch from stage `from`, waited for (the time is the
+ * pipeline's bubble: this stage idles until its neighbour has it). */
+static void recv_boundary(sl_train *t, p3 *q, void *buf, int from, int tag, const char *name)
+{
+    const double t0 = sl_now();
+    sl_coll_req *r = NULL;
+    sl_train_coll_ok(sl_coll_irecv(q->pp, buf, (size_t)q->s.N * q->s.C, q->s.dt, from, tag, &r), name);
+    sl_train_coll_ok(sl_coll_wait(r), name);
+    sl_train_span(t, SL_PHASE_BUBBLE, name, t0, sl_now());
+}
+
+static void send_boundary(sl_train *t, p3 *q, const void *buf, int to, int tag, sl_coll_req **r, const char *name)
+{
+    sl_k_sync(t->be);
+    const unsigned long long b0 = sl_comm_bytes_sent(q->pp);
+    const double t0 = sl_now();
+    sl_train_coll_ok(sl_coll_isend(q->pp, buf, (size_t)q->s.N * q->s.C, q->s.dt, to, tag, r), name);
+    sl_train_blocking(t, name, t0);
+    if (q->s.counting) q->sent_pp += (double)(sl_comm_bytes_sent(q->pp) - b0);
+}
+
+static void forward(sl_train *t, p3 *q, int mb)
+{
+    mg *s = &q->s;
+    slot *sl = NULL;
+    for (int k = 0; k < q->nslots && !sl; k++)
+        if (q->slots[k].mb < 0) sl = &q->slots[k];
+    if (!sl) SL_FATAL("parallel3d: stage %d has no free slot for micro-batch %d", q->p, mb);
+    wait_req(t, &sl->sq_act, "send activation"); /* its last micro-batch's output has left */
+    sl->mb = mb;
+    q->slot_of[mb] = (int)(sl - q->slots);
+    install(t, q, sl);
+    if (q->p == 0 || last_stage(q)) mg_load(t, s);
+    if (q->p == 0) mg_embedding_forward(t, s);
+    else recv_boundary(t, q, s->res[q->b0], q->p - 1, 2 * mb, "recv activation");
+    for (int l = q->b0; l < q->b1; l++) mg_block_forward(t, s, l);
+    if (!last_stage(q)) send_boundary(t, q, s->res[q->b1], q->p + 1, 2 * mb, &sl->sq_act, "send activation");
+}
+
+
+static void backward(sl_train *t, p3 *q, int mb)
+{
+    mg *s = &q->s;
+    slot *sl = &q->slots[q->slot_of[mb]];
+    install(t, q, sl);
+    wait_req(t, &sl->sq_grad, "send gradient");
+    if (q->recompute == RC_FULL) { /* the stage's forward again from its kept input (its output's send has left) */
+        wait_req(t, &sl->sq_act, "send activation");
+        for (int l = q->b0; l < q->b1; l++) mg_block_forward(t, s, l);
+    }
+    int cur = 0;
+    if (last_stage(q)) {
+        const double loss = mg_head(t, s, sl_task_loss_norm(t->task, t->global_batch), loss_scale(q), s->dres[0]);
+        if (q->tr == 0) t->loss += loss; /* every rank of the group has it: counted once */
+        p3_gradient_done(t, q, mb, s->L + 1);
+    } else {
+        recv_boundary(t, q, s->dres[0], q->p + 1, 2 * mb + 1, "recv gradient");
+    }
+    for (int l = q->b1 - 1; l >= q->b0; l--, cur = !cur) {
+        if (q->recompute == RC_SELECTIVE) mg_attention_again(t, s, l); /* into the shared buffer */
+        mg_block_backward(t, s, l, s->dres[cur], l == q->b0 && q->p > 0 ? sl->dsend : s->dres[!cur]);
+        p3_gradient_done(t, q, mb, l);
+    }
+    if (q->p == 0) {
+        mg_embedding_backward(t, s, s->dres[cur]);
+        p3_gradient_done(t, q, mb, 0);
+    } else {
+        send_boundary(t, q, sl->dsend, q->p - 1, 2 * mb + 1, &sl->sq_grad, "send gradient");
+    }
+    sl->mb = -1;
+}
+
+
+void p3_step(sl_train *t)
+{
+    p3 *q = t->state;
+    mg *s = &q->s;
+    s->counting = 1;
+    p3_grads_zero(t, q);
+    int live = 0;
+    for (int i = 0; i < q->nops; i++) {
+        if (q->ops[i].kind == 'F') forward(t, q, q->ops[i].mb), live++;
+        else backward(t, q, q->ops[i].mb), live--;
+        if (live > q->inflight_peak) q->inflight_peak = live;
+    }
+    for (int k = 0; k < q->nslots; k++) {
+        wait_req(t, &q->slots[k].sq_act, "send activation");
+        wait_req(t, &q->slots[k].sq_grad, "send gradient");
+    }
+    t->lo = q->lo;
+    p3_update(t, q);
+    s->counting = 0;
+}

@@ -1,0 +1,244 @@
+/* stage.c — a parallel3d rank's stage (state.h): its place in a layout (coordinates, layers, its
+ * part of the flat vector, the replica's sequences and micro-batches, ZeRO's blocks), the
+ * schedule's list for the stage and the slots of its micro-batches in flight, everything it
+ * allocates (counted by category for the memory check), and the release. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpt.h"
+#include "state.h"
+
+static void *alloc(sl_train *t, sl_mem_cat cat, size_t bytes) { return sl_k_malloc(t->be, cat, bytes ? bytes : 1); }
+
+/* In-flight micro-batches of a stage's list: the most forwards not yet matched by backwards. */
+static int inflight(const op *ops, int n)
+{
+    int cur = 0, most = 0;
+    for (int i = 0; i < n; i++) {
+        cur += ops[i].kind == 'F' ? 1 : -1;
+        if (cur > most) most = cur;
+    }
+    return most;
+}
+
+typedef struct stage_runs {
+    size_t base, end;
+    void (*fn)(size_t full, size_t local, size_t count, void *arg);
+    void *arg;
+} stage_runs;
+
+/* mg_runs restricted to the stage's layers, with local offsets in the stage's vector. */
+static void stage_run(size_t full, size_t local, size_t count, int replicated, void *arg)
+{
+    (void)replicated;
+    const stage_runs *r = arg;
+    if (local >= r->base && local < r->end) r->fn(full, local - r->base, count, r->arg);
+}
+
+void p3_for_stage_runs(const sl_train *t, p3 *q, int tr, void (*fn)(size_t, size_t, size_t, void *), void *arg)
+{
+    /* mg_runs reads the layout of the whole tensor-parallel vector: put it back for the call */
+    size_t saved[SL_MLP_MAX_LAYERS + 3];
+    memcpy(saved, q->s.lw, sizeof saved);
+    memcpy(q->s.lw, q->lw_full, sizeof saved);
+    stage_runs r = {q->base, q->lw_full[q->l1], fn, arg};
+    mg_runs(t->m, &q->s, tr, stage_run, &r);
+    memcpy(q->s.lw, saved, sizeof saved);
+}
+
+typedef struct init_arg {
+    const sl_mlp *m;
+    float *local;
+} init_arg;
+
+static void init_run(size_t full, size_t local, size_t count, void *arg)
+{
+    const init_arg *a = arg;
+    sl_mlp_init_params(a->m, (uint64_t)sl_train_opt.seed, full, count, a->local + local);
+}
+
+
+/* Rank `rank`'s place in layout L and what follows from it before anything is allocated: its
+ * coordinates, the stage's layers and its part of the flat vector (tp_gpt.c's layout of the
+ * whole model, shifted to start at the stage's first layer), the replica's sequences and
+ * micro-batches, ZeRO's blocks. p3_setup's first half, and the search's memory model of a layout. */
+void p3_place(p3 *q, const sl_gpt_dims *g, sl_dtype dt, int global_batch, const p3_layout *L, int sched, int rank)
+{
+    mg *s = &q->s;
+    q->D = L->D, q->T = L->T, q->P = L->P;
+    const int dims[NDIMS] = {q->T, q->D, q->P};
+    int c[NDIMS];
+    p3_coords_of(rank, dims, c);
+    q->d = c[DIM_DP], q->tr = c[DIM_TP], q->p = c[DIM_PP];
+    s->t = q->T, s->d = q->D, s->tr = q->tr, s->rep = q->d;
+    s->L = g->layers, s->C = g->C, s->NH = g->NH, s->T = g->T, s->V = g->V, s->maxT = g->max_T;
+    s->Vl = s->V / s->t, s->Cl = s->C / s->t, s->NHl = s->NH / s->t;
+    s->dt = dt;
+    mg_layout(s);
+    memcpy(q->lw_full, s->lw, sizeof q->lw_full);
+    size_t blo, bhi;
+    sl_share((size_t)s->L, q->P, q->p, &blo, &bhi);
+    q->b0 = (int)blo + 1, q->b1 = (int)bhi + 1;
+    q->l0 = q->p == 0 ? 0 : q->b0;
+    q->l1 = last_stage(q) ? s->L + 2 : q->b1;
+    q->base = q->lw_full[q->l0];
+    for (int l = q->l0; l <= q->l1; l++) s->lw[l] = q->lw_full[l] - q->base;
+    s->np = s->lw[q->l1];
+    /* the replica's sequences and its micro-batches */
+    size_t lo, hi;
+    sl_share((size_t)global_batch, q->D, q->d, &lo, &hi);
+    q->lo = (int)lo;
+    q->Bd = (int)(hi - lo);
+    q->m = L->m;
+    if (q->m > q->Bd) q->m = q->Bd > 0 ? q->Bd : 1;
+    q->Bmax = (q->Bd + q->m - 1) / q->m;
+    s->B = q->Bmax, s->N = s->B * s->T;
+    s->Tl = s->T, s->Nl = s->N, s->p0 = 0; /* no sequence parallelism: every position held */
+    /* --zero 1: the vectors the replicas exchange padded to D equal blocks (the reduce-scatter
+     * and the all-gather move equal blocks; the padding stays zero), the optimizer state and
+     * the f32 master (16 bits) of block d alone */
+    q->zero = L->zero;
+    q->S = q->zero ? (s->np + (size_t)q->D - 1) / (size_t)q->D : s->np;
+    q->npad = q->zero ? (size_t)q->D * q->S : s->np;
+    q->recompute = L->recompute;
+    q->sched = sched;
+}
+
+/* sl_technique.setup for layout L under pipeline schedule sched; bucket_mb: --bucket-mb. */
+void p3_setup(sl_train *t, const p3_layout *L, int sched, double bucket_mb)
+{
+    p3 *q = calloc(1, sizeof *q);
+    if (!q) SL_FATAL("out of memory");
+    t->state = q;
+    mg *s = &q->s;
+    const sl_mem_space space = t->be == SL_BACKEND_CUDA ? SL_MEM_DEVICE : SL_MEM_HOST;
+    for (int k = 0; k < SL_MEM_NCATS; k++) q->held[k] = -(double)sl_mem_current(space, (sl_mem_cat)k);
+    p3_place(q, &t->m->gpt, t->dtype, t->global_batch, L, sched, t->rank);
+    q->bucket_bytes = !t->baseline && bucket_mb > 0 && q->D > 1 && !q->zero ? bucket_mb * 1048576 : 0;
+    t->lo = q->lo, t->hi = q->lo + q->Bd;
+    if (t->planning == 2) return; /* a rank not launched: what the schedule reads, and no more */
+    if (!t->planning) p3_record_grid(t, q);
+    p3_open_groups(t, q);
+
+    /* the schedule's list for this stage and the slots its in-flight micro-batches need */
+    const geometry geo = {.p = q->P, .v = 1, .m = q->m, .nsteps = 1};
+    q->ops = calloc((size_t)ops_capacity(&geo), sizeof *q->ops);
+    q->slot_of = calloc((size_t)q->m, sizeof *q->slot_of);
+    if (!q->ops || !q->slot_of) SL_FATAL("out of memory");
+    q->nops = builders[q->sched](&geo, q->p, q->ops);
+    q->nslots = inflight(q->ops, q->nops);
+    for (int i = 0; i < q->nops; i++)
+        if (q->ops[i].kind == 'B') q->last_mb = q->ops[i].mb;
+    if (q->bucket_bytes > 0)
+        q->nbuckets = p3_buckets(s->lw, q->l0, q->l1, sl_dtype_size(s->dt), q->bucket_bytes, q->buckets);
+    q->slots = calloc((size_t)q->nslots, sizeof *q->slots);
+    if (!q->slots) SL_FATAL("out of memory");
+
+    const size_t f4 = sizeof(float), es = sl_dtype_size(s->dt), N = (size_t)s->N, C = (size_t)s->C;
+    const size_t Cl = (size_t)s->Cl, NC = N * C, NV = N * (size_t)s->Vl;
+    const size_t npad = q->npad, master = q->zero && !is_f32(q) ? q->S : npad;
+    s->params = alloc(t, SL_MEM_PARAMS, master * f4);
+    s->grads = alloc(t, SL_MEM_GRADS, npad * f4);
+    s->optim = alloc(t, SL_MEM_OPTIM, (size_t)sl_optim_state_per_param(&t->optim) * q->S * f4);
+    /* the stage's f32 weights from the seed (a sharded master takes its block of them) */
+    float *init = master < npad ? alloc(t, SL_MEM_OTHER, npad * f4) : s->params;
+    sl_k_memset0(t->be, init, npad * f4); /* the embedding's zero row, the padding */
+    init_arg ia = {t->m, init};
+    p3_for_stage_runs(t, q, q->tr, init_run, &ia);
+    sl_k_sync(t->be);
+    s->w = is_f32(q) ? (void *)s->params : alloc(t, SL_MEM_PARAMS, npad * es);
+    s->g = is_f32(q) ? (void *)s->grads : alloc(t, SL_MEM_GRADS, npad * es);
+    if (!is_f32(q)) {
+        sl_k_cast(t->be, npad, init, SL_F32, s->w, s->dt, NULL);
+        sl_train_mixed_init(&s->ms, s->dt);
+    }
+    if (init != s->params) {
+        sl_k_memcpy(t->be, s->params, init + (size_t)q->d * q->S, q->S * f4, SL_K_D2D);
+        sl_k_sync(t->be);
+        sl_k_free(t->be, init);
+    }
+    /* per slot: the residual stream into each block and the head (kept), the stage's output
+     * (sent), the blocks' tensors, the tokens (first and last stage) and the input gradient
+     * sent back. --recompute full: a slot keeps its input and output only, the rest is one set */
+    const int rlo = q->b0, rhi = last_stage(q) ? s->L + 1 : q->b1;
+    const int tokens = q->p == 0 || last_stage(q), full = q->recompute == RC_FULL;
+    if (q->recompute == RC_SELECTIVE && q->b1 > q->b0) /* one attention-probability buffer for the stage */
+        q->att = alloc(t, SL_MEM_ACTIV, (size_t)s->B * s->NHl * s->T * s->T * es);
+    for (int k = -1; k < q->nslots; k++) {
+        slot *sl = k < 0 ? &q->shared : &q->slots[k];
+        if (k < 0 && !full) continue;
+        sl->mb = -1;
+        for (int l = rlo; l <= rhi; l++) {
+            const int own = l == rlo || (l == q->b1 && !last_stage(q));
+            if (full && k >= 0 && !own) sl->res[l] = q->shared.res[l];
+            else if (!(full && k < 0 && own))
+                sl->res[l] = alloc(t, l == q->b1 && !last_stage(q) ? SL_MEM_COMM : SL_MEM_ACTIV, NC * es);
+        }
+        if (full && k >= 0) memcpy(sl->blk, q->shared.blk, sizeof sl->blk);
+        for (int l = q->b0; l < q->b1 && !(full && k >= 0); l++) mg_block_alloc(t, s, &sl->blk[l - 1], q->att);
+        if (k < 0) continue;
+        if (tokens) {
+            sl->tok = alloc(t, SL_MEM_DATA, N * sizeof(int32_t)), sl->tgt = alloc(t, SL_MEM_DATA, N * sizeof(int32_t));
+            sl->tokl = alloc(t, SL_MEM_DATA, N * sizeof(int32_t));
+            sl->htok = sl_alloc(SL_MEM_DATA, N * sizeof(int32_t) + 1);
+            sl->htgt = sl_alloc(SL_MEM_DATA, N * sizeof(int32_t) + 1);
+        }
+        if (q->p > 0) sl->dsend = alloc(t, SL_MEM_COMM, NC * es);
+    }
+    if (last_stage(q)) { /* the head's forward and backward run at once: not kept across operations */
+        s->lnf = alloc(t, SL_MEM_ACTIV, NC * es);
+        s->mf = alloc(t, SL_MEM_ACTIV, N * f4), s->rf = alloc(t, SL_MEM_ACTIV, N * f4);
+    }
+    s->dres[0] = alloc(t, SL_MEM_COMM, NC * es), s->dres[1] = alloc(t, SL_MEM_COMM, NC * es);
+    s->dpart = alloc(t, SL_MEM_COMM, NC * es);
+    s->rowmax = alloc(t, SL_MEM_COMM, N * f4), s->rowtgt = alloc(t, SL_MEM_COMM, N * f4);
+    s->rowsum = alloc(t, SL_MEM_COMM, N * f4);
+    s->dh = alloc(t, SL_MEM_OTHER, NC * es), s->dqkv = alloc(t, SL_MEM_OTHER, 3 * N * Cl * es);
+    s->datty = alloc(t, SL_MEM_OTHER, N * Cl * es), s->dfc = alloc(t, SL_MEM_OTHER, 4 * N * Cl * es);
+    s->zero_wpe = alloc(t, SL_MEM_OTHER, (size_t)s->T * C * es);
+    sl_k_memset0(t->be, s->zero_wpe, (size_t)s->T * C * es);
+    const size_t widest = 4 * Cl > C ? 4 * Cl : C;
+    if (!is_f32(q)) {
+        s->lin32 = alloc(t, SL_MEM_OTHER, N * widest * f4);
+        if (last_stage(q)) s->dlog16 = alloc(t, SL_MEM_OTHER, NV * es);
+    }
+    s->vec32 = alloc(t, SL_MEM_OTHER, 4 * C * f4);
+    if (last_stage(q)) {
+        s->logits = alloc(t, SL_MEM_OTHER, NV * f4), s->dlog = alloc(t, SL_MEM_OTHER, NV * f4);
+        if (t->be != SL_BACKEND_CPU) s->hlog = sl_alloc(SL_MEM_OTHER, (2 * NV + 3 * N) * f4);
+    }
+    s->attn_work = alloc(t, SL_MEM_OTHER, sl_k_attention_work_bytes(s->dt, s->B, s->NHl, s->T));
+    for (int k = 0; k < SL_MEM_NCATS; k++) q->held[k] += (double)sl_mem_current(space, (sl_mem_cat)k);
+}
+
+void p3_release(sl_train *t)
+{
+    p3 *q = t->state;
+    mg *s = &q->s;
+    if (t->planning == 2) {
+        free(q);
+        return;
+    }
+    for (int k = -1; k < q->nslots; k++) {
+        slot *sl = k < 0 ? &q->shared : &q->slots[k];
+        for (int l = 0; l <= SL_MLP_MAX_LAYERS; l++)
+            if (k < 0 || q->recompute != RC_FULL || sl->res[l] != q->shared.res[l]) sl_k_free(t->be, sl->res[l]);
+        for (int l = q->b0; l < q->b1 && !(k >= 0 && q->recompute == RC_FULL); l++)
+            mg_block_free(t, &sl->blk[l - 1], q->att);
+        sl_k_free(t->be, sl->tok), sl_k_free(t->be, sl->tgt), sl_k_free(t->be, sl->tokl), sl_k_free(t->be, sl->dsend);
+        if (sl->htok) sl_free(sl->htok), sl_free(sl->htgt);
+    }
+    void *p[] = {q->att, s->params, s->grads, s->optim, is_f32(q) ? NULL : s->w, is_f32(q) ? NULL : s->g, s->lnf, s->mf,
+                 s->rf, s->dres[0], s->dres[1], s->dpart, s->rowmax, s->rowtgt, s->rowsum, s->dh, s->dqkv,
+                 s->datty, s->dfc, s->zero_wpe, s->lin32, s->dlog16, s->vec32, s->logits, s->dlog, s->attn_work};
+    for (size_t i = 0; i < sizeof p / sizeof *p; i++) sl_k_free(t->be, p[i]);
+    if (s->hlog) sl_free(s->hlog);
+    sl_comm_destroy(s->tp), sl_comm_destroy(s->dp), sl_comm_destroy(q->pp);
+    SL_CHECK_MPI(MPI_Comm_free(&q->tp_mpi));
+    SL_CHECK_MPI(MPI_Comm_free(&q->dp_mpi));
+    SL_CHECK_MPI(MPI_Comm_free(&q->pp_mpi));
+    free(q->ops), free(q->slot_of), free(q->slots);
+    free(q);
+}
+
