@@ -27,6 +27,12 @@
  *             reduce-scattered over the replicas instead of all-reduced, each replica steps its
  *             block and the weights (the run's dtype) are all-gathered back into every replica.
  *             The same bytes on a ring as the all-reduce; optimizer state 1/D.
+ *   --zero 2  ZeRO stage 2: the 16-bit gradient sharded too. The micro-batches still accumulate
+ *             in the stage's whole f32 gradient (one rounding, as serial training's); the
+ *             reduce-scatter's 16-bit vector is written over that accumulation block by block,
+ *             and the replica keeps the 16-bit gradient of block d alone, 1/D. The same
+ *             collectives and bytes as --zero 1, and the same weights bit for bit; in f32 the
+ *             accumulation is the gradient, and --zero 2 holds what --zero 1 does.
  *   --recompute selective  Korthikanti et al.'s selective recomputation (2022, section 5): the
  *             attention probabilities (B·(a/T)·s² a block, the largest tensor at long sequences)
  *             are not kept; before each block's backward its attention forward runs again from
@@ -83,8 +89,9 @@ static const sl_opt p3_opts[] = {
      "the grid's dimensions, fastest first (default tp-dp-pp, Megatron-LM's)"},
     {"micro-batches", 'm', SL_OPT_INT, &opt_micro, 1, 1 << 30, NULL, 0,
      "micro-batches per replica and step (default P)"},
-    {"zero", 0, SL_OPT_INT, &opt_zero, 0, 1, NULL, 0,
-     "ZeRO stage over the data-parallel group: 0 replicated, 1 optimizer state (and f32 master) sharded over the D replicas (default 0)"},
+    {"zero", 0, SL_OPT_INT, &opt_zero, 0, 2, NULL, 0,
+     "ZeRO stage over the data-parallel group: 0 replicated, 1 optimizer state (and f32 master) sharded over the D "
+     "replicas, 2 the 16-bit gradient too (the micro-batches accumulate in the whole f32 gradient; default 0)"},
     {"recompute", 0, SL_OPT_CHOICE, &opt_recompute, 0, 0, "none|selective|full", 0,
      "activation recomputation: none (default); selective: the attention probabilities are not kept, each block's "
      "attention runs again before its backward; full: each micro-batch keeps its stage input only, the stage's "
@@ -143,7 +150,7 @@ static int data_ranks(int variant, int nranks)
     return nranks < opt_dp ? nranks : (int)opt_dp;
 }
 
-/* The collectives that provide a reduce-scatter and an all-gather (--zero 1 needs both). */
+/* The collectives that provide a reduce-scatter and an all-gather (--zero 1 and 2 need both). */
 static unsigned gather_scatter_colls(void)
 {
     unsigned ok = 0;
@@ -288,9 +295,10 @@ static void validate(sl_ctx *ctx)
         sl_usage_error("--bucket-mb %g: expected MiB in [0, 1e6] (0: one all-reduce after the step)", opt_bucket_mb);
     if (opt_bucket_mb > 0 && opt_search)
         sl_usage_error("--bucket-mb: not with --search (its layouts all-reduce once, after the last micro-batch)");
-    if (opt_bucket_mb > 0 && opt_zero)
-        sl_usage_error("--bucket-mb: --zero 1 reduce-scatters the stage's padded vector at once; buckets are for "
-                       "--zero 0");
+    if (opt_bucket_mb > 0 && opt_zero) /* a bucket's reduce-scatter would leave each replica a piece of every
+                                          bucket, not the one block its optimizer state holds */
+        sl_usage_error("--bucket-mb: --zero %lld reduce-scatters the stage's padded vector at once, a block a replica; "
+                       "buckets are for --zero 0", opt_zero);
     if (opt_search) return; /* each layout it runs is one of those below's valid ones */
     if (opt_dp == 0) opt_dp = R % (opt_tp * opt_pp) == 0 ? R / (opt_tp * opt_pp) : 0;
     if (opt_dp * opt_tp * opt_pp != R)
@@ -304,7 +312,7 @@ static void validate(sl_ctx *ctx)
     if (opt_pp > g.layers)
         sl_usage_error("--pp %lld: more pipeline stages than the GPT's --layers %lld (a stage holds whole blocks)",
                        opt_pp, g.layers);
-    if (opt_zero) { /* ZeRO-1's reduce-scatter and all-gather: refused up front, not at the first step */
+    if (opt_zero) { /* ZeRO's reduce-scatter and all-gather: refused up front, not at the first step */
         const unsigned lacking = ctx->opt.colls & ~gather_scatter_colls();
         if (lacking) {
             char names[128] = "";
@@ -312,10 +320,10 @@ static void validate(sl_ctx *ctx)
                 if (gather_scatter_colls() & (1u << c))
                     snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", names[0] ? "|" : "",
                              sl_coll_name((sl_coll)c));
-            sl_usage_error("--coll (-C) %s: --zero 1 needs reduce_scatter and allgather, which %s does not provide; "
-                           "with --zero 1 parallel3d accepts %s",
-                           sl_coll_name((sl_coll)__builtin_ctz(lacking)), sl_coll_name((sl_coll)__builtin_ctz(lacking)),
-                           names);
+            sl_usage_error("--coll (-C) %s: --zero %lld needs reduce_scatter and allgather, which %s does not provide; "
+                           "with --zero %lld parallel3d accepts %s",
+                           sl_coll_name((sl_coll)__builtin_ctz(lacking)), opt_zero,
+                           sl_coll_name((sl_coll)__builtin_ctz(lacking)), opt_zero, names);
         }
     }
     if (opt_micro == 0) opt_micro = opt_pp;

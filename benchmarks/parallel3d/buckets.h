@@ -1,7 +1,7 @@
 /* buckets.h — parallel3d --bucket-mb: a stage's gradient cut into buckets of consecutive layers
  * in the order backward completes them (the stage's highest layer first), each all-reduced over
  * the replicas as soon as its lowest layer's gradient is complete in the stage's last backward,
- * as DDP's buckets are (Li et al., PyTorch Distributed, 2020). What parallel3d.c runs and
+ * as DDP's buckets are (Li et al., PyTorch Distributed, 2020). What replicas.c runs and
  * pm_schedule.c predicts, cut by the same rule. */
 #ifndef P3_BUCKETS_H
 #define P3_BUCKETS_H

@@ -16,7 +16,7 @@ static const char *const recompute_names[] = {"none", "selective", "full"};
 static double ring_allreduce(int k, double n, double es) { return k > 1 ? 2.0 * (k - 1) / k * n * es : 0; }
 static double ring_scatter(int k, double n, double es) { return k > 1 ? (double)(k - 1) / k * n * es : 0; }
 
-/* --zero 1's block of the stage's model parameters np over D replicas (np itself with --zero 0),
+/* --zero 1 and 2's block of the stage's model parameters np over D replicas (np itself with --zero 0),
  * and the padded vector D·S. */
 static double shard_model(const p3 *q, double np) { return q->zero ? ceil(np / q->D) : np; }
 static double padded_model(const p3 *q, double np) { return q->zero ? q->D * shard_model(q, np) : np; }
@@ -38,8 +38,8 @@ size_t p3_stage_params_model(const p3 *q)
  * tokens, the embedding's all-reduce of N·C (stage 0), four of N·C per block, the head's three
  * of N f32 and one of N·C (last stage); pp, the micro-batch's N·C boundary activation forward
  * (all but the last stage) and its gradient backward (all but the first); dp, the all-reduce of
- * the stage's slices, or with --zero 1 their reduce-scatter and the weights' all-gather (the same
- * bytes) on the steps that were applied (a 16-bit step every rank skipped gathers nothing).
+ * the stage's slices, or with --zero 1 or 2 their reduce-scatter and the weights' all-gather (the
+ * same bytes) on the steps that were applied (a 16-bit step every rank skipped gathers nothing).
  * Elements of the run's dtype. */
 void p3_group_bytes_model(const sl_train *t, double b[NGROUPS])
 {
@@ -80,12 +80,13 @@ double p3_bytes_model(const sl_train *t)
 
 /* Memory of this rank, the combined model: the stage's 1/T slices (f32, with their 16-bit copy
  * in f16/bf16) and as many gradients, the optimizer state of those (--zero 1: the vectors padded
- * to D blocks of S, the optimizer state and a 16-bit run's f32 master of one block: 1/D);
- * activations: the
- * micro-batches the schedule keeps in flight on stage p (1F1B: min(m, P - p); GPipe: m), each
- * with, per block, megatron_mlp's 3NC + 12N·C/T + b·(a/T)·s² values and 4N f32 moments plus
- * the residual stream into each block (NC), and on the last stage the stream into the head;
- * the head's final norm once (its forward and backward run together). --recompute full: each
+ * to D blocks of S, the optimizer state and a 16-bit run's f32 master of one block: 1/D; --zero 2
+ * on D > 1 replicas: the 16-bit gradient too, S, beside the whole f32 accumulation of the
+ * micro-batches that the reduce-scatter waits for); activations: the micro-batches the
+ * schedule keeps in flight on stage p (1F1B: min(m, P - p); GPipe: m), each with, per block,
+ * megatron_mlp's 3NC + 12N·C/T + b·(a/T)·s² values and 4N f32 moments plus the residual
+ * stream into each block (NC), and on the last stage the stream into the head; the head's final
+ * norm once (its forward and backward run together). --recompute full: each
  * micro-batch in flight keeps the stage's input (NC) alone, and one set of the rest serves the
  * micro-batch being recomputed; selective: the blocks keep all but the b·(a/T)·s² probabilities,
  * of which the stage holds one block's. */
@@ -97,7 +98,7 @@ void p3_memory_model(const sl_train *t, double bytes[SL_MEM_NCATS])
     const double S = shard_model(q, np), n = padded_model(q, np);
     const double copy = s->dt == SL_F32 ? 0 : es * n;
     bytes[SL_MEM_PARAMS] = 4 * (q->zero && s->dt != SL_F32 ? S : n) + copy;
-    bytes[SL_MEM_GRADS] = 4 * n + copy;
+    bytes[SL_MEM_GRADS] = 4 * n + (s->dt == SL_F32 ? 0 : es * (q->zero == 2 && q->D > 1 ? S : n));
     bytes[SL_MEM_OPTIM] = sl_optim_state_per_param(&t->optim) * 4 * S;
     const int P = q->P, p = q->p, m = q->m;
     const double flight = q->sched == S_GPIPE ? m : (m < P - p ? m : P - p);

@@ -20,11 +20,12 @@
 #include "pipe_schedule.h"
 #include "tp_gpt_schedule.h"
 
-static int tag(int mb, int grad) { return 2 * mb + grad; } /* step()'s */
+static int tag(int mb, int grad) { return 2 * mb + grad; } /* pass.c's */
 
-/* --zero 1 (parallel3d.c's update): the padded gradient rounded into dt, reduce-scattered over the
- * replicas (S elements a rank), the unscale and the optimizer on this replica's block of S, the
- * blocks all-gathered back into every replica's weights. */
+/* --zero 1 and 2 (replicas.c's p3_update): the padded gradient rounded into dt, reduce-scattered
+ * over the replicas (S elements a rank), the unscale and the optimizer on this replica's block of
+ * S, the blocks all-gathered back into every replica's weights. (--zero 2 rounds in place, with
+ * one more copy of a block's 16-bit values: left out.) */
 static void zero_update(const sl_train *t, const mg *s, size_t S, sl_pm_sched *sc)
 {
     const int f32 = s->dt == SL_F32;
@@ -41,7 +42,7 @@ static void zero_update(const sl_train *t, const mg *s, size_t S, sl_pm_sched *s
 }
 
 /* --bucket-mb, in the stage's last backward: the bucket that layer l ends, if any, rounded into
- * dt and its all-reduce over the replicas started (parallel3d.c's gradient_done). */
+ * dt and its all-reduce over the replicas started (replicas.c's p3_gradient_done). */
 static void bucket_start(const mg *s, const p3_bucket *b, int n, int l, int *ids, sl_pm_sched *sc)
 {
     for (int k = 0; k < n; k++) {

@@ -11,7 +11,7 @@ typedef struct p3_pm_grid {
     int sched;        /* pipe_schedule.h's schedule (S_1F1B, S_GPIPE) */
     int recompute;    /* --recompute: 0 none, 1 selective, 2 full */
     double bucket_bytes; /* --bucket-mb's bytes (buckets.h), or 0: one all-reduce after the step */
-    int zero;         /* --zero 1 on D > 1 replicas (a stage's vector in D blocks of ceil(np/D));
+    int zero;         /* --zero 1 or 2 on D > 1 replicas (a stage's vector in D blocks of ceil(np/D));
                          0: the stage's slices all-reduced (mg_pm_update) */
     const size_t *lw; /* the tensor-parallel rank's whole vector: layer l's first element */
 } p3_pm_grid;

@@ -1,8 +1,8 @@
 /* replicas.c — the data-parallel side of a parallel3d step (state.h): the stage's gradient
  * accumulated over the micro-batches, summed over the D replicas holding the stage (one
  * all-reduce after the last micro-batch; --bucket-mb's buckets started in the last backward; or
- * --zero 1's reduce-scatter), the optimizer on what this replica owns and, with --zero 1, the
- * weights all-gathered back into every replica. */
+ * --zero 1 and 2's reduce-scatter), the optimizer on what this replica owns and, with --zero,
+ * the weights all-gathered back into every replica. */
 #include "state.h"
 
 /* The step's start: the gradient accumulation zeroed, the replicas' bytes counted from here. */
@@ -42,7 +42,7 @@ void p3_gradient_done(sl_train *t, p3 *q, int mb, int layer)
 }
 
 /* A collective of the data-parallel group on the run's dtype, its bytes counted: the
- * all-reduce of the replicas' gradients, or ZeRO-1's reduce-scatter of them (n elements a
+ * all-reduce of the replicas' gradients, or ZeRO's reduce-scatter of them (n elements a
  * replica) and all-gather of the weights. */
 enum { DP_ALLREDUCE, DP_REDUCE_SCATTER, DP_ALLGATHER };
 static void dp_coll(sl_train *t, p3 *q, int kind, const void *send, void *recv, size_t n)
@@ -67,27 +67,50 @@ static size_t own_elems(const p3 *q)
     return first >= q->s.np ? 0 : q->s.np - first < q->S ? q->s.np - first : q->S;
 }
 
+/* --zero 2 in 16 bits on several replicas: the rank keeps the 16-bit gradient of its block
+ * alone (s->g, S elements), so the reduce-scatter's 16-bit vector of the npad elements is
+ * written over the f32 accumulation it is rounded from, block by block in order. Block k's
+ * 16-bit values take bytes [k·S·es, (k+1)·S·es) (es = 2), f32 elements below (k+1)·S/2: for k >= 1
+ * apart from its own f32 block, and in blocks already rounded; block 0 overlaps its own and goes
+ * through s->g. The kernels and the copy run in order on the backend's one stream. */
+static int send_in_grads(const p3 *q) { return grad16_elems(q) < q->npad && !is_f32(q); }
+
+static void round_in_place(sl_train *t, p3 *q)
+{
+    mg *s = &q->s;
+    const size_t S = q->S, es = sl_dtype_size(s->dt);
+    sl_k_cast(t->be, S, s->grads, SL_F32, s->g, s->dt, NULL);
+    for (int k = 1; k < q->D; k++)
+        sl_k_cast(t->be, S, s->grads + (size_t)k * S, SL_F32, (char *)s->grads + (size_t)k * S * es, s->dt, NULL);
+    sl_k_memcpy(t->be, s->grads, s->g, S * es, SL_K_D2D);
+}
+
 /* After the last micro-batch: the gradient rounded into the run's dtype (16 bits, unless the
  * buckets did), the replicas' gradients summed and the optimizer stepped: on the whole vector
  * after an all-reduce (--zero 0), or on block d after a reduce-scatter, the blocks all-gathered
- * back into every replica's weights (--zero 1; not on a step every rank skipped: nothing
+ * back into every replica's weights (--zero 1 and 2; not on a step every rank skipped: nothing
  * changed). In 16 bits the overflow flag is OR-ed over every rank: the stages, slices and blocks
- * are one model. */
+ * are one model. --zero 2 reduce-scatters the same 16-bit vector as --zero 1 (send_in_grads), into
+ * the block-sized s->g, and the optimizer reads its f32 values from the accumulation's start. */
 void p3_update(sl_train *t, p3 *q)
 {
     mg *s = &q->s;
+    const int in_grads = send_in_grads(q);
+    void *send = in_grads ? (void *)s->grads : s->g; /* the reduce-scatter's (all-reduce's) 16-bit vector */
     if (!is_f32(q) && !q->nbuckets) { /* the gradient as the serial run keeps it: rounded into dt once */
         const double t0 = sl_now();
-        sl_k_cast(t->be, q->npad, s->grads, SL_F32, s->g, s->dt, NULL);
+        if (in_grads) round_in_place(t, q);
+        else sl_k_cast(t->be, q->npad, s->grads, SL_F32, s->g, s->dt, NULL);
         compute_span(t, "round grads", t0);
     }
     /* SL_TEST_CORRUPT=1 (the tests of the check): the last replica halves its gradients before
      * the sum (an average taken where a sum is due), a defect the serial reference does not share */
-    if (sl_test_corrupt() && q->D > 1 && q->d == q->D - 1 && !q->nbuckets) sl_k_scale(t->be, s->dt, s->np, s->g, 0.5);
+    if (sl_test_corrupt() && q->D > 1 && q->d == q->D - 1 && !q->nbuckets) sl_k_scale(t->be, s->dt, s->np, send, 0.5);
     const size_t es = sl_dtype_size(s->dt), off = q->zero ? (size_t)q->d * q->S : 0;
     const size_t n = q->zero ? own_elems(q) : s->np;
-    void *g = (char *)s->g + off * es, *w = (char *)s->w + off * es;
+    void *g = in_grads ? s->g : (char *)s->g + off * es, *w = (char *)s->w + off * es;
     float *master = is_f32(q) || !q->zero ? s->params + off : s->params;
+    float *g32 = in_grads ? s->grads : s->grads + off; /* the f32 gradient the optimizer reads */
     if (q->nbuckets) { /* the buckets' all-reduces, started in the last backward: waited for */
         const double t0 = sl_now();
         double span = 0, reach = 0; /* the time some bucket was in flight (they start in order) */
@@ -103,7 +126,7 @@ void p3_update(sl_train *t, p3 *q)
         sl_train_record(t, SL_PHASE_COMM, span);
         q->sent_dp += (double)(sl_comm_bytes_sent(s->dp) - q->dp_sent0);
     } else if (q->D > 1) {
-        if (q->zero) dp_coll(t, q, DP_REDUCE_SCATTER, s->g, g, q->S);
+        if (q->zero) dp_coll(t, q, DP_REDUCE_SCATTER, send, g, q->S);
         else dp_coll(t, q, DP_ALLREDUCE, s->g, s->g, s->np);
     }
     int stepped = 1;
@@ -111,12 +134,12 @@ void p3_update(sl_train *t, p3 *q)
         sl_train_optimize(t, s->params, s->grads, s->optim, off, n);
     } else {
         const double t0 = sl_now();
-        sl_k_cast(t->be, n, g, s->dt, s->grads + off, SL_F32, NULL);
-        const size_t bad = sl_k_scale_check(t->be, n, s->grads + off, 1.0f / loss_scale(q));
+        sl_k_cast(t->be, n, g, s->dt, g32, SL_F32, NULL);
+        const size_t bad = sl_k_scale_check(t->be, n, g32, 1.0f / loss_scale(q));
         sl_optim o;
         stepped = sl_train_mixed_decide(t, &s->ms, bad > 0, &o);
         if (stepped) {
-            sl_optim_step(t->be, &o, n, master, s->grads + off, s->optim);
+            sl_optim_step(t->be, &o, n, master, g32, s->optim);
             sl_k_cast(t->be, n, master, SL_F32, w, s->dt, NULL);
         }
         compute_span(t, "unscale + optimizer (f32 master)", t0);

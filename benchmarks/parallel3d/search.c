@@ -2,7 +2,7 @@
  *
  * Every layout (D, T, P, micro-batches m, ZeRO stage, recomputation none|selective|full) with D·T·P = ranks, T
  * dividing the heads, the width and the vocabulary, P at most the blocks, D dividing the global
- * batch and m a replica's sequences, is a candidate. The memory model (parallel3d.c) drops those
+ * batch and m a replica's sequences, is a candidate. The memory model (model.c) drops those
  * whose busiest rank would hold more than the limit. The performance model predicts each of the
  * rest from primitives measured on these ranks now (sl_train_predict_plan: the code behind every
  * row's pred_step), each written to <out>/parallel3d.search.tsv as it is predicted. Then the
@@ -67,7 +67,7 @@ static void enumerate(const p3_search *cfg)
             const int Bd = cfg->global_batch / D;
             for (int m = 1; m <= Bd; m++) {
                 if (Bd % m) continue; /* micro-batches of unequal sizes: left out */
-                for (int z = 0; z <= (D > 1 && cfg->zero_ok); z++)
+                for (int z = 0; z <= (D > 1 && cfg->zero_ok ? 2 : 0); z++) /* ZeRO over one replica: nothing */
                     for (int r = 0; r < 3; r++) add(&(p3_layout){D, T, P, m, z, r});
             }
         }

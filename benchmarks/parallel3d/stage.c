@@ -95,7 +95,7 @@ void p3_place(p3 *q, const sl_gpt_dims *g, sl_dtype dt, int global_batch, const 
     q->Bmax = (q->Bd + q->m - 1) / q->m;
     s->B = q->Bmax, s->N = s->B * s->T;
     s->Tl = s->T, s->Nl = s->N, s->p0 = 0; /* no sequence parallelism: every position held */
-    /* --zero 1: the vectors the replicas exchange padded to D equal blocks (the reduce-scatter
+    /* --zero 1 and 2: the vectors the replicas exchange padded to D equal blocks (the reduce-scatter
      * and the all-gather move equal blocks; the padding stays zero), the optimizer state and
      * the f32 master (16 bits) of block d alone */
     q->zero = L->zero;
@@ -148,7 +148,7 @@ void p3_setup(sl_train *t, const p3_layout *L, int sched, double bucket_mb)
     p3_for_stage_runs(t, q, q->tr, init_run, &ia);
     sl_k_sync(t->be);
     s->w = is_f32(q) ? (void *)s->params : alloc(t, SL_MEM_PARAMS, npad * es);
-    s->g = is_f32(q) ? (void *)s->grads : alloc(t, SL_MEM_GRADS, npad * es);
+    s->g = is_f32(q) ? (void *)s->grads : alloc(t, SL_MEM_GRADS, grad16_elems(q) * es);
     if (!is_f32(q)) {
         sl_k_cast(t->be, npad, init, SL_F32, s->w, s->dt, NULL);
         sl_train_mixed_init(&s->ms, s->dt);

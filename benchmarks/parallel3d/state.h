@@ -44,7 +44,8 @@ typedef struct p3 {
     int recompute;              /* --recompute: RC_FULL, the slots share one set of the stage's tensors;
                                    RC_SELECTIVE, the blocks share one attention-probability buffer */
     void *att;                  /* RC_SELECTIVE: that buffer, (B, NH/T, T, T) */
-    int zero;                   /* --zero 1: optimizer state (and f32 master) sharded over the replicas */
+    int zero;                   /* --zero 1: optimizer state (and f32 master) sharded over the replicas;
+                                   2: the 16-bit gradient too (grad16_elems) */
     size_t S, npad;             /* a replica's block of the stage's vector, and D·S (S = npad = np: --zero 0) */
     slot shared;                /* that set: the residual stream inside the stage, the blocks' tensors */
     double sent_dp, sent_pp;    /* bytes over the counted steps */
@@ -61,6 +62,10 @@ typedef struct p3 {
 
 static inline int is_f32(const p3 *q) { return q->s.dt == SL_F32; }
 static inline int last_stage(const p3 *q) { return q->p == q->P - 1; }
+/* The elements of the 16-bit gradient a rank keeps (s->g; f32: s->grads itself): the padded
+ * vector, or under --zero 2 on several replicas its block alone (replicas.c builds the
+ * reduce-scatter's 16-bit vector inside the f32 accumulation instead). */
+static inline size_t grad16_elems(const p3 *q) { return q->zero == 2 && q->D > 1 ? q->S : q->npad; }
 static inline float loss_scale(const p3 *q) { return is_f32(q) ? 1.0f : (float)q->s.ms.sc.scale; }
 
 static inline void compute_span(sl_train *t, const char *name, double t0)

@@ -5,11 +5,13 @@
 # (the training layer's check), every rank's vector bit-identical to its replicas' (the program's
 # check), each group's bytes per step equal to its model (ring), the memory per category equal to
 # the combined model, the grid file giving each rank's (d, t, p) in Megatron-LM's order and in
-# --order's. --zero 1 (2x1x2, 2x2x1; f32, bf16): the same checks, the optimizer state (and the
+# --order's. --zero 1 (2x1x2; f32, bf16): the same checks, the optimizer state (and the
 # bf16 run's f32 master) one replica's block of the stage's vector, AdamW's 8 bytes per element
-# of it. SL_TEST_CORRUPT=1 (a replica that halves its gradients before their sum) fails, exit 1,
-# with --zero 1 too. Bad layouts and --zero values exit 2 naming the option. SL_TEST_LAYOUTS8=1 runs the other 8-rank layouts too, f32 and bf16 (1x2x4,
-# 4x1x2, 2x4x1, 8x1x1: about 6 s each on 2 cores).
+# of it; --zero 2 (2x2x1 f32 and bf16, 4x1x1 bf16): the bf16 gradient one block too, beside the
+# whole f32 accumulation. SL_TEST_CORRUPT=1 (a replica that halves its gradients before their
+# sum) fails, exit 1, with --zero 2 too. Bad layouts and --zero values exit 2 naming the option.
+# SL_TEST_LAYOUTS8=1 runs the other 8-rank layouts too, f32 and bf16 (1x2x4, 4x1x2, 2x4x1, 8x1x1:
+# about 6 s each on 2 cores).
 . "$(dirname "$0")/../lib/common.sh"
 # The step's prediction is tested once below (a calibration per row costs seconds).
 export SL_NO_PREDICT=1
@@ -42,6 +44,8 @@ for r in rows:
         if val(r, "mem_optim") != 8 * S: bad.append(f"{name}: mem_optim {val(r, 'mem_optim')} != 8 x S {S}")
         if es == 2 and val(r, "mem_params") != 4 * S + 2 * D * S:
             bad.append(f"{name}: mem_params {val(r, 'mem_params')} != 4S + 2DS (S = {S})")
+        grads = 4 * D * S + (0 if es == 4 else 2 * S if p["zero"] == 2 else 2 * D * S)  # ZeRO-2: the 16-bit one S
+        if val(r, "mem_grads") != grads: bad.append(f"{name}: mem_grads {val(r, 'mem_grads')} != {grads} (S = {S})")
     flight = p["micro_batches"] if r["variant"] == "gpipe" else min(p["micro_batches"], P)
     if val(r, "inflight_peak") != flight: bad.append(f"{name}: {val(r, 'inflight_peak')} in flight, expected {flight}")
 print("\n".join(bad), file=sys.stderr)
@@ -67,7 +71,8 @@ run 4 1 2 2 2 r --recompute full --micro-batches 4 --schedule 1f1b,gpipe
 run 4 1 2 2 2 s --recompute selective --micro-batches 4 --schedule 1f1b,gpipe
 run 8 2 2 2 1 d
 run 4 2 1 2 2 z -d f32,bf16 --zero 1
-run 4 2 2 1 2 y -d f32,bf16 --zero 1
+run 4 2 2 1 2 y -d f32,bf16 --zero 2
+run 4 4 1 1 1 x -d bf16 --zero 2
 # Recomputation changes what is kept, never the arithmetic: selective and full train the same
 # weights bit for bit (the same error against serial training, the same loss)
 python3 - "$out/r/parallel3d.jsonl" "$out/s/parallel3d.jsonl" <<'PY'
@@ -110,12 +115,12 @@ rc=$?
 [ $rc = 1 ] && grep -q '"status": *"fail"' "$out/corrupt/parallel3d.jsonl"
 ok $? "SL_TEST_CORRUPT=1 (a replica halves its gradients before the all-reduce): the row fails, exit 1 (rc=$rc)"
 
-SL_TEST_CORRUPT=1 launch 4 parallel3d $gpt --dp 2 --tp 1 --pp 2 --zero 1 -d bf16 -o "$out/corrupt1" >"$out/corrupt1.txt" 2>&1 </dev/null
+SL_TEST_CORRUPT=1 launch 4 parallel3d $gpt --dp 2 --tp 1 --pp 2 --zero 2 -d bf16 -o "$out/corrupt1" >"$out/corrupt1.txt" 2>&1 </dev/null
 rc=$?
 [ $rc = 1 ] && grep -q '"status": *"fail"' "$out/corrupt1/parallel3d.jsonl"
-ok $? "... and with --zero 1 (the halved gradients reduce-scattered): the row fails, exit 1 (rc=$rc)"
+ok $? "... and with --zero 2 (the halved gradients reduce-scattered from the f32 accumulation's place): the row fails, exit 1 (rc=$rc)"
 
-expect_usage_np 2 parallel3d "--zero: expected an integer in \[0, 1\]" $gpt --zero 2
+expect_usage_np 2 parallel3d "--zero: expected an integer in \[0, 2\]" $gpt --zero 3
 expect_usage_np 2 parallel3d "--zero 1 needs reduce_scatter and allgather, which tree" --layers 4 --d-model 32 --heads 4 --seq 8 --vocab 64 -C tree --zero 1
 
 # The step predicted from the run's primitives (parallel3d/pm_schedule.c), 1x2x2, 1f1b and gpipe:
@@ -150,7 +155,7 @@ for P in range(1, min(R, L) + 1):
     for T in range(1, R // P + 1):
         if R % P or (R // P) % T or heads % T or C % T or V % T or B % (R // P // T): continue
         D = R // P // T
-        n += sum(1 for m in range(1, B // D + 1) if (B // D) % m == 0) * (2 if D > 1 else 1) * 3
+        n += sum(1 for m in range(1, B // D + 1) if (B // D) % m == 0) * (3 if D > 1 else 1) * 3
 print(n)
 PY
 }
