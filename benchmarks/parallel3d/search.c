@@ -35,7 +35,10 @@ typedef struct cand {
 } cand;
 
 static cand *cands;
-static int ncands, nfit, uneven; /* layouts, those that fit, left out for D not dividing the batch */
+static int ncands, nfit;        /* layouts, those that fit */
+static int uneven_d, uneven_m;  /* layouts left out: of grids whose D does not divide the batch (m from 1 to
+                                   the fewest sequences a replica would hold), and those whose m does not
+                                   divide a replica's sequences */
 static int *runs, nruns, running = -1;
 static double plan_seconds;
 static int unpredicted; /* layouts whose schedule overflowed the model's tables (prediction NAN) */
@@ -54,20 +57,23 @@ static void add(const p3_layout *l)
 static void enumerate(const p3_search *cfg)
 {
     const int R = cfg->ranks;
-    ncands = nfit = uneven = 0;
+    ncands = nfit = uneven_d = uneven_m = 0;
     for (int P = 1; P <= R && P <= cfg->layers; P++) {
         if (R % P) continue;
         for (int T = 1; T <= R / P; T++) {
             if ((R / P) % T || cfg->heads % T || cfg->d_model % T || cfg->vocab % T) continue;
-            const int D = R / P / T;
-            if (cfg->global_batch % D) { /* replicas of unequal batches: left out */
-                uneven++;
+            const int D = R / P / T, zeros = D > 1 && cfg->zero_ok ? 3 : 1; /* ZeRO over one replica: nothing */
+            if (cfg->global_batch % D) { /* replicas of unequal batches: the grid's layouts left out */
+                uneven_d += cfg->global_batch / D * zeros * 3;
                 continue;
             }
             const int Bd = cfg->global_batch / D;
             for (int m = 1; m <= Bd; m++) {
-                if (Bd % m) continue; /* micro-batches of unequal sizes: left out */
-                for (int z = 0; z <= (D > 1 && cfg->zero_ok ? 2 : 0); z++) /* ZeRO over one replica: nothing */
+                if (Bd % m) { /* micro-batches of unequal sizes: left out */
+                    uneven_m += zeros * 3;
+                    continue;
+                }
+                for (int z = 0; z < zeros; z++)
                     for (int r = 0; r < 3; r++) add(&(p3_layout){D, T, P, m, z, r});
             }
         }
@@ -129,9 +135,9 @@ static void plan(sl_ctx *ctx, const p3_search *cfg)
     if (!nfit) /* the machine's own limit (an explicit one is checked up front) */
         sl_usage_error("--mem-limit: none of the %d layouts fits %s; the smallest needs %.0f bytes a rank", ncands,
                        cfg->mem_source, least);
-    sl_note(ctx, "search: %d layouts of %d ranks (%d more left out: D does not divide the batch of %d), %d fit in "
-                 "memory (%s); predicting each %s",
-            ncands, cfg->ranks, uneven, cfg->global_batch, nfit, cfg->mem_source,
+    sl_note(ctx, "search: %d layouts of %d ranks (%d more left out: %d whose D does not divide the batch of %d, %d "
+                 "whose m does not divide a replica's sequences), %d fit in memory (%s); predicting each %s",
+            ncands, cfg->ranks, uneven_d + uneven_m, uneven_d, cfg->global_batch, uneven_m, nfit, cfg->mem_source,
             cfg->mode == P3_SEARCH_PLATFORM ? "on the platform" : "from primitives measured now");
     char path[PATH_MAX + 64], line[512];
     FILE *f = ctx->rank == 0 ? sl_results_file_open(ctx, "search.tsv", path, sizeof path) : NULL;

@@ -134,6 +134,11 @@ void p3_setup(sl_train *t, const p3_layout *L, int sched, double bucket_mb)
         q->nbuckets = p3_buckets(s->lw, q->l0, q->l1, sl_dtype_size(s->dt), q->bucket_bytes, q->buckets);
     q->slots = calloc((size_t)q->nslots, sizeof *q->slots);
     if (!q->slots) SL_FATAL("out of memory");
+    /* --search ranking the layouts: the schedule reads the groups and the sizes above, nothing
+     * below, so nothing is allocated (p3_release frees none of it). A layout the memory model
+     * fits but this machine does not then fails when it runs (exit 3, naming the bytes), not while
+     * the layouts are ranked. */
+    if (t->planning) return;
 
     const size_t f4 = sizeof(float), es = sl_dtype_size(s->dt), N = (size_t)s->N, C = (size_t)s->C;
     const size_t Cl = (size_t)s->Cl, NC = N * C, NV = N * (size_t)s->Vl;
@@ -220,6 +225,7 @@ void p3_release(sl_train *t)
         free(q);
         return;
     }
+    /* planning 1: the slots and buffers below were never allocated (NULL, freed as nothing) */
     for (int k = -1; k < q->nslots; k++) {
         slot *sl = k < 0 ? &q->shared : &q->slots[k];
         for (int l = 0; l <= SL_MLP_MAX_LAYERS; l++)

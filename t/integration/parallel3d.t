@@ -146,17 +146,20 @@ ok $? "prediction, --zero 1: the step's arithmetic, the exchanges' and the dp gr
 # --search (parallel3d/search.c) on 2 ranks: every layout that divides the ranks, the model and
 # the batch predicted into parallel3d.search.tsv (the count from the rule, independently), the
 # fastest prediction and one sample run and checked, the table beside the prediction.
-layouts() { # layouts RANKS BATCH: the layouts of the tiny model at that global batch, by the rule
-  python3 - "$1" "$2" <<'PY'
+layouts() { # layouts RANKS BATCH [left]: the layouts of the tiny model at that global batch, by the rule
+  # (left: those left out, replicas or micro-batches of unequal sizes, m from 1 to B/D rounded down)
+  python3 - "$1" "$2" "${3:-}" <<'PY'
 import sys
 R, L, heads, C, V, B = int(sys.argv[1]), 4, 4, 32, 64, int(sys.argv[2])
-n = 0
+n = left = 0
 for P in range(1, min(R, L) + 1):
     for T in range(1, R // P + 1):
-        if R % P or (R // P) % T or heads % T or C % T or V % T or B % (R // P // T): continue
+        if R % P or (R // P) % T or heads % T or C % T or V % T: continue
         D = R // P // T
-        n += sum(1 for m in range(1, B // D + 1) if (B // D) % m == 0) * (3 if D > 1 else 1) * 3
-print(n)
+        ms = [B // D % m == 0 and B % D == 0 for m in range(1, B // D + 1)]
+        n += sum(ms) * (3 if D > 1 else 1) * 3
+        left += (len(ms) - sum(ms)) * (3 if D > 1 else 1) * 3
+print(left if sys.argv[3] else n)
 PY
 }
 # shellcheck disable=SC2086
@@ -219,6 +222,8 @@ rc=$?
 [ $rc = 0 ] && [ "$(($(wc -l <"$out/search3/parallel3d.search.tsv") - 1))" = "$(layouts 8 4)" ] &&
   grep -q "by predicted step" "$out/search3.txt"
 ok $? "--search --predict-only --predict FILE --predict-ranks 8: the rule's $(layouts 8 4) layouts predicted, the table printed (rc=$rc)"
+grep -q "search: $(layouts 8 4) layouts of 8 ranks ($(layouts 8 4 left) more left out:" "$out/search3.txt"
+ok $? "--search: the note counts the layouts left out for unequal replicas or micro-batches ($(layouts 8 4 left), by the rule)"
 
 # (one process: the checks are the options', not the ranks')
 expect_usage_of parallel3d "--tp: --search chooses the layout" $gpt --search --tp 2
