@@ -60,7 +60,7 @@ void p3_gather_weights(sl_train *t, float *full)
         for (int r = 0; r < n; r++) displs[r] = (int)total, total += (size_t)counts[r];
         all = sl_alloc(SL_MEM_OTHER, total * sizeof(float) + 1);
     }
-    /* a sharded f32 master (--zero 1, 16 bits): the replicas' blocks gathered first */
+    /* a sharded f32 master (--zero 1 or 2, 16 bits): the replicas' blocks gathered first */
     const float *vec = q->s.params;
     float *blocks = NULL;
     if (q->zero && !is_f32(q)) {
@@ -111,7 +111,7 @@ int p3_check(sl_train *t, double *error, char *why, size_t len)
         bad = 1;
     }
     /* replicas: replica 0's vector sent to the others, compared bit for bit (the f32 weights; a
-     * 16-bit run's dt weights where --zero 1 shards its f32 master) */
+     * 16-bit run's dt weights where --zero shards its f32 master) */
     const int dt_copy = q->zero && !is_f32(q);
     const size_t es = dt_copy ? sl_dtype_size(s->dt) : sizeof(float);
     char *mine = sl_alloc(SL_MEM_OTHER, s->np * es + 1), *ref = sl_alloc(SL_MEM_OTHER, s->np * es + 1);

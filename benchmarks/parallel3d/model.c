@@ -16,8 +16,8 @@ static const char *const recompute_names[] = {"none", "selective", "full"};
 static double ring_allreduce(int k, double n, double es) { return k > 1 ? 2.0 * (k - 1) / k * n * es : 0; }
 static double ring_scatter(int k, double n, double es) { return k > 1 ? (double)(k - 1) / k * n * es : 0; }
 
-/* --zero 1 and 2's block of the stage's model parameters np over D replicas (np itself with --zero 0),
- * and the padded vector D·S. */
+/* --zero 1 and 2's block of the stage's model parameters np over D replicas (np itself with
+ * --zero 0), and the padded vector D·S. */
 static double shard_model(const p3 *q, double np) { return q->zero ? ceil(np / q->D) : np; }
 static double padded_model(const p3 *q, double np) { return q->zero ? q->D * shard_model(q, np) : np; }
 

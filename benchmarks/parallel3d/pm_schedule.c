@@ -10,8 +10,8 @@
  *             input gradient sent to stage p - 1
  * each layer as tp_gpt_schedule.c states it (the tensor-parallel group's all-reduces inside);
  * then the 16-bit rounding, the replicas' all-reduce of the stage's slices and the optimizer
- * on them (--zero 1: a reduce-scatter of the padded vector, the optimizer on this replica's block,
- * an all-gather of the blocks: zero_update). The bubble is the lanes' waits in sl_pm_recv, from the neighbours' predicted compute
+ * on them (--zero 1 or 2: a reduce-scatter of the padded vector, the optimizer on this replica's
+ * block, an all-gather of the blocks: zero_update). The bubble is the lanes' waits in sl_pm_recv, from the neighbours' predicted compute
  * and the exchanges' alpha-beta. */
 #include <stdlib.h>
 
