@@ -22,13 +22,14 @@ static double shard_model(const p3 *q, double np) { return q->zero ? ceil(np / q
 static double padded_model(const p3 *q, double np) { return q->zero ? q->D * shard_model(q, np) : np; }
 
 /* The parameters of a stage as Megatron-LM splits them (megatron_mlp's mg_params_model, for
- * the stage's layers): per block (12C² + 7C)/T + 6C; stage 0 the embedding V·C/T plus this
- * program's zero row C and the position table max_T·C; the last stage the head V·C/T + 2C. */
+ * the stage's layers): per block of its chunks (12C² + 7C)/T + 6C; stage 0 the embedding V·C/T
+ * plus this program's zero row C and the position table max_T·C; the last stage the head
+ * V·C/T + 2C. */
 size_t p3_stage_params_model(const p3 *q)
 {
     const mg *s = &q->s;
     const size_t C = (size_t)s->C, T = (size_t)q->T;
-    size_t n = (size_t)(q->b1 - q->b0) * ((12 * C * C + 7 * C) / T + 6 * C);
+    size_t n = (size_t)q->nb * ((12 * C * C + 7 * C) / T + 6 * C);
     if (q->p == 0) n += (size_t)s->V * C / T + C + (size_t)s->maxT * C;
     if (last_stage(q)) n += (size_t)s->V * C / T + 2 * C;
     return n;
@@ -36,8 +37,9 @@ size_t p3_stage_params_model(const p3 *q)
 
 /* Bytes this rank sends per step in each group, on the suite's ring: tp, per micro-batch of N
  * tokens, the embedding's all-reduce of N·C (stage 0), four of N·C per block, the head's three
- * of N f32 and one of N·C (last stage); pp, the micro-batch's N·C boundary activation forward
- * (all but the last stage) and its gradient backward (all but the first); dp, the all-reduce of
+ * of N f32 and one of N·C (last stage); pp, per micro-batch and chunk of the stage, its N·C
+ * boundary activation forward (all but the model's last chunk) and its gradient backward (all
+ * but the first): v chunks a stage send v times a stage's bytes; dp, the all-reduce of
  * the stage's slices, or with --zero 1 their reduce-scatter and the weights' all-gather (the same
  * bytes) on the steps that were applied (a 16-bit step every rank skipped gathers nothing).
  * Elements of the run's dtype. */
@@ -54,9 +56,9 @@ void p3_group_bytes_model(const sl_train *t, double b[NGROUPS])
         if (q->p == 0) b[G_TP] += ring_allreduce(q->T, N * C, es);
         /* four all-reduces a block; --recompute full: its forward's two again (selective repeats
          * the attention alone, which communicates nothing) */
-        b[G_TP] += (q->b1 - q->b0) * (q->recompute == RC_FULL ? 6 : 4) * ring_allreduce(q->T, N * C, es);
+        b[G_TP] += q->nb * (q->recompute == RC_FULL ? 6 : 4) * ring_allreduce(q->T, N * C, es);
         if (last_stage(q)) b[G_TP] += 3 * ring_allreduce(q->T, N, 4) + ring_allreduce(q->T, N * C, es);
-        b[G_PP] += ((q->p > 0) + !last_stage(q)) * N * C * es;
+        for (int c = 0; c < q->v; c++) b[G_PP] += (!first_chunk(q, c) + !last_chunk(q, c)) * N * C * es;
     }
     if (q->zero) {
         const sl_loss_scaler *sc = &s->ms.sc;
@@ -81,14 +83,15 @@ double p3_bytes_model(const sl_train *t)
 /* Memory of this rank, the combined model: the stage's 1/T slices (f32, with their 16-bit copy
  * in f16/bf16) and as many gradients, the optimizer state of those (--zero 1: the vectors padded
  * to D blocks of S, the optimizer state and a 16-bit run's f32 master of one block: 1/D);
- * activations: the
- * micro-batches the schedule keeps in flight on stage p (1F1B: min(m, P - p); GPipe: m), each
- * with, per block, megatron_mlp's 3NC + 12N·C/T + b·(a/T)·s² values and 4N f32 moments plus
- * the residual stream into each block (NC), and on the last stage the stream into the head;
- * the head's final norm once (its forward and backward run together). --recompute full: each
- * micro-batch in flight keeps the stage's input (NC) alone, and one set of the rest serves the
- * micro-batch being recomputed; selective: the blocks keep all but the b·(a/T)·s² probabilities,
- * of which the stage holds one block's. */
+ * activations: the micro-batches the schedule keeps in flight in each chunk of stage p (1F1B:
+ * min(m, P - p); GPipe: m; interleaved: chunk k's most in its list, of the
+ * min(m·v, 2(P − p − 1) + (v − 1)P + 1) micro-batch chunks in flight on the stage), each
+ * with, per block of the chunk, megatron_mlp's 3NC + 12N·C/T + b·(a/T)·s² values and 4N f32
+ * moments plus the residual stream into each block (NC), and in the model's last chunk the
+ * stream into the head; the head's final norm once (its forward and backward run together).
+ * --recompute full: each micro-batch in flight keeps its chunk's input (NC) alone, and one set
+ * of the rest (of every chunk) serves the micro-batch being recomputed; selective: the blocks
+ * keep all but the b·(a/T)·s² probabilities, of which the stage holds one block's. */
 void p3_memory_model(const sl_train *t, double bytes[SL_MEM_NCATS])
 {
     const p3 *q = t->state;
@@ -100,18 +103,25 @@ void p3_memory_model(const sl_train *t, double bytes[SL_MEM_NCATS])
     bytes[SL_MEM_GRADS] = 4 * n + copy;
     bytes[SL_MEM_OPTIM] = sl_optim_state_per_param(&t->optim) * 4 * S;
     const int P = q->P, p = q->p, m = q->m;
-    const double flight = q->sched == S_GPIPE ? m : (m < P - p ? m : P - p);
     const double N = (double)q->Bmax * s->T, NC = N * s->C, NCl = NC / q->T;
     const double att = (double)q->Bmax * (s->NH / q->T) * s->T * s->T * es; /* a block's probabilities */
     const double block = (3 * NC + 12 * NCl) * es + att + 4 * N * 4;
-    const int nb = q->b1 - q->b0;
-    const double head = last_stage(q) ? NC * es + 2 * N * 4 : 0, into_head = last_stage(q) ? NC * es : 0;
-    if (q->recompute == RC_FULL) /* each micro-batch's input, and one set of the rest for the one recomputed */
-        bytes[SL_MEM_ACTIV] = flight * NC * es + nb * block + (nb - 1) * NC * es + into_head + head;
-    else if (q->recompute == RC_SELECTIVE) /* no block keeps its probabilities: one buffer serves them all */
-        bytes[SL_MEM_ACTIV] = flight * (nb * (block - att + NC * es) + into_head) + head + (nb > 0 ? att : 0);
-    else
-        bytes[SL_MEM_ACTIV] = flight * (nb * (block + NC * es) + into_head) + head;
+    const double head = last_stage(q) ? NC * es + 2 * N * 4 : 0;
+    double a = head + (q->recompute == RC_SELECTIVE && q->nb > 0 ? att : 0);
+    for (int k = 0; k < q->v; k++) {
+        const double flight = q->sched == S_GPIPE         ? m
+                              : q->sched == S_INTERLEAVED ? p3_chunk_inflight(q, k)
+                                                          : (m < P - p ? m : P - p);
+        const int nb = q->ch[k].b1 - q->ch[k].b0;
+        const double into_head = last_chunk(q, k) ? NC * es : 0;
+        if (q->recompute == RC_FULL) /* each micro-batch's input, and one set of the rest for the one recomputed */
+            a += flight * NC * es + nb * block + (nb - 1) * NC * es + into_head;
+        else if (q->recompute == RC_SELECTIVE) /* no block keeps its probabilities: one buffer serves them all */
+            a += flight * (nb * (block - att + NC * es) + into_head);
+        else
+            a += flight * (nb * (block + NC * es) + into_head);
+    }
+    bytes[SL_MEM_ACTIV] = a;
 }
 
 /* The busiest rank's figures, per step. Collective. */
@@ -155,6 +165,7 @@ void p3_row(sl_train *t, sl_result *res, const char *schedule)
     sl_result_param_str(res, "order", ord);
     sl_result_param_num(res, "micro_batches", q->m);
     sl_result_param_str(res, "schedule", schedule);
+    sl_result_param_num(res, "virtual", q->v);
     sl_result_param_str(res, "recompute", recompute_names[q->recompute]);
     sl_result_param_num(res, "zero", q->zero);
     sl_result_param_num(res, "dp_buckets", q->nbuckets);
@@ -201,7 +212,7 @@ double p3_layout_memory(const p3_layout *L, const sl_gpt_dims *g, sl_dtype dt, i
     for (int p = 0; p < L->P; p++) { /* the replicas hold equal batches (D divides it): stage p's ranks alike */
         const int dims[NDIMS] = {L->T, L->D, L->P}, c[NDIMS] = {[DIM_TP] = 0, [DIM_DP] = 0, [DIM_PP] = p};
         memset(q, 0, sizeof *q);
-        p3_place(q, g, dt, global_batch, L, sched, p3_rank_of(dims, c));
+        p3_place(q, g, dt, global_batch, L, sched, 1, p3_rank_of(dims, c));
         t.state = q;
         double mem[SL_MEM_NCATS] = {0};
         p3_memory_model(&t, mem);

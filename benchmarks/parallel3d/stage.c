@@ -11,29 +11,78 @@
 
 static void *alloc(sl_train *t, sl_mem_cat cat, size_t bytes) { return sl_k_malloc(t->be, cat, bytes ? bytes : 1); }
 
-/* In-flight micro-batches of a stage's list: the most forwards not yet matched by backwards. */
-static int inflight(const op *ops, int n)
+/* In-flight micro-batches of chunk k in a stage's list: the most of its forwards not yet matched
+ * by backwards. */
+static int inflight(const op *ops, int n, int k)
 {
     int cur = 0, most = 0;
     for (int i = 0; i < n; i++) {
+        if (ops[i].chunk != k) continue;
         cur += ops[i].kind == 'F' ? 1 : -1;
         if (cur > most) most = cur;
     }
     return most;
 }
 
+/* The micro-batches chunk k of the stage keeps in flight by its schedule's list (the slots
+ * p3_setup gives it; the memory model's count for interleaved). */
+int p3_chunk_inflight(const p3 *q, int k)
+{
+    const geometry geo = {.p = q->P, .v = q->v, .m = q->m, .nsteps = 1};
+    op *ops = calloc((size_t)ops_capacity(&geo), sizeof *ops);
+    if (!ops) SL_FATAL("out of memory");
+    const int most = inflight(ops, builders[q->sched](&geo, q->p, ops), k);
+    free(ops);
+    return most;
+}
+
+/* Whether the stage holds layer l. */
+static int holds(const p3 *q, int l)
+{
+    for (int k = 0; k < q->v; k++)
+        if (l >= q->ch[k].l0 && l < q->ch[k].l1) return 1;
+    return 0;
+}
+
+/* The stage's chunks (chunks.h) and its vector: the chunks' layers one after the other, each
+ * in tp_gpt.c's layout (s.lw[l]: layer l's first element where the stage holds it). */
+void p3_chunks(p3 *q)
+{
+    mg *s = &q->s;
+    q->nb = 0;
+    for (int k = 0; k < q->v; k++) {
+        q->ch[k] = p3_chunk_of(s->L, q->P, q->v, q->p, k);
+        q->nb += q->ch[k].b1 - q->ch[k].b0;
+    }
+    size_t n = 0;
+    for (int l = 0; l <= s->L + 1; l++) {
+        s->lw[l] = n;
+        if (holds(q, l)) n += q->lw_full[l + 1] - q->lw_full[l];
+    }
+    s->lw[s->L + 2] = s->np = n;
+}
+
 typedef struct stage_runs {
-    size_t base, end;
+    const p3 *q;
+    const size_t *lw; /* the stage's layout */
     void (*fn)(size_t full, size_t local, size_t count, void *arg);
     void *arg;
 } stage_runs;
 
-/* mg_runs restricted to the stage's layers, with local offsets in the stage's vector. */
+/* mg_runs restricted to the stage's layers, with local offsets in the stage's vector (a run
+ * lies in one layer: found by its offset in the whole tensor-parallel vector). */
 static void stage_run(size_t full, size_t local, size_t count, int replicated, void *arg)
 {
     (void)replicated;
     const stage_runs *r = arg;
-    if (local >= r->base && local < r->end) r->fn(full, local - r->base, count, r->arg);
+    const size_t *lw = r->q->lw_full;
+    int lo = 0, hi = r->q->s.L + 1; /* the last layer starting at or before local */
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) / 2;
+        if (lw[mid] <= local) lo = mid;
+        else hi = mid - 1;
+    }
+    if (holds(r->q, lo)) r->fn(full, r->lw[lo] + (local - lw[lo]), count, r->arg);
 }
 
 void p3_for_stage_runs(const sl_train *t, p3 *q, int tr, void (*fn)(size_t, size_t, size_t, void *), void *arg)
@@ -42,7 +91,7 @@ void p3_for_stage_runs(const sl_train *t, p3 *q, int tr, void (*fn)(size_t, size
     size_t saved[SL_MLP_MAX_LAYERS + 3];
     memcpy(saved, q->s.lw, sizeof saved);
     memcpy(q->s.lw, q->lw_full, sizeof saved);
-    stage_runs r = {q->base, q->lw_full[q->l1], fn, arg};
+    stage_runs r = {q, saved, fn, arg};
     mg_runs(t->m, &q->s, tr, stage_run, &r);
     memcpy(q->s.lw, saved, sizeof saved);
 }
@@ -60,10 +109,11 @@ static void init_run(size_t full, size_t local, size_t count, void *arg)
 
 
 /* Rank `rank`'s place in layout L and what follows from it before anything is allocated: its
- * coordinates, the stage's layers and its part of the flat vector (tp_gpt.c's layout of the
- * whole model, shifted to start at the stage's first layer), the replica's sequences and
- * micro-batches, ZeRO's blocks. p3_setup's first half, and the search's memory model of a layout. */
-void p3_place(p3 *q, const sl_gpt_dims *g, sl_dtype dt, int global_batch, const p3_layout *L, int sched, int rank)
+ * coordinates, the stage's chunks of v and its part of the flat vector (p3_chunks), the
+ * replica's sequences and micro-batches, ZeRO's blocks. p3_setup's first half, and the search's
+ * memory model of a layout. */
+void p3_place(p3 *q, const sl_gpt_dims *g, sl_dtype dt, int global_batch, const p3_layout *L, int sched, int v,
+              int rank)
 {
     mg *s = &q->s;
     q->D = L->D, q->T = L->T, q->P = L->P;
@@ -77,14 +127,8 @@ void p3_place(p3 *q, const sl_gpt_dims *g, sl_dtype dt, int global_batch, const 
     s->dt = dt;
     mg_layout(s);
     memcpy(q->lw_full, s->lw, sizeof q->lw_full);
-    size_t blo, bhi;
-    sl_share((size_t)s->L, q->P, q->p, &blo, &bhi);
-    q->b0 = (int)blo + 1, q->b1 = (int)bhi + 1;
-    q->l0 = q->p == 0 ? 0 : q->b0;
-    q->l1 = last_stage(q) ? s->L + 2 : q->b1;
-    q->base = q->lw_full[q->l0];
-    for (int l = q->l0; l <= q->l1; l++) s->lw[l] = q->lw_full[l] - q->base;
-    s->np = s->lw[q->l1];
+    q->v = v;
+    p3_chunks(q);
     /* the replica's sequences and its micro-batches */
     size_t lo, hi;
     sl_share((size_t)global_batch, q->D, q->d, &lo, &hi);
@@ -106,7 +150,7 @@ void p3_place(p3 *q, const sl_gpt_dims *g, sl_dtype dt, int global_batch, const 
 }
 
 /* sl_technique.setup for layout L under pipeline schedule sched; bucket_mb: --bucket-mb. */
-void p3_setup(sl_train *t, const p3_layout *L, int sched, double bucket_mb)
+void p3_setup(sl_train *t, const p3_layout *L, int sched, int v, double bucket_mb)
 {
     p3 *q = calloc(1, sizeof *q);
     if (!q) SL_FATAL("out of memory");
@@ -114,26 +158,31 @@ void p3_setup(sl_train *t, const p3_layout *L, int sched, double bucket_mb)
     mg *s = &q->s;
     const sl_mem_space space = t->be == SL_BACKEND_CUDA ? SL_MEM_DEVICE : SL_MEM_HOST;
     for (int k = 0; k < SL_MEM_NCATS; k++) q->held[k] = -(double)sl_mem_current(space, (sl_mem_cat)k);
-    p3_place(q, &t->m->gpt, t->dtype, t->global_batch, L, sched, t->rank);
+    p3_place(q, &t->m->gpt, t->dtype, t->global_batch, L, sched, v, t->rank);
     q->bucket_bytes = !t->baseline && bucket_mb > 0 && q->D > 1 && !q->zero ? bucket_mb * 1048576 : 0;
     t->lo = q->lo, t->hi = q->lo + q->Bd;
     if (t->planning == 2) return; /* a rank not launched: what the schedule reads, and no more */
     if (!t->planning) p3_record_grid(t, q);
     p3_open_groups(t, q);
 
-    /* the schedule's list for this stage and the slots its in-flight micro-batches need */
-    const geometry geo = {.p = q->P, .v = 1, .m = q->m, .nsteps = 1};
+    /* the schedule's list for this stage and the slots its in-flight micro-batches need, each
+     * chunk its own (a slot holds one chunk's layers) */
+    const geometry geo = {.p = q->P, .v = q->v, .m = q->m, .nsteps = 1};
     q->ops = calloc((size_t)ops_capacity(&geo), sizeof *q->ops);
-    q->slot_of = calloc((size_t)q->m, sizeof *q->slot_of);
+    q->slot_of = calloc((size_t)q->m * q->v, sizeof *q->slot_of);
     if (!q->ops || !q->slot_of) SL_FATAL("out of memory");
     q->nops = builders[q->sched](&geo, q->p, q->ops);
-    q->nslots = inflight(q->ops, q->nops);
+    int flight[P3_MAX_CHUNKS];
+    q->nslots = 0;
+    for (int k = 0; k < q->v; k++) q->nslots += flight[k] = inflight(q->ops, q->nops, k);
     for (int i = 0; i < q->nops; i++)
         if (q->ops[i].kind == 'B') q->last_mb = q->ops[i].mb;
-    if (q->bucket_bytes > 0)
-        q->nbuckets = p3_buckets(s->lw, q->l0, q->l1, sl_dtype_size(s->dt), q->bucket_bytes, q->buckets);
+    if (q->bucket_bytes > 0) /* one chunk (validate): layers [l0, l1) */
+        q->nbuckets = p3_buckets(s->lw, q->ch[0].l0, q->ch[0].l1, sl_dtype_size(s->dt), q->bucket_bytes, q->buckets);
     q->slots = calloc((size_t)q->nslots, sizeof *q->slots);
     if (!q->slots) SL_FATAL("out of memory");
+    for (int k = 0, i = 0; k < q->v; k++)
+        for (int j = 0; j < flight[k]; j++) q->slots[i++].ck = k;
 
     const size_t f4 = sizeof(float), es = sl_dtype_size(s->dt), N = (size_t)s->N, C = (size_t)s->C;
     const size_t Cl = (size_t)s->Cl, NC = N * C, NV = N * (size_t)s->Vl;
@@ -158,33 +207,37 @@ void p3_setup(sl_train *t, const p3_layout *L, int sched, double bucket_mb)
         sl_k_sync(t->be);
         sl_k_free(t->be, init);
     }
-    /* per slot: the residual stream into each block and the head (kept), the stage's output
-     * (sent), the blocks' tensors, the tokens (first and last stage) and the input gradient
-     * sent back. --recompute full: a slot keeps its input and output only, the rest is one set */
-    const int rlo = q->b0, rhi = last_stage(q) ? s->L + 1 : q->b1;
-    const int tokens = q->p == 0 || last_stage(q), full = q->recompute == RC_FULL;
-    if (q->recompute == RC_SELECTIVE && q->b1 > q->b0) /* one attention-probability buffer for the stage */
+    /* per slot, of its chunk: the residual stream into each block and the head (kept), the
+     * chunk's output (sent), the blocks' tensors, the tokens (the model's first and last chunk)
+     * and the input gradient sent back. --recompute full: a slot keeps its input and output
+     * only, the rest is one set (of every chunk's layers) */
+    const int full = q->recompute == RC_FULL;
+    if (q->recompute == RC_SELECTIVE && q->nb > 0) /* one attention-probability buffer for the stage */
         q->att = alloc(t, SL_MEM_ACTIV, (size_t)s->B * s->NHl * s->T * s->T * es);
     for (int k = -1; k < q->nslots; k++) {
         slot *sl = k < 0 ? &q->shared : &q->slots[k];
         if (k < 0 && !full) continue;
         sl->mb = -1;
-        for (int l = rlo; l <= rhi; l++) {
-            const int own = l == rlo || (l == q->b1 && !last_stage(q));
-            if (full && k >= 0 && !own) sl->res[l] = q->shared.res[l];
-            else if (!(full && k < 0 && own))
-                sl->res[l] = alloc(t, l == q->b1 && !last_stage(q) ? SL_MEM_COMM : SL_MEM_ACTIV, NC * es);
+        for (int c = k < 0 ? 0 : sl->ck; c <= (k < 0 ? q->v - 1 : sl->ck); c++) {
+            const p3_chunk *ch = &q->ch[c];
+            const int rlo = ch->b0, rhi = last_chunk(q, c) ? s->L + 1 : ch->b1;
+            for (int l = rlo; l <= rhi; l++) {
+                const int own = l == rlo || (l == ch->b1 && !last_chunk(q, c));
+                if (full && k >= 0 && !own) sl->res[l] = q->shared.res[l];
+                else if (!(full && k < 0 && own))
+                    sl->res[l] = alloc(t, l == ch->b1 && !last_chunk(q, c) ? SL_MEM_COMM : SL_MEM_ACTIV, NC * es);
+            }
+            if (full && k >= 0) memcpy(sl->blk, q->shared.blk, sizeof sl->blk);
+            for (int l = ch->b0; l < ch->b1 && !(full && k >= 0); l++) mg_block_alloc(t, s, &sl->blk[l - 1], q->att);
         }
-        if (full && k >= 0) memcpy(sl->blk, q->shared.blk, sizeof sl->blk);
-        for (int l = q->b0; l < q->b1 && !(full && k >= 0); l++) mg_block_alloc(t, s, &sl->blk[l - 1], q->att);
         if (k < 0) continue;
-        if (tokens) {
+        if (first_chunk(q, sl->ck) || last_chunk(q, sl->ck)) {
             sl->tok = alloc(t, SL_MEM_DATA, N * sizeof(int32_t)), sl->tgt = alloc(t, SL_MEM_DATA, N * sizeof(int32_t));
             sl->tokl = alloc(t, SL_MEM_DATA, N * sizeof(int32_t));
             sl->htok = sl_alloc(SL_MEM_DATA, N * sizeof(int32_t) + 1);
             sl->htgt = sl_alloc(SL_MEM_DATA, N * sizeof(int32_t) + 1);
         }
-        if (q->p > 0) sl->dsend = alloc(t, SL_MEM_COMM, NC * es);
+        if (!first_chunk(q, sl->ck)) sl->dsend = alloc(t, SL_MEM_COMM, NC * es);
     }
     if (last_stage(q)) { /* the head's forward and backward run at once: not kept across operations */
         s->lnf = alloc(t, SL_MEM_ACTIV, NC * es);
@@ -224,8 +277,9 @@ void p3_release(sl_train *t)
         slot *sl = k < 0 ? &q->shared : &q->slots[k];
         for (int l = 0; l <= SL_MLP_MAX_LAYERS; l++)
             if (k < 0 || q->recompute != RC_FULL || sl->res[l] != q->shared.res[l]) sl_k_free(t->be, sl->res[l]);
-        for (int l = q->b0; l < q->b1 && !(k >= 0 && q->recompute == RC_FULL); l++)
-            mg_block_free(t, &sl->blk[l - 1], q->att);
+        for (int c = 0; c < q->v && !(k >= 0 && q->recompute == RC_FULL); c++)
+            for (int l = q->ch[c].b0; l < q->ch[c].b1 && (k < 0 || c == sl->ck); l++)
+                mg_block_free(t, &sl->blk[l - 1], q->att);
         sl_k_free(t->be, sl->tok), sl_k_free(t->be, sl->tgt), sl_k_free(t->be, sl->tokl), sl_k_free(t->be, sl->dsend);
         if (sl->htok) sl_free(sl->htok), sl_free(sl->htgt);
     }

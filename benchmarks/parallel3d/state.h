@@ -11,14 +11,16 @@
 #include "sl_train.h"
 #include "tp_gpt.h"
 #include "buckets.h"
+#include "chunks.h"
 #include "search.h"
 
 enum { RC_NONE, RC_SELECTIVE, RC_FULL }; /* --recompute */
 enum { DIM_TP, DIM_DP, DIM_PP, NDIMS };  /* the grid's dimensions */
 enum { G_TP, G_PP, G_DP, NGROUPS };      /* the groups whose bytes are counted */
 
-typedef struct slot { /* one micro-batch in flight on this stage */
+typedef struct slot { /* one micro-batch in flight in one of the stage's chunks */
     int mb;           /* -1: free */
+    int ck;           /* the chunk whose layers it holds (0 but with interleaved) */
     void *res[SL_MLP_MAX_LAYERS + 1];
     mg_block blk[SL_MLP_MAX_LAYERS];
     int32_t *tok, *tgt, *tokl, *htok, *htgt;
@@ -27,20 +29,21 @@ typedef struct slot { /* one micro-batch in flight on this stage */
 } slot;
 
 typedef struct p3 {
-    mg s;                       /* the tensor-parallel stage: tp_gpt.c's state, layers [l0, l1) */
+    mg s;                       /* the tensor-parallel stage: tp_gpt.c's state, its chunks' layers */
     int D, T, P, d, tr, p;      /* the grid and this rank's coordinates */
-    int l0, l1, b0, b1;         /* layers [l0, l1) (0 embedding, 1..L blocks, L + 1 head); blocks [b0, b1) */
-    size_t base;                /* the stage's first element in the tensor-parallel rank's vector */
-    size_t lw_full[SL_MLP_MAX_LAYERS + 3];
+    int v, nb;                  /* model chunks on the stage (chunks.h), and their blocks */
+    p3_chunk ch[P3_MAX_CHUNKS]; /* chunk k: the model's chunk k·P + p (0 embedding, 1..L blocks, L + 1 head) */
+    size_t lw_full[SL_MLP_MAX_LAYERS + 3]; /* the tensor-parallel rank's whole vector (s.lw: the stage's,
+                                   its chunks' layers one after the other) */
     int m, Bd, lo;              /* micro-batches, the replica's sequences, its first */
     int Bmax;                   /* the largest micro-batch */
-    int sched;                  /* pipe_schedule.h's schedule (S_1F1B, S_GPIPE) */
+    int sched;                  /* pipe_schedule.h's schedule (S_1F1B, S_GPIPE, S_INTERLEAVED) */
     MPI_Comm tp_mpi, dp_mpi, pp_mpi;
     sl_comm *pp;
     op *ops;
     int nops, nslots;
     slot *slots;
-    int *slot_of;               /* micro-batch -> slot */
+    int *slot_of;               /* micro-batch mb of chunk k -> slot (slot_of[mb·v + k]) */
     int recompute;              /* --recompute: RC_FULL, the slots share one set of the stage's tensors;
                                    RC_SELECTIVE, the blocks share one attention-probability buffer */
     void *att;                  /* RC_SELECTIVE: that buffer, (B, NH/T, T, T) */
@@ -61,6 +64,9 @@ typedef struct p3 {
 
 static inline int is_f32(const p3 *q) { return q->s.dt == SL_F32; }
 static inline int last_stage(const p3 *q) { return q->p == q->P - 1; }
+/* The stage's chunk k holds the embedding (the model's first chunk), the head (its last). */
+static inline int first_chunk(const p3 *q, int k) { return k == 0 && q->p == 0; }
+static inline int last_chunk(const p3 *q, int k) { return k == q->v - 1 && last_stage(q); }
 static inline float loss_scale(const p3 *q) { return is_f32(q) ? 1.0f : (float)q->s.ms.sc.scale; }
 
 static inline void compute_span(sl_train *t, const char *name, double t0)
@@ -87,8 +93,11 @@ void p3_open_groups(sl_train *t, p3 *q);
 void p3_record_grid(sl_train *t, const p3 *q);
 
 /* stage.c: a rank's place in a layout, its allocations, their release */
-void p3_place(p3 *q, const sl_gpt_dims *g, sl_dtype dt, int global_batch, const p3_layout *L, int sched, int rank);
-void p3_setup(sl_train *t, const p3_layout *L, int sched, double bucket_mb);
+void p3_place(p3 *q, const sl_gpt_dims *g, sl_dtype dt, int global_batch, const p3_layout *L, int sched, int v,
+              int rank);
+void p3_chunks(p3 *q);
+int p3_chunk_inflight(const p3 *q, int k);
+void p3_setup(sl_train *t, const p3_layout *L, int sched, int v, double bucket_mb);
 void p3_release(sl_train *t);
 void p3_for_stage_runs(const sl_train *t, p3 *q, int tr, void (*fn)(size_t, size_t, size_t, void *), void *arg);
 
