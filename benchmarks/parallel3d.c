@@ -19,8 +19,10 @@
  *             stage p holding chunks p, p + P, ..., each a slot pool of its own
  *             (parallel3d/chunks.h); a micro-batch goes round the stages v times, the last
  *             stage's output of chunk k sent to stage 0's chunk k + 1 (and its gradient back):
- *             v times the pp bytes, a bubble of (P − 1)/(v·m) of the step against 1F1B's
- *             (P − 1)/m, and 2(P − p − 1) + (v − 1)P + 1 chunk-sized micro-batches in flight.
+ *             2v boundaries a micro-batch on a middle stage against 1F1B's 2 (2v − 1 against 1
+ *             on the first and the last), a bubble of (P − 1)/(v·m) of the step against
+ *             1F1B's (P − 1)/m, and up to min(m·v, 2(P − p − 1) + (v − 1)P + 1) micro-batch
+ *             chunks in flight on stage p (each a chunk's activations).
  *   tensor    each block, the embedding and the head split T ways as megatron_mlp --model gpt
  *             splits them (train/tp_gpt.c, the same code): heads and the MLP's inner features
  *             column- then row-parallel, four all-reduces of the micro-batch's N·C per block,
@@ -310,6 +312,20 @@ static void validate(sl_ctx *ctx)
     if (opt_virtual > 0 && !(opt_variants & (1u << V_INTERLEAVED)))
         sl_usage_error("--virtual: only the interleaved schedule has chunks (--schedule interleaved)");
     if (opt_search) return; /* each layout it runs is one of those below's valid ones */
+    const long long L = sl_gpt_resolve(&sl_gpt_opt).layers;
+    if (opt_variants & (1u << V_INTERLEAVED)) { /* Megatron-LM's conditions */
+        const int v = virtual_of(V_INTERLEAVED);
+        const long long m = opt_micro ? opt_micro : opt_pp; /* the default below */
+        if (opt_pp < 2)
+            sl_usage_error("--schedule interleaved: its chunks go round the pipeline's stages; give --pp 2 or more");
+        if (L % (opt_pp * v) != 0)
+            sl_usage_error("--virtual %d: --layers %lld must be divisible by --pp %lld x --virtual %d (P x v equal "
+                           "chunks of blocks)", v, L, opt_pp, v);
+        if (m % opt_pp != 0)
+            sl_usage_error("--micro-batches %lld: the interleaved schedule needs a multiple of --pp %lld", m, opt_pp);
+        if (opt_bucket_mb > 0)
+            sl_usage_error("--bucket-mb: not with --schedule interleaved (a stage's chunks are no one run of layers)");
+    }
     if (opt_dp == 0) opt_dp = R % (opt_tp * opt_pp) == 0 ? R / (opt_tp * opt_pp) : 0;
     if (opt_dp * opt_tp * opt_pp != R)
         sl_usage_error("--dp %lld x --tp %lld x --pp %lld: D x T x P must equal the ranks (%d)", opt_dp, opt_tp, opt_pp,
@@ -337,19 +353,6 @@ static void validate(sl_ctx *ctx)
         }
     }
     if (opt_micro == 0) opt_micro = opt_pp;
-    if (opt_variants & (1u << V_INTERLEAVED)) { /* Megatron-LM's conditions */
-        const int v = virtual_of(V_INTERLEAVED);
-        if (opt_pp < 2)
-            sl_usage_error("--schedule interleaved: its chunks go round the pipeline's stages; give --pp 2 or more");
-        if (g.layers % (opt_pp * v) != 0)
-            sl_usage_error("--virtual %d: --layers %lld must be divisible by --pp %lld x --virtual %d (P x v equal "
-                           "chunks of blocks)", v, g.layers, opt_pp, v);
-        if (opt_micro % opt_pp != 0)
-            sl_usage_error("--micro-batches %lld: the interleaved schedule needs a multiple of --pp %lld", opt_micro,
-                           opt_pp);
-        if (opt_bucket_mb > 0)
-            sl_usage_error("--bucket-mb: not with --schedule interleaved (a stage's chunks are no one run of layers)");
-    }
     const long long B = sl_train_opt.scaling == 1 ? sl_train_opt.batch : sl_train_opt.batch * opt_dp;
     if (B / opt_dp < opt_micro)
         sl_usage_error("--micro-batches %lld: a replica's %lld sequences of the batch are fewer (--batch)", opt_micro,
