@@ -83,15 +83,15 @@ double p3_bytes_model(const sl_train *t)
 /* Memory of this rank, the combined model: the stage's 1/T slices (f32, with their 16-bit copy
  * in f16/bf16) and as many gradients, the optimizer state of those (--zero 1: the vectors padded
  * to D blocks of S, the optimizer state and a 16-bit run's f32 master of one block: 1/D);
- * activations: the micro-batches the schedule keeps in flight in each chunk of stage p (1F1B:
- * min(m, P - p); GPipe: m; interleaved: chunk k's most in its list, of the
- * min(m·v, 2(P − p − 1) + (v − 1)P + 1) micro-batch chunks in flight on the stage), each
- * with, per block of the chunk, megatron_mlp's 3NC + 12N·C/T + b·(a/T)·s² values and 4N f32
- * moments plus the residual stream into each block (NC), and in the model's last chunk the
- * stream into the head; the head's final norm once (its forward and backward run together).
- * --recompute full: each micro-batch in flight keeps its chunk's input (NC) alone, and one set
- * of the rest (of every chunk) serves the micro-batch being recomputed; selective: the blocks
- * keep all but the b·(a/T)·s² probabilities, of which the stage holds one block's. */
+ * activations: the micro-batches the schedule keeps in flight on stage p (1F1B: min(m, P − p);
+ * GPipe: m; interleaved: micro-batch chunks, min(m·v, 2(P − p − 1) + (v − 1)P + 1), Megatron's
+ * warm-up forwards and one), each with, per block of a chunk, megatron_mlp's 3NC + 12N·C/T +
+ * b·(a/T)·s² values and 4N f32 moments plus the residual stream into each block (NC), and on
+ * the last stage the chunk's output (the stream into the head); the head's final norm once (its
+ * forward and backward run together). --recompute full: each in flight keeps its chunk's input
+ * (NC) alone (on the last stage with v > 1 its output too: sent, or into the head), and one set
+ * of a chunk's rest serves the one recomputed; selective: the blocks keep all but the
+ * b·(a/T)·s² probabilities, of which the stage holds one block's. */
 void p3_memory_model(const sl_train *t, double bytes[SL_MEM_NCATS])
 {
     const p3 *q = t->state;
@@ -102,26 +102,21 @@ void p3_memory_model(const sl_train *t, double bytes[SL_MEM_NCATS])
     bytes[SL_MEM_PARAMS] = 4 * (q->zero && s->dt != SL_F32 ? S : n) + copy;
     bytes[SL_MEM_GRADS] = 4 * n + copy;
     bytes[SL_MEM_OPTIM] = sl_optim_state_per_param(&t->optim) * 4 * S;
-    const int P = q->P, p = q->p, m = q->m;
+    const int P = q->P, p = q->p, m = q->m, v = q->v, nb = q->nb / v; /* a chunk's blocks */
+    const double flight = q->sched == S_GPIPE         ? m
+                          : q->sched == S_INTERLEAVED ? fmin(m * v, 2 * (P - p - 1) + (v - 1) * P + 1)
+                                                      : (m < P - p ? m : P - p);
     const double N = (double)q->Bmax * s->T, NC = N * s->C, NCl = NC / q->T;
     const double att = (double)q->Bmax * (s->NH / q->T) * s->T * s->T * es; /* a block's probabilities */
     const double block = (3 * NC + 12 * NCl) * es + att + 4 * N * 4;
-    const double head = last_stage(q) ? NC * es + 2 * N * 4 : 0;
-    double a = head + (q->recompute == RC_SELECTIVE && q->nb > 0 ? att : 0);
-    for (int k = 0; k < q->v; k++) {
-        const double flight = q->sched == S_GPIPE         ? m
-                              : q->sched == S_INTERLEAVED ? p3_chunk_inflight(q, k)
-                                                          : (m < P - p ? m : P - p);
-        const int nb = q->ch[k].b1 - q->ch[k].b0;
-        const double into_head = last_chunk(q, k) ? NC * es : 0;
-        if (q->recompute == RC_FULL) /* each micro-batch's input, and one set of the rest for the one recomputed */
-            a += flight * NC * es + nb * block + (nb - 1) * NC * es + into_head;
-        else if (q->recompute == RC_SELECTIVE) /* no block keeps its probabilities: one buffer serves them all */
-            a += flight * (nb * (block - att + NC * es) + into_head);
-        else
-            a += flight * (nb * (block + NC * es) + into_head);
-    }
-    bytes[SL_MEM_ACTIV] = a;
+    const double head = last_stage(q) ? NC * es + 2 * N * 4 : 0, out = last_stage(q) ? NC * es : 0;
+    if (q->recompute == RC_FULL) /* each micro-batch's input, and one set of the rest for the one recomputed */
+        bytes[SL_MEM_ACTIV] = flight * (NC * es + (v > 1 ? out : 0)) + nb * block + (nb - 1) * NC * es +
+                              (v > 1 ? 0 : out) + head;
+    else if (q->recompute == RC_SELECTIVE) /* no block keeps its probabilities: one buffer serves them all */
+        bytes[SL_MEM_ACTIV] = flight * (nb * (block - att + NC * es) + out) + head + (nb > 0 ? att : 0);
+    else
+        bytes[SL_MEM_ACTIV] = flight * (nb * (block + NC * es) + out) + head;
 }
 
 /* The busiest rank's figures, per step. Collective. */

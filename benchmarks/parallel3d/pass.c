@@ -8,8 +8,9 @@
 
 #include "state.h"
 
-/* Puts slot sl's activations and the micro-batch's size in place for tp_gpt.c's layers, and
- * t->lo at its first sequence (the tokens' and the dropout masks' numbering). */
+/* Puts slot sl's activations (its chunk's layers) and the micro-batch's size in place for
+ * tp_gpt.c's layers, and t->lo at its first sequence (the tokens' and the dropout masks'
+ * numbering). */
 static void install(sl_train *t, p3 *q, slot *sl)
 {
     mg *s = &q->s;
@@ -17,8 +18,9 @@ static void install(sl_train *t, p3 *q, slot *sl)
     micro(q, sl->mb, &first, &count);
     t->lo = first;
     s->B = count, s->N = count * s->T, s->Nl = s->N;
-    memcpy(s->res, sl->res, sizeof s->res);
-    memcpy(s->blk, sl->blk, sizeof s->blk);
+    const p3_chunk *c = &q->ch[sl->ck];
+    for (int i = 0; i <= c->b1 - c->b0; i++) s->res[c->b0 + i] = sl->res[i];
+    for (int i = 0; i < c->b1 - c->b0; i++) s->blk[c->b0 - 1 + i] = sl->blk[i];
     s->tok = sl->tok, s->tgt = sl->tgt, s->tokl = sl->tokl, s->htok = sl->htok, s->htgt = sl->htgt;
 }
 
@@ -64,10 +66,10 @@ static void forward(sl_train *t, p3 *q, int mb, int k)
     const p3_chunk *c = &q->ch[k];
     slot *sl = NULL;
     for (int i = 0; i < q->nslots && !sl; i++)
-        if (q->slots[i].mb < 0 && q->slots[i].ck == k) sl = &q->slots[i];
+        if (q->slots[i].mb < 0) sl = &q->slots[i];
     if (!sl) SL_FATAL("parallel3d: stage %d has no free slot for micro-batch %d of chunk %d", q->p, mb, k);
     wait_req(t, &sl->sq_act, "send activation"); /* its last micro-batch's output has left */
-    sl->mb = mb;
+    sl->mb = mb, sl->ck = k;
     q->slot_of[mb * q->v + k] = (int)(sl - q->slots);
     install(t, q, sl);
     if (first_chunk(q, k) || last_chunk(q, k)) mg_load(t, s);

@@ -11,28 +11,15 @@
 
 static void *alloc(sl_train *t, sl_mem_cat cat, size_t bytes) { return sl_k_malloc(t->be, cat, bytes ? bytes : 1); }
 
-/* In-flight micro-batches of chunk k in a stage's list: the most of its forwards not yet matched
- * by backwards. */
-static int inflight(const op *ops, int n, int k)
+/* In-flight micro-batches of a stage's list: the most forwards not yet matched by backwards
+ * (interleaved: micro-batch chunks). */
+static int inflight(const op *ops, int n)
 {
     int cur = 0, most = 0;
     for (int i = 0; i < n; i++) {
-        if (ops[i].chunk != k) continue;
         cur += ops[i].kind == 'F' ? 1 : -1;
         if (cur > most) most = cur;
     }
-    return most;
-}
-
-/* The micro-batches chunk k of the stage keeps in flight by its schedule's list (the slots
- * p3_setup gives it; the memory model's count for interleaved). */
-int p3_chunk_inflight(const p3 *q, int k)
-{
-    const geometry geo = {.p = q->P, .v = q->v, .m = q->m, .nsteps = 1};
-    op *ops = calloc((size_t)ops_capacity(&geo), sizeof *ops);
-    if (!ops) SL_FATAL("out of memory");
-    const int most = inflight(ops, builders[q->sched](&geo, q->p, ops), k);
-    free(ops);
     return most;
 }
 
@@ -165,24 +152,23 @@ void p3_setup(sl_train *t, const p3_layout *L, int sched, int v, double bucket_m
     if (!t->planning) p3_record_grid(t, q);
     p3_open_groups(t, q);
 
-    /* the schedule's list for this stage and the slots its in-flight micro-batches need, each
-     * chunk its own (a slot holds one chunk's layers) */
+    /* the schedule's list for this stage and the slots its in-flight micro-batches need (each
+     * slot holds one chunk's; interleaved's chunks are of equal blocks, so any slot any chunk) */
     const geometry geo = {.p = q->P, .v = q->v, .m = q->m, .nsteps = 1};
     q->ops = calloc((size_t)ops_capacity(&geo), sizeof *q->ops);
     q->slot_of = calloc((size_t)q->m * q->v, sizeof *q->slot_of);
     if (!q->ops || !q->slot_of) SL_FATAL("out of memory");
     q->nops = builders[q->sched](&geo, q->p, q->ops);
-    int flight[P3_MAX_CHUNKS];
-    q->nslots = 0;
-    for (int k = 0; k < q->v; k++) q->nslots += flight[k] = inflight(q->ops, q->nops, k);
+    q->nslots = inflight(q->ops, q->nops);
     for (int i = 0; i < q->nops; i++)
         if (q->ops[i].kind == 'B') q->last_mb = q->ops[i].mb;
     if (q->bucket_bytes > 0) /* one chunk (validate): layers [l0, l1) */
         q->nbuckets = p3_buckets(s->lw, q->ch[0].l0, q->ch[0].l1, sl_dtype_size(s->dt), q->bucket_bytes, q->buckets);
     q->slots = calloc((size_t)q->nslots, sizeof *q->slots);
     if (!q->slots) SL_FATAL("out of memory");
-    for (int k = 0, i = 0; k < q->v; k++)
-        for (int j = 0; j < flight[k]; j++) q->slots[i++].ck = k;
+    const int nbc = q->ch[0].b1 - q->ch[0].b0; /* a chunk's blocks */
+    for (int k = 1; k < q->v; k++)
+        if (q->ch[k].b1 - q->ch[k].b0 != nbc) SL_FATAL("parallel3d: stage %d's chunks differ in blocks", q->p);
 
     const size_t f4 = sizeof(float), es = sl_dtype_size(s->dt), N = (size_t)s->N, C = (size_t)s->C;
     const size_t Cl = (size_t)s->Cl, NC = N * C, NV = N * (size_t)s->Vl;
@@ -207,37 +193,35 @@ void p3_setup(sl_train *t, const p3_layout *L, int sched, int v, double bucket_m
         sl_k_sync(t->be);
         sl_k_free(t->be, init);
     }
-    /* per slot, of its chunk: the residual stream into each block and the head (kept), the
-     * chunk's output (sent), the blocks' tensors, the tokens (the model's first and last chunk)
-     * and the input gradient sent back. --recompute full: a slot keeps its input and output
-     * only, the rest is one set (of every chunk's layers) */
-    const int full = q->recompute == RC_FULL;
+    /* per slot, of the chunk it holds (its blocks i = 0..nbc-1, as res[i] and blk[i]): the
+     * residual stream into each block (kept), the chunk's output res[nbc] (sent; on the last
+     * stage kept: the stream into the head, or v > 1 a send), the blocks' tensors, the tokens
+     * (stage 0 and the last) and the input gradient sent back. --recompute full: a slot keeps its
+     * input and output only, the rest is one set of a chunk's tensors */
+    const int tokens = q->p == 0 || last_stage(q), full = q->recompute == RC_FULL;
+    const int own_out = !last_stage(q) || q->v > 1; /* the output sent from a slot's own buffer */
     if (q->recompute == RC_SELECTIVE && q->nb > 0) /* one attention-probability buffer for the stage */
         q->att = alloc(t, SL_MEM_ACTIV, (size_t)s->B * s->NHl * s->T * s->T * es);
     for (int k = -1; k < q->nslots; k++) {
         slot *sl = k < 0 ? &q->shared : &q->slots[k];
         if (k < 0 && !full) continue;
         sl->mb = -1;
-        for (int c = k < 0 ? 0 : sl->ck; c <= (k < 0 ? q->v - 1 : sl->ck); c++) {
-            const p3_chunk *ch = &q->ch[c];
-            const int rlo = ch->b0, rhi = last_chunk(q, c) ? s->L + 1 : ch->b1;
-            for (int l = rlo; l <= rhi; l++) {
-                const int own = l == rlo || (l == ch->b1 && !last_chunk(q, c));
-                if (full && k >= 0 && !own) sl->res[l] = q->shared.res[l];
-                else if (!(full && k < 0 && own))
-                    sl->res[l] = alloc(t, l == ch->b1 && !last_chunk(q, c) ? SL_MEM_COMM : SL_MEM_ACTIV, NC * es);
-            }
-            if (full && k >= 0) memcpy(sl->blk, q->shared.blk, sizeof sl->blk);
-            for (int l = ch->b0; l < ch->b1 && !(full && k >= 0); l++) mg_block_alloc(t, s, &sl->blk[l - 1], q->att);
+        for (int i = 0; i <= nbc; i++) {
+            const int own = i == 0 || (i == nbc && own_out);
+            if (full && k >= 0 && !own) sl->res[i] = q->shared.res[i];
+            else if (!(full && k < 0 && own))
+                sl->res[i] = alloc(t, i == nbc && !last_stage(q) ? SL_MEM_COMM : SL_MEM_ACTIV, NC * es);
         }
+        if (full && k >= 0) memcpy(sl->blk, q->shared.blk, sizeof sl->blk);
+        for (int i = 0; i < nbc && !(full && k >= 0); i++) mg_block_alloc(t, s, &sl->blk[i], q->att);
         if (k < 0) continue;
-        if (first_chunk(q, sl->ck) || last_chunk(q, sl->ck)) {
+        if (tokens) {
             sl->tok = alloc(t, SL_MEM_DATA, N * sizeof(int32_t)), sl->tgt = alloc(t, SL_MEM_DATA, N * sizeof(int32_t));
             sl->tokl = alloc(t, SL_MEM_DATA, N * sizeof(int32_t));
             sl->htok = sl_alloc(SL_MEM_DATA, N * sizeof(int32_t) + 1);
             sl->htgt = sl_alloc(SL_MEM_DATA, N * sizeof(int32_t) + 1);
         }
-        if (!first_chunk(q, sl->ck)) sl->dsend = alloc(t, SL_MEM_COMM, NC * es);
+        if (q->p > 0 || q->v > 1) sl->dsend = alloc(t, SL_MEM_COMM, NC * es);
     }
     if (last_stage(q)) { /* the head's forward and backward run at once: not kept across operations */
         s->lnf = alloc(t, SL_MEM_ACTIV, NC * es);
@@ -277,9 +261,8 @@ void p3_release(sl_train *t)
         slot *sl = k < 0 ? &q->shared : &q->slots[k];
         for (int l = 0; l <= SL_MLP_MAX_LAYERS; l++)
             if (k < 0 || q->recompute != RC_FULL || sl->res[l] != q->shared.res[l]) sl_k_free(t->be, sl->res[l]);
-        for (int c = 0; c < q->v && !(k >= 0 && q->recompute == RC_FULL); c++)
-            for (int l = q->ch[c].b0; l < q->ch[c].b1 && (k < 0 || c == sl->ck); l++)
-                mg_block_free(t, &sl->blk[l - 1], q->att);
+        for (int i = 0; i < q->ch[0].b1 - q->ch[0].b0 && !(k >= 0 && q->recompute == RC_FULL); i++)
+            mg_block_free(t, &sl->blk[i], q->att);
         sl_k_free(t->be, sl->tok), sl_k_free(t->be, sl->tgt), sl_k_free(t->be, sl->tokl), sl_k_free(t->be, sl->dsend);
         if (sl->htok) sl_free(sl->htok), sl_free(sl->htgt);
     }

@@ -20,9 +20,9 @@ enum { G_TP, G_PP, G_DP, NGROUPS };      /* the groups whose bytes are counted *
 
 typedef struct slot { /* one micro-batch in flight in one of the stage's chunks */
     int mb;           /* -1: free */
-    int ck;           /* the chunk whose layers it holds (0 but with interleaved) */
-    void *res[SL_MLP_MAX_LAYERS + 1];
-    mg_block blk[SL_MLP_MAX_LAYERS];
+    int ck;           /* the chunk it holds now (0 but with interleaved) */
+    void *res[SL_MLP_MAX_LAYERS + 1]; /* the residual stream into the chunk's block b0 + i, res[nbc] its output */
+    mg_block blk[SL_MLP_MAX_LAYERS];  /* block b0 + i's tensors */
     int32_t *tok, *tgt, *tokl, *htok, *htgt;
     void *dsend;                  /* the input gradient sent to the previous stage */
     sl_coll_req *sq_act, *sq_grad; /* their sends in flight */
@@ -96,7 +96,6 @@ void p3_record_grid(sl_train *t, const p3 *q);
 void p3_place(p3 *q, const sl_gpt_dims *g, sl_dtype dt, int global_batch, const p3_layout *L, int sched, int v,
               int rank);
 void p3_chunks(p3 *q);
-int p3_chunk_inflight(const p3 *q, int k);
 void p3_setup(sl_train *t, const p3_layout *L, int sched, int v, double bucket_mb);
 void p3_release(sl_train *t);
 void p3_for_stage_runs(const sl_train *t, p3 *q, int tr, void (*fn)(size_t, size_t, size_t, void *), void *arg);
