@@ -16,8 +16,8 @@
  *             micro-batches in flight on stage p, GPipe all m.
  *   interleaved  Megatron-LM's interleaved 1F1B (Narayanan et al. 2021): the blocks in P·v
  *             equal chunks (--virtual v, default 2; P·v must divide L, P the micro-batches),
- *             stage p holding chunks p, p + P, ..., each a slot pool of its own
- *             (parallel3d/chunks.h); a micro-batch goes round the stages v times, the last
+ *             stage p holding chunks p, p + P, ... (parallel3d/chunks.h), any of its slots
+ *             holding any of them; a micro-batch goes round the stages v times, the last
  *             stage's output of chunk k sent to stage 0's chunk k + 1 (and its gradient back):
  *             2v boundaries a micro-batch on a middle stage against 1F1B's 2 (2v − 1 against 1
  *             on the first and the last), a bubble of (P − 1)/(v·m) of the step against
