@@ -44,8 +44,8 @@ for r in rows:
         if val(r, "mem_optim") != 8 * S: bad.append(f"{name}: mem_optim {val(r, 'mem_optim')} != 8 x S {S}")
         if es == 2 and val(r, "mem_params") != 4 * S + 2 * D * S:
             bad.append(f"{name}: mem_params {val(r, 'mem_params')} != 4S + 2DS (S = {S})")
-    v = p["virtual"]  # interleaved: micro-batch chunks, Megatron's warm-up 2(P - 1) + (v - 1)P on stage 0, plus one
-    flight = {"gpipe": p["micro_batches"], "1f1b": min(p["micro_batches"], P)}.get(r["variant"], min(p["micro_batches"] * v, (v + 1) * P - 1))
+    m, v = p["micro_batches"], p["virtual"]  # interleaved: micro-batch chunks, Megatron's warm-up
+    flight = {"gpipe": m, "1f1b": min(m, P)}.get(r["variant"], min(m * v, (v + 1) * P - 1))  # 2(P - 1) + (v - 1)P + 1
     if val(r, "inflight_peak") != flight: bad.append(f"{name}: {val(r, 'inflight_peak')} in flight, expected {flight}")
 print("\n".join(bad), file=sys.stderr)
 sys.exit(1 if bad else 0)
@@ -87,7 +87,8 @@ python3 - "$out/i/parallel3d.jsonl" <<'PY'
 import json, sys
 rows = {(r["variant"], r["dtype"]): r for r in map(json.loads, open(sys.argv[1]))}
 pp = lambda v, d: rows[(v, d)]["metrics"]["pp_bytes"]["value"]
-bad = [d for d in ("f32", "bf16") if pp("interleaved", d) != 3 * pp("1f1b", d) or rows[("interleaved", d)]["params"]["virtual"] != 2]
+bad = [d for d in ("f32", "bf16")
+       if pp("interleaved", d) != 3 * pp("1f1b", d) or rows[("interleaved", d)]["params"]["virtual"] != 2]
 sys.exit(f"pp bytes not 3x 1f1b's, or virtual not 2: {bad}" if bad else 0)
 PY
 ok $? "interleaved: pp bytes per step 3x 1F1B's (2v - 1 boundaries a micro-batch against 1), virtual 2 in the row"
@@ -275,7 +276,6 @@ rc=$?
 ok $? "... a replica that halves its buckets before their all-reduce: the row fails, exit 1 (rc=$rc)"
 expect_usage_of parallel3d "--bucket-mb: --zero 1 reduce-scatters" $gpt --dp 2 --pp 2 --zero 1 --bucket-mb 1
 expect_usage_of parallel3d "--bucket-mb -1: expected MiB" $gpt --bucket-mb -1
-expect_usage_of parallel3d "--virtual: only the interleaved schedule" $gpt --pp 2 --virtual 2
 expect_usage_of parallel3d "--layers 4 must be divisible by --pp 2 x --virtual 3" $gpt --pp 2 --schedule interleaved --virtual 3
 expect_usage_of parallel3d "--micro-batches 3: the interleaved schedule needs a multiple of --pp 2" $gpt --pp 2 \
   --schedule interleaved --micro-batches 3
