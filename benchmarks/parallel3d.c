@@ -20,7 +20,7 @@
  *             holding any of them; a micro-batch goes round the stages v times, the last
  *             stage's output of chunk k sent to stage 0's chunk k + 1 (and its gradient back):
  *             2v boundaries a micro-batch on a middle stage against 1F1B's 2 (2v − 1 against 1
- *             on the first and the last), a bubble of (P − 1)/(v·m) of the step against
+ *             on the first and the last), a bubble of (P − 1)/(v·m) of the ideal step against
  *             1F1B's (P − 1)/m, and up to min(m·v, 2(P − p − 1) + (v − 1)P + 1) micro-batch
  *             chunks in flight on stage p (each a chunk's activations).
  *   tensor    each block, the embedding and the head split T ways as megatron_mlp --model gpt
