@@ -302,6 +302,8 @@ static void validate(sl_ctx *ctx)
         sl_usage_error("--order %s: expected tp, dp and pp once each, fastest first, joined by '-' (e.g. tp-dp-pp)",
                        opt_order);
     if (sl_gpt_resolve(&sl_gpt_opt).dropout > 0) sl_usage_error("--dropout: parallel3d trains without dropout (0)");
+    if (opt_virtual > 0 && !(opt_variants & (1u << V_INTERLEAVED)))
+        sl_usage_error("--virtual: only the interleaved schedule has chunks (--schedule interleaved)");
     if (!(opt_bucket_mb >= 0 && opt_bucket_mb <= 1e6))
         sl_usage_error("--bucket-mb %g: expected MiB in [0, 1e6] (0: one all-reduce after the step)", opt_bucket_mb);
     if (opt_bucket_mb > 0 && opt_search)
@@ -309,8 +311,6 @@ static void validate(sl_ctx *ctx)
     if (opt_bucket_mb > 0 && opt_zero)
         sl_usage_error("--bucket-mb: --zero 1 reduce-scatters the stage's padded vector at once; buckets are for "
                        "--zero 0");
-    if (opt_virtual > 0 && !(opt_variants & (1u << V_INTERLEAVED)))
-        sl_usage_error("--virtual: only the interleaved schedule has chunks (--schedule interleaved)");
     if (opt_search) return; /* each layout it runs is one of those below's valid ones */
     const long long L = sl_gpt_resolve(&sl_gpt_opt).layers;
     if (opt_variants & (1u << V_INTERLEAVED)) { /* Megatron-LM's conditions */

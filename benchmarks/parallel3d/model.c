@@ -37,9 +37,8 @@ size_t p3_stage_params_model(const p3 *q)
 
 /* Bytes this rank sends per step in each group, on the suite's ring: tp, per micro-batch of N
  * tokens, the embedding's all-reduce of N·C (stage 0), four of N·C per block, the head's three
- * of N f32 and one of N·C (last stage); pp, per micro-batch and chunk of the stage, its N·C
- * boundary activation forward (all but the model's last chunk) and its gradient backward (all
- * but the first): v chunks a stage send v times a stage's bytes; dp, the all-reduce of
+ * of N f32 and one of N·C (last stage); pp, the micro-batch's N·C boundary activation forward
+ * (all but the last stage) and its gradient backward (all but the first); dp, the all-reduce of
  * the stage's slices, or with --zero 1 their reduce-scatter and the weights' all-gather (the same
  * bytes) on the steps that were applied (a 16-bit step every rank skipped gathers nothing).
  * Elements of the run's dtype. */
@@ -58,6 +57,7 @@ void p3_group_bytes_model(const sl_train *t, double b[NGROUPS])
          * the attention alone, which communicates nothing) */
         b[G_TP] += q->nb * (q->recompute == RC_FULL ? 6 : 4) * ring_allreduce(q->T, N * C, es);
         if (last_stage(q)) b[G_TP] += 3 * ring_allreduce(q->T, N, 4) + ring_allreduce(q->T, N * C, es);
+        /* interleaved: each chunk of the stage's, but the model's first input and last output */
         for (int c = 0; c < q->v; c++) b[G_PP] += (!first_chunk(q, c) + !last_chunk(q, c)) * N * C * es;
     }
     if (q->zero) {
@@ -83,15 +83,14 @@ double p3_bytes_model(const sl_train *t)
 /* Memory of this rank, the combined model: the stage's 1/T slices (f32, with their 16-bit copy
  * in f16/bf16) and as many gradients, the optimizer state of those (--zero 1: the vectors padded
  * to D blocks of S, the optimizer state and a 16-bit run's f32 master of one block: 1/D);
- * activations: the micro-batches the schedule keeps in flight on stage p (1F1B: min(m, P − p);
- * GPipe: m; interleaved: micro-batch chunks, min(m·v, 2(P − p − 1) + (v − 1)P + 1), Megatron's
- * warm-up forwards and one), each with, per block of a chunk, megatron_mlp's 3NC + 12N·C/T +
- * b·(a/T)·s² values and 4N f32 moments plus the residual stream into each block (NC), and on
- * the last stage the chunk's output (the stream into the head); the head's final norm once (its
- * forward and backward run together). --recompute full: each in flight keeps its chunk's input
- * (NC) alone (on the last stage with v > 1 its output too: sent, or into the head), and one set
- * of a chunk's rest serves the one recomputed; selective: the blocks keep all but the
- * b·(a/T)·s² probabilities, of which the stage holds one block's. */
+ * activations: the
+ * micro-batches the schedule keeps in flight on stage p (1F1B: min(m, P - p); GPipe: m), each
+ * with, per block, megatron_mlp's 3NC + 12N·C/T + b·(a/T)·s² values and 4N f32 moments plus
+ * the residual stream into each block (NC), and on the last stage the stream into the head;
+ * the head's final norm once (its forward and backward run together). --recompute full: each
+ * micro-batch in flight keeps the stage's input (NC) alone, and one set of the rest serves the
+ * micro-batch being recomputed; selective: the blocks keep all but the b·(a/T)·s² probabilities,
+ * of which the stage holds one block's. */
 void p3_memory_model(const sl_train *t, double bytes[SL_MEM_NCATS])
 {
     const p3 *q = t->state;
@@ -102,6 +101,9 @@ void p3_memory_model(const sl_train *t, double bytes[SL_MEM_NCATS])
     bytes[SL_MEM_PARAMS] = 4 * (q->zero && s->dt != SL_F32 ? S : n) + copy;
     bytes[SL_MEM_GRADS] = 4 * n + copy;
     bytes[SL_MEM_OPTIM] = sl_optim_state_per_param(&t->optim) * 4 * S;
+    /* interleaved: micro-batch chunks of nb blocks in flight, min(m·v, 2(P − p − 1) + (v − 1)P + 1)
+     * (Megatron's warm-up forwards and one); on the last stage a chunk's output kept (the stream
+     * into the head, or with --recompute full and v > 1 a send from the slot's own buffer) */
     const int P = q->P, p = q->p, m = q->m, v = q->v, nb = q->nb / v; /* a chunk's blocks */
     const double flight = q->sched == S_GPIPE         ? m
                           : q->sched == S_INTERLEAVED ? fmin(m * v, 2 * (P - p - 1) + (v - 1) * P + 1)

@@ -23,6 +23,8 @@
 #include "pipe_schedule.h"
 #include "tp_gpt_schedule.h"
 
+static int tag(int mb, int grad) { return 2 * mb + grad; } /* step()'s */
+
 /* --zero 1 (parallel3d.c's update): the padded gradient rounded into dt, reduce-scattered over the
  * replicas (S elements a rank), the unscale and the optimizer on this replica's block of S, the
  * blocks all-gathered back into every replica's weights. */
@@ -88,9 +90,9 @@ void p3_pm_schedule(const sl_train *t, const mg *s, const p3_pm_grid *g, sl_pm_s
             if (ops[i].kind == 'F') {
                 if (first || final) mg_pm_load(t, s, B, sc);
                 if (first) mg_pm_embedding_forward(t, s, B, sc);
-                else sl_pm_recv(sc, prev, p3_tag(mb, v, k, 0));
+                else sl_pm_recv(sc, prev, tag(mb * v + k, 0)); /* = chunks.h's p3_tag(mb, v, k, 0) */
                 for (int l = b0; l < b1; l++) mg_pm_block_forward(t, s, B, sc);
-                if (!final) sl_pm_send(sc, next, p3_tag(mb, v, p == P - 1 ? k + 1 : k, 0), B * NC1);
+                if (!final) sl_pm_send(sc, next, tag(mb * v + (p == P - 1 ? k + 1 : k), 0), B * NC1);
                 continue;
             }
             if (g->recompute == 2) /* full */
@@ -100,7 +102,7 @@ void p3_pm_schedule(const sl_train *t, const mg *s, const p3_pm_grid *g, sl_pm_s
                 mg_pm_head(t, s, B, sc);
                 bucket_start(s, b, bk, s->L + 1, ids, sc);
             } else {
-                sl_pm_recv(sc, next, p3_tag(mb, v, k, 1));
+                sl_pm_recv(sc, next, tag(mb * v + k, 1));
             }
             for (int l = b1 - 1; l >= b0; l--) {
                 if (g->recompute == 1) mg_pm_attention_forward(t, s, B, sc); /* selective */
@@ -111,7 +113,7 @@ void p3_pm_schedule(const sl_train *t, const mg *s, const p3_pm_grid *g, sl_pm_s
                 mg_pm_embedding_backward(t, s, B, sc);
                 bucket_start(s, b, bk, 0, ids, sc);
             } else {
-                sl_pm_send(sc, prev, p3_tag(mb, v, p == 0 ? k - 1 : k, 1), B * NC1);
+                sl_pm_send(sc, prev, tag(mb * v + (p == 0 ? k - 1 : k), 1), B * NC1);
             }
         }
         if (g->zero) {

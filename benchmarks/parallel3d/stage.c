@@ -166,9 +166,6 @@ void p3_setup(sl_train *t, const p3_layout *L, int sched, int v, double bucket_m
         q->nbuckets = p3_buckets(s->lw, q->ch[0].l0, q->ch[0].l1, sl_dtype_size(s->dt), q->bucket_bytes, q->buckets);
     q->slots = calloc((size_t)q->nslots, sizeof *q->slots);
     if (!q->slots) SL_FATAL("out of memory");
-    const int nbc = q->ch[0].b1 - q->ch[0].b0; /* a chunk's blocks */
-    for (int k = 1; k < q->v; k++)
-        if (q->ch[k].b1 - q->ch[k].b0 != nbc) SL_FATAL("parallel3d: stage %d's chunks differ in blocks", q->p);
 
     const size_t f4 = sizeof(float), es = sl_dtype_size(s->dt), N = (size_t)s->N, C = (size_t)s->C;
     const size_t Cl = (size_t)s->Cl, NC = N * C, NV = N * (size_t)s->Vl;
@@ -198,6 +195,9 @@ void p3_setup(sl_train *t, const p3_layout *L, int sched, int v, double bucket_m
      * stage kept: the stream into the head, or v > 1 a send), the blocks' tensors, the tokens
      * (stage 0 and the last) and the input gradient sent back. --recompute full: a slot keeps its
      * input and output only, the rest is one set of a chunk's tensors */
+    const int nbc = q->ch[0].b1 - q->ch[0].b0; /* a chunk's blocks */
+    for (int k = 1; k < q->v; k++)
+        if (q->ch[k].b1 - q->ch[k].b0 != nbc) SL_FATAL("parallel3d: stage %d's chunks differ in blocks", q->p);
     const int tokens = q->p == 0 || last_stage(q), full = q->recompute == RC_FULL;
     const int own_out = !last_stage(q) || q->v > 1; /* the output sent from a slot's own buffer */
     if (q->recompute == RC_SELECTIVE && q->nb > 0) /* one attention-probability buffer for the stage */

@@ -64,9 +64,6 @@ typedef struct p3 {
 
 static inline int is_f32(const p3 *q) { return q->s.dt == SL_F32; }
 static inline int last_stage(const p3 *q) { return q->p == q->P - 1; }
-/* The stage's chunk k holds the embedding (the model's first chunk), the head (its last). */
-static inline int first_chunk(const p3 *q, int k) { return k == 0 && q->p == 0; }
-static inline int last_chunk(const p3 *q, int k) { return k == q->v - 1 && last_stage(q); }
 static inline float loss_scale(const p3 *q) { return is_f32(q) ? 1.0f : (float)q->s.ms.sc.scale; }
 
 static inline void compute_span(sl_train *t, const char *name, double t0)
@@ -83,6 +80,10 @@ static inline void micro(const p3 *q, int k, int *first, int *count)
     *first = q->lo + (int)lo;
     *count = (int)(hi - lo);
 }
+
+/* The stage's chunk k holds the embedding (the model's first chunk), the head (its last). */
+static inline int first_chunk(const p3 *q, int k) { return k == 0 && q->p == 0; }
+static inline int last_chunk(const p3 *q, int k) { return k == q->v - 1 && last_stage(q); }
 
 /* grid.c: the grid's order, a rank's coordinates, its groups, the grid recorded */
 int p3_parse_order(const char *s);
