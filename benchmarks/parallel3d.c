@@ -10,10 +10,19 @@
  *   pipeline  the L blocks in P contiguous stages (the first L % P stages one more), the
  *             embedding with stage 0 and the LM head with the last. A replica's sequences of
  *             the step go through in --micro-batches m, in the order of the pipeline schedule
- *             (train/pipe_schedule.c, the lists pipeline.c runs: 1f1b by default, gpipe): each
- *             micro-batch's boundary activation forward and its gradient backward, non-blocking
- *             point to point in the pp group. 1F1B keeps at most P - p micro-batches in flight
- *             on stage p, GPipe all m.
+ *             (train/pipe_schedule.c, the lists pipeline.c runs: 1f1b by default, gpipe,
+ *             interleaved): each micro-batch's boundary activation forward and its gradient
+ *             backward, non-blocking point to point in the pp group. 1F1B keeps at most P - p
+ *             micro-batches in flight on stage p, GPipe all m.
+ *   interleaved  Megatron-LM's interleaved 1F1B (Narayanan et al. 2021): the blocks in P·v
+ *             equal chunks (--virtual v, default 2; P·v must divide L, P the micro-batches),
+ *             stage p holding chunks p, p + P, ... (parallel3d/chunks.h), any of its slots
+ *             holding any of them; a micro-batch goes round the stages v times, the last
+ *             stage's output of chunk k sent to stage 0's chunk k + 1 (and its gradient back):
+ *             2v boundaries a micro-batch on a middle stage against 1F1B's 2 (2v − 1 against 1
+ *             on the first and the last), a bubble of (P − 1)/(v·m) of the ideal step against
+ *             1F1B's (P − 1)/m, and up to min(m·v, 2(P − p − 1) + (v − 1)P + 1) micro-batch
+ *             chunks in flight on stage p (each a chunk's activations).
  *   tensor    each block, the embedding and the head split T ways as megatron_mlp --model gpt
  *             splits them (train/tp_gpt.c, the same code): heads and the MLP's inner features
  *             column- then row-parallel, four all-reduces of the micro-batch's N·C per block,
@@ -66,12 +75,13 @@
 #include "parallel3d/search.h"
 #include "parallel3d/state.h"
 
-#define P3_VARIANTS(X) X(V_1F1B, "1f1b") X(V_GPIPE, "gpipe")
+#define P3_VARIANTS(X) X(V_1F1B, "1f1b") X(V_GPIPE, "gpipe") X(V_INTERLEAVED, "interleaved")
 SL_ENUM(p3_variant, P3_VARIANTS, NVARIANTS);
 static const char *const variant_names[] = SL_ENUM_NAMES(P3_VARIANTS);
-static const int variant_schedule[NVARIANTS] = {[V_1F1B] = S_1F1B, [V_GPIPE] = S_GPIPE};
+static const int variant_schedule[NVARIANTS] = {[V_1F1B] = S_1F1B, [V_GPIPE] = S_GPIPE,
+                                                [V_INTERLEAVED] = S_INTERLEAVED};
 
-static long long opt_dp = 0, opt_tp = 1, opt_pp = 1, opt_micro = 0;
+static long long opt_dp = 0, opt_tp = 1, opt_pp = 1, opt_micro = 0, opt_virtual = 0;
 static long long opt_zero = 0;
 static int opt_recompute = RC_NONE;
 static const char *opt_order = "tp-dp-pp";
@@ -97,7 +107,12 @@ static const sl_opt p3_opts[] = {
      "attention runs again before its backward; full: each micro-batch keeps its stage input only, the stage's "
      "forward runs again before its backward"},
     {"schedule", 0, SL_OPT_CHOICE_LIST, &opt_variants, 0, 0, SL_ENUM_CHOICES(P3_VARIANTS), 0,
-     "pipeline schedules to run (default 1f1b)"},
+     "pipeline schedules to run (default 1f1b; interleaved: Megatron's interleaved 1F1B over --virtual chunks a "
+     "stage)"},
+    /* 0 stays "not given" (interleaved's default 2): the parser refuses 0 itself */
+    {"virtual", 0, SL_OPT_INT, &opt_virtual, 1, P3_MAX_CHUNKS, NULL, 0,
+     "model chunks per stage for interleaved: the blocks in P x v chunks, stage p holding chunks p, p + P, ... "
+     "(default 2; P x v must divide --layers, P the micro-batches)"},
     {"bucket-mb", 0, SL_OPT_DOUBLE, &opt_bucket_mb, 0, 0, NULL, 0,
      "the replicas' gradient all-reduce in buckets of at least this many MiB of a stage's layers, each started "
      "as soon as its layers' gradients are complete in the stage's last backward (--zero 0; default 0: one "
@@ -128,10 +143,13 @@ static p3_layout asked(void)
     return (p3_layout){(int)opt_dp, (int)opt_tp, (int)opt_pp, (int)opt_micro, (int)opt_zero, opt_recompute};
 }
 
+/* Chunks a stage for schedule variant (pipeline.c's rule: interleaved's --virtual, default 2). */
+static int virtual_of(int variant) { return variant == V_INTERLEAVED ? (opt_virtual > 0 ? (int)opt_virtual : 2) : 1; }
+
 static void setup(sl_train *t)
 {
     const p3_layout one = {1, 1, 1, 1, 0, 0}, L = t->baseline ? one : asked();
-    p3_setup(t, &L, variant_schedule[t->variant], opt_bucket_mb);
+    p3_setup(t, &L, variant_schedule[t->variant], t->baseline ? 1 : virtual_of(t->variant), opt_bucket_mb);
 }
 
 static void row(sl_train *t, sl_result *res)
@@ -250,7 +268,7 @@ static void validate_search(sl_ctx *ctx)
         sl_usage_error("--dtype (-d): --search ranks layouts in one precision; give one of f32, f16, bf16");
     if (__builtin_popcount(ctx->opt.colls) != 1)
         sl_usage_error("--coll (-C): --search ranks layouts over one collective implementation; give one");
-    if (__builtin_popcount(opt_variants) != 1)
+    if (__builtin_popcount(opt_variants) != 1 || (opt_variants & (1u << V_INTERLEAVED)))
         sl_usage_error("--schedule: --search ranks layouts of one pipeline schedule; give one of 1f1b, gpipe");
     if (sl_option_given(&ctx->opt, "scaling") && sl_train_opt.scaling == 0)
         sl_usage_error("--scaling weak: --search compares layouts on the same global batch (strong scaling: --batch "
@@ -291,6 +309,8 @@ static void validate(sl_ctx *ctx)
         sl_usage_error("--order %s: expected tp, dp and pp once each, fastest first, joined by '-' (e.g. tp-dp-pp)",
                        opt_order);
     if (sl_gpt_resolve(&sl_gpt_opt).dropout > 0) sl_usage_error("--dropout: parallel3d trains without dropout (0)");
+    if (opt_virtual > 0 && !(opt_variants & (1u << V_INTERLEAVED)))
+        sl_usage_error("--virtual: only the interleaved schedule has chunks (--schedule interleaved)");
     if (!(opt_bucket_mb >= 0 && opt_bucket_mb <= 1e6))
         sl_usage_error("--bucket-mb %g: expected MiB in [0, 1e6] (0: one all-reduce after the step)", opt_bucket_mb);
     if (opt_bucket_mb > 0 && opt_search)
@@ -300,6 +320,20 @@ static void validate(sl_ctx *ctx)
         sl_usage_error("--bucket-mb: --zero %lld reduce-scatters the stage's padded vector at once, a block a replica; "
                        "buckets are for --zero 0", opt_zero);
     if (opt_search) return; /* each layout it runs is one of those below's valid ones */
+    const long long L = sl_gpt_resolve(&sl_gpt_opt).layers;
+    if (opt_variants & (1u << V_INTERLEAVED)) { /* Megatron-LM's conditions */
+        const int v = virtual_of(V_INTERLEAVED);
+        const long long m = opt_micro ? opt_micro : opt_pp; /* the default below */
+        if (opt_pp < 2)
+            sl_usage_error("--schedule interleaved: its chunks go round the pipeline's stages; give --pp 2 or more");
+        if (L % (opt_pp * v) != 0)
+            sl_usage_error("--virtual %d: --layers %lld must be divisible by --pp %lld x --virtual %d (P x v equal "
+                           "chunks of blocks)", v, L, opt_pp, v);
+        if (m % opt_pp != 0)
+            sl_usage_error("--micro-batches %lld: the interleaved schedule needs a multiple of --pp %lld", m, opt_pp);
+        if (opt_bucket_mb > 0)
+            sl_usage_error("--bucket-mb: not with --schedule interleaved (a stage's chunks are no one run of layers)");
+    }
     if (opt_dp == 0) opt_dp = R % (opt_tp * opt_pp) == 0 ? R / (opt_tp * opt_pp) : 0;
     if (opt_dp * opt_tp * opt_pp != R)
         sl_usage_error("--dp %lld x --tp %lld x --pp %lld: D x T x P must equal the ranks (%d)", opt_dp, opt_tp, opt_pp,
@@ -366,7 +400,7 @@ static const sl_column columns[] = {
 static void pm_schedule(const sl_train *t, sl_pm_sched *sc)
 {
     const p3 *q = t->state;
-    const p3_pm_grid g = {q->P, q->m, q->Bd, q->sched, q->recompute,
+    const p3_pm_grid g = {q->P, q->v, q->m, q->Bd, q->sched, q->recompute,
                           q->bucket_bytes,
                           q->zero && q->D > 1, q->lw_full};
     p3_pm_schedule(t, &q->s, &g, sc);
@@ -374,7 +408,8 @@ static void pm_schedule(const sl_train *t, sl_pm_sched *sc)
 
 static const sl_technique parallel3d = {
     .program = {.name = "parallel3d", .extra = p3_opts, .validate = validate,
-                .summary = "3-D parallelism of the GPT: data x tensor (Megatron) x pipeline (1F1B) on a rank grid",
+                .summary = "3-D parallelism of the GPT: data x tensor (Megatron) x pipeline (1F1B, interleaved) on a "
+                           "rank grid",
                 .uses = SL_USES_BACKEND | SL_USES_COLL | SL_USES_DTYPE,
                 .dtypes = (1u << SL_F32) | (1u << SL_F16) | (1u << SL_BF16), .default_dtype = SL_F32,
                 .colls = (1u << SL_NCOLLS) - 1, .default_coll = SL_COLL_RING,

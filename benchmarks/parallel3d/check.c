@@ -27,9 +27,10 @@ const float *p3_weights(sl_train *t, size_t *first, size_t *count)
         *first = (size_t)s->V * s->C, *count = (size_t)s->maxT * s->C;
         return s->params + ((size_t)s->Vl + 1) * s->C;
     }
-    *first = t->m->w_off[q->b0] + off[SL_GPT_LN1W];
+    const int b0 = q->ch[0].b0; /* the stage's first block */
+    *first = t->m->w_off[b0] + off[SL_GPT_LN1W];
     *count = off[SL_GPT_LN1B + 1] - off[SL_GPT_LN1W];
-    return s->params + s->lw[q->b0] + s->boff[SL_GPT_LN1W];
+    return s->params + s->lw[b0] + s->boff[SL_GPT_LN1W];
 }
 
 typedef struct place_arg {
@@ -79,12 +80,8 @@ void p3_gather_weights(sl_train *t, float *full)
             if (!counts[r]) continue;
             int c[NDIMS];
             p3_coords_of(r, dims, c);
-            size_t blo, bhi;
-            sl_share((size_t)q->s.L, q->P, c[DIM_PP], &blo, &bhi);
             other.p = c[DIM_PP];
-            other.l0 = other.p == 0 ? 0 : (int)blo + 1;
-            other.l1 = other.p == q->P - 1 ? q->s.L + 2 : (int)bhi + 1;
-            other.base = q->lw_full[other.l0];
+            p3_chunks(&other);
             place_arg a = {all + displs[r], full};
             p3_for_stage_runs(t, &other, c[DIM_TP], place_run, &a);
         }

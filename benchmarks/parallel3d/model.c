@@ -22,13 +22,14 @@ static double shard_model(const p3 *q, double np) { return q->zero ? ceil(np / q
 static double padded_model(const p3 *q, double np) { return q->zero ? q->D * shard_model(q, np) : np; }
 
 /* The parameters of a stage as Megatron-LM splits them (megatron_mlp's mg_params_model, for
- * the stage's layers): per block (12C² + 7C)/T + 6C; stage 0 the embedding V·C/T plus this
- * program's zero row C and the position table max_T·C; the last stage the head V·C/T + 2C. */
+ * the stage's layers): per block of its chunks (12C² + 7C)/T + 6C; stage 0 the embedding V·C/T
+ * plus this program's zero row C and the position table max_T·C; the last stage the head
+ * V·C/T + 2C. */
 size_t p3_stage_params_model(const p3 *q)
 {
     const mg *s = &q->s;
     const size_t C = (size_t)s->C, T = (size_t)q->T;
-    size_t n = (size_t)(q->b1 - q->b0) * ((12 * C * C + 7 * C) / T + 6 * C);
+    size_t n = (size_t)q->nb * ((12 * C * C + 7 * C) / T + 6 * C);
     if (q->p == 0) n += (size_t)s->V * C / T + C + (size_t)s->maxT * C;
     if (last_stage(q)) n += (size_t)s->V * C / T + 2 * C;
     return n;
@@ -54,9 +55,10 @@ void p3_group_bytes_model(const sl_train *t, double b[NGROUPS])
         if (q->p == 0) b[G_TP] += ring_allreduce(q->T, N * C, es);
         /* four all-reduces a block; --recompute full: its forward's two again (selective repeats
          * the attention alone, which communicates nothing) */
-        b[G_TP] += (q->b1 - q->b0) * (q->recompute == RC_FULL ? 6 : 4) * ring_allreduce(q->T, N * C, es);
+        b[G_TP] += q->nb * (q->recompute == RC_FULL ? 6 : 4) * ring_allreduce(q->T, N * C, es);
         if (last_stage(q)) b[G_TP] += 3 * ring_allreduce(q->T, N, 4) + ring_allreduce(q->T, N * C, es);
-        b[G_PP] += ((q->p > 0) + !last_stage(q)) * N * C * es;
+        /* interleaved: each chunk of the stage's, but the model's first input and last output */
+        for (int c = 0; c < q->v; c++) b[G_PP] += (!first_chunk(q, c) + !last_chunk(q, c)) * N * C * es;
     }
     if (q->zero) {
         const sl_loss_scaler *sc = &s->ms.sc;
@@ -100,19 +102,24 @@ void p3_memory_model(const sl_train *t, double bytes[SL_MEM_NCATS])
     bytes[SL_MEM_PARAMS] = 4 * (q->zero && s->dt != SL_F32 ? S : n) + copy;
     bytes[SL_MEM_GRADS] = 4 * n + (s->dt == SL_F32 ? 0 : es * (q->zero == 2 && q->D > 1 ? S : n));
     bytes[SL_MEM_OPTIM] = sl_optim_state_per_param(&t->optim) * 4 * S;
-    const int P = q->P, p = q->p, m = q->m;
-    const double flight = q->sched == S_GPIPE ? m : (m < P - p ? m : P - p);
+    /* interleaved: micro-batch chunks of nb blocks in flight, min(m·v, 2(P − p − 1) + (v − 1)P + 1)
+     * (Megatron's warm-up forwards and one); on the last stage a chunk's output kept (the stream
+     * into the head, or with --recompute full and v > 1 a send from the slot's own buffer) */
+    const int P = q->P, p = q->p, m = q->m, v = q->v, nb = q->nb / v; /* a chunk's blocks */
+    const double flight = q->sched == S_GPIPE         ? m
+                          : q->sched == S_INTERLEAVED ? fmin(m * v, 2 * (P - p - 1) + (v - 1) * P + 1)
+                                                      : (m < P - p ? m : P - p);
     const double N = (double)q->Bmax * s->T, NC = N * s->C, NCl = NC / q->T;
     const double att = (double)q->Bmax * (s->NH / q->T) * s->T * s->T * es; /* a block's probabilities */
     const double block = (3 * NC + 12 * NCl) * es + att + 4 * N * 4;
-    const int nb = q->b1 - q->b0;
-    const double head = last_stage(q) ? NC * es + 2 * N * 4 : 0, into_head = last_stage(q) ? NC * es : 0;
+    const double head = last_stage(q) ? NC * es + 2 * N * 4 : 0, out = last_stage(q) ? NC * es : 0;
     if (q->recompute == RC_FULL) /* each micro-batch's input, and one set of the rest for the one recomputed */
-        bytes[SL_MEM_ACTIV] = flight * NC * es + nb * block + (nb - 1) * NC * es + into_head + head;
+        bytes[SL_MEM_ACTIV] = flight * (NC * es + (v > 1 ? out : 0)) + nb * block + (nb - 1) * NC * es +
+                              (v > 1 ? 0 : out) + head;
     else if (q->recompute == RC_SELECTIVE) /* no block keeps its probabilities: one buffer serves them all */
-        bytes[SL_MEM_ACTIV] = flight * (nb * (block - att + NC * es) + into_head) + head + (nb > 0 ? att : 0);
+        bytes[SL_MEM_ACTIV] = flight * (nb * (block - att + NC * es) + out) + head + (nb > 0 ? att : 0);
     else
-        bytes[SL_MEM_ACTIV] = flight * (nb * (block + NC * es) + into_head) + head;
+        bytes[SL_MEM_ACTIV] = flight * (nb * (block + NC * es) + out) + head;
 }
 
 /* The busiest rank's figures, per step. Collective. */
@@ -156,6 +163,7 @@ void p3_row(sl_train *t, sl_result *res, const char *schedule)
     sl_result_param_str(res, "order", ord);
     sl_result_param_num(res, "micro_batches", q->m);
     sl_result_param_str(res, "schedule", schedule);
+    sl_result_param_num(res, "virtual", q->v);
     sl_result_param_str(res, "recompute", recompute_names[q->recompute]);
     sl_result_param_num(res, "zero", q->zero);
     sl_result_param_num(res, "dp_buckets", q->nbuckets);
@@ -202,7 +210,7 @@ double p3_layout_memory(const p3_layout *L, const sl_gpt_dims *g, sl_dtype dt, i
     for (int p = 0; p < L->P; p++) { /* the replicas hold equal batches (D divides it): stage p's ranks alike */
         const int dims[NDIMS] = {L->T, L->D, L->P}, c[NDIMS] = {[DIM_TP] = 0, [DIM_DP] = 0, [DIM_PP] = p};
         memset(q, 0, sizeof *q);
-        p3_place(q, g, dt, global_batch, L, sched, p3_rank_of(dims, c));
+        p3_place(q, g, dt, global_batch, L, sched, 1, p3_rank_of(dims, c));
         t.state = q;
         double mem[SL_MEM_NCATS] = {0};
         p3_memory_model(&t, mem);

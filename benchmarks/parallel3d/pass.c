@@ -1,14 +1,16 @@
 /* pass.c — one step of a parallel3d stage (state.h): the schedule's list of forwards and
- * backwards run in order, each micro-batch in a slot of its own, its boundary activation sent
- * forward and its gradient backward to the neighbouring stages (non-blocking point to point in
- * the pp group; the wait for a neighbour's is the pipeline's bubble), --recompute's forward again
- * before a backward; then the replicas' exchange and the update (replicas.c). */
+ * backwards run in order, each micro-batch of each of the stage's chunks in a slot of its own,
+ * its boundary activation sent forward and its gradient backward to the neighbouring stages
+ * (non-blocking point to point in the pp group, round the ring with interleaved; the wait for
+ * a neighbour's is the pipeline's bubble), --recompute's forward again before a backward; then
+ * the replicas' exchange and the update (replicas.c). */
 #include <string.h>
 
 #include "state.h"
 
-/* Puts slot sl's activations and the micro-batch's size in place for tp_gpt.c's layers, and
- * t->lo at its first sequence (the tokens' and the dropout masks' numbering). */
+/* Puts slot sl's activations (its chunk's layers) and the micro-batch's size in place for
+ * tp_gpt.c's layers, and t->lo at its first sequence (the tokens' and the dropout masks'
+ * numbering). */
 static void install(sl_train *t, p3 *q, slot *sl)
 {
     mg *s = &q->s;
@@ -16,8 +18,9 @@ static void install(sl_train *t, p3 *q, slot *sl)
     micro(q, sl->mb, &first, &count);
     t->lo = first;
     s->B = count, s->N = count * s->T, s->Nl = s->N;
-    memcpy(s->res, sl->res, sizeof s->res);
-    memcpy(s->blk, sl->blk, sizeof s->blk);
+    const p3_chunk *c = &q->ch[sl->ck];
+    for (int i = 0; i <= c->b1 - c->b0; i++) s->res[c->b0 + i] = sl->res[i];
+    for (int i = 0; i < c->b1 - c->b0; i++) s->blk[c->b0 - 1 + i] = sl->blk[i];
     s->tok = sl->tok, s->tgt = sl->tgt, s->tokl = sl->tokl, s->htok = sl->htok, s->htgt = sl->htgt;
 }
 
@@ -51,57 +54,67 @@ static void send_boundary(sl_train *t, p3 *q, const void *buf, int to, int tag, 
     if (q->s.counting) q->sent_pp += (double)(sl_comm_bytes_sent(q->pp) - b0);
 }
 
-static void forward(sl_train *t, p3 *q, int mb)
+/* The neighbouring stages in the pp group: chunks go round the ring of stages (interleaved:
+ * the last stage's chunk k feeds stage 0's chunk k + 1). */
+static int next_stage(const p3 *q) { return (q->p + 1) % q->P; }
+static int prev_stage(const p3 *q) { return (q->p + q->P - 1) % q->P; }
+
+/* F of micro-batch mb in the stage's chunk k. */
+static void forward(sl_train *t, p3 *q, int mb, int k)
 {
     mg *s = &q->s;
+    const p3_chunk *c = &q->ch[k];
     slot *sl = NULL;
-    for (int k = 0; k < q->nslots && !sl; k++)
-        if (q->slots[k].mb < 0) sl = &q->slots[k];
-    if (!sl) SL_FATAL("parallel3d: stage %d has no free slot for micro-batch %d", q->p, mb);
+    for (int i = 0; i < q->nslots && !sl; i++)
+        if (q->slots[i].mb < 0) sl = &q->slots[i];
+    if (!sl) SL_FATAL("parallel3d: stage %d has no free slot for micro-batch %d of chunk %d", q->p, mb, k);
     wait_req(t, &sl->sq_act, "send activation"); /* its last micro-batch's output has left */
-    sl->mb = mb;
-    q->slot_of[mb] = (int)(sl - q->slots);
+    sl->mb = mb, sl->ck = k;
+    q->slot_of[mb * q->v + k] = (int)(sl - q->slots);
     install(t, q, sl);
-    if (q->p == 0 || last_stage(q)) mg_load(t, s);
-    if (q->p == 0) mg_embedding_forward(t, s);
-    else recv_boundary(t, q, s->res[q->b0], q->p - 1, 2 * mb, "recv activation");
-    for (int l = q->b0; l < q->b1; l++) mg_block_forward(t, s, l);
-    if (!last_stage(q)) send_boundary(t, q, s->res[q->b1], q->p + 1, 2 * mb, &sl->sq_act, "send activation");
+    if (first_chunk(q, k) || last_chunk(q, k)) mg_load(t, s);
+    if (first_chunk(q, k)) mg_embedding_forward(t, s);
+    else recv_boundary(t, q, s->res[c->b0], prev_stage(q), p3_tag(mb, q->v, k, 0), "recv activation");
+    for (int l = c->b0; l < c->b1; l++) mg_block_forward(t, s, l);
+    if (!last_chunk(q, k))
+        send_boundary(t, q, s->res[c->b1], next_stage(q), p3_tag(mb, q->v, last_stage(q) ? k + 1 : k, 0), &sl->sq_act,
+                      "send activation");
 }
 
-
-static void backward(sl_train *t, p3 *q, int mb)
+/* B of micro-batch mb in the stage's chunk k. */
+static void backward(sl_train *t, p3 *q, int mb, int k)
 {
     mg *s = &q->s;
-    slot *sl = &q->slots[q->slot_of[mb]];
+    const p3_chunk *c = &q->ch[k];
+    slot *sl = &q->slots[q->slot_of[mb * q->v + k]];
     install(t, q, sl);
     wait_req(t, &sl->sq_grad, "send gradient");
-    if (q->recompute == RC_FULL) { /* the stage's forward again from its kept input (its output's send has left) */
+    if (q->recompute == RC_FULL) { /* the chunk's forward again from its kept input (its output's send has left) */
         wait_req(t, &sl->sq_act, "send activation");
-        for (int l = q->b0; l < q->b1; l++) mg_block_forward(t, s, l);
+        for (int l = c->b0; l < c->b1; l++) mg_block_forward(t, s, l);
     }
     int cur = 0;
-    if (last_stage(q)) {
+    if (last_chunk(q, k)) {
         const double loss = mg_head(t, s, sl_task_loss_norm(t->task, t->global_batch), loss_scale(q), s->dres[0]);
         if (q->tr == 0) t->loss += loss; /* every rank of the group has it: counted once */
         p3_gradient_done(t, q, mb, s->L + 1);
     } else {
-        recv_boundary(t, q, s->dres[0], q->p + 1, 2 * mb + 1, "recv gradient");
+        recv_boundary(t, q, s->dres[0], next_stage(q), p3_tag(mb, q->v, k, 1), "recv gradient");
     }
-    for (int l = q->b1 - 1; l >= q->b0; l--, cur = !cur) {
+    for (int l = c->b1 - 1; l >= c->b0; l--, cur = !cur) {
         if (q->recompute == RC_SELECTIVE) mg_attention_again(t, s, l); /* into the shared buffer */
-        mg_block_backward(t, s, l, s->dres[cur], l == q->b0 && q->p > 0 ? sl->dsend : s->dres[!cur]);
+        mg_block_backward(t, s, l, s->dres[cur], l == c->b0 && !first_chunk(q, k) ? sl->dsend : s->dres[!cur]);
         p3_gradient_done(t, q, mb, l);
     }
-    if (q->p == 0) {
+    if (first_chunk(q, k)) {
         mg_embedding_backward(t, s, s->dres[cur]);
         p3_gradient_done(t, q, mb, 0);
     } else {
-        send_boundary(t, q, sl->dsend, q->p - 1, 2 * mb + 1, &sl->sq_grad, "send gradient");
+        send_boundary(t, q, sl->dsend, prev_stage(q), p3_tag(mb, q->v, q->p == 0 ? k - 1 : k, 1), &sl->sq_grad,
+                      "send gradient");
     }
     sl->mb = -1;
 }
-
 
 void p3_step(sl_train *t)
 {
@@ -111,8 +124,8 @@ void p3_step(sl_train *t)
     p3_grads_zero(t, q);
     int live = 0;
     for (int i = 0; i < q->nops; i++) {
-        if (q->ops[i].kind == 'F') forward(t, q, q->ops[i].mb), live++;
-        else backward(t, q, q->ops[i].mb), live--;
+        if (q->ops[i].kind == 'F') forward(t, q, q->ops[i].mb, q->ops[i].chunk), live++;
+        else backward(t, q, q->ops[i].mb, q->ops[i].chunk), live--;
         if (live > q->inflight_peak) q->inflight_peak = live;
     }
     for (int k = 0; k < q->nslots; k++) {

@@ -7,8 +7,8 @@
 
 /* What of parallel3d's grid the schedule needs besides the tensor-parallel state. */
 typedef struct p3_pm_grid {
-    int P, m, Bd;     /* stages, micro-batches, the replica's sequences */
-    int sched;        /* pipe_schedule.h's schedule (S_1F1B, S_GPIPE) */
+    int P, v, m, Bd;  /* stages, model chunks a stage (chunks.h), micro-batches, the replica's sequences */
+    int sched;        /* pipe_schedule.h's schedule (S_1F1B, S_GPIPE, S_INTERLEAVED) */
     int recompute;    /* --recompute: 0 none, 1 selective, 2 full */
     double bucket_bytes; /* --bucket-mb's bytes (buckets.h), or 0: one all-reduce after the step */
     int zero;         /* --zero 1 or 2 on D > 1 replicas (a stage's vector in D blocks of ceil(np/D));

@@ -11,7 +11,8 @@
 
 static void *alloc(sl_train *t, sl_mem_cat cat, size_t bytes) { return sl_k_malloc(t->be, cat, bytes ? bytes : 1); }
 
-/* In-flight micro-batches of a stage's list: the most forwards not yet matched by backwards. */
+/* In-flight micro-batches of a stage's list: the most forwards not yet matched by backwards
+ * (interleaved: micro-batch chunks). */
 static int inflight(const op *ops, int n)
 {
     int cur = 0, most = 0;
@@ -22,18 +23,53 @@ static int inflight(const op *ops, int n)
     return most;
 }
 
+/* Whether the stage holds layer l. */
+static int holds(const p3 *q, int l)
+{
+    for (int k = 0; k < q->v; k++)
+        if (l >= q->ch[k].l0 && l < q->ch[k].l1) return 1;
+    return 0;
+}
+
+/* The stage's chunks (chunks.h) and its vector: the chunks' layers one after the other, each
+ * in tp_gpt.c's layout (s.lw[l]: layer l's first element where the stage holds it). */
+void p3_chunks(p3 *q)
+{
+    mg *s = &q->s;
+    q->nb = 0;
+    for (int k = 0; k < q->v; k++) {
+        q->ch[k] = p3_chunk_of(s->L, q->P, q->v, q->p, k);
+        q->nb += q->ch[k].b1 - q->ch[k].b0;
+    }
+    size_t n = 0;
+    for (int l = 0; l <= s->L + 1; l++) {
+        s->lw[l] = n;
+        if (holds(q, l)) n += q->lw_full[l + 1] - q->lw_full[l];
+    }
+    s->lw[s->L + 2] = s->np = n;
+}
+
 typedef struct stage_runs {
-    size_t base, end;
+    const p3 *q;
+    const size_t *lw; /* the stage's layout */
     void (*fn)(size_t full, size_t local, size_t count, void *arg);
     void *arg;
 } stage_runs;
 
-/* mg_runs restricted to the stage's layers, with local offsets in the stage's vector. */
+/* mg_runs restricted to the stage's layers, with local offsets in the stage's vector (a run
+ * lies in one layer: found by its offset in the whole tensor-parallel vector). */
 static void stage_run(size_t full, size_t local, size_t count, int replicated, void *arg)
 {
     (void)replicated;
     const stage_runs *r = arg;
-    if (local >= r->base && local < r->end) r->fn(full, local - r->base, count, r->arg);
+    const size_t *lw = r->q->lw_full;
+    int lo = 0, hi = r->q->s.L + 1; /* the last layer starting at or before local */
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) / 2;
+        if (lw[mid] <= local) lo = mid;
+        else hi = mid - 1;
+    }
+    if (holds(r->q, lo)) r->fn(full, r->lw[lo] + (local - lw[lo]), count, r->arg);
 }
 
 void p3_for_stage_runs(const sl_train *t, p3 *q, int tr, void (*fn)(size_t, size_t, size_t, void *), void *arg)
@@ -42,7 +78,7 @@ void p3_for_stage_runs(const sl_train *t, p3 *q, int tr, void (*fn)(size_t, size
     size_t saved[SL_MLP_MAX_LAYERS + 3];
     memcpy(saved, q->s.lw, sizeof saved);
     memcpy(q->s.lw, q->lw_full, sizeof saved);
-    stage_runs r = {q->base, q->lw_full[q->l1], fn, arg};
+    stage_runs r = {q, saved, fn, arg};
     mg_runs(t->m, &q->s, tr, stage_run, &r);
     memcpy(q->s.lw, saved, sizeof saved);
 }
@@ -60,10 +96,11 @@ static void init_run(size_t full, size_t local, size_t count, void *arg)
 
 
 /* Rank `rank`'s place in layout L and what follows from it before anything is allocated: its
- * coordinates, the stage's layers and its part of the flat vector (tp_gpt.c's layout of the
- * whole model, shifted to start at the stage's first layer), the replica's sequences and
- * micro-batches, ZeRO's blocks. p3_setup's first half, and the search's memory model of a layout. */
-void p3_place(p3 *q, const sl_gpt_dims *g, sl_dtype dt, int global_batch, const p3_layout *L, int sched, int rank)
+ * coordinates, the stage's chunks of v and its part of the flat vector (p3_chunks), the
+ * replica's sequences and micro-batches, ZeRO's blocks. p3_setup's first half, and the search's
+ * memory model of a layout. */
+void p3_place(p3 *q, const sl_gpt_dims *g, sl_dtype dt, int global_batch, const p3_layout *L, int sched, int v,
+              int rank)
 {
     mg *s = &q->s;
     q->D = L->D, q->T = L->T, q->P = L->P;
@@ -77,14 +114,8 @@ void p3_place(p3 *q, const sl_gpt_dims *g, sl_dtype dt, int global_batch, const 
     s->dt = dt;
     mg_layout(s);
     memcpy(q->lw_full, s->lw, sizeof q->lw_full);
-    size_t blo, bhi;
-    sl_share((size_t)s->L, q->P, q->p, &blo, &bhi);
-    q->b0 = (int)blo + 1, q->b1 = (int)bhi + 1;
-    q->l0 = q->p == 0 ? 0 : q->b0;
-    q->l1 = last_stage(q) ? s->L + 2 : q->b1;
-    q->base = q->lw_full[q->l0];
-    for (int l = q->l0; l <= q->l1; l++) s->lw[l] = q->lw_full[l] - q->base;
-    s->np = s->lw[q->l1];
+    q->v = v;
+    p3_chunks(q);
     /* the replica's sequences and its micro-batches */
     size_t lo, hi;
     sl_share((size_t)global_batch, q->D, q->d, &lo, &hi);
@@ -106,7 +137,7 @@ void p3_place(p3 *q, const sl_gpt_dims *g, sl_dtype dt, int global_batch, const 
 }
 
 /* sl_technique.setup for layout L under pipeline schedule sched; bucket_mb: --bucket-mb. */
-void p3_setup(sl_train *t, const p3_layout *L, int sched, double bucket_mb)
+void p3_setup(sl_train *t, const p3_layout *L, int sched, int v, double bucket_mb)
 {
     p3 *q = calloc(1, sizeof *q);
     if (!q) SL_FATAL("out of memory");
@@ -114,24 +145,25 @@ void p3_setup(sl_train *t, const p3_layout *L, int sched, double bucket_mb)
     mg *s = &q->s;
     const sl_mem_space space = t->be == SL_BACKEND_CUDA ? SL_MEM_DEVICE : SL_MEM_HOST;
     for (int k = 0; k < SL_MEM_NCATS; k++) q->held[k] = -(double)sl_mem_current(space, (sl_mem_cat)k);
-    p3_place(q, &t->m->gpt, t->dtype, t->global_batch, L, sched, t->rank);
+    p3_place(q, &t->m->gpt, t->dtype, t->global_batch, L, sched, v, t->rank);
     q->bucket_bytes = !t->baseline && bucket_mb > 0 && q->D > 1 && !q->zero ? bucket_mb * 1048576 : 0;
     t->lo = q->lo, t->hi = q->lo + q->Bd;
     if (t->planning == 2) return; /* a rank not launched: what the schedule reads, and no more */
     if (!t->planning) p3_record_grid(t, q);
     p3_open_groups(t, q);
 
-    /* the schedule's list for this stage and the slots its in-flight micro-batches need */
-    const geometry geo = {.p = q->P, .v = 1, .m = q->m, .nsteps = 1};
+    /* the schedule's list for this stage and the slots its in-flight micro-batches need (each
+     * slot holds one chunk's; interleaved's chunks are of equal blocks, so any slot any chunk) */
+    const geometry geo = {.p = q->P, .v = q->v, .m = q->m, .nsteps = 1};
     q->ops = calloc((size_t)ops_capacity(&geo), sizeof *q->ops);
-    q->slot_of = calloc((size_t)q->m, sizeof *q->slot_of);
+    q->slot_of = calloc((size_t)q->m * q->v, sizeof *q->slot_of);
     if (!q->ops || !q->slot_of) SL_FATAL("out of memory");
     q->nops = builders[q->sched](&geo, q->p, q->ops);
     q->nslots = inflight(q->ops, q->nops);
     for (int i = 0; i < q->nops; i++)
         if (q->ops[i].kind == 'B') q->last_mb = q->ops[i].mb;
-    if (q->bucket_bytes > 0)
-        q->nbuckets = p3_buckets(s->lw, q->l0, q->l1, sl_dtype_size(s->dt), q->bucket_bytes, q->buckets);
+    if (q->bucket_bytes > 0) /* one chunk (validate): layers [l0, l1) */
+        q->nbuckets = p3_buckets(s->lw, q->ch[0].l0, q->ch[0].l1, sl_dtype_size(s->dt), q->bucket_bytes, q->buckets);
     q->slots = calloc((size_t)q->nslots, sizeof *q->slots);
     if (!q->slots) SL_FATAL("out of memory");
     /* --search ranking the layouts: the schedule reads the groups and the sizes above, nothing
@@ -163,25 +195,30 @@ void p3_setup(sl_train *t, const p3_layout *L, int sched, double bucket_mb)
         sl_k_sync(t->be);
         sl_k_free(t->be, init);
     }
-    /* per slot: the residual stream into each block and the head (kept), the stage's output
-     * (sent), the blocks' tensors, the tokens (first and last stage) and the input gradient
-     * sent back. --recompute full: a slot keeps its input and output only, the rest is one set */
-    const int rlo = q->b0, rhi = last_stage(q) ? s->L + 1 : q->b1;
+    /* per slot, of the chunk it holds (its blocks i = 0..nbc-1, as res[i] and blk[i]): the
+     * residual stream into each block (kept), the chunk's output res[nbc] (sent; on the last
+     * stage kept: the stream into the head, or v > 1 a send), the blocks' tensors, the tokens
+     * (stage 0 and the last) and the input gradient sent back. --recompute full: a slot keeps its
+     * input and output only, the rest is one set of a chunk's tensors */
+    const int nbc = q->ch[0].b1 - q->ch[0].b0; /* a chunk's blocks */
+    for (int k = 1; k < q->v; k++)
+        if (q->ch[k].b1 - q->ch[k].b0 != nbc) SL_FATAL("parallel3d: stage %d's chunks differ in blocks", q->p);
     const int tokens = q->p == 0 || last_stage(q), full = q->recompute == RC_FULL;
-    if (q->recompute == RC_SELECTIVE && q->b1 > q->b0) /* one attention-probability buffer for the stage */
+    const int own_out = !last_stage(q) || q->v > 1; /* the output sent from a slot's own buffer */
+    if (q->recompute == RC_SELECTIVE && q->nb > 0) /* one attention-probability buffer for the stage */
         q->att = alloc(t, SL_MEM_ACTIV, (size_t)s->B * s->NHl * s->T * s->T * es);
     for (int k = -1; k < q->nslots; k++) {
         slot *sl = k < 0 ? &q->shared : &q->slots[k];
         if (k < 0 && !full) continue;
         sl->mb = -1;
-        for (int l = rlo; l <= rhi; l++) {
-            const int own = l == rlo || (l == q->b1 && !last_stage(q));
-            if (full && k >= 0 && !own) sl->res[l] = q->shared.res[l];
+        for (int i = 0; i <= nbc; i++) {
+            const int own = i == 0 || (i == nbc && own_out);
+            if (full && k >= 0 && !own) sl->res[i] = q->shared.res[i];
             else if (!(full && k < 0 && own))
-                sl->res[l] = alloc(t, l == q->b1 && !last_stage(q) ? SL_MEM_COMM : SL_MEM_ACTIV, NC * es);
+                sl->res[i] = alloc(t, i == nbc && !last_stage(q) ? SL_MEM_COMM : SL_MEM_ACTIV, NC * es);
         }
         if (full && k >= 0) memcpy(sl->blk, q->shared.blk, sizeof sl->blk);
-        for (int l = q->b0; l < q->b1 && !(full && k >= 0); l++) mg_block_alloc(t, s, &sl->blk[l - 1], q->att);
+        for (int i = 0; i < nbc && !(full && k >= 0); i++) mg_block_alloc(t, s, &sl->blk[i], q->att);
         if (k < 0) continue;
         if (tokens) {
             sl->tok = alloc(t, SL_MEM_DATA, N * sizeof(int32_t)), sl->tgt = alloc(t, SL_MEM_DATA, N * sizeof(int32_t));
@@ -189,7 +226,7 @@ void p3_setup(sl_train *t, const p3_layout *L, int sched, double bucket_mb)
             sl->htok = sl_alloc(SL_MEM_DATA, N * sizeof(int32_t) + 1);
             sl->htgt = sl_alloc(SL_MEM_DATA, N * sizeof(int32_t) + 1);
         }
-        if (q->p > 0) sl->dsend = alloc(t, SL_MEM_COMM, NC * es);
+        if (q->p > 0 || q->v > 1) sl->dsend = alloc(t, SL_MEM_COMM, NC * es);
     }
     if (last_stage(q)) { /* the head's forward and backward run at once: not kept across operations */
         s->lnf = alloc(t, SL_MEM_ACTIV, NC * es);
@@ -230,8 +267,8 @@ void p3_release(sl_train *t)
         slot *sl = k < 0 ? &q->shared : &q->slots[k];
         for (int l = 0; l <= SL_MLP_MAX_LAYERS; l++)
             if (k < 0 || q->recompute != RC_FULL || sl->res[l] != q->shared.res[l]) sl_k_free(t->be, sl->res[l]);
-        for (int l = q->b0; l < q->b1 && !(k >= 0 && q->recompute == RC_FULL); l++)
-            mg_block_free(t, &sl->blk[l - 1], q->att);
+        for (int i = 0; i < q->ch[0].b1 - q->ch[0].b0 && !(k >= 0 && q->recompute == RC_FULL); i++)
+            mg_block_free(t, &sl->blk[i], q->att);
         sl_k_free(t->be, sl->tok), sl_k_free(t->be, sl->tgt), sl_k_free(t->be, sl->tokl), sl_k_free(t->be, sl->dsend);
         if (sl->htok) sl_free(sl->htok), sl_free(sl->htgt);
     }

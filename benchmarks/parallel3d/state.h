@@ -11,36 +11,39 @@
 #include "sl_train.h"
 #include "tp_gpt.h"
 #include "buckets.h"
+#include "chunks.h"
 #include "search.h"
 
 enum { RC_NONE, RC_SELECTIVE, RC_FULL }; /* --recompute */
 enum { DIM_TP, DIM_DP, DIM_PP, NDIMS };  /* the grid's dimensions */
 enum { G_TP, G_PP, G_DP, NGROUPS };      /* the groups whose bytes are counted */
 
-typedef struct slot { /* one micro-batch in flight on this stage */
+typedef struct slot { /* one micro-batch in flight in one of the stage's chunks */
     int mb;           /* -1: free */
-    void *res[SL_MLP_MAX_LAYERS + 1];
-    mg_block blk[SL_MLP_MAX_LAYERS];
+    int ck;           /* the chunk it holds now (0 but with interleaved) */
+    void *res[SL_MLP_MAX_LAYERS + 1]; /* the residual stream into the chunk's block b0 + i, res[nbc] its output */
+    mg_block blk[SL_MLP_MAX_LAYERS];  /* block b0 + i's tensors */
     int32_t *tok, *tgt, *tokl, *htok, *htgt;
     void *dsend;                  /* the input gradient sent to the previous stage */
     sl_coll_req *sq_act, *sq_grad; /* their sends in flight */
 } slot;
 
 typedef struct p3 {
-    mg s;                       /* the tensor-parallel stage: tp_gpt.c's state, layers [l0, l1) */
+    mg s;                       /* the tensor-parallel stage: tp_gpt.c's state, its chunks' layers */
     int D, T, P, d, tr, p;      /* the grid and this rank's coordinates */
-    int l0, l1, b0, b1;         /* layers [l0, l1) (0 embedding, 1..L blocks, L + 1 head); blocks [b0, b1) */
-    size_t base;                /* the stage's first element in the tensor-parallel rank's vector */
-    size_t lw_full[SL_MLP_MAX_LAYERS + 3];
+    int v, nb;                  /* model chunks on the stage (chunks.h), and their blocks */
+    p3_chunk ch[P3_MAX_CHUNKS]; /* chunk k: the model's chunk k·P + p (0 embedding, 1..L blocks, L + 1 head) */
+    size_t lw_full[SL_MLP_MAX_LAYERS + 3]; /* the tensor-parallel rank's whole vector (s.lw: the stage's,
+                                   its chunks' layers one after the other) */
     int m, Bd, lo;              /* micro-batches, the replica's sequences, its first */
     int Bmax;                   /* the largest micro-batch */
-    int sched;                  /* pipe_schedule.h's schedule (S_1F1B, S_GPIPE) */
+    int sched;                  /* pipe_schedule.h's schedule (S_1F1B, S_GPIPE, S_INTERLEAVED) */
     MPI_Comm tp_mpi, dp_mpi, pp_mpi;
     sl_comm *pp;
     op *ops;
     int nops, nslots;
     slot *slots;
-    int *slot_of;               /* micro-batch -> slot */
+    int *slot_of;               /* micro-batch mb of chunk k -> slot (slot_of[mb·v + k]) */
     int recompute;              /* --recompute: RC_FULL, the slots share one set of the stage's tensors;
                                    RC_SELECTIVE, the blocks share one attention-probability buffer */
     void *att;                  /* RC_SELECTIVE: that buffer, (B, NH/T, T, T) */
@@ -83,6 +86,10 @@ static inline void micro(const p3 *q, int k, int *first, int *count)
     *count = (int)(hi - lo);
 }
 
+/* The stage's chunk k holds the embedding (the model's first chunk), the head (its last). */
+static inline int first_chunk(const p3 *q, int k) { return k == 0 && q->p == 0; }
+static inline int last_chunk(const p3 *q, int k) { return k == q->v - 1 && last_stage(q); }
+
 /* grid.c: the grid's order, a rank's coordinates, its groups, the grid recorded */
 int p3_parse_order(const char *s);
 void p3_order_name(char *buf, size_t len);
@@ -92,8 +99,10 @@ void p3_open_groups(sl_train *t, p3 *q);
 void p3_record_grid(sl_train *t, const p3 *q);
 
 /* stage.c: a rank's place in a layout, its allocations, their release */
-void p3_place(p3 *q, const sl_gpt_dims *g, sl_dtype dt, int global_batch, const p3_layout *L, int sched, int rank);
-void p3_setup(sl_train *t, const p3_layout *L, int sched, double bucket_mb);
+void p3_place(p3 *q, const sl_gpt_dims *g, sl_dtype dt, int global_batch, const p3_layout *L, int sched, int v,
+              int rank);
+void p3_chunks(p3 *q);
+void p3_setup(sl_train *t, const p3_layout *L, int sched, int v, double bucket_mb);
 void p3_release(sl_train *t);
 void p3_for_stage_runs(const sl_train *t, p3 *q, int tr, void (*fn)(size_t, size_t, size_t, void *), void *arg);
 

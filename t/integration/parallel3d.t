@@ -1,7 +1,9 @@
 #!/bin/bash
 # parallel3d: the GPT on a D x T x P grid (data x tensor x pipeline), on a tiny model (4 blocks of
 # 32, 4 heads, 8 tokens, vocabulary 64). On 4 ranks the layouts 1x2x2, 2x1x2 and 2x2x1 (f32, f16,
-# bf16; 1f1b and gpipe; --recompute full and selective) and on 8 ranks 2x2x2: every row equals serial GPT training in its dtype
+# bf16; 1f1b and gpipe; --recompute full and selective), interleaved (--virtual 2) on 2x1x2 (f32,
+# f16) and 1x1x2 (f32, bf16; its pp bytes against 1f1b's, the step predicted), and on 8 ranks
+# 2x2x2: every row equals serial GPT training in its dtype
 # (the training layer's check), every rank's vector bit-identical to its replicas' (the program's
 # check), each group's bytes per step equal to its model (ring), the memory per category equal to
 # the combined model, the grid file giving each rank's (d, t, p) in Megatron-LM's order and in
@@ -13,7 +15,7 @@
 # SL_TEST_LAYOUTS8=1 runs the other 8-rank layouts too, f32 and bf16 (1x2x4, 4x1x2, 2x4x1, 8x1x1:
 # about 6 s each on 2 cores).
 . "$(dirname "$0")/../lib/common.sh"
-# The step's prediction is tested once below (a calibration per row costs seconds).
+# The step's prediction is tested where said below (a calibration per row costs seconds).
 export SL_NO_PREDICT=1
 out=$(tmpdir)
 trap 'rm -rf "$out"' EXIT
@@ -47,6 +49,8 @@ for r in rows:
         grads = 4 * D * S + (0 if es == 4 else 2 * S if p["zero"] == 2 else 2 * D * S)  # ZeRO-2: the 16-bit one S
         if val(r, "mem_grads") != grads: bad.append(f"{name}: mem_grads {val(r, 'mem_grads')} != {grads} (S = {S})")
     flight = p["micro_batches"] if r["variant"] == "gpipe" else min(p["micro_batches"], P)
+    if r["variant"] == "interleaved":  # micro-batch chunks: Megatron's warm-up 2(P - 1) + (v - 1)P, and one
+        flight = min(p["micro_batches"] * p["virtual"], (p["virtual"] + 1) * P - 1)
     if val(r, "inflight_peak") != flight: bad.append(f"{name}: {val(r, 'inflight_peak')} in flight, expected {flight}")
 print("\n".join(bad), file=sys.stderr)
 sys.exit(1 if bad else 0)
@@ -65,7 +69,7 @@ run() { # run NP D T P NROWS NAME ARGS...: the layout's rows pass and equal the 
 }
 
 run 4 1 2 2 2 a -d f32,bf16
-run 4 2 1 2 4 b -d f32,f16 --schedule 1f1b,gpipe
+run 4 2 1 2 6 b -d f32,f16 --schedule 1f1b,gpipe,interleaved
 run 4 2 2 1 1 c
 run 4 1 2 2 2 r --recompute full --micro-batches 4 --schedule 1f1b,gpipe
 run 4 1 2 2 2 s --recompute selective --micro-batches 4 --schedule 1f1b,gpipe
@@ -82,6 +86,30 @@ full, sel = get(sys.argv[1]), get(sys.argv[2])
 sys.exit(0 if full == sel and len(full) == 2 else f"full {full} != selective {sel}")
 PY
 ok $? "--recompute selective and full: the same weights' error and loss in both schedules (bit-identical training)"
+# Interleaved 1F1B (--virtual 2: the 4 blocks in 4 chunks, stage p holding chunks p and p + 2)
+# beside 1F1B on the same 4 micro-batches, the step predicted: both equal serial training; a stage
+# sends 2v - 1 = 3 boundaries a micro-batch (its chunks' but the model's first input and last
+# output) against 1F1B's 1; the predicted step's arithmetic, the stages' exchanges fitted
+# shellcheck disable=SC2086
+env -u SL_NO_PREDICT "$top/scripts/sl-launch" -np 2 "$top/bin/parallel3d" $gpt --pp 2 --schedule 1f1b,interleaved \
+  --micro-batches 4 -d f32,bf16 -o "$out/i" >"$out/i.txt" 2>&1 </dev/null
+rc=$?
+ok $rc "1x1x2, --schedule 1f1b,interleaved --micro-batches 4, f32 and bf16: every row equals serial GPT training"
+[ $rc = 0 ] || tail -5 "$out/i.txt" | sed 's/^/#   /' >&2
+check_rows "$out/i/parallel3d.jsonl" 1 1 2 4
+ok $? "interleaved: bytes and memory equal to the models, 5 micro-batch chunks in flight on stage 0"
+python3 - "$out/i/parallel3d.jsonl" <<'PY'
+import json, sys
+rows = {(r["variant"], r["dtype"]): r for r in map(json.loads, open(sys.argv[1]))}
+pp = lambda v, d: rows[(v, d)]["metrics"]["pp_bytes"]["value"]
+bad = [d for d in ("f32", "bf16")
+       if pp("interleaved", d) != 3 * pp("1f1b", d) or rows[("interleaved", d)]["params"]["virtual"] != 2]
+sys.exit(f"pp bytes not 3x 1f1b's, or virtual not 2: {bad}" if bad else 0)
+PY
+ok $? "interleaved: pp bytes per step 3x 1F1B's (2v - 1 boundaries a micro-batch against 1), virtual 2 in the row"
+python3 "$top/t/lib/train_rows.py" pred "$out/i/parallel3d.jsonl" 1f1b=p2p interleaved=p2p
+ok $? "interleaved: the predicted step's arithmetic, the stages' exchanges fitted"
+
 if [ "${SL_TEST_LAYOUTS8:-0}" = 1 ]; then
   run 8 1 2 4 2 e -d f32,bf16
   run 8 4 1 2 2 f -d f32,bf16
@@ -259,6 +287,9 @@ rc=$?
 ok $? "... a replica that halves its buckets before their all-reduce: the row fails, exit 1 (rc=$rc)"
 expect_usage_of parallel3d "--bucket-mb: --zero 1 reduce-scatters" $gpt --dp 2 --pp 2 --zero 1 --bucket-mb 1
 expect_usage_of parallel3d "--bucket-mb -1: expected MiB" $gpt --bucket-mb -1
+expect_usage_of parallel3d "--layers 4 must be divisible by --pp 2 x --virtual 3" $gpt --pp 2 --schedule interleaved --virtual 3
+expect_usage_of parallel3d "--micro-batches 3: the interleaved schedule needs a multiple of --pp 2" $gpt --pp 2 \
+  --schedule interleaved --micro-batches 3
 
 expect_usage_np 4 parallel3d "D x T x P must equal the ranks" $gpt --dp 2 --tp 2 --pp 2
 expect_usage_np 3 parallel3d "--heads 4 must be divisible by T" $gpt --tp 3
