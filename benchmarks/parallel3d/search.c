@@ -62,7 +62,9 @@ static void enumerate(const p3_search *cfg)
         if (R % P) continue;
         for (int T = 1; T <= R / P; T++) {
             if ((R / P) % T || cfg->heads % T || cfg->d_model % T || cfg->vocab % T) continue;
-            const int D = R / P / T, zeros = D > 1 && cfg->zero_ok ? 3 : 1; /* ZeRO over one replica: nothing */
+            /* ZeRO over one replica: nothing. In f32, stage 2 holds and moves exactly what stage 1
+             * does (the micro-batches accumulate in the whole f32 gradient either way): not tried. */
+            const int D = R / P / T, zeros = D > 1 && cfg->zero_ok ? (cfg->dt == SL_F32 ? 2 : 3) : 1;
             if (cfg->global_batch % D) { /* replicas of unequal batches: the grid's layouts left out */
                 uneven_d += cfg->global_batch / D * zeros * 3;
                 continue;

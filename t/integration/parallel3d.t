@@ -185,8 +185,9 @@ for P in range(1, min(R, L) + 1):
         if R % P or (R // P) % T or heads % T or C % T or V % T: continue
         D = R // P // T
         ms = [B // D % m == 0 and B % D == 0 for m in range(1, B // D + 1)]
-        n += sum(ms) * (3 if D > 1 else 1) * 3
-        left += (len(ms) - sum(ms)) * (3 if D > 1 else 1) * 3
+        zeros = 2 if D > 1 else 1  # f32: --zero 2 holds and moves what --zero 1 does, not tried
+        n += sum(ms) * zeros * 3
+        left += (len(ms) - sum(ms)) * zeros * 3
 print(left if sys.argv[3] else n)
 PY
 }
