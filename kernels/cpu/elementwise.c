@@ -102,7 +102,8 @@ static inline float gelu_grad(float v)
     return s + 2.0f * v * (e * r * r) * GELU_C * (1.0f + 3.0f * GELU_A * v * v);
 }
 
-/* op 0: y = sigmoid(x); 1: y = gelu(x); 2: y = dy gelu'(x). n is a multiple of SL_EXP_GROUP. */
+/* op 0: y = sigmoid(x); 1: y = gelu(x); 2: y = dy gelu'(x); 3: y = exp(x) (for the accuracy
+ * test). n is a multiple of SL_EXP_GROUP. */
 SL_CPU_CLONES static void exp_groups(int op, size_t n, const float *x, const float *dy, float *y)
 {
     for (size_t g = 0; g < n; g += SL_EXP_GROUP) {
@@ -115,6 +116,9 @@ SL_CPU_CLONES static void exp_groups(int op, size_t n, const float *x, const flo
 #pragma omp simd
             for (int l = 0; l < SL_EXP_GROUP; l++)
                 yg[l] = xg[l] * sigmoid_mvec(2.0f * gelu_u(xg[l]));
+        } else if (op == 3) {
+#pragma omp simd
+            for (int l = 0; l < SL_EXP_GROUP; l++) yg[l] = expf(xg[l]);
         } else {
             const float *dyg = dy + g;
 #pragma omp simd
@@ -149,6 +153,7 @@ static void exp_op(int op, size_t n, const float *x, const float *dy, float *y)
 }
 
 void sl_cpu_sigmoid_n(size_t n, const float *x, float *y) { exp_op(0, n, x, NULL, y); }
+void sl_cpu_expf_n(size_t n, const float *x, float *y) { exp_op(3, n, x, NULL, y); }
 
 void sl_cpu_act_forward(sl_act act, size_t n, const float *x, float *y)
 {
