@@ -154,14 +154,15 @@ static void layernorm_backward(sl_dtype dt, int N, int C, const void *dout, cons
 /* Causal softmax --------------------------------------------------------------------------- */
 
 /* One row of n live scores (the rest, up to T, masked to 0) into p: the max (exact in any
- * order), exp in f64 through libmvec (cpu/mvec.h), summed in vsum.h's fixed lanes: the bits
+ * order), exp in f32 through libmvec's expf (cpu/mvec.h; eight lanes on AVX2, twice the f64
+ * exp's, each within 4 ulp: t/unit/test_vmath.c), summed in vsum.h's fixed lanes: the bits
  * depend on the row and the CPU's vector variant only (loss.c says why). */
 SL_CPU_CLONES static void softmax_row(int n, int T, const float *z, float *p)
 {
     float m = z[0], a[SL_LANES] = {0};
 #pragma omp simd reduction(max : m)
     for (int j = 1; j < n; j++) m = z[j] > m ? z[j] : m;
-    SL_LANE_LOOP(n, j, l, p[j] = (float)exp((double)z[j] - m); a[l] += p[j];);
+    SL_LANE_LOOP(n, j, l, p[j] = expf(z[j] - m); a[l] += p[j];);
     float inv = 1.0f / sl_lanes_fold(a);
 #pragma omp simd
     for (int j = 0; j < n; j++) p[j] *= inv;
