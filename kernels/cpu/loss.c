@@ -37,11 +37,12 @@ double sl_cpu_mse(size_t n, const float *y, const float *t, float *dy, float nor
  * se is summed in double in vsum.h's fixed lanes, so the loss's error is the exponentials' own:
  * expf's (t/unit/test_vmath.c holds it to 4 ulp, 2^-21 relative) and the f32 rounding of z - m,
  * which moves exp(z - m) by |z - m| 2^-24 relative, at most about ln(classes) 2^-24 of se in
- * all; a row's loss is within 2^-21 + ln(classes) 2^-24 of the exact one, absolutely (where the
- * f64 exp it replaces gave 1e-12; t/unit/test_kernels_checks.h asserts it). The gradient is exp(z - m) times norm / se rounded once to f32 (eight lanes, no
- * conversions), the label's entry, which subtracts, in double. The row's remainder after its whole
- * blocks of SL_LANES takes the scalar expf, so a row's bits depend on its length and the CPU's
- * vector variant, never on the threads or the rank that computes it. */
+ * all; a row's loss is within 2^-21 + ln(classes) 2^-24 of the exact one, absolutely (the f64
+ * exp gave 1e-12; t/unit/test_kernels_checks.h asserts the new bound). The gradient is
+ * exp(z - m) times norm / se rounded once to f32 (eight lanes, no conversions); the label's
+ * entry, which subtracts, in double. The row's remainder after its whole blocks of SL_LANES
+ * takes the scalar expf, so a row's bits depend on its length and the CPU's vector variant,
+ * never on the threads or the rank that computes it. */
 SL_CPU_CLONES static double xent_row(const float *z, int classes, int label, float *dz, float norm)
 {
     float m = z[0];

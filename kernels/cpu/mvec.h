@@ -1,4 +1,4 @@
-/* cpu/mvec.h — expf and exp declared with GCC's vector ABI, so that `#pragma omp simd` loops
+/* cpu/mvec.h — expf declared with GCC's vector ABI, so that `#pragma omp simd` loops
  * call glibc's libmvec variants (4, 8 or 16 lanes for SSE, AVX2 and AVX-512, by the clone).
  *
  * math.h declares them so only under -ffast-math, whose other licences (no NaN, no inf,
@@ -15,11 +15,10 @@
 
 #include <math.h>
 
-/* GCC on x86-64, where glibc's libmvec has these variants; elsewhere the loops call the scalar
+/* GCC on x86-64, where glibc's libmvec has the variants; elsewhere the loops call the scalar
  * functions. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 __attribute__((simd("notinbranch"))) float expf(float);
-__attribute__((simd("notinbranch"))) double exp(double);
 #endif
 
 #endif

@@ -1,7 +1,8 @@
 /* test_vmath.c — the vector math of the CPU kernels, glibc's libmvec through the variant the
  * kernels' clone on this CPU calls (cpu.h's SL_CPU_CLONES), against libm in f64:
- *   - expf as the softmax cross-entropy calls it (cpu/loss.c), on the domain below, within
- *     MAX_ULP_EXPF; NaN gives NaN, ±0 gives 1, overflow gives inf, -inf gives 0;
+ *   - expf as the softmax cross-entropy and attention call it (cpu/loss.c, cpu/gpt.c), on the
+ *     domain below, within MAX_ULP_EXPF; NaN gives NaN, ±0 gives 1, overflow gives inf, -inf
+ *     gives 0;
  *   - the sigmoid the GeLU kernels compute on libmvec's expf (cpu/elementwise.c), on every f32
  *     bit pattern with a stride of 509 (8.4 million values: all exponents, both signs,
  *     subnormals, inf and NaN) and a list of edges (±0, the smallest and largest subnormals,
@@ -9,9 +10,6 @@
  *     its error in f32 ulp of the exact result (f64 libm rounded from there, whose own error is
  *     2^-29 of an f32 ulp) within MAX_ULP_SIGMOID_MVEC; NaN gives NaN, ±0 gives 1/2, the tail
  *     below -88.7 is kept;
- *   - libmvec's f64 exp (softmax cross-entropy and attention, cpu/loss.c, cpu/gpt.c) against
- *     expl in long double, in f64 ulp, on 4 million points of [-745, 0] within MAX_ULP_EXP64,
- *     and on ±0, -inf, NaN and the subnormal tail;
  *   - the GeLU kernels, forward and backward, give the same bits for an element wherever a
  *     slice starts and ends (vector groups and the padded last group agree); AdamW's kernel
  *     (cloned the same way) gives the scalar loop's bits;
@@ -30,12 +28,9 @@
 /* libmvec's expf under the sigmoid, its AVX2 variant: 3.488 at -0x1.f16a2p+3 over every 509th
  * f32, 3.628 at -0x1.d1c9p+2 measured once over every f32 */
 #define MAX_ULP_SIGMOID_MVEC 4.0
-/* libmvec's expf (softmax cross-entropy), AVX2 variant: 2.462 at -0x1.fe1d3ap+2 over every
+/* libmvec's expf (softmax cross-entropy, attention), AVX2 variant: 2.462 at -0x1.fe1d3ap+2 over every
  * 509th f32 */
 #define MAX_ULP_EXPF 4.0
-/* of f64, in the subnormals' ulp (2^-1074) below 2^-1022; measured on the test's 4 million
- * points of [-745, 0], AVX2 variant: 3.127 at -0x1.2698cbcb374bcp+9 (a subnormal result) */
-#define MAX_ULP_EXP64 4.0
 #define STRIDE 509u
 
 static float from_bits(uint32_t b)
@@ -151,73 +146,6 @@ static void check_sigmoid_mvec(void)
        sl_env_cpu_vec_isa(), w.n, w.err, w.at, MAX_ULP_SIGMOID_MVEC);
     free(x);
     free(y);
-}
-
-/* libmvec's f64 exp through the vector variant the kernels' clone on this CPU calls (cpu.h's
- * SL_CPU_CLONES: AVX-512F, AVX2 or SSE2), named by its vector-ABI symbol, so that the scalar
- * exp can never stand in for it. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#include <immintrin.h>
-__m128d _ZGVbN2v_exp(__m128d x);
-__attribute__((target("avx2"))) static void exp_avx2(const double *x, double *y)
-{
-    __m256d _ZGVdN4v_exp(__m256d x);
-    _mm256_storeu_pd(y, _ZGVdN4v_exp(_mm256_loadu_pd(x)));
-}
-#pragma GCC push_options
-#pragma GCC target("avx512f")
-__m512d _ZGVeN8v_exp(__m512d x);
-static void exp_avx512(const double *x, double *y)
-{
-    _mm512_storeu_pd(y, _ZGVeN8v_exp(_mm512_loadu_pd(x)));
-}
-#pragma GCC pop_options
-
-static void exp8(const double *x, double *y) /* eight values */
-{
-    const char *isa = sl_env_cpu_vec_isa();
-    if (!strcmp(isa, "avx512f"))
-        exp_avx512(x, y);
-    else if (!strcmp(isa, "avx2"))
-        exp_avx2(x, y), exp_avx2(x + 4, y + 4);
-    else
-        for (int i = 0; i < 8; i += 2) _mm_storeu_pd(y + i, _ZGVbN2v_exp(_mm_loadu_pd(x + i)));
-}
-#else
-static void exp8(const double *x, double *y)
-{
-    for (int i = 0; i < 8; i++) y[i] = exp(x[i]);
-}
-#endif
-
-/* On [-745, 0] (softmax's z - max z), the subnormal results included, against expl. */
-static void check_exp64(void)
-{
-    enum { N = 1 << 22 };
-    double worst = 0, at = 0;
-    for (int i = 0; i < N; i += 8) {
-        double x[8], y[8];
-        for (int l = 0; l < 8; l++) /* the offsets break the grid's regularity */
-            x[l] = -745.0 * (i + l) / N - 1e-3 * ((i + l) % 7);
-        exp8(x, y);
-        for (int l = 0; l < 8; l++) {
-            long double e = expl((long double)x[l]);
-            int ex;
-            frexpl(e, &ex);
-            /* below 2^-1022 the ulp is the subnormals' 2^-1074 */
-            double ulp = (double)ldexpl(1.0L, ex - 53 < -1074 ? -1074 : ex - 53);
-            double err = (double)(fabsl((long double)y[l] - e) / ulp);
-            if (err > worst) worst = err, at = x[l];
-        }
-    }
-    ok(worst <= MAX_ULP_EXP64,
-       "libmvec f64 exp (%s) on [-745, 0]: max error %.3f ulp of f64 at %a (bound %.1f)",
-       sl_env_cpu_vec_isa(), worst, at, MAX_ULP_EXP64);
-    double sx[8] = {0.0, -0.0, -INFINITY, NAN, -745.0, -1e-300, -708.5, 0x1p-1074}, sy[8];
-    exp8(sx, sy);
-    ok(sy[0] == 1.0 && sy[1] == 1.0 && sy[2] == 0.0 && isnan(sy[3]) && sy[4] == 0x1p-1074 &&
-           sy[5] == 1.0 && sy[6] > 0.0 && sy[7] == 1.0,
-       "libmvec f64 exp: exp(±0) = 1, exp(-inf) = 0, NaN gives NaN, the subnormal tail kept");
 }
 
 #define GELU_C 0.7978845608028654f
@@ -357,7 +285,6 @@ int main(void)
 {
     check_expf_mvec();
     check_sigmoid_mvec();
-    check_exp64();
     check_kernel_lanes();
     check_adamw_lanes();
     done_testing();
