@@ -167,7 +167,7 @@ DEFS += -DSL_SMPI=1 -DSMPI_NO_OVERRIDE_MALLOC
 endif
 CFLAGS  += $(CFLAGS_BASE) $(OPT) $(SAN) $(DEFS)
 # The CPU kernels only: math calls that never set errno (sqrtf becomes one instruction, and
-# `omp simd` loops may call libmvec's expf and exp, kernels/cpu/mvec.h) and FP exceptions not
+# `omp simd` loops may call libmvec's expf, kernels/cpu/mvec.h) and FP exceptions not
 # treated as side effects, so that branch-free selects vectorise. Neither changes a computed
 # value; -ffast-math (which does) is not used.
 CPU_KERNEL_CFLAGS := -fno-math-errno -fno-trapping-math

@@ -891,7 +891,7 @@ static void note_cpu_isa(const sl_ctx *ctx)
     int n = sl_env_cpu_isa_flags(flags, SL_ENV_ISA_FLAGS_MAX);
     char list[96] = "";
     for (int i = 0; i < n; i++) snprintf(list + strlen(list), sizeof list - strlen(list), " %s", flags[i]);
-    sl_note(ctx, "vector math (gelu, gelu_bwd, softmax_xent): %s; CPU flags:%s", sl_env_cpu_vec_isa(),
+    sl_note(ctx, "vector math (gelu, gelu_bwd, softmax_xent, attention): %s; CPU flags:%s", sl_env_cpu_vec_isa(),
             n < 0 ? " none listed in /proc/cpuinfo" : n == 0 ? " none of avx2 fma avx512f f16c avx512_bf16" : list);
 }
 

@@ -49,6 +49,8 @@ void sl_cpu_bias_grad(int rows, int cols, const float *dy, float *dbias);
 void sl_cpu_act_forward(sl_act act, size_t n, const float *x, float *y);
 /* The logistic sigmoid on libmvec's expf, as the GeLU kernels compute it (elementwise.c). */
 void sl_cpu_sigmoid_n(size_t n, const float *x, float *y);
+/* libmvec's expf as the kernels' loops call it (softmax cross-entropy), for the accuracy test. */
+void sl_cpu_expf_n(size_t n, const float *x, float *y);
 void sl_cpu_act_backward(sl_act act, size_t n, const float *x, const float *dy, float *dx);
 void sl_cpu_axpby(sl_dtype dt, size_t n, double alpha, const void *x, double beta, void *y);
 void sl_cpu_fill(sl_dtype dt, size_t n, void *x, double value);

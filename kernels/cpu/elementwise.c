@@ -77,14 +77,19 @@ static inline float keep_if_positive(float x, float v)
  * t/unit/test_vmath.c holds it to MAX_ULP_SIGMOID_MVEC = 4. */
 #define SL_EXP_GROUP 16
 
+/* The three functions below in two stages over a block of up to EXP_BLOCK elements: e =
+ * exp(-|t|) by libmvec (t = x, or 2u for GeLU), then the arithmetic on it. Done element by
+ * element in one loop, each division waited on the call before it; in stages the calls run back
+ * to back and the divisions after them: the gradient 0.97 against 1.11 ns an element (AVX2, one
+ * loaded core), GeLU itself unchanged at 0.84, of which libmvec's expf is half.
+ * expf is still called on whole groups of SL_EXP_GROUP only: inner loops of exactly that many
+ * lanes, which no ISA's loop splits into a vector part and a scalar rest. */
+#define EXP_BLOCK 256
+
 /* 1 / (1 + exp(-x)) as (x >= 0 ? 1 : e) / (1 + e), e = exp(-|x|) <= 1: exp never overflows,
  * so the tail below x = -88.7 keeps its small and subnormal values, and neither side
  * subtracts. -0 gives 1/2; NaN gives NaN. */
-static inline float sigmoid_mvec(float x)
-{
-    float e = expf(-fabsf(x));
-    return (x >= 0.0f ? 1.0f : e) / (1.0f + e);
-}
+static inline float sigmoid_e(float x, float e) { return (x >= 0.0f ? 1.0f : e) / (1.0f + e); }
 
 /* 0.5 x (1 + tanh(u)) = x sigmoid(2u), u = c (x + a x^3): one exp and one division, where
  * the tanh form needs an exp, a division and a polynomial for small u, and loses the tail to
@@ -94,31 +99,47 @@ static inline float gelu_u(float v) { return GELU_C * (v + GELU_A * v * v * v); 
 /* d/dx x s(2u) = s + 2 x s (1 - s) u', u' = c (1 + 3 a x^2). With e = exp(-2|u|) and
  * r = 1 / (1 + e): s = r (u >= 0) or e r, and s (1 - s) = e r^2 either way, without the
  * cancellation of 1 - s or of 1 - tanh^2. */
-static inline float gelu_grad(float v)
+static inline float gelu_grad_e(float v, float e)
 {
-    float u = gelu_u(v);
-    float e = expf(-2.0f * fabsf(u)), r = 1.0f / (1.0f + e);
+    float u = gelu_u(v), r = 1.0f / (1.0f + e);
     float s = u >= 0.0f ? r : e * r;
     return s + 2.0f * v * (e * r * r) * GELU_C * (1.0f + 3.0f * GELU_A * v * v);
 }
 
-/* op 0: y = sigmoid(x); 1: y = gelu(x); 2: y = dy gelu'(x). n is a multiple of SL_EXP_GROUP. */
+/* The argument t whose exp(-|t|) op needs: op 0 (sigmoid) x, 1 and 2 (GeLU) 2u. */
+static inline float exp_arg(int op, float v) { return op == 0 ? v : 2.0f * gelu_u(v); }
+
+/* op 0: y = sigmoid(x); 1: y = gelu(x); 2: y = dy gelu'(x); 3: y = exp(x) (for the accuracy
+ * test). n is a multiple of SL_EXP_GROUP. */
 SL_CPU_CLONES static void exp_groups(int op, size_t n, const float *x, const float *dy, float *y)
 {
-    for (size_t g = 0; g < n; g += SL_EXP_GROUP) {
-        const float *xg = x + g;
-        float *yg = y + g;
+    float e[EXP_BLOCK];
+    for (size_t b = 0; b < n; b += EXP_BLOCK) {
+        size_t m = n - b < EXP_BLOCK ? n - b : EXP_BLOCK;
+        const float *xb = x + b;
+        float *yb = y + b;
+        for (size_t g = 0; g < m; g += SL_EXP_GROUP) {
+            if (op == 3) {
+#pragma omp simd
+                for (int l = 0; l < SL_EXP_GROUP; l++) e[g + l] = expf(xb[g + l]);
+            } else {
+#pragma omp simd
+                for (int l = 0; l < SL_EXP_GROUP; l++)
+                    e[g + l] = expf(-fabsf(exp_arg(op, xb[g + l])));
+            }
+        }
         if (op == 0) {
 #pragma omp simd
-            for (int l = 0; l < SL_EXP_GROUP; l++) yg[l] = sigmoid_mvec(xg[l]);
+            for (size_t i = 0; i < m; i++) yb[i] = sigmoid_e(xb[i], e[i]);
         } else if (op == 1) {
 #pragma omp simd
-            for (int l = 0; l < SL_EXP_GROUP; l++)
-                yg[l] = xg[l] * sigmoid_mvec(2.0f * gelu_u(xg[l]));
-        } else {
-            const float *dyg = dy + g;
+            for (size_t i = 0; i < m; i++) yb[i] = xb[i] * sigmoid_e(2.0f * gelu_u(xb[i]), e[i]);
+        } else if (op == 2) {
+            const float *dyb = dy + b;
 #pragma omp simd
-            for (int l = 0; l < SL_EXP_GROUP; l++) yg[l] = dyg[l] * gelu_grad(xg[l]);
+            for (size_t i = 0; i < m; i++) yb[i] = dyb[i] * gelu_grad_e(xb[i], e[i]);
+        } else {
+            memcpy(yb, e, m * sizeof *yb);
         }
     }
 }
@@ -149,6 +170,7 @@ static void exp_op(int op, size_t n, const float *x, const float *dy, float *y)
 }
 
 void sl_cpu_sigmoid_n(size_t n, const float *x, float *y) { exp_op(0, n, x, NULL, y); }
+void sl_cpu_expf_n(size_t n, const float *x, float *y) { exp_op(3, n, x, NULL, y); }
 
 void sl_cpu_act_forward(sl_act act, size_t n, const float *x, float *y)
 {

@@ -54,11 +54,11 @@ static void gemm_batched(int transa, int transb, int m, int n, int k, float alph
 
 #define LN_EPS 1e-5f
 
-/* One row in place: the mean, then the variance about it (a second pass over the row, in
- * cache, instead of E[x^2] - m^2, which cancels), each summed in vsum.h's fixed lanes so that
- * every clone gives the same bits. */
-SL_CPU_CLONES static void layernorm_row(int C, float *x, const float *w, const float *b,
-                                        float *mean, float *rstd)
+/* One row, x into y (the same row or another): the mean, then the variance about it (a second
+ * pass over the row, in cache, instead of E[x^2] - m^2, which cancels), each summed in vsum.h's
+ * fixed lanes so that every clone gives the same bits. */
+SL_CPU_CLONES static void layernorm_row(int C, const float *x, float *y, const float *w,
+                                        const float *b, float *mean, float *rstd)
 {
     float a[SL_LANES] = {0}, q[SL_LANES] = {0};
     SL_LANE_LOOP(C, j, l, a[l] += x[j];);
@@ -66,102 +66,116 @@ SL_CPU_CLONES static void layernorm_row(int C, float *x, const float *w, const f
     SL_LANE_LOOP(C, j, l, float d = x[j] - m; q[l] += d * d;);
     float s = 1.0f / sqrtf(sl_lanes_fold(q) / C + LN_EPS);
 #pragma omp simd
-    for (int j = 0; j < C; j++) x[j] = (x[j] - m) * s * w[j] + b[j];
+    for (int j = 0; j < C; j++) y[j] = (x[j] - m) * s * w[j] + b[j];
     *mean = m;
     *rstd = s;
 }
 
+/* f32 rows are read and written where they are; 16-bit rows through a widened copy. */
 static void layernorm_forward(sl_dtype dt, int N, int C, const void *inp, const float *w,
                               const float *b, void *out, float *mean, float *rstd)
 {
 #pragma omp parallel if (sl_cpu_par((size_t)N * C))
     {
-        float *x = xmalloc_f32(C);
+        float *x = dt == SL_F32 ? NULL : xmalloc_f32(C);
 #pragma omp for schedule(static)
         for (int i = 0; i < N; i++) {
-            load(dt, inp, (size_t)i * C, C, x);
-            layernorm_row(C, x, w, b, &mean[i], &rstd[i]);
-            store(dt, x, out, (size_t)i * C, C);
+            size_t o = (size_t)i * C;
+            if (dt == SL_F32) {
+                layernorm_row(C, (const float *)inp + o, (float *)out + o, w, b, &mean[i], &rstd[i]);
+                continue;
+            }
+            load(dt, inp, o, C, x);
+            layernorm_row(C, x, x, w, b, &mean[i], &rstd[i]);
+            store(dt, x, out, o, C);
         }
         free(x);
     }
 }
 
-/* One row of dinp, written over x: the two means in vsum.h's fixed lanes. */
-SL_CPU_CLONES static void layernorm_bwd_row(int C, float *x, const float *g, const float *w,
-                                            float mean, float rstd)
+/* One row of dinp into dx (which may be the row of x or g itself): the two means in vsum.h's
+ * fixed lanes, and the row's terms of the parameter gradients added to sw and sb, in the same
+ * pass. */
+SL_CPU_CLONES static void layernorm_bwd_row(int C, const float *x, const float *g, float *dx,
+                                            const float *w, float mean, float rstd, float *sw,
+                                            float *sb)
 {
     float a[SL_LANES] = {0}, q[SL_LANES] = {0};
     SL_LANE_LOOP(C, j, l, float xh = (x[j] - mean) * rstd, dxh = g[j] * w[j]; a[l] += dxh;
-                 q[l] += dxh * xh;);
+                 q[l] += dxh * xh; sw[j] += g[j] * xh; sb[j] += g[j];);
     float s1 = sl_lanes_fold(a) / C, s2 = sl_lanes_fold(q) / C;
 #pragma omp simd
     for (int j = 0; j < C; j++) {
         float xh = (x[j] - mean) * rstd;
-        x[j] = rstd * (g[j] * w[j] - s1 - xh * s2);
+        dx[j] = rstd * (g[j] * w[j] - s1 - xh * s2);
     }
 }
 
+/* Rows per chunk of the parameter gradients' partial sums. */
+#define LN_ROWS_PER_CHUNK 32
+
 /* dxhat = dout w;  dinp = rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat));
- * dw += sum_rows dout xhat;  db += sum_rows dout. */
+ * dw += sum_rows dout xhat;  db += sum_rows dout.
+ * One pass over the rows: each chunk of LN_ROWS_PER_CHUNK rows sums its rows' terms in row
+ * order into its own partial sums, and the chunks are added in chunk order after. The chunking
+ * does not depend on the threads, so neither do the bits; and dout and inp are read once (a
+ * second pass over columns read them again, with a stride, and ran at a quarter of memory
+ * speed once they left the cache). */
 static void layernorm_backward(sl_dtype dt, int N, int C, const void *dout, const void *inp,
                                const float *w, const float *mean, const float *rstd, void *dinp,
                                float *dw, float *db)
 {
-    int par = sl_cpu_par((size_t)N * C);
-#pragma omp parallel if (par)
+    int nch = (N + LN_ROWS_PER_CHUNK - 1) / LN_ROWS_PER_CHUNK;
+    float *part = calloc((size_t)nch * 2 * C, sizeof *part); /* per chunk: sw[C], sb[C] */
+    if (!part) SL_FATAL("out of memory: %d x %d floats of layer-norm partial sums", nch, 2 * C);
+#pragma omp parallel if (sl_cpu_par((size_t)N * C))
     {
-        float *x = xmalloc_f32(C), *g = xmalloc_f32(C);
+        float *x = dt == SL_F32 ? NULL : xmalloc_f32(C), *g = dt == SL_F32 ? NULL : xmalloc_f32(C);
 #pragma omp for schedule(static)
-        for (int i = 0; i < N; i++) {
-            load(dt, inp, (size_t)i * C, C, x);
-            load(dt, dout, (size_t)i * C, C, g);
-            layernorm_bwd_row(C, x, g, w, mean[i], rstd[i]);
-            store(dt, x, dinp, (size_t)i * C, C);
-        }
-        free(x);
-        free(g);
-    }
-    /* Parameter gradients: columns split across threads, rows summed in order. */
-    enum { CB = 64 };
-    int ncb = (C + CB - 1) / CB;
-#pragma omp parallel if (par)
-    {
-        float *x = xmalloc_f32(CB), *g = xmalloc_f32(CB);
-#pragma omp for schedule(static)
-        for (int cb = 0; cb < ncb; cb++) {
-            int j0 = cb * CB, nj = C - j0 < CB ? C - j0 : CB;
-            float sw[CB] = {0}, sb[CB] = {0};
-            for (int i = 0; i < N; i++) {
-                load(dt, inp, (size_t)i * C + j0, nj, x);
-                load(dt, dout, (size_t)i * C + j0, nj, g);
-#pragma omp simd
-                for (int j = 0; j < nj; j++) {
-                    sw[j] += g[j] * ((x[j] - mean[i]) * rstd[i]);
-                    sb[j] += g[j];
+        for (int c = 0; c < nch; c++) {
+            float *sw = part + (size_t)c * 2 * C, *sb = sw + C;
+            int r1 = (c + 1) * LN_ROWS_PER_CHUNK < N ? (c + 1) * LN_ROWS_PER_CHUNK : N;
+            for (int i = c * LN_ROWS_PER_CHUNK; i < r1; i++) {
+                size_t o = (size_t)i * C;
+                if (dt == SL_F32) {
+                    layernorm_bwd_row(C, (const float *)inp + o, (const float *)dout + o,
+                                      (float *)dinp + o, w, mean[i], rstd[i], sw, sb);
+                    continue;
                 }
-            }
-            for (int j = 0; j < nj; j++) {
-                dw[j0 + j] += sw[j];
-                db[j0 + j] += sb[j];
+                load(dt, inp, o, C, x);
+                load(dt, dout, o, C, g);
+                layernorm_bwd_row(C, x, g, x, w, mean[i], rstd[i], sw, sb);
+                store(dt, x, dinp, o, C);
             }
         }
         free(x);
         free(g);
     }
+    for (int c = 1; c < nch; c++) { /* in chunk order */
+        const float *pc = part + (size_t)c * 2 * C;
+#pragma omp simd
+        for (int j = 0; j < 2 * C; j++) part[j] += pc[j];
+    }
+#pragma omp simd
+    for (int j = 0; j < C; j++) {
+        dw[j] += part[j];
+        db[j] += part[C + j];
+    }
+    free(part);
 }
 
 /* Causal softmax --------------------------------------------------------------------------- */
 
 /* One row of n live scores (the rest, up to T, masked to 0) into p: the max (exact in any
- * order), exp in f64 through libmvec (cpu/mvec.h), summed in vsum.h's fixed lanes: the bits
+ * order), exp in f32 through libmvec's expf (cpu/mvec.h; eight lanes on AVX2, twice the f64
+ * exp's, each within 4 ulp: t/unit/test_vmath.c), summed in vsum.h's fixed lanes: the bits
  * depend on the row and the CPU's vector variant only (loss.c says why). */
 SL_CPU_CLONES static void softmax_row(int n, int T, const float *z, float *p)
 {
     float m = z[0], a[SL_LANES] = {0};
 #pragma omp simd reduction(max : m)
     for (int j = 1; j < n; j++) m = z[j] > m ? z[j] : m;
-    SL_LANE_LOOP(n, j, l, p[j] = (float)exp((double)z[j] - m); a[l] += p[j];);
+    SL_LANE_LOOP(n, j, l, p[j] = expf(z[j] - m); a[l] += p[j];);
     float inv = 1.0f / sl_lanes_fold(a);
 #pragma omp simd
     for (int j = 0; j < n; j++) p[j] *= inv;

@@ -32,7 +32,7 @@ PY
 ok $? "manifest cpu_isa: $(cat "$out/isa")"
 
 vector=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["cpu_isa"]["vector"])' "$out/k/manifest.json" 2>/dev/null)
-grep -q "^# vector math (gelu, gelu_bwd, softmax_xent): $vector; CPU flags: " "$out/k.txt"
+grep -q "^# vector math (gelu, gelu_bwd, softmax_xent, attention): $vector; CPU flags: " "$out/k.txt"
 ok $? "kernels' note names the same variant ($vector) and the CPU flags"
 
 # A name outside the allowed set is refused.
