@@ -110,12 +110,6 @@ static int tps[SL_MAX_LIST], ntps, cur_t = 1, cur_d = 1;
 
 /* Phases ---------------------------------------------------------------------------- */
 
-static void compute_span(sl_train *t, const char *name, double t0)
-{
-    sl_k_sync(t->be);
-    sl_train_span(t, SL_PHASE_COMPUTE, name, t0, sl_now());
-}
-
 /* One more collective named name in this step (only in the driver's steps: not in the check's). */
 static void count_coll(sl_train *t, const char *name, int group, int overlapped)
 {
@@ -247,7 +241,7 @@ static void block_forward(sl_train *t, mm *s, int i)
     float *zr = result_in(s, z, s->w0);
     sl_k_gemm(be, 0, 1, n, h, c, 1.0f, s->y[i], c, at(s, s->w, B_at(s, i)), c, 0.0f, zr, h, s->dt, SL_F32);
     narrow(t, s, zr, z, (size_t)n * h);
-    compute_span(t, "forward", t0);
+    sl_train_compute_span(t, "forward", t0);
     if (seqpar) {
         scatter_tokens(t, s, z, s->x[i + 1], "reduce-scatter Z");
         z = s->x[i + 1];
@@ -260,7 +254,7 @@ static void block_forward(sl_train *t, mm *s, int i)
     sl_k_bias_add(be, s->nloc, h, r, widen(t, s, at(s, s->w, B_at(s, i) + (size_t)h * c), s->bias32, (size_t)h));
     sl_k_add(be, SL_F32, nlh, widen(t, s, s->x[i], s->w1, nlh), r);
     narrow(t, s, r, s->x[i + 1], nlh);
-    compute_span(t, "residual", t0);
+    sl_train_compute_span(t, "residual", t0);
 }
 
 /* Backward of the linear layer whose block [W [out, in], bias [out]] is at flat element off of
@@ -313,7 +307,7 @@ static void weight_grad_overlapped(sl_train *t, mm *s, int i, const void *X, sl_
         double t0 = sl_now();
         weight_grad_rows(t, s, c, s->h, s->dy, X, A_at(s, i), (int)((long long)c * p / PIECES),
                          (int)((long long)c * (p + 1) / PIECES));
-        compute_span(t, "backward dA", t0);
+        sl_train_compute_span(t, "backward dA", t0);
         if (!*done) {
             t0 = sl_now();
             sl_train_coll_ok(sl_coll_test(req, done), "sl_coll_test");
@@ -324,7 +318,7 @@ static void weight_grad_overlapped(sl_train *t, mm *s, int i, const void *X, sl_
     }
     const double t0 = sl_now();
     bias_grad_round(t, s, c, s->h, s->dy, A_at(s, i));
-    compute_span(t, "backward da", t0);
+    sl_train_compute_span(t, "backward da", t0);
 }
 
 /* dL/dx[i+1] in dg[cur] -> dL/dx[i] in dg[!cur]. */
@@ -346,7 +340,7 @@ static void block_backward(sl_train *t, mm *s, int i, int cur)
     float *du = widen(t, s, s->dy, s->w0, nc);
     sl_k_act_backward(t->be, SL_ACT_GELU, nc, widen(t, s, s->u[i], s->w1, nc), du, du);
     narrow(t, s, du, s->dy, nc);
-    compute_span(t, "backward", t0);
+    sl_train_compute_span(t, "backward", t0);
     const void *X = s->x[i];
     if (seqpar) { /* only the shard of X was kept: gather it again */
         gather_tokens(t, s, s->x[i], s->zfull, "all-gather X");
@@ -356,7 +350,7 @@ static void block_backward(sl_train *t, mm *s, int i, int cur)
     if (t->variant == V_OVERLAP) {
         t0 = sl_now();
         input_grad(t, s, c, h, s->dy, A_at(s, i), dx);
-        compute_span(t, "backward dX", t0);
+        sl_train_compute_span(t, "backward dX", t0);
         t0 = sl_now();
         sl_coll_req *req = NULL;
         int done = s->t == 1; /* a group of one: nothing to sum */
@@ -378,7 +372,7 @@ static void block_backward(sl_train *t, mm *s, int i, int cur)
     } else {
         t0 = sl_now();
         linear_backward(t, s, c, h, s->dy, X, A_at(s, i), dx);
-        compute_span(t, "backward", t0);
+        sl_train_compute_span(t, "backward", t0);
         if (seqpar)
             scatter_tokens(t, s, dx, dprev, "reduce-scatter dX");
         else
@@ -386,7 +380,7 @@ static void block_backward(sl_train *t, mm *s, int i, int cur)
     }
     t0 = sl_now();
     sl_k_add(t->be, s->dt, (size_t)s->nloc * h, dout, dprev); /* the residual's own path */
-    compute_span(t, "residual", t0);
+    sl_train_compute_span(t, "residual", t0);
 }
 
 /* The step ------------------------------------------------------------------------------ */
@@ -411,7 +405,7 @@ static void *forward_backward(sl_train *t, mm *s, float scale)
     if (scale != 1.0f) sl_k_scale(t->be, SL_F32, nlh, dout, scale);
     narrow(t, s, dout, s->dg[0], nlh);
     if (s->tr == 0 || t->variant == V_SEQPAR) t->loss += loss;
-    compute_span(t, "loss", t0);
+    sl_train_compute_span(t, "loss", t0);
     int cur = 0;
     for (int i = s->L - 1; i >= 0; i--, cur = !cur) block_backward(t, s, i, cur);
     if (s->d > 1) {
@@ -456,7 +450,7 @@ static void step(sl_train *t)
             sl_optim_step(t->be, &o, s->np, s->params, s->grads, s->optim);
             sl_k_cast(t->be, s->np, s->params, SL_F32, s->w, s->dt, NULL);
         }
-        compute_span(t, "unscale + optimizer (f32 master)", t0);
+        sl_train_compute_span(t, "unscale + optimizer (f32 master)", t0);
     }
     s->counting = 0;
     s->sent_tp += (double)(sl_comm_bytes_sent(s->tp) - tp0);
@@ -480,8 +474,6 @@ static void pass(sl_train *t, float **out, float **dx)
 }
 
 /* Setup ------------------------------------------------------------------------------- */
-
-static void *alloc(sl_train *t, sl_mem_cat cat, size_t bytes) { return sl_k_malloc(t->be, cat, bytes ? bytes : 1); }
 
 static void setup(sl_train *t)
 {
@@ -525,34 +517,34 @@ static void setup(sl_train *t)
     /* the f32 slices (f16/bf16: the master copy the optimizer updates), their f32 (unscaled)
      * gradients and the optimizer state; beside them in f16/bf16 the 16-bit copies the blocks
      * use and the 16-bit gradients they produce and communicate */
-    s->params = alloc(t, SL_MEM_PARAMS, np * f4);
-    s->grads = alloc(t, SL_MEM_GRADS, np * f4);
-    s->optim = alloc(t, SL_MEM_OPTIM, (size_t)sl_optim_state_per_param(&t->optim) * np * f4);
+    s->params = sl_train_alloc(t, SL_MEM_PARAMS, np * f4);
+    s->grads = sl_train_alloc(t, SL_MEM_GRADS, np * f4);
+    s->optim = sl_train_alloc(t, SL_MEM_OPTIM, (size_t)sl_optim_state_per_param(&t->optim) * np * f4);
     mm_slice_init(m, s->t, s->tr, (uint64_t)sl_train_opt.seed, s->params);
-    s->w = is_f32(s) ? (void *)s->params : alloc(t, SL_MEM_PARAMS, np * es);
-    s->g = is_f32(s) ? (void *)s->grads : alloc(t, SL_MEM_GRADS, np * es);
+    s->w = is_f32(s) ? (void *)s->params : sl_train_alloc(t, SL_MEM_PARAMS, np * es);
+    s->g = is_f32(s) ? (void *)s->grads : sl_train_alloc(t, SL_MEM_GRADS, np * es);
     if (!is_f32(s)) sl_k_cast(t->be, np, s->params, SL_F32, s->w, s->dt, NULL);
     s->x = calloc((size_t)L + 1, sizeof *s->x);
     s->u = calloc((size_t)L, sizeof *s->u);
     s->y = calloc((size_t)L, sizeof *s->y);
     if (!s->x || !s->u || !s->y) SL_FATAL("out of memory");
     /* kept for backward (activ): x, u, y; work buffers (comm) are not kept across blocks */
-    for (int i = 0; i <= L; i++) s->x[i] = alloc(t, SL_MEM_ACTIV, (size_t)s->nloc * h * es);
+    for (int i = 0; i <= L; i++) s->x[i] = sl_train_alloc(t, SL_MEM_ACTIV, (size_t)s->nloc * h * es);
     for (int i = 0; i < L; i++) {
-        s->u[i] = alloc(t, SL_MEM_ACTIV, (size_t)n * c * es);
-        s->y[i] = alloc(t, SL_MEM_ACTIV, (size_t)n * c * es);
+        s->u[i] = sl_train_alloc(t, SL_MEM_ACTIV, (size_t)n * c * es);
+        s->y[i] = sl_train_alloc(t, SL_MEM_ACTIV, (size_t)n * c * es);
     }
-    s->target = alloc(t, SL_MEM_DATA, (size_t)s->nloc * h * f4);
-    s->zfull = alloc(t, SL_MEM_COMM, (size_t)n * h * es);
-    if (t->variant == V_SEQPAR) s->dxpart = alloc(t, SL_MEM_COMM, (size_t)n * h * es);
-    s->dg[0] = alloc(t, SL_MEM_COMM, (size_t)s->nloc * h * es);
-    s->dg[1] = alloc(t, SL_MEM_COMM, (size_t)s->nloc * h * es);
-    s->dy = alloc(t, SL_MEM_COMM, (size_t)n * c * es);
+    s->target = sl_train_alloc(t, SL_MEM_DATA, (size_t)s->nloc * h * f4);
+    s->zfull = sl_train_alloc(t, SL_MEM_COMM, (size_t)n * h * es);
+    if (t->variant == V_SEQPAR) s->dxpart = sl_train_alloc(t, SL_MEM_COMM, (size_t)n * h * es);
+    s->dg[0] = sl_train_alloc(t, SL_MEM_COMM, (size_t)s->nloc * h * es);
+    s->dg[1] = sl_train_alloc(t, SL_MEM_COMM, (size_t)s->nloc * h * es);
+    s->dy = sl_train_alloc(t, SL_MEM_COMM, (size_t)n * c * es);
     if (!is_f32(s)) { /* the f32 values the 16-bit operands are widened into, and the loss scaler */
         const size_t wmax = (size_t)(h > c ? h : c);
-        s->w0 = alloc(t, SL_MEM_OTHER, (size_t)n * wmax * f4);
-        s->w1 = alloc(t, SL_MEM_OTHER, (size_t)n * wmax * f4);
-        s->bias32 = alloc(t, SL_MEM_OTHER, wmax * f4);
+        s->w0 = sl_train_alloc(t, SL_MEM_OTHER, (size_t)n * wmax * f4);
+        s->w1 = sl_train_alloc(t, SL_MEM_OTHER, (size_t)n * wmax * f4);
+        s->bias32 = sl_train_alloc(t, SL_MEM_OTHER, wmax * f4);
         sl_train_mixed_init(&s->ms, s->dt);
     }
 }

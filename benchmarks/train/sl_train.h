@@ -408,6 +408,9 @@ void sl_train_span(sl_train *t, sl_phase p, const char *name, double t0, double 
 /* A blocking communication that began at t0 and has just returned: comm and exposed alike,
  * from one reading of the clock, on the trace as `name`. Returns its seconds. */
 double sl_train_blocking(sl_train *t, const char *name, double t0);
+/* Compute begun at t0 and just issued: the backend synced (so that the span holds the kernels'
+ * time, not their launch), then t0 to now in phase compute, on the trace as `name`. */
+void sl_train_compute_span(sl_train *t, const char *name, double t0);
 
 /* Model pieces with phases recorded ------------------------------------------------------- */
 
@@ -706,5 +709,8 @@ long long sl_bit_differences(sl_backend be, size_t n, size_t es, const void *a, 
 void sl_share(size_t n, int parts, int p, size_t *lo, size_t *hi);
 /* A communication call that must succeed: anything but SL_COLL_OK is fatal, naming `what`. */
 void sl_train_coll_ok(int rc, const char *what);
+/* sl_k_malloc on t's backend under cat, one byte where bytes is 0 (a rank's empty slice still
+ * gets a buffer of its own, which sl_k_free takes like any other). */
+void *sl_train_alloc(sl_train *t, sl_mem_cat cat, size_t bytes);
 
 #endif

@@ -208,8 +208,7 @@ const float *sl_train_unscale(sl_train *t, const void *g, float *g32, size_t n)
     const size_t bad = sl_k_scale_check(t->be, n, g32, 1.0f / (float)t->ms.sc.scale);
     t->nonfinite += bad;
     t->cnt.nonfinite += bad;
-    sl_k_sync(t->be);
-    sl_train_span(t, SL_PHASE_COMPUTE, "unscale, inf/NaN check", t0, sl_now());
+    sl_train_compute_span(t, "unscale, inf/NaN check", t0);
     return g32;
 }
 
@@ -258,12 +257,10 @@ void sl_train_apply(sl_train *t, void *w, float *master, const float *g32, float
         sl_k_cast(t->be, n, w, t->dtype, wide, SL_F32, NULL);
         sl_optim_step(t->be, &t->optim_now, n, wide, g32, state);
         t->cnt.lost_updates += sl_k_cast_update(t->be, t->dtype, n, wide, w);
-        sl_k_sync(t->be);
-        sl_train_span(t, SL_PHASE_COMPUTE, "optimizer (no master copy)", t0, sl_now());
+        sl_train_compute_span(t, "optimizer (no master copy)", t0);
         return;
     }
     sl_optim_step(t->be, &t->optim_now, n, master ? master : (float *)w, g32, state);
     if (master) sl_k_cast(t->be, n, master, SL_F32, w, t->dtype, NULL);
-    sl_k_sync(t->be);
-    sl_train_span(t, SL_PHASE_COMPUTE, "optimizer", t0, sl_now());
+    sl_train_compute_span(t, "optimizer", t0);
 }

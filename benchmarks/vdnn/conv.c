@@ -102,12 +102,6 @@ static void round_into(sl_train *t, const vd_conv *c, const float *y, void *dst)
     if (t->dtype != SL_F32) sl_k_cast(t->be, c->elems, y, SL_F32, dst, t->dtype, NULL);
 }
 
-static void compute_done(sl_train *t, const char *name, double t0)
-{
-    sl_k_sync(t->be);
-    sl_train_span(t, SL_PHASE_COMPUTE, name, t0, sl_now());
-}
-
 void vd_conv_widen(sl_train *t, vd *s, const void *params)
 {
     vd_conv *c = s->conv;
@@ -138,7 +132,7 @@ void vd_conv_forward(sl_train *t, vd *s, int l, const void *x, void *y)
     else
         sl_k_act_forward(t->be, SL_ACT_RELU, c->elems, x32, y32);
     round_into(t, c, y32, y);
-    compute_done(t, l % 2 ? "relu" : "conv", t0);
+    sl_train_compute_span(t, l % 2 ? "relu" : "conv", t0);
 }
 
 /* MSE against the image over the global batch, as hc_serial_backward: dL/d(output) times the
@@ -152,7 +146,7 @@ void vd_conv_loss(sl_train *t, vd *s, const void *out, void *dout)
     float *d32 = t->dtype == SL_F32 ? dout : c->ws[1];
     t->loss += sl_k_mse(t->be, c->elems, wide(t, c, out, c->ws[0]), c->target, d32, norm * scale) / scale;
     round_into(t, c, d32, dout);
-    compute_done(t, "loss", t0);
+    sl_train_compute_span(t, "loss", t0);
 }
 
 void vd_conv_backward(sl_train *t, vd *s, int l, const void *x, const void *dy, void *dx, void *grads)
@@ -172,7 +166,7 @@ void vd_conv_backward(sl_train *t, vd *s, int l, const void *x, const void *dy, 
         if (dx) sl_k_conv2d_backward_data(t->be, &c->cv, dy32, c->w32 + off, dx32);
     }
     if (dx) round_into(t, c, dx32, dx);
-    compute_done(t, l % 2 ? "relu backward" : "conv backward", t0);
+    sl_train_compute_span(t, l % 2 ? "relu backward" : "conv backward", t0);
 }
 
 /* A convolution is one GEMM per image after im2col (kernels' cpu/conv.c): forward
