@@ -666,8 +666,6 @@ static sl_technique checkpoint_technique = {
     .variant_mask = &run_mask,
     .mixed_variants = ~0u, /* every row: store_all, each every_k, budget, selective */
     .trains_gpt = 1,
-    .tol_mixed_sgd_max = {[SL_F16] = SL_TRAIN_TOL_MIXED_SGD_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_SGD_BF16},
-    .tol_mixed_adamw_l2 = {[SL_F16] = SL_TRAIN_TOL_MIXED_ADAMW_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_ADAMW_BF16},
     .setup = setup, .step = step, .weights = weights, .free = release, .schedule = schedule,
     .check = check, .row = row,
     .columns = columns, .ncolumns = (int)(sizeof columns / sizeof columns[0]),

@@ -443,8 +443,6 @@ static const sl_technique ddp = {
     .no_baseline_variants = 1u << V_PS,
     .sums_loss = 1,
     .mixed_variants = (1u << NVARIANTS) - 1,
-    .tol_mixed_sgd_max = {[SL_F16] = SL_TRAIN_TOL_MIXED_SGD_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_SGD_BF16},
-    .tol_mixed_adamw_l2 = {[SL_F16] = SL_TRAIN_TOL_MIXED_ADAMW_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_ADAMW_BF16},
     .data_ranks = data_ranks,
     .setup = setup,
     .step = step,

@@ -948,8 +948,6 @@ static const sl_technique megatron = {
      * replicas' gradient sum, one rounding per hop, at most t - 1 + d - 1 <= 3 hops in the
      * tests), a few u of the partial sums per step, and the bounds are 4u of the weights over the steps of a test or a lab run. */
     .mixed_variants = (1u << NVARIANTS) - 1,
-    .tol_mixed_sgd_max = {[SL_F16] = SL_TRAIN_TOL_MIXED_SGD_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_SGD_BF16},
-    .tol_mixed_adamw_l2 = {[SL_F16] = SL_TRAIN_TOL_MIXED_ADAMW_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_ADAMW_BF16},
     .columns = columns, .ncolumns = (int)(sizeof columns / sizeof columns[0]),
 };
 

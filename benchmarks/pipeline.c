@@ -1319,8 +1319,6 @@ static const sl_technique pipeline = {
     /* every schedule trains in f16/bf16 (pipedream: checked against its own simulation, in the
      * run's dtype, with the same tolerances: reference() says why) */
     .mixed_variants = (1u << S_GPIPE) | (1u << S_1F1B) | (1u << S_INTERLEAVED) | (1u << S_PIPEDREAM),
-    .tol_mixed_sgd_max = {[SL_F16] = SL_TRAIN_TOL_MIXED_SGD_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_SGD_BF16},
-    .tol_mixed_adamw_l2 = {[SL_F16] = SL_TRAIN_TOL_MIXED_ADAMW_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_ADAMW_BF16},
     .variants = schedule_names, .nvariants = NSCHEDULES, .variant_mask = &opt_schedules,
     .data_ranks = data_ranks, .setup = setup, .step = step, .free = release,
     .weights = weights, .gather_weights = gather_weights, .reference = reference,

@@ -177,7 +177,7 @@ typedef struct sl_technique {
      * driver runs every collective x variant with t->dtype set, the check's reference is
      * sl_train_serial_mixed in that dtype, with the technique's tolerances for that dtype
      * (SGD: largest element difference; AdamW: L2, in units of lr / rms(reference weights);
-     * both required then). */
+     * 0: the layer's data-parallel bounds, SL_TRAIN_TOL_MIXED_* below). */
     double tol_mixed_sgd_max[SL_NDTYPES], tol_mixed_adamw_l2[SL_NDTYPES];
     unsigned mixed_variants; /* the variants that train in f16/bf16; the others in f32 only */
     unsigned mixed_only_variants; /* of those, the ones that do not run in f32 (a loss scaler or

@@ -38,7 +38,7 @@ static void validate(sl_ctx *ctx)
     train_predict_validate(ctx, tech);
     for (int d = 0; d < SL_NDTYPES; d++) /* a technique's validate may choose the precision */
         if (d != SL_F32 && (ctx->opt.dtypes & (1u << d)) &&
-            !(tech->tol_mixed_sgd_max[d] > 0 && tech->tol_mixed_adamw_l2[d] > 0))
+            !(train_mixed_tol(tech, (sl_dtype)d, 0) > 0 && train_mixed_tol(tech, (sl_dtype)d, 1) > 0))
             SL_FATAL("%s: training in %s is asked for but the technique states no tolerance for it",
                      tech->program.name, sl_dtype_name((sl_dtype)d));
     unsigned mask = *tech->variant_mask;
