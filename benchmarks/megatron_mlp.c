@@ -931,9 +931,7 @@ static void reference(sl_train *t, float *params, double *losses)
 static const sl_technique megatron = {
     .program = {.name = "megatron_mlp", .extra = mm_opts, .validate = validate,
                 .summary = "Megatron tensor-parallel MLP blocks (column- then row-parallel, f/g), x data parallelism",
-                .uses = SL_USES_BACKEND | SL_USES_COLL | SL_USES_DTYPE,
-                .dtypes = (1u << SL_F32) | (1u << SL_F16) | (1u << SL_BF16), .default_dtype = SL_F32,
-                .colls = (1u << SL_NCOLLS) - 1, .default_coll = SL_COLL_RING,
+                SL_TRAIN_PROGRAM_USES, .default_coll = SL_COLL_RING,
                 .default_iters = 5, .default_warmup = 2},
     .variants = variant_names, .nvariants = NVARIANTS, .variant_mask = &opt_variants,
     .setup = setup, .step = step, .free = release,

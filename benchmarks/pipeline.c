@@ -1313,9 +1313,7 @@ static const sl_column columns[] = {
 static const sl_technique pipeline = {
     .program = {.name = "pipeline", .extra = pipe_opts, .validate = validate,
                 .summary = "pipeline parallelism: GPipe, 1F1B, interleaved 1F1B, PipeDream (weight stashing)",
-                .uses = SL_USES_BACKEND | SL_USES_COLL | SL_USES_DTYPE, .colls = (1u << SL_NCOLLS) - 1,
-                .default_coll = SL_COLL_MPI, .default_iters = 10, .default_warmup = 2,
-                .dtypes = (1u << SL_F32) | (1u << SL_F16) | (1u << SL_BF16), .default_dtype = SL_F32},
+                SL_TRAIN_PROGRAM_USES, .default_coll = SL_COLL_MPI, .default_iters = 10, .default_warmup = 2},
     /* every schedule trains in f16/bf16 (pipedream: checked against its own simulation, in the
      * run's dtype, with the same tolerances: reference() says why) */
     .mixed_variants = (1u << S_GPIPE) | (1u << S_1F1B) | (1u << S_INTERLEAVED) | (1u << S_PIPEDREAM),

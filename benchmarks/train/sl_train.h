@@ -305,6 +305,12 @@ typedef struct sl_technique {
     int ncolumns;
 } sl_technique;
 
+/* What a training program's sl_program takes unless it says otherwise: -B, every collective of
+ * -C, and -d f32 (the default), f16 or bf16. */
+#define SL_TRAIN_PROGRAM_USES                                                                       \
+    .uses = SL_USES_BACKEND | SL_USES_COLL | SL_USES_DTYPE, .colls = (1u << SL_NCOLLS) - 1,            \
+    .dtypes = (1u << SL_F32) | (1u << SL_F16) | (1u << SL_BF16), .default_dtype = SL_F32
+
 /* Columns every training table shows, for a technique's column list: which run, the step and
  * its phases, the throughput and scaling; the bytes per step beside their model; the check. */
 #define SL_TRAIN_COLUMNS_RUN                                                                        \
