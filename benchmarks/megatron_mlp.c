@@ -177,40 +177,28 @@ static size_t B_at(const mm *s, int i) { return A_at(s, i) + (size_t)s->c * s->h
  * each pair to f32 and round at each hop). In a group of one rank (t = 1: the serial model)
  * nothing is communicated. */
 
-/* g forward: the partial products of the row-parallel layer summed over the group; f backward:
- * the partial input gradients of the column-parallel layer, likewise. In place. */
-static void group_allreduce(sl_train *t, mm *s, void *v, const char *name)
+/* The group's collectives:
+ *   ALLREDUCE  g forward: the partial products of the row-parallel layer summed over the group;
+ *              f backward: the partial input gradients of the column-parallel layer, likewise.
+ *              [n, h], in place (out is in)
+ *   GATHER     sequence parallel: the token shards [nloc, h] of every rank gathered into [n, h],
+ *              in order
+ *   SCATTER    sequence parallel: [n, h] partial sums, each rank keeping the sum of its own
+ *              tokens [nloc, h] */
+enum { ALLREDUCE, GATHER, SCATTER };
+static void group_coll(sl_train *t, mm *s, int op, const void *in, void *out, const char *name)
 {
-    if (s->t == 1) return;
-    sl_k_sync(t->be);
-    const double t0 = sl_now();
-    blocking_span(t, sl_coll_allreduce(s->tp, v, v, (size_t)s->n * s->h, s->dt, SL_OP_SUM), name, t0, 1);
-}
-
-/* Sequence parallel: the token shards [nloc, h] of every rank gathered into [n, h], in order. */
-static void gather_tokens(sl_train *t, mm *s, const void *shard, void *full, const char *name)
-{
-    const size_t count = (size_t)s->nloc * s->h;
+    const size_t count = (size_t)(op == ALLREDUCE ? s->n : s->nloc) * s->h;
     if (s->t == 1) {
-        sl_k_memcpy(t->be, full, shard, count * sl_dtype_size(s->dt), SL_K_D2D);
+        if (op != ALLREDUCE) sl_k_memcpy(t->be, out, in, count * sl_dtype_size(s->dt), SL_K_D2D);
         return;
     }
     sl_k_sync(t->be);
     const double t0 = sl_now();
-    blocking_span(t, sl_coll_allgather(s->tp, shard, full, count, s->dt), name, t0, 1);
-}
-
-/* Sequence parallel: [n, h] partial sums, each rank keeping the sum of its own tokens. */
-static void scatter_tokens(sl_train *t, mm *s, const void *full, void *shard, const char *name)
-{
-    const size_t count = (size_t)s->nloc * s->h;
-    if (s->t == 1) {
-        sl_k_memcpy(t->be, shard, full, count * sl_dtype_size(s->dt), SL_K_D2D);
-        return;
-    }
-    sl_k_sync(t->be);
-    const double t0 = sl_now();
-    blocking_span(t, sl_coll_reduce_scatter(s->tp, full, shard, count, s->dt, SL_OP_SUM), name, t0, 1);
+    const int rc = op == ALLREDUCE ? sl_coll_allreduce(s->tp, in, out, count, s->dt, SL_OP_SUM)
+                   : op == GATHER  ? sl_coll_allgather(s->tp, in, out, count, s->dt)
+                                   : sl_coll_reduce_scatter(s->tp, in, out, count, s->dt, SL_OP_SUM);
+    blocking_span(t, rc, name, t0, 1);
 }
 
 /* One block --------------------------------------------------------------------------- */
@@ -223,7 +211,7 @@ static void block_forward(sl_train *t, mm *s, int i)
     const size_t nc = (size_t)n * c, nlh = (size_t)s->nloc * h;
     const void *X = s->x[i];
     if (seqpar) {
-        gather_tokens(t, s, s->x[i], s->zfull, "all-gather X");
+        group_coll(t, s, GATHER, s->x[i], s->zfull, "all-gather X");
         X = s->zfull;
     }
     double t0 = sl_now();
@@ -243,10 +231,10 @@ static void block_forward(sl_train *t, mm *s, int i)
     narrow(t, s, zr, z, (size_t)n * h);
     sl_train_compute_span(t, "forward", t0);
     if (seqpar) {
-        scatter_tokens(t, s, z, s->x[i + 1], "reduce-scatter Z");
+        group_coll(t, s, SCATTER, z, s->x[i + 1], "reduce-scatter Z");
         z = s->x[i + 1];
     } else {
-        group_allreduce(t, s, z, "g: allreduce Z");
+        group_coll(t, s, ALLREDUCE, z, z, "g: allreduce Z");
     }
     t0 = sl_now();
     /* b once, after the sum, then the residual X' = X + Z on this rank's tokens */
@@ -329,7 +317,7 @@ static void block_backward(sl_train *t, mm *s, int i, int cur)
     void *dout = s->dg[cur], *dprev = s->dg[!cur];
     const void *dZ = dout;
     if (seqpar) { /* the conjugate of the reduce-scatter: every token's dZ */
-        gather_tokens(t, s, dout, s->zfull, "all-gather dZ");
+        group_coll(t, s, GATHER, dout, s->zfull, "all-gather dZ");
         dZ = s->zfull;
     }
     double t0 = sl_now();
@@ -343,7 +331,7 @@ static void block_backward(sl_train *t, mm *s, int i, int cur)
     sl_train_compute_span(t, "backward", t0);
     const void *X = s->x[i];
     if (seqpar) { /* only the shard of X was kept: gather it again */
-        gather_tokens(t, s, s->x[i], s->zfull, "all-gather X");
+        group_coll(t, s, GATHER, s->x[i], s->zfull, "all-gather X");
         X = s->zfull;
     }
     void *dx = seqpar ? s->dxpart : dprev; /* this rank's partial dX [n, h] */
@@ -374,9 +362,9 @@ static void block_backward(sl_train *t, mm *s, int i, int cur)
         linear_backward(t, s, c, h, s->dy, X, A_at(s, i), dx);
         sl_train_compute_span(t, "backward", t0);
         if (seqpar)
-            scatter_tokens(t, s, dx, dprev, "reduce-scatter dX");
+            group_coll(t, s, SCATTER, dx, dprev, "reduce-scatter dX");
         else
-            group_allreduce(t, s, dx, "f: allreduce dX");
+            group_coll(t, s, ALLREDUCE, dx, dx, "f: allreduce dX");
     }
     t0 = sl_now();
     sl_k_add(t->be, s->dt, (size_t)s->nloc * h, dout, dprev); /* the residual's own path */
