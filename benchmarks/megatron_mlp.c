@@ -737,18 +737,12 @@ static void require_gather_scatter(sl_ctx *ctx, int needed, const char *what, co
 }
 
 /* --model gpt: every block split over t ranks by heads (tp_gpt.h), the embedding and head by
- * the vocabulary; plain and overlap. */
+ * the vocabulary; plain and overlap, seqpar when asked for. */
 static void validate_gpt(sl_ctx *ctx)
 {
     const int P = ctx->nranks;
     const sl_gpt_shape g = sl_gpt_resolve(&sl_gpt_opt);
-    if (opt_overlap || opt_seqpar) {
-        if (opt_variants != ~0u)
-            sl_usage_error("--overlap/--sequence-parallel: give the variants either by these flags or by --variants");
-        opt_variants = (opt_overlap ? 1u << V_OVERLAP : 0) | (opt_seqpar ? 1u << V_SEQPAR : 0);
-    } else if (opt_variants == ~0u) {
-        opt_variants = (1u << V_PLAIN) | (1u << V_OVERLAP); /* seqpar when asked for */
-    }
+    if (opt_variants == ~0u) opt_variants = (1u << V_PLAIN) | (1u << V_OVERLAP);
     const int seqpar = (opt_variants & (1u << V_SEQPAR)) != 0;
     require_gather_scatter(ctx, seqpar, "seqpar", "or leave seqpar out of --variants");
     require_gather_scatter(ctx, opt_no_vocab_parallel, "--no-vocab-parallel", "or leave it out");
@@ -795,16 +789,16 @@ static void validate_gpt(sl_ctx *ctx)
 static void validate(sl_ctx *ctx)
 {
     const int P = ctx->nranks;
-    if (sl_gpt_selected()) {
-        validate_gpt(ctx);
-        return;
-    }
-    if (opt_no_vocab_parallel)
+    if (opt_no_vocab_parallel && !sl_gpt_selected())
         sl_usage_error("--no-vocab-parallel: the GPT's LM head; give --model gpt (the MLP blocks have no vocabulary)");
     if (opt_overlap || opt_seqpar) {
         if (opt_variants != ~0u)
             sl_usage_error("--overlap/--sequence-parallel: give the variants either by these flags or by --variants");
         opt_variants = (opt_overlap ? 1u << V_OVERLAP : 0) | (opt_seqpar ? 1u << V_SEQPAR : 0);
+    }
+    if (sl_gpt_selected()) {
+        validate_gpt(ctx);
+        return;
     }
     require_gather_scatter(ctx, (opt_variants & (1u << V_SEQPAR)) != 0, "seqpar", "or leave seqpar out of --variants");
     const long long h = opt_hidden, f = opt_hidden * opt_ffn;
