@@ -426,20 +426,10 @@ static void step(sl_train *t)
     s->counting = 1;
     const float scale = loss_scale(s);
     forward_backward(t, s, scale);
-    if (is_f32(s)) {
-        sl_train_optimize(t, s->params, s->grads, s->optim, 0, s->np);
-    } else {
-        /* the overflow flag OR-ed over every rank, tensor-parallel and data-parallel alike: a
-         * group's ranks hold different slices, and a step applied on some and skipped on others
-         * would leave one model's slices from two different steps */
-        const double t0 = sl_now();
-        sl_optim o;
-        if (sl_train_mixed_decide(t, &s->ms, unscale(t, s, scale) > 0, &o)) {
-            sl_optim_step(t->be, &o, s->np, s->params, s->grads, s->optim);
-            sl_k_cast(t->be, s->np, s->params, SL_F32, s->w, s->dt, NULL);
-        }
-        sl_train_compute_span(t, "unscale + optimizer (f32 master)", t0);
-    }
+    /* 16 bits: the overflow flag OR-ed over every rank, tensor-parallel and data-parallel alike: a
+     * group's ranks hold different slices, and a step applied on some and skipped on others
+     * would leave one model's slices from two different steps */
+    sl_train_mixed_step(t, &s->ms, s->g, s->grads, s->params, s->optim, s->w, s->np);
     s->counting = 0;
     s->sent_tp += (double)(sl_comm_bytes_sent(s->tp) - tp0);
     s->sent_dp += (double)(sl_comm_bytes_sent(s->dp) - dp0);

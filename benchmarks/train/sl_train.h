@@ -485,6 +485,14 @@ void sl_train_mixed_init(sl_train_mixed_state *ms, sl_dtype dt);
  * scaler. Returns 1 when the step is applied, with *o the optimizer for it (the step count
  * of the steps applied so far), 0 when every rank skips it. Collective. */
 int sl_train_mixed_decide(sl_train *t, sl_train_mixed_state *ms, int mine, sl_optim *o);
+/* The optimizer step of such a technique, over its n elements: in f32, sl_train_optimize of params
+ * (the weights themselves) from grads; in 16 bits, the gradient g (t->dtype, scaled by ms's scale)
+ * unscaled into grads (f32), the decision (sl_train_mixed_decide: the overflow flag OR-ed over
+ * every rank, so that a model split over ranks steps all its parts or none) and, when the step is
+ * applied, the optimizer on the f32 master params and the weights w (t->dtype) cast from it.
+ * Collective in 16 bits; phase compute. */
+void sl_train_mixed_step(sl_train *t, sl_train_mixed_state *ms, const void *g, float *grads, float *params,
+                         float *optim, void *w, size_t n);
 /* sl_train_scaler_row of the state. Collective. */
 void sl_train_mixed_row(sl_train *t, const sl_train_mixed_state *ms, sl_result *res);
 

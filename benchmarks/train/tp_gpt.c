@@ -666,20 +666,8 @@ void mg_step(sl_train *t)
         sl_train_compute_span(t, "round grads", t0);
     }
     allreduce(t, s, s->g, s->np, s->dt, SL_OP_SUM, MG_DP, "allreduce (replicas)");
-    if (is_f32(s)) {
-        sl_train_optimize(t, s->params, s->grads, s->optim, 0, s->np);
-    } else {
-        /* the overflow flag OR-ed over every rank: a group's slices are one model */
-        t0 = sl_now();
-        sl_k_cast(t->be, s->np, s->g, s->dt, s->grads, SL_F32, NULL);
-        const size_t bad = sl_k_scale_check(t->be, s->np, s->grads, 1.0f / scale);
-        sl_optim o;
-        if (sl_train_mixed_decide(t, &s->ms, bad > 0, &o)) {
-            sl_optim_step(t->be, &o, s->np, s->params, s->grads, s->optim);
-            sl_k_cast(t->be, s->np, s->params, SL_F32, s->w, s->dt, NULL);
-        }
-        sl_train_compute_span(t, "unscale + optimizer (f32 master)", t0);
-    }
+    /* 16 bits: the overflow flag OR-ed over every rank, as a group's slices are one model */
+    sl_train_mixed_step(t, &s->ms, s->g, s->grads, s->params, s->optim, s->w, s->np);
     s->counting = 0;
 }
 
