@@ -699,12 +699,6 @@ void mg_block_free(sl_train *t, mg_block *k, const void *att)
     for (size_t i = 0; i < sizeof p / sizeof *p; i++) sl_k_free(t->be, p[i]);
 }
 
-void mg_setup(sl_train *t, int tp, int dp, int overlap)
-{
-    const mg_options o = {.overlap = overlap};
-    mg_setup_opts(t, tp, dp, &o);
-}
-
 void mg_setup_opts(sl_train *t, int tp, int dp, const mg_options *o)
 {
     mg *s = calloc(1, sizeof *s);
