@@ -490,9 +490,11 @@ int sl_train_mixed_decide(sl_train *t, sl_train_mixed_state *ms, int mine, sl_op
  * unscaled into grads (f32), the decision (sl_train_mixed_decide: the overflow flag OR-ed over
  * every rank, so that a model split over ranks steps all its parts or none) and, when the step is
  * applied, the optimizer on the f32 master params and the weights w (t->dtype) cast from it.
- * Collective in 16 bits; phase compute. */
-void sl_train_mixed_step(sl_train *t, sl_train_mixed_state *ms, const void *g, float *grads, float *params,
-                         float *optim, void *w, size_t n);
+ * Returns 1 when the step was applied (always in f32), 0 when every rank skipped it. A slice
+ * [off, off + n) of a larger vector is stepped with every pointer offset to it. Collective in
+ * 16 bits; phase compute. */
+int sl_train_mixed_step(sl_train *t, sl_train_mixed_state *ms, const void *g, float *grads, float *params,
+                        float *optim, void *w, size_t n);
 /* sl_train_scaler_row of the state. Collective. */
 void sl_train_mixed_row(sl_train *t, const sl_train_mixed_state *ms, sl_result *res);
 
