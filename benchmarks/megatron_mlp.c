@@ -142,31 +142,13 @@ static void blocking_span(sl_train *t, int rc, const char *name, double t0, int 
  * work (bias, GeLU, residual, loss) runs on f32 values widened from dt, and each result is
  * rounded once into dt. In f32 the f32 result is the dt buffer itself and widening and
  * rounding do nothing: the f32 blocks are plain f32 arithmetic, operation for operation the
- * serial reference's (serial.h). */
+ * serial reference's (serial.h). s->dt is t->dtype: sl_train_f32, sl_train_result and
+ * sl_train_round widen, place and round. */
 
 static int is_f32(const mm *s) { return s->dt == SL_F32; }
 
 /* Element i of a dt array. */
 static void *at(const mm *s, const void *p, size_t i) { return (char *)p + i * sl_dtype_size(s->dt); }
-
-/* The f32 values of p[n] (dt): p itself in f32, else widened into the workspace ws. */
-static float *widen(sl_train *t, const mm *s, const void *p, float *ws, size_t n)
-{
-    if (is_f32(s)) return (float *)p;
-    sl_k_cast(t->be, n, p, s->dt, ws, SL_F32, NULL);
-    return ws;
-}
-
-/* Where an f32 result that ends in p (dt) is computed: p itself in f32, else the workspace ws. */
-static float *result_in(const mm *s, void *p, float *ws) { return is_f32(s) ? (float *)p : ws; }
-
-/* The f32 result r[n] rounded into p (dt); nothing to do where r is p. */
-static void narrow(sl_train *t, const mm *s, const float *r, void *p, size_t n)
-{
-    if ((const void *)r == p) return;
-    if (is_f32(s)) sl_k_memcpy(t->be, p, r, n * sizeof(float), SL_K_D2D);
-    else sl_k_cast(t->be, n, r, SL_F32, p, s->dt, NULL);
-}
 
 /* Block i's pieces in a flat vector of this rank's slices (slices.h): A_r, a_r, B_r, b. */
 static size_t A_at(const mm *s, int i) { return (size_t)i * s->per_block; }
@@ -217,18 +199,18 @@ static void block_forward(sl_train *t, mm *s, int i)
     double t0 = sl_now();
     /* column-parallel: this rank's f/t features of U = X·A^T + a and Y = GeLU(U), no
      * communication after it */
-    float *u = result_in(s, s->u[i], s->w0);
+    float *u = sl_train_result(t, s->u[i], s->w0);
     sl_k_gemm(be, 0, 1, n, c, h, 1.0f, X, h, at(s, s->w, A_at(s, i)), h, 0.0f, u, c, s->dt, SL_F32);
-    sl_k_bias_add(be, n, c, u, widen(t, s, at(s, s->w, A_at(s, i) + (size_t)c * h), s->bias32, (size_t)c));
-    narrow(t, s, u, s->u[i], nc);
-    float *y = result_in(s, s->y[i], s->w0);
-    sl_k_act_forward(be, SL_ACT_GELU, nc, widen(t, s, s->u[i], s->w0, nc), y);
-    narrow(t, s, y, s->y[i], nc);
+    sl_k_bias_add(be, n, c, u, sl_train_f32(t, at(s, s->w, A_at(s, i) + (size_t)c * h), s->bias32, (size_t)c));
+    sl_train_round(t, u, s->u[i], nc);
+    float *y = sl_train_result(t, s->y[i], s->w0);
+    sl_k_act_forward(be, SL_ACT_GELU, nc, sl_train_f32(t, s->u[i], s->w0, nc), y);
+    sl_train_round(t, y, s->y[i], nc);
     /* row-parallel: Y_r·B_r^T, a partial sum of all of Z, without the bias */
     void *z = seqpar ? s->dxpart : s->zfull;
-    float *zr = result_in(s, z, s->w0);
+    float *zr = sl_train_result(t, z, s->w0);
     sl_k_gemm(be, 0, 1, n, h, c, 1.0f, s->y[i], c, at(s, s->w, B_at(s, i)), c, 0.0f, zr, h, s->dt, SL_F32);
-    narrow(t, s, zr, z, (size_t)n * h);
+    sl_train_round(t, zr, z, (size_t)n * h);
     sl_train_compute_span(t, "forward", t0);
     if (seqpar) {
         group_coll(t, s, SCATTER, z, s->x[i + 1], "reduce-scatter Z");
@@ -238,10 +220,10 @@ static void block_forward(sl_train *t, mm *s, int i)
     }
     t0 = sl_now();
     /* b once, after the sum, then the residual X' = X + Z on this rank's tokens */
-    float *r = widen(t, s, z, s->w0, nlh);
-    sl_k_bias_add(be, s->nloc, h, r, widen(t, s, at(s, s->w, B_at(s, i) + (size_t)h * c), s->bias32, (size_t)h));
-    sl_k_add(be, SL_F32, nlh, widen(t, s, s->x[i], s->w1, nlh), r);
-    narrow(t, s, r, s->x[i + 1], nlh);
+    float *r = sl_train_f32(t, z, s->w0, nlh);
+    sl_k_bias_add(be, s->nloc, h, r, sl_train_f32(t, at(s, s->w, B_at(s, i) + (size_t)h * c), s->bias32, (size_t)h));
+    sl_k_add(be, SL_F32, nlh, sl_train_f32(t, s->x[i], s->w1, nlh), r);
+    sl_train_round(t, r, s->x[i + 1], nlh);
     sl_train_compute_span(t, "residual", t0);
 }
 
@@ -262,16 +244,16 @@ static void bias_grad_round(sl_train *t, mm *s, int out, int in, const void *dz,
     float *db = s->grads + off + (size_t)out * in;
     sl_k_memset0(t->be, db, (size_t)out * sizeof(float));
     if (!(s->spoil && off % s->per_block == 0)) /* SL_TEST_CORRUPT: a_r's gradient left zero */
-        sl_k_bias_grad(t->be, s->n, out, widen(t, s, dz, s->w0, (size_t)s->n * out), db);
-    narrow(t, s, s->grads + off, at(s, s->g, off), (size_t)out * in + out);
+        sl_k_bias_grad(t->be, s->n, out, sl_train_f32(t, dz, s->w0, (size_t)s->n * out), db);
+    sl_train_round(t, s->grads + off, at(s, s->g, off), (size_t)out * in + out);
 }
 
 /* And the input gradient dx = dz·W [n, in] (dt). */
 static void input_grad(sl_train *t, mm *s, int out, int in, const void *dz, size_t off, void *dx)
 {
-    float *r = result_in(s, dx, s->w1);
+    float *r = sl_train_result(t, dx, s->w1);
     sl_k_gemm(t->be, 0, 0, s->n, in, out, 1.0f, dz, out, at(s, s->w, off), in, 0.0f, r, in, s->dt, SL_F32);
-    narrow(t, s, r, dx, (size_t)s->n * in);
+    sl_train_round(t, r, dx, (size_t)s->n * in);
 }
 
 static void linear_backward(sl_train *t, mm *s, int out, int in, const void *dz, const void *x, size_t off,
@@ -325,9 +307,9 @@ static void block_backward(sl_train *t, mm *s, int i, int cur)
      * dB_r = dZ^T·Y_r and dY_r = dZ·B_r */
     linear_backward(t, s, h, c, dZ, s->y[i], B_at(s, i), s->dy);
     /* dU_r = dY_r·GeLU'(U_r), into dy */
-    float *du = widen(t, s, s->dy, s->w0, nc);
-    sl_k_act_backward(t->be, SL_ACT_GELU, nc, widen(t, s, s->u[i], s->w1, nc), du, du);
-    narrow(t, s, du, s->dy, nc);
+    float *du = sl_train_f32(t, s->dy, s->w0, nc);
+    sl_k_act_backward(t->be, SL_ACT_GELU, nc, sl_train_f32(t, s->u[i], s->w1, nc), du, du);
+    sl_train_round(t, du, s->dy, nc);
     sl_train_compute_span(t, "backward", t0);
     const void *X = s->x[i];
     if (seqpar) { /* only the shard of X was kept: gather it again */
@@ -379,19 +361,19 @@ static void block_backward(sl_train *t, mm *s, int i, int cur)
 static void *forward_backward(sl_train *t, mm *s, float scale)
 {
     const size_t nlh = (size_t)s->nloc * s->h;
-    float *in = result_in(s, s->x[0], s->w0);
+    float *in = sl_train_result(t, s->x[0], s->w0);
     sl_train_load(t, s->first, s->nloc, in, s->target);
-    narrow(t, s, in, s->x[0], nlh);
+    sl_train_round(t, in, s->x[0], nlh);
     for (int i = 0; i < s->L; i++) block_forward(t, s, i);
     double t0 = sl_now();
     /* every rank of a group holds (plain) or shares (seqpar) the output: the loss of its tokens
      * in f32, normalised over the global batch (counted once per token: plain's group shares
      * one); its gradient scaled, then rounded */
-    float *dout = result_in(s, s->dg[0], s->w1);
-    const double loss = sl_k_mse(t->be, nlh, widen(t, s, s->x[s->L], s->w0, nlh), s->target, dout,
+    float *dout = sl_train_result(t, s->dg[0], s->w1);
+    const double loss = sl_k_mse(t->be, nlh, sl_train_f32(t, s->x[s->L], s->w0, nlh), s->target, dout,
                                  1.0f / ((float)t->global_batch * (float)s->h));
     if (scale != 1.0f) sl_k_scale(t->be, SL_F32, nlh, dout, scale);
-    narrow(t, s, dout, s->dg[0], nlh);
+    sl_train_round(t, dout, s->dg[0], nlh);
     if (s->tr == 0 || t->variant == V_SEQPAR) t->loss += loss;
     sl_train_compute_span(t, "loss", t0);
     int cur = 0;

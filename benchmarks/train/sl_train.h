@@ -524,6 +524,13 @@ float *sl_train_twin(sl_train *t, sl_mem_cat cat, size_t n);
 static inline float *sl_f32_at(float *p, size_t off) { return p ? p + off : NULL; }
 /* w[n] (t->dtype) as f32: w itself in f32, else widened into the f32 twin view. */
 const float *sl_train_widen(sl_train *t, const void *w, float *view, size_t n);
+/* For pieces that hold tensors in t->dtype and compute in f32, each result rounded once (in f32
+ * the tensor itself, and nothing to do; no sync): the f32 values of p[n] (p itself, else
+ * widened into the workspace ws); where an f32 result that ends in p is computed (p itself,
+ * else ws); that result r[n] rounded into p (nothing where r is p). */
+float *sl_train_f32(const sl_train *t, const void *p, float *ws, size_t n);
+static inline float *sl_train_result(const sl_train *t, void *p, float *ws) { return t->dtype == SL_F32 ? p : ws; }
+void sl_train_round(const sl_train *t, const float *r, void *p, size_t n);
 
 /* The activations of up to `rows` samples in t->dtype, the samples themselves (f32, as the task
  * makes them) and, in 16 bits, the f32 workspaces of the layers. */

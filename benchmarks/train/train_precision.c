@@ -26,6 +26,20 @@ float *sl_train_twin(sl_train *t, sl_mem_cat cat, size_t n)
     return t->dtype == SL_F32 ? NULL : sl_k_malloc(t->be, cat, n * sizeof(float));
 }
 
+float *sl_train_f32(const sl_train *t, const void *p, float *ws, size_t n)
+{
+    if (t->dtype == SL_F32) return (float *)p;
+    sl_k_cast(t->be, n, p, t->dtype, ws, SL_F32, NULL);
+    return ws;
+}
+
+void sl_train_round(const sl_train *t, const float *r, void *p, size_t n)
+{
+    if ((const void *)r == p) return;
+    if (t->dtype == SL_F32) sl_k_memcpy(t->be, p, r, n * sizeof(float), SL_K_D2D);
+    else sl_k_cast(t->be, n, r, SL_F32, p, t->dtype, NULL);
+}
+
 const float *sl_train_widen(sl_train *t, const void *w, float *view, size_t n)
 {
     if (t->dtype == SL_F32) return w;
