@@ -73,36 +73,26 @@ static sl_dropout drop_at(sl_train *t, int l, int site, size_t per_seq)
 /* A layer norm's gain and bias (2C consecutive, dt) as f32. */
 static const float *ln_params(sl_train *t, mg *s, const void *wb)
 {
-    if (is_f32(s)) return wb;
-    sl_k_cast(t->be, 2 * (size_t)s->C, wb, s->dt, s->vec32, SL_F32, NULL);
-    return s->vec32;
+    return sl_train_f32(t, wb, s->vec32, 2 * (size_t)s->C);
 }
 
 /* out (N,OC) = inp (N,K) W^T (+ b, where given), summed in f32 and rounded into dt once. */
 static void lin_fwd(sl_train *t, mg *s, int K, int OC, const void *inp, const void *W, const void *b, void *out)
 {
     const int N = s->N;
-    float *r = is_f32(s) ? out : s->lin32;
+    float *r = sl_train_result(t, out, s->lin32);
     sl_k_gemm(t->be, 0, 1, N, OC, K, 1.0f, inp, K, W, K, 0.0f, r, OC, s->dt, SL_F32);
-    if (b) {
-        if (!is_f32(s)) sl_k_cast(t->be, (size_t)OC, b, s->dt, s->vec32, SL_F32, NULL);
-        sl_k_bias_add(t->be, N, OC, r, is_f32(s) ? b : s->vec32);
-    }
-    if (!is_f32(s)) sl_k_cast(t->be, (size_t)N * OC, r, SL_F32, out, s->dt, NULL);
+    if (b) sl_k_bias_add(t->be, N, OC, r, sl_train_f32(t, b, s->vec32, (size_t)OC));
+    sl_train_round(t, r, out, (size_t)N * OC);
 }
 
 /* z (Nl,C) += b: the row-parallel bias, once, after its all-reduce (or reduce-scatter). */
 static void bias_after(sl_train *t, mg *s, void *z, const void *b)
 {
     const size_t NC = (size_t)s->Nl * s->C;
-    if (is_f32(s)) {
-        sl_k_bias_add(t->be, s->Nl, s->C, z, b);
-        return;
-    }
-    sl_k_cast(t->be, NC, z, s->dt, s->lin32, SL_F32, NULL);
-    sl_k_cast(t->be, (size_t)s->C, b, s->dt, s->vec32, SL_F32, NULL);
-    sl_k_bias_add(t->be, s->Nl, s->C, s->lin32, s->vec32);
-    sl_k_cast(t->be, NC, s->lin32, SL_F32, z, s->dt, NULL);
+    float *r = sl_train_f32(t, z, s->lin32, NC);
+    sl_k_bias_add(t->be, s->Nl, s->C, r, sl_train_f32(t, b, s->vec32, (size_t)s->C));
+    sl_train_round(t, r, z, NC);
 }
 
 /* Rows [r0, r1) of dW (OC,K) += dout^T inp (f32). */
@@ -117,12 +107,7 @@ static void weight_grad_rows(sl_train *t, mg *s, int K, int OC, const void *dout
 /* db (OC) += the column sums of dout (f32). */
 static void bias_grad(sl_train *t, mg *s, int OC, const void *dout, float *db)
 {
-    if (is_f32(s)) {
-        sl_k_bias_grad(t->be, s->N, OC, dout, db);
-        return;
-    }
-    sl_k_cast(t->be, (size_t)s->N * OC, dout, s->dt, s->lin32, SL_F32, NULL);
-    sl_k_bias_grad(t->be, s->N, OC, s->lin32, db);
+    sl_k_bias_grad(t->be, s->N, OC, sl_train_f32(t, dout, s->lin32, (size_t)s->N * OC), db);
 }
 
 /* dinp (N,K) = dout W (dt). */
