@@ -34,6 +34,10 @@ double train_mixed_tol(const sl_technique *tech, sl_dtype dt, int adamw);
 void train_check_verdict(const sl_train *t, const train_check *c, sl_result *res);
 void train_references_free(void);
 
+/* Variant v is in mask (the variants asked for) and trains in dt (sl_train_main's rows, and
+ * --predict's). */
+int train_runs(const sl_technique *tech, unsigned mask, int v, sl_dtype dt);
+
 /* Ranks of nranks that train on data (the technique's .data_ranks, else all), and the global
  * batch of a run of variant on nranks (--batch per data rank, or in all: --scaling). */
 int train_data_ranks(const sl_technique *tech, int variant, int nranks);

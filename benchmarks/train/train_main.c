@@ -52,8 +52,7 @@ static void validate(sl_ctx *ctx)
     }
 }
 
-/* Variant v asked for, in a precision it trains in. */
-static int runs(const sl_technique *tech, unsigned mask, int v, sl_dtype dt)
+int train_runs(const sl_technique *tech, unsigned mask, int v, sl_dtype dt)
 {
     if (!(mask & (1u << v))) return 0;
     if (tech->dtype_variants[dt]) return (tech->dtype_variants[dt] >> v) & 1;
@@ -166,11 +165,11 @@ int sl_train_main(const sl_technique *tech, int argc, char **argv)
             for (int c = 0; c < SL_NCOLLS; c++) {
                 if (!(ctx.opt.colls & (1u << c))) continue;
                 for (int v = 0; v < tech->nvariants; v++)
-                    if (runs(tech, mask, v, dt) && !((tech->p2p_variants >> v) & 1))
+                    if (train_runs(tech, mask, v, dt) && !((tech->p2p_variants >> v) & 1))
                         train_run_variant(&ctx, tech, v, dt, (sl_coll)c, &m, &task, &optim, baselines);
             }
             for (int v = 0; v < tech->nvariants; v++) /* point to point: once, whatever -C says */
-                if (runs(tech, mask, v, dt) && ((tech->p2p_variants >> v) & 1))
+                if (train_runs(tech, mask, v, dt) && ((tech->p2p_variants >> v) & 1))
                     train_run_variant(&ctx, tech, v, dt, SL_COLL_MPI, &m, &task, &optim, baselines);
         }
     }
