@@ -659,15 +659,11 @@ static sl_technique checkpoint_technique = {
     .program = {.name = "checkpoint",
                 .summary = "activation checkpointing: store-all, a checkpoint every k layers, a memory budget; "
                            "peak activation bytes and recomputation against the model",
-                .uses = SL_USES_BACKEND | SL_USES_COLL | SL_USES_DTYPE, .colls = (1u << SL_NCOLLS) - 1,
-                .dtypes = (1u << SL_F32) | (1u << SL_F16) | (1u << SL_BF16), .default_dtype = SL_F32,
-                .default_coll = SL_COLL_MPI, .default_iters = 5, .default_warmup = 1,
+                SL_TRAIN_PROGRAM_USES, .default_coll = SL_COLL_MPI, .default_iters = 5, .default_warmup = 1,
                 .extra = ck_opts, .validate = validate},
     .variant_mask = &run_mask,
     .mixed_variants = ~0u, /* every row: store_all, each every_k, budget, selective */
     .trains_gpt = 1,
-    .tol_mixed_sgd_max = {[SL_F16] = SL_TRAIN_TOL_MIXED_SGD_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_SGD_BF16},
-    .tol_mixed_adamw_l2 = {[SL_F16] = SL_TRAIN_TOL_MIXED_ADAMW_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_ADAMW_BF16},
     .setup = setup, .step = step, .weights = weights, .free = release, .schedule = schedule,
     .check = check, .row = row,
     .columns = columns, .ncolumns = (int)(sizeof columns / sizeof columns[0]),

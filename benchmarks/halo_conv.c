@@ -292,8 +292,7 @@ static void forward_region(sl_train *t, conv_run *s, int l, int i0, int i1, hc_r
         place(t, s, nimg, q, sl_train_at(t, s->xp[l + 1], first * s->pplane + (size_t)r * s->wp + r), s->pplane,
               (size_t)s->wp);
     }
-    sl_k_sync(s->be);
-    sl_train_span(t, SL_PHASE_COMPUTE, "forward", t0, sl_now());
+    sl_train_compute_span(t, "forward", t0);
 }
 
 /* dL/d(layer l's input) at region q of images [i0, i1), from dy with its halo: the window of
@@ -317,8 +316,7 @@ static void backward_data_region(sl_train *t, conv_run *s, int l, int i0, int i1
         sl_k_act_backward(s->be, SL_ACT_RELU, (size_t)nimg * s->g.c * rows * cols, s->win, s->out, s->out);
     }
     place(t, s, nimg, q, sl_train_at(t, s->dxp, first), s->pplane, (size_t)s->wp);
-    sl_k_sync(s->be);
-    sl_train_span(t, SL_PHASE_COMPUTE, "backward data", t0, sl_now());
+    sl_train_compute_span(t, "backward data", t0);
 }
 
 /* dW of layer l from the tile alone: x's halo is still in xp[l] from the forward. In 16 bits
@@ -333,8 +331,7 @@ static void backward_filter(sl_train *t, conv_run *s, int l)
     if (s->gw32) sl_k_memset0(s->be, s->gw32, lp * sizeof(float));
     sl_k_conv2d_backward_filter(s->be, &cv, x, s->dy, dw);
     if (s->gw32) sl_k_cast(s->be, lp, s->gw32, SL_F32, sl_train_at(t, s->grads, (size_t)l * lp), s->dt, NULL);
-    sl_k_sync(s->be);
-    sl_train_span(t, SL_PHASE_COMPUTE, "backward filter", t0, sl_now());
+    sl_train_compute_span(t, "backward filter", t0);
 }
 
 typedef void (*region_fn)(sl_train *t, conv_run *s, int l, int i0, int i1, hc_rect q);
@@ -374,12 +371,6 @@ static void halo_pass(sl_train *t, conv_run *s, int l, void *a, region_fn fn, la
 
 /* The step ------------------------------------------------------------------------------ */
 
-static void compute_span(sl_train *t, conv_run *s, const char *name, double t0)
-{
-    sl_k_sync(s->be);
-    sl_train_span(t, SL_PHASE_COMPUTE, name, t0, sl_now());
-}
-
 /* Forward and backward of this rank's part of samples [sample0, sample0 + n): gradients of
  * its tile summed into s->grads (zeroed first); dL/d(input) in dxp's tile when want_dx. */
 static void pass(sl_train *t, conv_run *s, uint64_t sample0, int want_dx)
@@ -406,7 +397,7 @@ static void pass(sl_train *t, conv_run *s, uint64_t sample0, int want_dx)
              1.0f / ((float)t->global_batch * g->c * g->h * g->w) * (float)t->ms.sc.scale);
     sl_k_copy_block_cast(s->be, (int)nc, s->tile.ht, s->tile.wt, s->dy, SL_F32, s->plane, (size_t)s->tile.wt,
                          sl_train_at(t, s->dyp, ring), s->dt, s->pplane, (size_t)s->wp);
-    compute_span(t, s, "loss", t0);
+    sl_train_compute_span(t, "loss", t0);
 
     for (int l = L - 1; l >= 0; l--) {
         const int need_dx = l > 0 || want_dx;
@@ -415,7 +406,7 @@ static void pass(sl_train *t, conv_run *s, uint64_t sample0, int want_dx)
         t0 = sl_now();
         sl_k_copy_block_cast(s->be, (int)nc, s->tile.ht, s->tile.wt, sl_train_at(t, s->dyp, ring), s->dt,
                              s->pplane, (size_t)s->wp, s->dy, SL_F32, s->plane, (size_t)s->tile.wt);
-        compute_span(t, s, "pack dy", t0);
+        sl_train_compute_span(t, "pack dy", t0);
         if (!need_dx) { /* the first layer in training: dW only, no halo of dy */
             backward_filter(t, s, l);
             continue;
@@ -872,13 +863,10 @@ static const sl_technique halo_conv = {
         .name = "halo_conv",
         .summary = "spatially partitioned convolutions: halo exchange blocking or overlapped with the "
                    "interior, against data parallelism",
-        .uses = SL_USES_BACKEND | SL_USES_COLL | SL_USES_DTYPE,
-        .colls = (1u << SL_NCOLLS) - 1,
+        SL_TRAIN_PROGRAM_USES,
         .default_coll = SL_COLL_MPI,
         .default_iters = 5,
         .default_warmup = 1,
-        .dtypes = (1u << SL_F32) | (1u << SL_F16) | (1u << SL_BF16),
-        .default_dtype = SL_F32,
         .extra = hc_opts,
         .validate = validate,
     },
@@ -886,10 +874,9 @@ static const sl_technique halo_conv = {
     .nvariants = NVARIANTS,
     .variant_mask = &opt_variants,
     .mixed_variants = (1u << NVARIANTS) - 1,
-    /* the training layer's bounds for 16-bit training (sl_train.h): the weights differ from the
-     * serial stack's by the order of f32 additions flipping 16-bit roundings, as there */
-    .tol_mixed_sgd_max = {[SL_F16] = SL_TRAIN_TOL_MIXED_SGD_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_SGD_BF16},
-    .tol_mixed_adamw_l2 = {[SL_F16] = SL_TRAIN_TOL_MIXED_ADAMW_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_ADAMW_BF16},
+    /* 16-bit training is checked to the training layer's bounds (sl_train.h; no .tol_mixed_*): the
+     * weights differ from the serial stack's by the order of f32 additions flipping 16-bit
+     * roundings, as there */
     .data_ranks = data_ranks,
     .setup = setup,
     .step = step,

@@ -110,12 +110,6 @@ static int tps[SL_MAX_LIST], ntps, cur_t = 1, cur_d = 1;
 
 /* Phases ---------------------------------------------------------------------------- */
 
-static void compute_span(sl_train *t, const char *name, double t0)
-{
-    sl_k_sync(t->be);
-    sl_train_span(t, SL_PHASE_COMPUTE, name, t0, sl_now());
-}
-
 /* One more collective named name in this step (only in the driver's steps: not in the check's). */
 static void count_coll(sl_train *t, const char *name, int group, int overlapped)
 {
@@ -148,31 +142,13 @@ static void blocking_span(sl_train *t, int rc, const char *name, double t0, int 
  * work (bias, GeLU, residual, loss) runs on f32 values widened from dt, and each result is
  * rounded once into dt. In f32 the f32 result is the dt buffer itself and widening and
  * rounding do nothing: the f32 blocks are plain f32 arithmetic, operation for operation the
- * serial reference's (serial.h). */
+ * serial reference's (serial.h). s->dt is t->dtype: sl_train_f32, sl_train_result and
+ * sl_train_round widen, place and round. */
 
 static int is_f32(const mm *s) { return s->dt == SL_F32; }
 
 /* Element i of a dt array. */
 static void *at(const mm *s, const void *p, size_t i) { return (char *)p + i * sl_dtype_size(s->dt); }
-
-/* The f32 values of p[n] (dt): p itself in f32, else widened into the workspace ws. */
-static float *widen(sl_train *t, const mm *s, const void *p, float *ws, size_t n)
-{
-    if (is_f32(s)) return (float *)p;
-    sl_k_cast(t->be, n, p, s->dt, ws, SL_F32, NULL);
-    return ws;
-}
-
-/* Where an f32 result that ends in p (dt) is computed: p itself in f32, else the workspace ws. */
-static float *result_in(const mm *s, void *p, float *ws) { return is_f32(s) ? (float *)p : ws; }
-
-/* The f32 result r[n] rounded into p (dt); nothing to do where r is p. */
-static void narrow(sl_train *t, const mm *s, const float *r, void *p, size_t n)
-{
-    if ((const void *)r == p) return;
-    if (is_f32(s)) sl_k_memcpy(t->be, p, r, n * sizeof(float), SL_K_D2D);
-    else sl_k_cast(t->be, n, r, SL_F32, p, s->dt, NULL);
-}
 
 /* Block i's pieces in a flat vector of this rank's slices (slices.h): A_r, a_r, B_r, b. */
 static size_t A_at(const mm *s, int i) { return (size_t)i * s->per_block; }
@@ -183,40 +159,28 @@ static size_t B_at(const mm *s, int i) { return A_at(s, i) + (size_t)s->c * s->h
  * each pair to f32 and round at each hop). In a group of one rank (t = 1: the serial model)
  * nothing is communicated. */
 
-/* g forward: the partial products of the row-parallel layer summed over the group; f backward:
- * the partial input gradients of the column-parallel layer, likewise. In place. */
-static void group_allreduce(sl_train *t, mm *s, void *v, const char *name)
+/* The group's collectives:
+ *   ALLREDUCE  g forward: the partial products of the row-parallel layer summed over the group;
+ *              f backward: the partial input gradients of the column-parallel layer, likewise.
+ *              [n, h], in place (out is in)
+ *   GATHER     sequence parallel: the token shards [nloc, h] of every rank gathered into [n, h],
+ *              in order
+ *   SCATTER    sequence parallel: [n, h] partial sums, each rank keeping the sum of its own
+ *              tokens [nloc, h] */
+enum { ALLREDUCE, GATHER, SCATTER };
+static void group_coll(sl_train *t, mm *s, int op, const void *in, void *out, const char *name)
 {
-    if (s->t == 1) return;
-    sl_k_sync(t->be);
-    const double t0 = sl_now();
-    blocking_span(t, sl_coll_allreduce(s->tp, v, v, (size_t)s->n * s->h, s->dt, SL_OP_SUM), name, t0, 1);
-}
-
-/* Sequence parallel: the token shards [nloc, h] of every rank gathered into [n, h], in order. */
-static void gather_tokens(sl_train *t, mm *s, const void *shard, void *full, const char *name)
-{
-    const size_t count = (size_t)s->nloc * s->h;
+    const size_t count = (size_t)(op == ALLREDUCE ? s->n : s->nloc) * s->h;
     if (s->t == 1) {
-        sl_k_memcpy(t->be, full, shard, count * sl_dtype_size(s->dt), SL_K_D2D);
+        if (op != ALLREDUCE) sl_k_memcpy(t->be, out, in, count * sl_dtype_size(s->dt), SL_K_D2D);
         return;
     }
     sl_k_sync(t->be);
     const double t0 = sl_now();
-    blocking_span(t, sl_coll_allgather(s->tp, shard, full, count, s->dt), name, t0, 1);
-}
-
-/* Sequence parallel: [n, h] partial sums, each rank keeping the sum of its own tokens. */
-static void scatter_tokens(sl_train *t, mm *s, const void *full, void *shard, const char *name)
-{
-    const size_t count = (size_t)s->nloc * s->h;
-    if (s->t == 1) {
-        sl_k_memcpy(t->be, shard, full, count * sl_dtype_size(s->dt), SL_K_D2D);
-        return;
-    }
-    sl_k_sync(t->be);
-    const double t0 = sl_now();
-    blocking_span(t, sl_coll_reduce_scatter(s->tp, full, shard, count, s->dt, SL_OP_SUM), name, t0, 1);
+    const int rc = op == ALLREDUCE ? sl_coll_allreduce(s->tp, in, out, count, s->dt, SL_OP_SUM)
+                   : op == GATHER  ? sl_coll_allgather(s->tp, in, out, count, s->dt)
+                                   : sl_coll_reduce_scatter(s->tp, in, out, count, s->dt, SL_OP_SUM);
+    blocking_span(t, rc, name, t0, 1);
 }
 
 /* One block --------------------------------------------------------------------------- */
@@ -229,38 +193,38 @@ static void block_forward(sl_train *t, mm *s, int i)
     const size_t nc = (size_t)n * c, nlh = (size_t)s->nloc * h;
     const void *X = s->x[i];
     if (seqpar) {
-        gather_tokens(t, s, s->x[i], s->zfull, "all-gather X");
+        group_coll(t, s, GATHER, s->x[i], s->zfull, "all-gather X");
         X = s->zfull;
     }
     double t0 = sl_now();
     /* column-parallel: this rank's f/t features of U = X·A^T + a and Y = GeLU(U), no
      * communication after it */
-    float *u = result_in(s, s->u[i], s->w0);
+    float *u = sl_train_result(t, s->u[i], s->w0);
     sl_k_gemm(be, 0, 1, n, c, h, 1.0f, X, h, at(s, s->w, A_at(s, i)), h, 0.0f, u, c, s->dt, SL_F32);
-    sl_k_bias_add(be, n, c, u, widen(t, s, at(s, s->w, A_at(s, i) + (size_t)c * h), s->bias32, (size_t)c));
-    narrow(t, s, u, s->u[i], nc);
-    float *y = result_in(s, s->y[i], s->w0);
-    sl_k_act_forward(be, SL_ACT_GELU, nc, widen(t, s, s->u[i], s->w0, nc), y);
-    narrow(t, s, y, s->y[i], nc);
+    sl_k_bias_add(be, n, c, u, sl_train_f32(t, at(s, s->w, A_at(s, i) + (size_t)c * h), s->bias32, (size_t)c));
+    sl_train_round(t, u, s->u[i], nc);
+    float *y = sl_train_result(t, s->y[i], s->w0);
+    sl_k_act_forward(be, SL_ACT_GELU, nc, sl_train_f32(t, s->u[i], s->w0, nc), y);
+    sl_train_round(t, y, s->y[i], nc);
     /* row-parallel: Y_r·B_r^T, a partial sum of all of Z, without the bias */
     void *z = seqpar ? s->dxpart : s->zfull;
-    float *zr = result_in(s, z, s->w0);
+    float *zr = sl_train_result(t, z, s->w0);
     sl_k_gemm(be, 0, 1, n, h, c, 1.0f, s->y[i], c, at(s, s->w, B_at(s, i)), c, 0.0f, zr, h, s->dt, SL_F32);
-    narrow(t, s, zr, z, (size_t)n * h);
-    compute_span(t, "forward", t0);
+    sl_train_round(t, zr, z, (size_t)n * h);
+    sl_train_compute_span(t, "forward", t0);
     if (seqpar) {
-        scatter_tokens(t, s, z, s->x[i + 1], "reduce-scatter Z");
+        group_coll(t, s, SCATTER, z, s->x[i + 1], "reduce-scatter Z");
         z = s->x[i + 1];
     } else {
-        group_allreduce(t, s, z, "g: allreduce Z");
+        group_coll(t, s, ALLREDUCE, z, z, "g: allreduce Z");
     }
     t0 = sl_now();
     /* b once, after the sum, then the residual X' = X + Z on this rank's tokens */
-    float *r = widen(t, s, z, s->w0, nlh);
-    sl_k_bias_add(be, s->nloc, h, r, widen(t, s, at(s, s->w, B_at(s, i) + (size_t)h * c), s->bias32, (size_t)h));
-    sl_k_add(be, SL_F32, nlh, widen(t, s, s->x[i], s->w1, nlh), r);
-    narrow(t, s, r, s->x[i + 1], nlh);
-    compute_span(t, "residual", t0);
+    float *r = sl_train_f32(t, z, s->w0, nlh);
+    sl_k_bias_add(be, s->nloc, h, r, sl_train_f32(t, at(s, s->w, B_at(s, i) + (size_t)h * c), s->bias32, (size_t)h));
+    sl_k_add(be, SL_F32, nlh, sl_train_f32(t, s->x[i], s->w1, nlh), r);
+    sl_train_round(t, r, s->x[i + 1], nlh);
+    sl_train_compute_span(t, "residual", t0);
 }
 
 /* Backward of the linear layer whose block [W [out, in], bias [out]] is at flat element off of
@@ -280,16 +244,16 @@ static void bias_grad_round(sl_train *t, mm *s, int out, int in, const void *dz,
     float *db = s->grads + off + (size_t)out * in;
     sl_k_memset0(t->be, db, (size_t)out * sizeof(float));
     if (!(s->spoil && off % s->per_block == 0)) /* SL_TEST_CORRUPT: a_r's gradient left zero */
-        sl_k_bias_grad(t->be, s->n, out, widen(t, s, dz, s->w0, (size_t)s->n * out), db);
-    narrow(t, s, s->grads + off, at(s, s->g, off), (size_t)out * in + out);
+        sl_k_bias_grad(t->be, s->n, out, sl_train_f32(t, dz, s->w0, (size_t)s->n * out), db);
+    sl_train_round(t, s->grads + off, at(s, s->g, off), (size_t)out * in + out);
 }
 
 /* And the input gradient dx = dz·W [n, in] (dt). */
 static void input_grad(sl_train *t, mm *s, int out, int in, const void *dz, size_t off, void *dx)
 {
-    float *r = result_in(s, dx, s->w1);
+    float *r = sl_train_result(t, dx, s->w1);
     sl_k_gemm(t->be, 0, 0, s->n, in, out, 1.0f, dz, out, at(s, s->w, off), in, 0.0f, r, in, s->dt, SL_F32);
-    narrow(t, s, r, dx, (size_t)s->n * in);
+    sl_train_round(t, r, dx, (size_t)s->n * in);
 }
 
 static void linear_backward(sl_train *t, mm *s, int out, int in, const void *dz, const void *x, size_t off,
@@ -313,7 +277,7 @@ static void weight_grad_overlapped(sl_train *t, mm *s, int i, const void *X, sl_
         double t0 = sl_now();
         weight_grad_rows(t, s, c, s->h, s->dy, X, A_at(s, i), (int)((long long)c * p / PIECES),
                          (int)((long long)c * (p + 1) / PIECES));
-        compute_span(t, "backward dA", t0);
+        sl_train_compute_span(t, "backward dA", t0);
         if (!*done) {
             t0 = sl_now();
             sl_train_coll_ok(sl_coll_test(req, done), "sl_coll_test");
@@ -324,7 +288,7 @@ static void weight_grad_overlapped(sl_train *t, mm *s, int i, const void *X, sl_
     }
     const double t0 = sl_now();
     bias_grad_round(t, s, c, s->h, s->dy, A_at(s, i));
-    compute_span(t, "backward da", t0);
+    sl_train_compute_span(t, "backward da", t0);
 }
 
 /* dL/dx[i+1] in dg[cur] -> dL/dx[i] in dg[!cur]. */
@@ -335,7 +299,7 @@ static void block_backward(sl_train *t, mm *s, int i, int cur)
     void *dout = s->dg[cur], *dprev = s->dg[!cur];
     const void *dZ = dout;
     if (seqpar) { /* the conjugate of the reduce-scatter: every token's dZ */
-        gather_tokens(t, s, dout, s->zfull, "all-gather dZ");
+        group_coll(t, s, GATHER, dout, s->zfull, "all-gather dZ");
         dZ = s->zfull;
     }
     double t0 = sl_now();
@@ -343,20 +307,20 @@ static void block_backward(sl_train *t, mm *s, int i, int cur)
      * dB_r = dZ^T·Y_r and dY_r = dZ·B_r */
     linear_backward(t, s, h, c, dZ, s->y[i], B_at(s, i), s->dy);
     /* dU_r = dY_r·GeLU'(U_r), into dy */
-    float *du = widen(t, s, s->dy, s->w0, nc);
-    sl_k_act_backward(t->be, SL_ACT_GELU, nc, widen(t, s, s->u[i], s->w1, nc), du, du);
-    narrow(t, s, du, s->dy, nc);
-    compute_span(t, "backward", t0);
+    float *du = sl_train_f32(t, s->dy, s->w0, nc);
+    sl_k_act_backward(t->be, SL_ACT_GELU, nc, sl_train_f32(t, s->u[i], s->w1, nc), du, du);
+    sl_train_round(t, du, s->dy, nc);
+    sl_train_compute_span(t, "backward", t0);
     const void *X = s->x[i];
     if (seqpar) { /* only the shard of X was kept: gather it again */
-        gather_tokens(t, s, s->x[i], s->zfull, "all-gather X");
+        group_coll(t, s, GATHER, s->x[i], s->zfull, "all-gather X");
         X = s->zfull;
     }
     void *dx = seqpar ? s->dxpart : dprev; /* this rank's partial dX [n, h] */
     if (t->variant == V_OVERLAP) {
         t0 = sl_now();
         input_grad(t, s, c, h, s->dy, A_at(s, i), dx);
-        compute_span(t, "backward dX", t0);
+        sl_train_compute_span(t, "backward dX", t0);
         t0 = sl_now();
         sl_coll_req *req = NULL;
         int done = s->t == 1; /* a group of one: nothing to sum */
@@ -378,15 +342,15 @@ static void block_backward(sl_train *t, mm *s, int i, int cur)
     } else {
         t0 = sl_now();
         linear_backward(t, s, c, h, s->dy, X, A_at(s, i), dx);
-        compute_span(t, "backward", t0);
+        sl_train_compute_span(t, "backward", t0);
         if (seqpar)
-            scatter_tokens(t, s, dx, dprev, "reduce-scatter dX");
+            group_coll(t, s, SCATTER, dx, dprev, "reduce-scatter dX");
         else
-            group_allreduce(t, s, dx, "f: allreduce dX");
+            group_coll(t, s, ALLREDUCE, dx, dx, "f: allreduce dX");
     }
     t0 = sl_now();
     sl_k_add(t->be, s->dt, (size_t)s->nloc * h, dout, dprev); /* the residual's own path */
-    compute_span(t, "residual", t0);
+    sl_train_compute_span(t, "residual", t0);
 }
 
 /* The step ------------------------------------------------------------------------------ */
@@ -397,21 +361,21 @@ static void block_backward(sl_train *t, mm *s, int i, int cur)
 static void *forward_backward(sl_train *t, mm *s, float scale)
 {
     const size_t nlh = (size_t)s->nloc * s->h;
-    float *in = result_in(s, s->x[0], s->w0);
+    float *in = sl_train_result(t, s->x[0], s->w0);
     sl_train_load(t, s->first, s->nloc, in, s->target);
-    narrow(t, s, in, s->x[0], nlh);
+    sl_train_round(t, in, s->x[0], nlh);
     for (int i = 0; i < s->L; i++) block_forward(t, s, i);
     double t0 = sl_now();
     /* every rank of a group holds (plain) or shares (seqpar) the output: the loss of its tokens
      * in f32, normalised over the global batch (counted once per token: plain's group shares
      * one); its gradient scaled, then rounded */
-    float *dout = result_in(s, s->dg[0], s->w1);
-    const double loss = sl_k_mse(t->be, nlh, widen(t, s, s->x[s->L], s->w0, nlh), s->target, dout,
+    float *dout = sl_train_result(t, s->dg[0], s->w1);
+    const double loss = sl_k_mse(t->be, nlh, sl_train_f32(t, s->x[s->L], s->w0, nlh), s->target, dout,
                                  1.0f / ((float)t->global_batch * (float)s->h));
     if (scale != 1.0f) sl_k_scale(t->be, SL_F32, nlh, dout, scale);
-    narrow(t, s, dout, s->dg[0], nlh);
+    sl_train_round(t, dout, s->dg[0], nlh);
     if (s->tr == 0 || t->variant == V_SEQPAR) t->loss += loss;
-    compute_span(t, "loss", t0);
+    sl_train_compute_span(t, "loss", t0);
     int cur = 0;
     for (int i = s->L - 1; i >= 0; i--, cur = !cur) block_backward(t, s, i, cur);
     if (s->d > 1) {
@@ -444,20 +408,10 @@ static void step(sl_train *t)
     s->counting = 1;
     const float scale = loss_scale(s);
     forward_backward(t, s, scale);
-    if (is_f32(s)) {
-        sl_train_optimize(t, s->params, s->grads, s->optim, 0, s->np);
-    } else {
-        /* the overflow flag OR-ed over every rank, tensor-parallel and data-parallel alike: a
-         * group's ranks hold different slices, and a step applied on some and skipped on others
-         * would leave one model's slices from two different steps */
-        const double t0 = sl_now();
-        sl_optim o;
-        if (sl_train_mixed_decide(t, &s->ms, unscale(t, s, scale) > 0, &o)) {
-            sl_optim_step(t->be, &o, s->np, s->params, s->grads, s->optim);
-            sl_k_cast(t->be, s->np, s->params, SL_F32, s->w, s->dt, NULL);
-        }
-        compute_span(t, "unscale + optimizer (f32 master)", t0);
-    }
+    /* 16 bits: the overflow flag OR-ed over every rank, tensor-parallel and data-parallel alike: a
+     * group's ranks hold different slices, and a step applied on some and skipped on others
+     * would leave one model's slices from two different steps */
+    sl_train_mixed_step(t, &s->ms, s->g, s->grads, s->params, s->optim, s->w, s->np);
     s->counting = 0;
     s->sent_tp += (double)(sl_comm_bytes_sent(s->tp) - tp0);
     s->sent_dp += (double)(sl_comm_bytes_sent(s->dp) - dp0);
@@ -480,8 +434,6 @@ static void pass(sl_train *t, float **out, float **dx)
 }
 
 /* Setup ------------------------------------------------------------------------------- */
-
-static void *alloc(sl_train *t, sl_mem_cat cat, size_t bytes) { return sl_k_malloc(t->be, cat, bytes ? bytes : 1); }
 
 static void setup(sl_train *t)
 {
@@ -525,34 +477,34 @@ static void setup(sl_train *t)
     /* the f32 slices (f16/bf16: the master copy the optimizer updates), their f32 (unscaled)
      * gradients and the optimizer state; beside them in f16/bf16 the 16-bit copies the blocks
      * use and the 16-bit gradients they produce and communicate */
-    s->params = alloc(t, SL_MEM_PARAMS, np * f4);
-    s->grads = alloc(t, SL_MEM_GRADS, np * f4);
-    s->optim = alloc(t, SL_MEM_OPTIM, (size_t)sl_optim_state_per_param(&t->optim) * np * f4);
+    s->params = sl_train_alloc(t, SL_MEM_PARAMS, np * f4);
+    s->grads = sl_train_alloc(t, SL_MEM_GRADS, np * f4);
+    s->optim = sl_train_alloc(t, SL_MEM_OPTIM, (size_t)sl_optim_state_per_param(&t->optim) * np * f4);
     mm_slice_init(m, s->t, s->tr, (uint64_t)sl_train_opt.seed, s->params);
-    s->w = is_f32(s) ? (void *)s->params : alloc(t, SL_MEM_PARAMS, np * es);
-    s->g = is_f32(s) ? (void *)s->grads : alloc(t, SL_MEM_GRADS, np * es);
+    s->w = is_f32(s) ? (void *)s->params : sl_train_alloc(t, SL_MEM_PARAMS, np * es);
+    s->g = is_f32(s) ? (void *)s->grads : sl_train_alloc(t, SL_MEM_GRADS, np * es);
     if (!is_f32(s)) sl_k_cast(t->be, np, s->params, SL_F32, s->w, s->dt, NULL);
     s->x = calloc((size_t)L + 1, sizeof *s->x);
     s->u = calloc((size_t)L, sizeof *s->u);
     s->y = calloc((size_t)L, sizeof *s->y);
     if (!s->x || !s->u || !s->y) SL_FATAL("out of memory");
     /* kept for backward (activ): x, u, y; work buffers (comm) are not kept across blocks */
-    for (int i = 0; i <= L; i++) s->x[i] = alloc(t, SL_MEM_ACTIV, (size_t)s->nloc * h * es);
+    for (int i = 0; i <= L; i++) s->x[i] = sl_train_alloc(t, SL_MEM_ACTIV, (size_t)s->nloc * h * es);
     for (int i = 0; i < L; i++) {
-        s->u[i] = alloc(t, SL_MEM_ACTIV, (size_t)n * c * es);
-        s->y[i] = alloc(t, SL_MEM_ACTIV, (size_t)n * c * es);
+        s->u[i] = sl_train_alloc(t, SL_MEM_ACTIV, (size_t)n * c * es);
+        s->y[i] = sl_train_alloc(t, SL_MEM_ACTIV, (size_t)n * c * es);
     }
-    s->target = alloc(t, SL_MEM_DATA, (size_t)s->nloc * h * f4);
-    s->zfull = alloc(t, SL_MEM_COMM, (size_t)n * h * es);
-    if (t->variant == V_SEQPAR) s->dxpart = alloc(t, SL_MEM_COMM, (size_t)n * h * es);
-    s->dg[0] = alloc(t, SL_MEM_COMM, (size_t)s->nloc * h * es);
-    s->dg[1] = alloc(t, SL_MEM_COMM, (size_t)s->nloc * h * es);
-    s->dy = alloc(t, SL_MEM_COMM, (size_t)n * c * es);
+    s->target = sl_train_alloc(t, SL_MEM_DATA, (size_t)s->nloc * h * f4);
+    s->zfull = sl_train_alloc(t, SL_MEM_COMM, (size_t)n * h * es);
+    if (t->variant == V_SEQPAR) s->dxpart = sl_train_alloc(t, SL_MEM_COMM, (size_t)n * h * es);
+    s->dg[0] = sl_train_alloc(t, SL_MEM_COMM, (size_t)s->nloc * h * es);
+    s->dg[1] = sl_train_alloc(t, SL_MEM_COMM, (size_t)s->nloc * h * es);
+    s->dy = sl_train_alloc(t, SL_MEM_COMM, (size_t)n * c * es);
     if (!is_f32(s)) { /* the f32 values the 16-bit operands are widened into, and the loss scaler */
         const size_t wmax = (size_t)(h > c ? h : c);
-        s->w0 = alloc(t, SL_MEM_OTHER, (size_t)n * wmax * f4);
-        s->w1 = alloc(t, SL_MEM_OTHER, (size_t)n * wmax * f4);
-        s->bias32 = alloc(t, SL_MEM_OTHER, wmax * f4);
+        s->w0 = sl_train_alloc(t, SL_MEM_OTHER, (size_t)n * wmax * f4);
+        s->w1 = sl_train_alloc(t, SL_MEM_OTHER, (size_t)n * wmax * f4);
+        s->bias32 = sl_train_alloc(t, SL_MEM_OTHER, wmax * f4);
         sl_train_mixed_init(&s->ms, s->dt);
     }
 }
@@ -757,18 +709,12 @@ static void require_gather_scatter(sl_ctx *ctx, int needed, const char *what, co
 }
 
 /* --model gpt: every block split over t ranks by heads (tp_gpt.h), the embedding and head by
- * the vocabulary; plain and overlap. */
+ * the vocabulary; plain and overlap, seqpar when asked for. */
 static void validate_gpt(sl_ctx *ctx)
 {
     const int P = ctx->nranks;
     const sl_gpt_shape g = sl_gpt_resolve(&sl_gpt_opt);
-    if (opt_overlap || opt_seqpar) {
-        if (opt_variants != ~0u)
-            sl_usage_error("--overlap/--sequence-parallel: give the variants either by these flags or by --variants");
-        opt_variants = (opt_overlap ? 1u << V_OVERLAP : 0) | (opt_seqpar ? 1u << V_SEQPAR : 0);
-    } else if (opt_variants == ~0u) {
-        opt_variants = (1u << V_PLAIN) | (1u << V_OVERLAP); /* seqpar when asked for */
-    }
+    if (opt_variants == ~0u) opt_variants = (1u << V_PLAIN) | (1u << V_OVERLAP);
     const int seqpar = (opt_variants & (1u << V_SEQPAR)) != 0;
     require_gather_scatter(ctx, seqpar, "seqpar", "or leave seqpar out of --variants");
     require_gather_scatter(ctx, opt_no_vocab_parallel, "--no-vocab-parallel", "or leave it out");
@@ -815,16 +761,16 @@ static void validate_gpt(sl_ctx *ctx)
 static void validate(sl_ctx *ctx)
 {
     const int P = ctx->nranks;
-    if (sl_gpt_selected()) {
-        validate_gpt(ctx);
-        return;
-    }
-    if (opt_no_vocab_parallel)
+    if (opt_no_vocab_parallel && !sl_gpt_selected())
         sl_usage_error("--no-vocab-parallel: the GPT's LM head; give --model gpt (the MLP blocks have no vocabulary)");
     if (opt_overlap || opt_seqpar) {
         if (opt_variants != ~0u)
             sl_usage_error("--overlap/--sequence-parallel: give the variants either by these flags or by --variants");
         opt_variants = (opt_overlap ? 1u << V_OVERLAP : 0) | (opt_seqpar ? 1u << V_SEQPAR : 0);
+    }
+    if (sl_gpt_selected()) {
+        validate_gpt(ctx);
+        return;
     }
     require_gather_scatter(ctx, (opt_variants & (1u << V_SEQPAR)) != 0, "seqpar", "or leave seqpar out of --variants");
     const long long h = opt_hidden, f = opt_hidden * opt_ffn;
@@ -939,9 +885,7 @@ static void reference(sl_train *t, float *params, double *losses)
 static const sl_technique megatron = {
     .program = {.name = "megatron_mlp", .extra = mm_opts, .validate = validate,
                 .summary = "Megatron tensor-parallel MLP blocks (column- then row-parallel, f/g), x data parallelism",
-                .uses = SL_USES_BACKEND | SL_USES_COLL | SL_USES_DTYPE,
-                .dtypes = (1u << SL_F32) | (1u << SL_F16) | (1u << SL_BF16), .default_dtype = SL_F32,
-                .colls = (1u << SL_NCOLLS) - 1, .default_coll = SL_COLL_RING,
+                SL_TRAIN_PROGRAM_USES, .default_coll = SL_COLL_RING,
                 .default_iters = 5, .default_warmup = 2},
     .variants = variant_names, .nvariants = NVARIANTS, .variant_mask = &opt_variants,
     .setup = setup, .step = step, .free = release,
@@ -956,8 +900,6 @@ static const sl_technique megatron = {
      * replicas' gradient sum, one rounding per hop, at most t - 1 + d - 1 <= 3 hops in the
      * tests), a few u of the partial sums per step, and the bounds are 4u of the weights over the steps of a test or a lab run. */
     .mixed_variants = (1u << NVARIANTS) - 1,
-    .tol_mixed_sgd_max = {[SL_F16] = SL_TRAIN_TOL_MIXED_SGD_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_SGD_BF16},
-    .tol_mixed_adamw_l2 = {[SL_F16] = SL_TRAIN_TOL_MIXED_ADAMW_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_ADAMW_BF16},
     .columns = columns, .ncolumns = (int)(sizeof columns / sizeof columns[0]),
 };
 

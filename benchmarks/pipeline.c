@@ -256,19 +256,12 @@ static void init_weights(sl_train *t, stage *st)
     if (st->master) sl_k_cast(t->be, st->nparams, st->master, SL_F32, st->params, t->dtype, NULL);
 }
 
-static void setup_stage(sl_train *t, stage *st, const geometry *g, int sched, int s, int first_rep, int nrep, int d)
+/* Stage s's chunks in geometry g (global chunk c·p + s for c < v): their layers, offsets in the
+ * stage's flat vector and sizes, their total into st->nparams. */
+static void place_chunks(const sl_mlp *m, const geometry *g, int s, stage *st)
 {
-    const sl_mlp *m = t->m;
-    memset(st, 0, sizeof *st);
-    st->g = *g;
-    st->sched = sched;
-    st->s = s;
-    st->first_rep = first_rep;
-    st->nrep = nrep;
-    st->d = d;
-    st->es = sl_dtype_size(t->dtype);
-    sl_compute_clock_init(&st->clock, SL_COMPUTE_MLP_PIECES, progress, st);
     st->nchunks = g->v;
+    st->nparams = 0;
     for (int c = 0; c < g->v; c++) {
         chunk *ch = &st->ch[c];
         ch->global = c * g->p + s;
@@ -282,6 +275,21 @@ static void setup_stage(sl_train *t, stage *st, const geometry *g, int sched, in
         ch->count = sl_mlp_range_size(m, ch->l0, ch->l1);
         st->nparams += ch->count;
     }
+}
+
+static void setup_stage(sl_train *t, stage *st, const geometry *g, int sched, int s, int first_rep, int nrep, int d)
+{
+    const sl_mlp *m = t->m;
+    memset(st, 0, sizeof *st);
+    st->g = *g;
+    st->sched = sched;
+    st->s = s;
+    st->first_rep = first_rep;
+    st->nrep = nrep;
+    st->d = d;
+    st->es = sl_dtype_size(t->dtype);
+    sl_compute_clock_init(&st->clock, SL_COMPUTE_MLP_PIECES, progress, st);
+    place_chunks(m, g, s, st);
     st->last = st->ch[g->v - 1].global == g->p * g->v - 1;
     st->params = sl_k_malloc(t->be, SL_MEM_PARAMS, st->nparams * st->es + 1);
     st->grads = sl_k_malloc(t->be, SL_MEM_GRADS, st->nparams * st->es + 1);
@@ -853,22 +861,12 @@ static void gather_weights(sl_train *t, float *full)
     if (t->rank != 0) return;
     for (int s = 0; s < pp->p; s++) {
         stage other;
-        geometry g = st->g;
-        memset(&other, 0, sizeof other);
-        other.nchunks = g.v;
-        size_t n = 0;
-        for (int c = 0; c < g.v; c++) {
-            chunk *ch = &other.ch[c];
-            ch->global = c * g.p + s;
-            chunk_model_layers(ch->global, g.p * g.v, &ch->l0, &ch->l1);
-            ch->off = n;
-            ch->count = sl_mlp_range_size(t->m, ch->l0, ch->l1);
-            n += ch->count;
-        }
+        place_chunks(t->m, &st->g, s, &other);
+        const size_t n = other.nparams;
         float *host = sl_alloc(SL_MEM_OTHER, n * sizeof(float) + 1);
         if (s == 0) sl_k_memcpy(t->be, host, st->master ? st->master : st->params, n * sizeof(float), SL_K_D2H);
         else SL_CHECK_MPI(MPI_Recv(host, (int)n, MPI_FLOAT, s, 77, world, MPI_STATUS_IGNORE));
-        for (int c = 0; c < g.v; c++)
+        for (int c = 0; c < other.nchunks; c++)
             memcpy(full + t->m->w_off[other.ch[c].l0], host + other.ch[c].off, other.ch[c].count * sizeof(float));
         sl_free(host);
     }
@@ -1239,19 +1237,16 @@ static void pm_schedule(const sl_train *t, sl_pm_sched *sc)
     for (int s = 0; s < p; s++) {
         const op *list = ops + (size_t)s * cap;
         const int hi = pipedream ? lo + 2 * g->m : n[s];
-        size_t nparams = 0;
-        int l0[MAX_CHUNKS], l1[MAX_CHUNKS];
-        for (int c = 0; c < g->v; c++) {
-            chunk_model_layers(c * p + s, G, &l0[c], &l1[c]);
-            nparams += sl_mlp_range_size(t->m, l0[c], l1[c]);
-        }
+        stage cs; /* stage s's chunks */
+        place_chunks(t->m, g, s, &cs);
+        const size_t nparams = cs.nparams;
         sl_pm_lane(sc, s);
         for (int i = lo; i < hi && i < n[s]; i++) /* the data, loaded before the list runs */
             if (list[i].kind == 'F' && list[i].chunk == 0 && s == 0) sl_pm_load(t, sc, mb_rows(t, me, list[i].mb % g->m));
         for (int i = lo; i < hi && i < n[s]; i++) {
             const op *o = &list[i];
             const int c = o->chunk, gc = c * p + s, rows = mb_rows(t, me, o->mb % g->m);
-            const double in = (double)sl_acts_io_bytes(t, l0[c], rows);
+            const double in = (double)sl_acts_io_bytes(t, cs.ch[c].l0, rows);
             /* a neighbour's message: waited for unless an earlier step of the stream sent it */
             const int from = o->kind == 'F' ? gc - 1 : gc + 1;
             if (from >= 0 && from < G && (o->kind == 'F' || gc < G - 1)) {
@@ -1262,21 +1257,22 @@ static void pm_schedule(const sl_train *t, sl_pm_sched *sc)
             if (o->kind == 'F') {
                 if (pipedream && c == 0 && s < p - 1) sl_pm_bytes(sc, 2.0 * (double)nparams * es); /* the stash */
                 sl_pm_bytes(sc, 2.0 * in);
-                for (int l = l0[c]; l < l1[c]; l++) sl_pm_layer_forward(t, sc, l, rows);
+                for (int l = cs.ch[c].l0; l < cs.ch[c].l1; l++) sl_pm_layer_forward(t, sc, l, rows);
                 if (gc == G - 1) sl_pm_loss(t, sc, rows);
                 if (opt_recompute) sl_pm_bytes(sc, 2.0 * in);
                 if (gc < G - 1)
                     sl_pm_send(sc, (gc + 1) % p, pm_tag(g, o->mb, gc + 1, 0),
-                               (double)boundary_elems(t, me, l1[c], rows));
+                               (double)boundary_elems(t, me, cs.ch[c].l1, rows));
                 continue;
             }
             if (opt_recompute) {
                 sl_pm_bytes(sc, 2.0 * in);
-                for (int l = l0[c]; l < l1[c]; l++) sl_pm_layer_forward(t, sc, l, rows);
+                for (int l = cs.ch[c].l0; l < cs.ch[c].l1; l++) sl_pm_layer_forward(t, sc, l, rows);
             }
-            for (int l = l1[c] - 1; l >= l0[c]; l--) sl_pm_layer_backward(t, sc, l, rows);
+            for (int l = cs.ch[c].l1 - 1; l >= cs.ch[c].l0; l--) sl_pm_layer_backward(t, sc, l, rows);
             if (gc > 0)
-                sl_pm_send(sc, (gc - 1) % p, pm_tag(g, o->mb, gc - 1, 1), (double)boundary_elems(t, me, l0[c], rows));
+                sl_pm_send(sc, (gc - 1) % p, pm_tag(g, o->mb, gc - 1, 1),
+                           (double)boundary_elems(t, me, cs.ch[c].l0, rows));
             if (pipedream) {
                 if (pp->d > 1) sl_pm_comm(sc, SL_PM_ALLREDUCE, (double)nparams);
                 sl_pm_optimizer(t, sc, nparams);
@@ -1313,14 +1309,10 @@ static const sl_column columns[] = {
 static const sl_technique pipeline = {
     .program = {.name = "pipeline", .extra = pipe_opts, .validate = validate,
                 .summary = "pipeline parallelism: GPipe, 1F1B, interleaved 1F1B, PipeDream (weight stashing)",
-                .uses = SL_USES_BACKEND | SL_USES_COLL | SL_USES_DTYPE, .colls = (1u << SL_NCOLLS) - 1,
-                .default_coll = SL_COLL_MPI, .default_iters = 10, .default_warmup = 2,
-                .dtypes = (1u << SL_F32) | (1u << SL_F16) | (1u << SL_BF16), .default_dtype = SL_F32},
+                SL_TRAIN_PROGRAM_USES, .default_coll = SL_COLL_MPI, .default_iters = 10, .default_warmup = 2},
     /* every schedule trains in f16/bf16 (pipedream: checked against its own simulation, in the
      * run's dtype, with the same tolerances: reference() says why) */
     .mixed_variants = (1u << S_GPIPE) | (1u << S_1F1B) | (1u << S_INTERLEAVED) | (1u << S_PIPEDREAM),
-    .tol_mixed_sgd_max = {[SL_F16] = SL_TRAIN_TOL_MIXED_SGD_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_SGD_BF16},
-    .tol_mixed_adamw_l2 = {[SL_F16] = SL_TRAIN_TOL_MIXED_ADAMW_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_ADAMW_BF16},
     .variants = schedule_names, .nvariants = NSCHEDULES, .variant_mask = &opt_schedules,
     .data_ranks = data_ranks, .setup = setup, .step = step, .free = release,
     .weights = weights, .gather_weights = gather_weights, .reference = reference,

@@ -410,15 +410,11 @@ static sl_technique vdnn = {
                 .summary = "vDNN: activations offloaded to pinned host memory after forward and fetched (or "
                            "prefetched) for backward; peak device bytes and bytes moved against the model. "
                            "--model conv: a conv stack (--layers convolutions, --channels, --image)",
-                .uses = SL_USES_BACKEND | SL_USES_COLL | SL_USES_DTYPE, .colls = (1u << SL_NCOLLS) - 1,
-                .dtypes = (1u << SL_F32) | (1u << SL_F16) | (1u << SL_BF16), .default_dtype = SL_F32,
-                .default_coll = SL_COLL_MPI, .default_iters = 5, .default_warmup = 1,
+                SL_TRAIN_PROGRAM_USES, .default_coll = SL_COLL_MPI, .default_iters = 5, .default_warmup = 1,
                 .extra = vd_opts, .validate = validate},
     .variants = variant_names, .nvariants = NVARIANTS, .variant_mask = &run_mask,
     .mixed_variants = ~0u,
     .trains_gpt = 1,
-    .tol_mixed_sgd_max = {[SL_F16] = SL_TRAIN_TOL_MIXED_SGD_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_SGD_BF16},
-    .tol_mixed_adamw_l2 = {[SL_F16] = SL_TRAIN_TOL_MIXED_ADAMW_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_ADAMW_BF16},
     .setup = setup, .step = step, .weights = weights, .free = release,
     .check = check, .row = row, .cannot_run = cannot_run, .schedule = schedule,
     .columns = columns, .ncolumns = (int)(sizeof columns / sizeof columns[0]),

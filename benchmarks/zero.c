@@ -762,8 +762,6 @@ static sl_technique zero_technique = {
     .setup = setup, .step = step, .weights = weights, .gather_weights = gather_weights, .free = release,
     .memory_model = memory_model, .bytes_model = bytes_model, .schedule = schedule, .row = row,
     .sums_loss = 1, .mixed_variants = (1u << NSTAGES) - 1,
-    .tol_mixed_sgd_max = {[SL_F16] = SL_TRAIN_TOL_MIXED_SGD_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_SGD_BF16},
-    .tol_mixed_adamw_l2 = {[SL_F16] = SL_TRAIN_TOL_MIXED_ADAMW_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_ADAMW_BF16},
     .columns = columns, .ncolumns = (int)(sizeof columns / sizeof columns[0]),
 };
 

@@ -61,12 +61,6 @@ void sl_pm_bytes(sl_pm_sched *s, double bytes)
     if (e) e->amount = bytes;
 }
 
-void sl_pm_idle(sl_pm_sched *s, double seconds)
-{
-    sl_pm_event *e = push(s, SL_PM_EV_IDLE);
-    if (e) e->amount = seconds;
-}
-
 int sl_pm_start(sl_pm_sched *s, sl_pm_op op, double count)
 {
     sl_pm_event *e = push(s, SL_PM_EV_START);
@@ -232,8 +226,6 @@ sl_pm_pred sl_pm_predict(const sl_pm_sched *s, const sl_pm_prims *p)
                 } else if (e->kind == SL_PM_EV_BYTES) {
                     const double d = e->amount / p->bw;
                     r->bytes += d, ls->now += d;
-                } else if (e->kind == SL_PM_EV_IDLE) {
-                    r->idle += e->amount, ls->now += e->amount;
                 } else if (e->kind == SL_PM_EV_START) {
                     const double d = sl_pm_group_op_seconds(p, e->group, e->op, e->amount);
                     double *free_at = &ls->comm_free[e->op == SL_PM_H2D];

@@ -76,7 +76,7 @@ typedef struct sl_pm_prims {
                                        whatever `background` says (SL_PM_H2D: a copy engine) */
 } sl_pm_prims;
 
-typedef enum { SL_PM_EV_GEMM, SL_PM_EV_BYTES, SL_PM_EV_START, SL_PM_EV_WAIT, SL_PM_EV_IDLE, SL_PM_EV_RECV } sl_pm_ev_kind;
+typedef enum { SL_PM_EV_GEMM, SL_PM_EV_BYTES, SL_PM_EV_START, SL_PM_EV_WAIT, SL_PM_EV_RECV } sl_pm_ev_kind;
 typedef struct sl_pm_event {
     sl_pm_ev_kind kind;
     int shape;          /* GEMM: index in the schedule's shapes */
@@ -105,8 +105,6 @@ typedef struct sl_pm_sched {
 void sl_pm_init(sl_pm_sched *s, sl_dtype dt);
 void sl_pm_gemm(sl_pm_sched *s, int ta, int tb, int m, int n, int k, int beta, double count);
 void sl_pm_bytes(sl_pm_sched *s, double bytes);
-/* Seconds this rank waits for another's compute (a pipeline stage's peer). */
-void sl_pm_idle(sl_pm_sched *s, double seconds);
 int sl_pm_start(sl_pm_sched *s, sl_pm_op op, double count);
 void sl_pm_wait(sl_pm_sched *s, int id);
 void sl_pm_comm(sl_pm_sched *s, sl_pm_op op, double count);

@@ -177,7 +177,7 @@ typedef struct sl_technique {
      * driver runs every collective x variant with t->dtype set, the check's reference is
      * sl_train_serial_mixed in that dtype, with the technique's tolerances for that dtype
      * (SGD: largest element difference; AdamW: L2, in units of lr / rms(reference weights);
-     * both required then). */
+     * 0: the layer's data-parallel bounds, SL_TRAIN_TOL_MIXED_* below). */
     double tol_mixed_sgd_max[SL_NDTYPES], tol_mixed_adamw_l2[SL_NDTYPES];
     unsigned mixed_variants; /* the variants that train in f16/bf16; the others in f32 only */
     unsigned mixed_only_variants; /* of those, the ones that do not run in f32 (a loss scaler or
@@ -305,6 +305,12 @@ typedef struct sl_technique {
     int ncolumns;
 } sl_technique;
 
+/* What a training program's sl_program takes unless it says otherwise: -B, every collective of
+ * -C, and -d f32 (the default), f16 or bf16. */
+#define SL_TRAIN_PROGRAM_USES                                                                       \
+    .uses = SL_USES_BACKEND | SL_USES_COLL | SL_USES_DTYPE, .colls = (1u << SL_NCOLLS) - 1,            \
+    .dtypes = (1u << SL_F32) | (1u << SL_F16) | (1u << SL_BF16), .default_dtype = SL_F32
+
 /* Columns every training table shows, for a technique's column list: which run, the step and
  * its phases, the throughput and scaling; the bytes per step beside their model; the check. */
 #define SL_TRAIN_COLUMNS_RUN                                                                        \
@@ -408,6 +414,9 @@ void sl_train_span(sl_train *t, sl_phase p, const char *name, double t0, double 
 /* A blocking communication that began at t0 and has just returned: comm and exposed alike,
  * from one reading of the clock, on the trace as `name`. Returns its seconds. */
 double sl_train_blocking(sl_train *t, const char *name, double t0);
+/* Compute begun at t0 and just issued: the backend synced (so that the span holds the kernels'
+ * time, not their launch), then t0 to now in phase compute, on the trace as `name`. */
+void sl_train_compute_span(sl_train *t, const char *name, double t0);
 
 /* Model pieces with phases recorded ------------------------------------------------------- */
 
@@ -476,6 +485,16 @@ void sl_train_mixed_init(sl_train_mixed_state *ms, sl_dtype dt);
  * scaler. Returns 1 when the step is applied, with *o the optimizer for it (the step count
  * of the steps applied so far), 0 when every rank skips it. Collective. */
 int sl_train_mixed_decide(sl_train *t, sl_train_mixed_state *ms, int mine, sl_optim *o);
+/* The optimizer step of such a technique, over its n elements: in f32, sl_train_optimize of params
+ * (the weights themselves) from grads; in 16 bits, the gradient g (t->dtype, scaled by ms's scale)
+ * unscaled into grads (f32), the decision (sl_train_mixed_decide: the overflow flag OR-ed over
+ * every rank, so that a model split over ranks steps all its parts or none) and, when the step is
+ * applied, the optimizer on the f32 master params and the weights w (t->dtype) cast from it.
+ * Returns 1 when the step was applied (always in f32), 0 when every rank skipped it. A slice
+ * [off, off + n) of a larger vector is stepped with every pointer offset to it. Collective in
+ * 16 bits; phase compute. */
+int sl_train_mixed_step(sl_train *t, sl_train_mixed_state *ms, const void *g, float *grads, float *params,
+                        float *optim, void *w, size_t n);
 /* sl_train_scaler_row of the state. Collective. */
 void sl_train_mixed_row(sl_train *t, const sl_train_mixed_state *ms, sl_result *res);
 
@@ -505,6 +524,13 @@ float *sl_train_twin(sl_train *t, sl_mem_cat cat, size_t n);
 static inline float *sl_f32_at(float *p, size_t off) { return p ? p + off : NULL; }
 /* w[n] (t->dtype) as f32: w itself in f32, else widened into the f32 twin view. */
 const float *sl_train_widen(sl_train *t, const void *w, float *view, size_t n);
+/* For pieces that hold tensors in t->dtype and compute in f32, each result rounded once (in f32
+ * the tensor itself, and nothing to do; no sync): the f32 values of p[n] (p itself, else
+ * widened into the workspace ws); where an f32 result that ends in p is computed (p itself,
+ * else ws); that result r[n] rounded into p (nothing where r is p). */
+float *sl_train_f32(const sl_train *t, const void *p, float *ws, size_t n);
+static inline float *sl_train_result(const sl_train *t, void *p, float *ws) { return t->dtype == SL_F32 ? p : ws; }
+void sl_train_round(const sl_train *t, const float *r, void *p, size_t n);
 
 /* The activations of up to `rows` samples in t->dtype, the samples themselves (f32, as the task
  * makes them) and, in 16 bits, the f32 workspaces of the layers. */
@@ -706,5 +732,8 @@ long long sl_bit_differences(sl_backend be, size_t n, size_t es, const void *a, 
 void sl_share(size_t n, int parts, int p, size_t *lo, size_t *hi);
 /* A communication call that must succeed: anything but SL_COLL_OK is fatal, naming `what`. */
 void sl_train_coll_ok(int rc, const char *what);
+/* sl_k_malloc on t's backend under cat, one byte where bytes is 0 (a rank's empty slice still
+ * gets a buffer of its own, which sl_k_free takes like any other). */
+void *sl_train_alloc(sl_train *t, sl_mem_cat cat, size_t bytes);
 
 #endif

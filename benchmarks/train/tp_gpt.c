@@ -70,45 +70,29 @@ static sl_dropout drop_at(sl_train *t, int l, int site, size_t per_seq)
     return d;
 }
 
-static void compute_span(sl_train *t, const char *name, double t0)
-{
-    sl_k_sync(t->be);
-    sl_train_span(t, SL_PHASE_COMPUTE, name, t0, sl_now());
-}
-
 /* A layer norm's gain and bias (2C consecutive, dt) as f32. */
 static const float *ln_params(sl_train *t, mg *s, const void *wb)
 {
-    if (is_f32(s)) return wb;
-    sl_k_cast(t->be, 2 * (size_t)s->C, wb, s->dt, s->vec32, SL_F32, NULL);
-    return s->vec32;
+    return sl_train_f32(t, wb, s->vec32, 2 * (size_t)s->C);
 }
 
 /* out (N,OC) = inp (N,K) W^T (+ b, where given), summed in f32 and rounded into dt once. */
 static void lin_fwd(sl_train *t, mg *s, int K, int OC, const void *inp, const void *W, const void *b, void *out)
 {
     const int N = s->N;
-    float *r = is_f32(s) ? out : s->lin32;
+    float *r = sl_train_result(t, out, s->lin32);
     sl_k_gemm(t->be, 0, 1, N, OC, K, 1.0f, inp, K, W, K, 0.0f, r, OC, s->dt, SL_F32);
-    if (b) {
-        if (!is_f32(s)) sl_k_cast(t->be, (size_t)OC, b, s->dt, s->vec32, SL_F32, NULL);
-        sl_k_bias_add(t->be, N, OC, r, is_f32(s) ? b : s->vec32);
-    }
-    if (!is_f32(s)) sl_k_cast(t->be, (size_t)N * OC, r, SL_F32, out, s->dt, NULL);
+    if (b) sl_k_bias_add(t->be, N, OC, r, sl_train_f32(t, b, s->vec32, (size_t)OC));
+    sl_train_round(t, r, out, (size_t)N * OC);
 }
 
 /* z (Nl,C) += b: the row-parallel bias, once, after its all-reduce (or reduce-scatter). */
 static void bias_after(sl_train *t, mg *s, void *z, const void *b)
 {
     const size_t NC = (size_t)s->Nl * s->C;
-    if (is_f32(s)) {
-        sl_k_bias_add(t->be, s->Nl, s->C, z, b);
-        return;
-    }
-    sl_k_cast(t->be, NC, z, s->dt, s->lin32, SL_F32, NULL);
-    sl_k_cast(t->be, (size_t)s->C, b, s->dt, s->vec32, SL_F32, NULL);
-    sl_k_bias_add(t->be, s->Nl, s->C, s->lin32, s->vec32);
-    sl_k_cast(t->be, NC, s->lin32, SL_F32, z, s->dt, NULL);
+    float *r = sl_train_f32(t, z, s->lin32, NC);
+    sl_k_bias_add(t->be, s->Nl, s->C, r, sl_train_f32(t, b, s->vec32, (size_t)s->C));
+    sl_train_round(t, r, z, NC);
 }
 
 /* Rows [r0, r1) of dW (OC,K) += dout^T inp (f32). */
@@ -123,12 +107,7 @@ static void weight_grad_rows(sl_train *t, mg *s, int K, int OC, const void *dout
 /* db (OC) += the column sums of dout (f32). */
 static void bias_grad(sl_train *t, mg *s, int OC, const void *dout, float *db)
 {
-    if (is_f32(s)) {
-        sl_k_bias_grad(t->be, s->N, OC, dout, db);
-        return;
-    }
-    sl_k_cast(t->be, (size_t)s->N * OC, dout, s->dt, s->lin32, SL_F32, NULL);
-    sl_k_bias_grad(t->be, s->N, OC, s->lin32, db);
+    sl_k_bias_grad(t->be, s->N, OC, sl_train_f32(t, dout, s->lin32, (size_t)s->N * OC), db);
 }
 
 /* dinp (N,K) = dout W (dt). */
@@ -220,7 +199,7 @@ static const void *seq_gather(sl_train *t, mg *s, const void *shard, void *full,
     const double c0 = sl_now();
     sl_k_copy_block_cast(t->be, s->t, s->B, (int)slab, s->stage, s->dt, count, slab, full, s->dt, slab,
                          (size_t)s->T * s->C);
-    compute_span(t, "sequence parallel: permute", c0);
+    sl_train_compute_span(t, "sequence parallel: permute", c0);
     return full;
 }
 
@@ -236,7 +215,7 @@ static void seq_scatter(sl_train *t, mg *s, const void *full, void *shard, int r
     const double c0 = sl_now();
     sl_k_copy_block_cast(t->be, s->t, s->B, (int)slab, full, s->dt, slab, (size_t)s->T * s->C, s->stage, s->dt, count,
                          slab);
-    compute_span(t, "sequence parallel: permute", c0);
+    sl_train_compute_span(t, "sequence parallel: permute", c0);
     sl_k_sync(t->be);
     const unsigned long long b0 = sl_comm_bytes_sent(s->tp);
     const double t0 = sl_now();
@@ -280,7 +259,7 @@ static const void *colpar_backward(sl_train *t, mg *s, int K, int OC, const void
         weight_grad_rows(t, s, K, OC, dout, inp, dW, 0, OC);
         if (db) bias_grad(t, s, OC, dout, db);
         input_grad(t, s, K, OC, dout, W, dinp);
-        compute_span(t, what, t0);
+        sl_train_compute_span(t, what, t0);
         if (s->sp) {
             seq_scatter(t, s, dinp, s->dshard, region, name);
             return s->dshard;
@@ -289,7 +268,7 @@ static const void *colpar_backward(sl_train *t, mg *s, int K, int OC, const void
         return dinp;
     }
     input_grad(t, s, K, OC, dout, W, dinp);
-    compute_span(t, what, t0);
+    sl_train_compute_span(t, what, t0);
     const unsigned long long b0 = sl_comm_bytes_sent(s->tp);
     t0 = sl_now();
     sl_coll_req *req = NULL;
@@ -302,7 +281,7 @@ static const void *colpar_backward(sl_train *t, mg *s, int K, int OC, const void
         double c0 = sl_now();
         weight_grad_rows(t, s, K, OC, dout, inp, dW, (int)((long long)OC * p / PIECES),
                          (int)((long long)OC * (p + 1) / PIECES));
-        compute_span(t, what, c0);
+        sl_train_compute_span(t, what, c0);
         if (done) continue;
         c0 = sl_now();
         sl_train_coll_ok(sl_coll_test(req, &done), "sl_coll_test");
@@ -313,7 +292,7 @@ static const void *colpar_backward(sl_train *t, mg *s, int K, int OC, const void
     if (db) {
         const double c0 = sl_now();
         bias_grad(t, s, OC, dout, db);
-        compute_span(t, what, c0);
+        sl_train_compute_span(t, what, c0);
     }
     const double w0 = sl_now();
     sl_train_coll_ok(sl_coll_wait(req), "sl_coll_wait");
@@ -428,14 +407,14 @@ static void embedding_forward(sl_train *t, mg *s)
     void *look = s->sp ? s->dpart : s->res[1];
     double t0 = sl_now();
     sl_k_embedding_forward(t->be, s->dt, s->B, s->T, s->C, s->Vl + 1, s->tokl, s->w, s->zero_wpe, look);
-    compute_span(t, "embedding", t0);
+    sl_train_compute_span(t, "embedding", t0);
     if (s->sp) seq_scatter(t, s, look, s->res[1], MG_EMB, "embedding: reduce-scatter lookup");
     else allreduce(t, s, s->res[1], (size_t)s->N * C, s->dt, SL_OP_SUM, MG_EMB, "embedding: allreduce lookup");
     t0 = sl_now();
     const void *wpe = at(s, s->w, ((size_t)s->Vl + 1 + s->p0) * C);
     for (int b = 0; b < s->B; b++) sl_k_add(t->be, s->dt, slab, wpe, at(s, s->res[1], (size_t)b * slab));
     drop_tokens(t, s, 0, SL_DROP_EMBED, s->res[1], s->res[1]);
-    compute_span(t, "embedding", t0);
+    sl_train_compute_span(t, "embedding", t0);
 }
 
 /* res[l] -> res[l + 1], on the tokens held (Nl): the layer norms, the row-parallel biases, the
@@ -453,14 +432,14 @@ static void block_forward(sl_train *t, mg *s, int l)
     double t0 = sl_now();
     const float *ln = ln_params(t, s, P(s, l, SL_GPT_LN1W));
     sl_k_layernorm_forward(t->be, s->dt, Nl, C, x, ln, ln + C, k->ln1, k->m1, k->r1);
-    compute_span(t, "attention", t0);
+    sl_train_compute_span(t, "attention", t0);
     const void *in = s->sp ? seq_gather(t, s, k->ln1, s->full, MG_BLOCKS, "f: all-gather ln1") : k->ln1;
     t0 = sl_now();
     lin_fwd(t, s, C, 3 * Cl, in, P(s, l, SL_GPT_WQKV), P(s, l, SL_GPT_BQKV), k->qkv);
     attention(t, s, l, NULL, NULL);
     void *part = s->sp ? s->dpart : k->h;
     lin_fwd(t, s, Cl, C, k->atty, P(s, l, SL_GPT_WPROJ), NULL, part);
-    compute_span(t, "attention", t0);
+    sl_train_compute_span(t, "attention", t0);
     if (s->sp) seq_scatter(t, s, part, k->h, MG_BLOCKS, "g: reduce-scatter attention");
     else allreduce(t, s, k->h, NC, s->dt, SL_OP_SUM, MG_BLOCKS, "g: allreduce attention");
     t0 = sl_now();
@@ -469,21 +448,21 @@ static void block_forward(sl_train *t, mg *s, int l)
     sl_k_residual_forward(t->be, s->dt, NlC, x, k->h, k->h);
     ln = ln_params(t, s, P(s, l, SL_GPT_LN2W));
     sl_k_layernorm_forward(t->be, s->dt, Nl, C, k->h, ln, ln + C, k->ln2, k->m2, k->r2);
-    compute_span(t, "mlp", t0);
+    sl_train_compute_span(t, "mlp", t0);
     in = s->sp ? seq_gather(t, s, k->ln2, s->full, MG_BLOCKS, "f: all-gather ln2") : k->ln2;
     t0 = sl_now();
     lin_fwd(t, s, C, 4 * Cl, in, P(s, l, SL_GPT_WFC), P(s, l, SL_GPT_BFC), k->fc);
     sl_k_gelu_forward(t->be, s->dt, (size_t)N * 4 * Cl, k->fc, k->ge);
     part = s->sp ? s->dpart : out;
     lin_fwd(t, s, 4 * Cl, C, k->ge, P(s, l, SL_GPT_WFCPROJ), NULL, part);
-    compute_span(t, "mlp", t0);
+    sl_train_compute_span(t, "mlp", t0);
     if (s->sp) seq_scatter(t, s, part, out, MG_BLOCKS, "g: reduce-scatter mlp");
     else allreduce(t, s, out, NC, s->dt, SL_OP_SUM, MG_BLOCKS, "g: allreduce mlp");
     t0 = sl_now();
     bias_after(t, s, out, P(s, l, SL_GPT_BFCPROJ));
     drop_tokens(t, s, l, SL_DROP_RESID_MLP, out, out);
     sl_k_residual_forward(t->be, s->dt, NlC, k->h, out, out);
-    compute_span(t, "residual", t0);
+    sl_train_compute_span(t, "residual", t0);
 }
 
 /* --no-vocab-parallel: the group's logits (N, V/t) each all-gathered into the full (N, V) on
@@ -505,7 +484,7 @@ static double gathered_xent(sl_train *t, mg *s, float norm, float scale)
     const double loss = sl_k_softmax_xent(t->be, N, V, s->glog, s->tgt, s->gstage, norm * scale);
     sl_k_copy_block_cast(t->be, 1, N, Vl, s->gstage + (size_t)s->tr * Vl, SL_F32, 0, (size_t)V, s->dlog, SL_F32, 0,
                          (size_t)Vl);
-    compute_span(t, "head: cross-entropy (whole vocabulary)", t0);
+    sl_train_compute_span(t, "head: cross-entropy (whole vocabulary)", t0);
     return loss / scale; /* scale is a power of two: exact */
 }
 
@@ -522,11 +501,11 @@ static double head(sl_train *t, mg *s, float norm, float scale, void *dx)
     double t0 = sl_now();
     const float *ln = ln_params(t, s, at(s, s->w, s->lw[l]));
     sl_k_layernorm_forward(t->be, s->dt, Nl, C, s->res[l], ln, ln + C, s->lnf, s->mf, s->rf);
-    compute_span(t, "head", t0);
+    sl_train_compute_span(t, "head", t0);
     const void *in = s->sp ? seq_gather(t, s, s->lnf, s->full, MG_HEAD, "f: all-gather lnf") : s->lnf;
     t0 = sl_now();
     sl_k_gemm(t->be, 0, 1, N, Vl, C, 1.0f, in, C, whead, C, 0.0f, s->logits, Vl, s->dt, SL_F32);
-    compute_span(t, "head", t0);
+    sl_train_compute_span(t, "head", t0);
     const double loss = s->vgather && s->t > 1 ? gathered_xent(t, s, norm, scale) : parallel_xent(t, s, norm, scale);
     t0 = sl_now();
     const void *dl = s->dlog;
@@ -534,13 +513,13 @@ static double head(sl_train *t, mg *s, float norm, float scale, void *dx)
         sl_k_cast(t->be, (size_t)N * Vl, s->dlog, SL_F32, s->dlog16, s->dt, NULL);
         dl = s->dlog16;
     }
-    compute_span(t, "head", t0);
+    sl_train_compute_span(t, "head", t0);
     const void *dlnf = colpar_backward(t, s, C, Vl, dl, in, whead, s->dpart, gl + 2 * C, NULL, MG_HEAD,
                                        s->sp ? "f: reduce-scatter head dx" : "f: allreduce head dx", "head backward");
     t0 = sl_now();
     ln = ln_params(t, s, at(s, s->w, s->lw[l]));
     sl_k_layernorm_backward(t->be, s->dt, Nl, C, dlnf, s->res[l], ln, s->mf, s->rf, dx, gl, gl + C);
-    compute_span(t, "head", t0);
+    sl_train_compute_span(t, "head", t0);
     return loss;
 }
 
@@ -559,14 +538,14 @@ static void block_backward(sl_train *t, mg *s, int l, const void *dy, void *dx)
     /* MLP: through its dropout first (the mask again, into dh: free until ln2's backward) */
     const void *dmlp = dy;
     if (drop_tokens(t, s, l, SL_DROP_RESID_MLP, dy, s->dh)) dmlp = s->dh;
-    compute_span(t, "mlp backward", t0);
+    sl_train_compute_span(t, "mlp backward", t0);
     /* g backward: the identity (dy whole on every rank), or the all-gather of the shards */
     if (s->sp) dmlp = seq_gather(t, s, dmlp, s->full, MG_BLOCKS, "g: all-gather mlp dy");
     t0 = sl_now();
     lin_bwd(t, s, 4 * Cl, C, dmlp, k->ge, P(s, l, SL_GPT_WFCPROJ), s->dfc, G(s, l, SL_GPT_WFCPROJ),
             G(s, l, SL_GPT_BFCPROJ));
     sl_k_gelu_backward(t->be, s->dt, (size_t)N * 4 * Cl, k->fc, s->dfc, s->dfc);
-    compute_span(t, "mlp backward", t0);
+    sl_train_compute_span(t, "mlp backward", t0);
     const void *in = s->sp ? seq_gather(t, s, k->ln2, s->full, MG_REGATHER, "all-gather ln2 again") : k->ln2;
     const void *dln = colpar_backward(t, s, C, 4 * Cl, s->dfc, in, P(s, l, SL_GPT_WFC), s->dpart, G(s, l, SL_GPT_WFC),
                                       G(s, l, SL_GPT_BFC), MG_BLOCKS,
@@ -581,13 +560,13 @@ static void block_backward(sl_train *t, mg *s, int l, const void *dy, void *dx)
     const void *dattn = s->dh;
     if (drop_tokens(t, s, l, SL_DROP_RESID_ATTN, s->dh, s->sp ? s->dshard : s->dpart))
         dattn = s->sp ? s->dshard : s->dpart;
-    compute_span(t, "attention backward", t0);
+    sl_train_compute_span(t, "attention backward", t0);
     if (s->sp) dattn = seq_gather(t, s, dattn, s->full, MG_BLOCKS, "g: all-gather attention dy");
     t0 = sl_now();
     lin_bwd(t, s, Cl, C, dattn, k->atty, P(s, l, SL_GPT_WPROJ), s->datty, G(s, l, SL_GPT_WPROJ),
             G(s, l, SL_GPT_BPROJ));
     attention(t, s, l, s->datty, s->dqkv);
-    compute_span(t, "attention backward", t0);
+    sl_train_compute_span(t, "attention backward", t0);
     in = s->sp ? seq_gather(t, s, k->ln1, s->full, MG_REGATHER, "all-gather ln1 again") : k->ln1;
     dln = colpar_backward(t, s, C, 3 * Cl, s->dqkv, in, P(s, l, SL_GPT_WQKV), s->dpart, G(s, l, SL_GPT_WQKV),
                           G(s, l, SL_GPT_BQKV), MG_BLOCKS,
@@ -597,7 +576,7 @@ static void block_backward(sl_train *t, mg *s, int l, const void *dy, void *dx)
     sl_k_layernorm_backward(t->be, s->dt, Nl, C, dln, s->res[l], ln, k->m1, k->r1, dx, G(s, l, SL_GPT_LN1W),
                             G(s, l, SL_GPT_LN1B));
     sl_k_add(t->be, s->dt, NlC, s->dh, dx);
-    compute_span(t, "residual", t0);
+    sl_train_compute_span(t, "residual", t0);
 }
 
 /* dy (the tokens held; not kept) through the embedding's dropout; sequence parallel: the
@@ -608,7 +587,7 @@ static void embedding_backward(sl_train *t, mg *s, void *dy)
     const size_t C = (size_t)s->C;
     double t0 = sl_now();
     drop_tokens(t, s, 0, SL_DROP_EMBED, dy, dy);
-    compute_span(t, "embedding backward", t0);
+    sl_train_compute_span(t, "embedding backward", t0);
     const void *d = s->sp ? seq_gather(t, s, dy, s->full, MG_EMB, "embedding: all-gather dy") : dy;
     t0 = sl_now();
     /* this rank's rows, the zero row and wpe; the zero row's gradient (the other ranks'
@@ -616,7 +595,7 @@ static void embedding_backward(sl_train *t, mg *s, void *dy)
     sl_k_embedding_backward(t->be, s->dt, s->B, s->T, s->C, s->Vl + 1, s->tokl, d, s->grads,
                             s->grads + ((size_t)s->Vl + 1) * C);
     sl_k_memset0(t->be, s->grads + (size_t)s->Vl * C, C * sizeof(float));
-    compute_span(t, "embedding backward", t0);
+    sl_train_compute_span(t, "embedding backward", t0);
 }
 
 /* Sequence parallel: the layer norms' gradients (ln1, ln2 of each block, lnf; f32), each rank's
@@ -632,7 +611,7 @@ static void norms_allreduce(sl_train *t, mg *s)
         sl_k_memcpy(t->be, p + C2, G(s, l, SL_GPT_LN2W), b2, SL_K_D2D);
     }
     sl_k_memcpy(t->be, p, s->grads + s->lw[s->L + 1], b2, SL_K_D2D);
-    compute_span(t, "layer norms' gradients: pack", t0);
+    sl_train_compute_span(t, "layer norms' gradients: pack", t0);
     allreduce(t, s, s->normg, (4 * (size_t)s->L + 2) * s->C, SL_F32, SL_OP_SUM, MG_NORMS,
               "sequence parallel: allreduce layer norms' gradients");
     t0 = sl_now();
@@ -642,7 +621,7 @@ static void norms_allreduce(sl_train *t, mg *s)
         sl_k_memcpy(t->be, G(s, l, SL_GPT_LN2W), p + C2, b2, SL_K_D2D);
     }
     sl_k_memcpy(t->be, s->grads + s->lw[s->L + 1], p, b2, SL_K_D2D);
-    compute_span(t, "layer norms' gradients: unpack", t0);
+    sl_train_compute_span(t, "layer norms' gradients: unpack", t0);
 }
 
 /* The step ---------------------------------------------------------------------------------- */
@@ -657,7 +636,7 @@ void mg_step(sl_train *t)
     load(t, s);
     double t0 = sl_now();
     sl_k_memset0(t->be, s->grads, s->np * sizeof(float));
-    compute_span(t, "zero grads", t0);
+    sl_train_compute_span(t, "zero grads", t0);
     embedding_forward(t, s);
     for (int l = 1; l <= s->L; l++) block_forward(t, s, l);
     const double loss = head(t, s, sl_task_loss_norm(t->task, t->global_batch), scale, s->dres[0]);
@@ -669,29 +648,15 @@ void mg_step(sl_train *t)
     if (!is_f32(s)) { /* the gradient as the serial run keeps it: rounded into dt once */
         t0 = sl_now();
         sl_k_cast(t->be, s->np, s->grads, SL_F32, s->g, s->dt, NULL);
-        compute_span(t, "round grads", t0);
+        sl_train_compute_span(t, "round grads", t0);
     }
     allreduce(t, s, s->g, s->np, s->dt, SL_OP_SUM, MG_DP, "allreduce (replicas)");
-    if (is_f32(s)) {
-        sl_train_optimize(t, s->params, s->grads, s->optim, 0, s->np);
-    } else {
-        /* the overflow flag OR-ed over every rank: a group's slices are one model */
-        t0 = sl_now();
-        sl_k_cast(t->be, s->np, s->g, s->dt, s->grads, SL_F32, NULL);
-        const size_t bad = sl_k_scale_check(t->be, s->np, s->grads, 1.0f / scale);
-        sl_optim o;
-        if (sl_train_mixed_decide(t, &s->ms, bad > 0, &o)) {
-            sl_optim_step(t->be, &o, s->np, s->params, s->grads, s->optim);
-            sl_k_cast(t->be, s->np, s->params, SL_F32, s->w, s->dt, NULL);
-        }
-        compute_span(t, "unscale + optimizer (f32 master)", t0);
-    }
+    /* 16 bits: the overflow flag OR-ed over every rank, as a group's slices are one model */
+    sl_train_mixed_step(t, &s->ms, s->g, s->grads, s->params, s->optim, s->w, s->np);
     s->counting = 0;
 }
 
 /* Setup ------------------------------------------------------------------------------------- */
-
-static void *alloc(sl_train *t, sl_mem_cat cat, size_t bytes) { return sl_k_malloc(t->be, cat, bytes ? bytes : 1); }
 
 /* The bytes of category cat allocated so far in the backend's space (the driver's accounting). */
 static double held(sl_train *t, sl_mem_cat cat)
@@ -703,13 +668,13 @@ void mg_block_alloc(sl_train *t, const mg *s, mg_block *k, void *att)
 {
     const size_t f4 = sizeof(float), es = sl_dtype_size(s->dt), N = (size_t)s->N, Nl = (size_t)s->Nl;
     const size_t NlC = Nl * (size_t)s->C, NCl = N * (size_t)s->Cl;
-    k->ln1 = alloc(t, SL_MEM_ACTIV, NlC * es), k->qkv = alloc(t, SL_MEM_ACTIV, 3 * NCl * es);
-    k->att = att ? att : alloc(t, SL_MEM_ACTIV, (size_t)s->B * s->NHl * s->T * s->T * es);
-    k->atty = alloc(t, SL_MEM_ACTIV, NCl * es), k->h = alloc(t, SL_MEM_ACTIV, NlC * es);
-    k->ln2 = alloc(t, SL_MEM_ACTIV, NlC * es), k->fc = alloc(t, SL_MEM_ACTIV, 4 * NCl * es);
-    k->ge = alloc(t, SL_MEM_ACTIV, 4 * NCl * es);
-    k->m1 = alloc(t, SL_MEM_ACTIV, Nl * f4), k->r1 = alloc(t, SL_MEM_ACTIV, Nl * f4);
-    k->m2 = alloc(t, SL_MEM_ACTIV, Nl * f4), k->r2 = alloc(t, SL_MEM_ACTIV, Nl * f4);
+    k->ln1 = sl_train_alloc(t, SL_MEM_ACTIV, NlC * es), k->qkv = sl_train_alloc(t, SL_MEM_ACTIV, 3 * NCl * es);
+    k->att = att ? att : sl_train_alloc(t, SL_MEM_ACTIV, (size_t)s->B * s->NHl * s->T * s->T * es);
+    k->atty = sl_train_alloc(t, SL_MEM_ACTIV, NCl * es), k->h = sl_train_alloc(t, SL_MEM_ACTIV, NlC * es);
+    k->ln2 = sl_train_alloc(t, SL_MEM_ACTIV, NlC * es), k->fc = sl_train_alloc(t, SL_MEM_ACTIV, 4 * NCl * es);
+    k->ge = sl_train_alloc(t, SL_MEM_ACTIV, 4 * NCl * es);
+    k->m1 = sl_train_alloc(t, SL_MEM_ACTIV, Nl * f4), k->r1 = sl_train_alloc(t, SL_MEM_ACTIV, Nl * f4);
+    k->m2 = sl_train_alloc(t, SL_MEM_ACTIV, Nl * f4), k->r2 = sl_train_alloc(t, SL_MEM_ACTIV, Nl * f4);
 }
 
 void mg_block_free(sl_train *t, mg_block *k, const void *att)
@@ -717,12 +682,6 @@ void mg_block_free(sl_train *t, mg_block *k, const void *att)
     void *p[] = {k->ln1, k->qkv, k->att == att ? NULL : k->att, k->atty, k->h, k->ln2, k->fc, k->ge,
                  k->m1, k->r1, k->m2, k->r2};
     for (size_t i = 0; i < sizeof p / sizeof *p; i++) sl_k_free(t->be, p[i]);
-}
-
-void mg_setup(sl_train *t, int tp, int dp, int overlap)
-{
-    const mg_options o = {.overlap = overlap};
-    mg_setup_opts(t, tp, dp, &o);
 }
 
 void mg_setup_opts(sl_train *t, int tp, int dp, const mg_options *o)
@@ -756,12 +715,12 @@ void mg_setup_opts(sl_train *t, int tp, int dp, const mg_options *o)
 
     const size_t np = s->np, f4 = sizeof(float), es = sl_dtype_size(s->dt), N = (size_t)s->N, C = (size_t)s->C;
     const size_t Cl = (size_t)s->Cl, NC = N * C, NV = N * (size_t)s->Vl, Nl = (size_t)s->Nl, NlC = Nl * C;
-    s->params = alloc(t, SL_MEM_PARAMS, np * f4);
-    s->grads = alloc(t, SL_MEM_GRADS, np * f4);
-    s->optim = alloc(t, SL_MEM_OPTIM, (size_t)sl_optim_state_per_param(&t->optim) * np * f4);
+    s->params = sl_train_alloc(t, SL_MEM_PARAMS, np * f4);
+    s->grads = sl_train_alloc(t, SL_MEM_GRADS, np * f4);
+    s->optim = sl_train_alloc(t, SL_MEM_OPTIM, (size_t)sl_optim_state_per_param(&t->optim) * np * f4);
     mg_init_params(t->m, s, (uint64_t)sl_train_opt.seed);
-    s->w = is_f32(s) ? (void *)s->params : alloc(t, SL_MEM_PARAMS, np * es);
-    s->g = is_f32(s) ? (void *)s->grads : alloc(t, SL_MEM_GRADS, np * es);
+    s->w = is_f32(s) ? (void *)s->params : sl_train_alloc(t, SL_MEM_PARAMS, np * es);
+    s->g = is_f32(s) ? (void *)s->grads : sl_train_alloc(t, SL_MEM_GRADS, np * es);
     if (!is_f32(s)) {
         sl_k_cast(t->be, np, s->params, SL_F32, s->w, s->dt, NULL);
         sl_train_mixed_init(&s->ms, s->dt);
@@ -771,46 +730,47 @@ void mg_setup_opts(sl_train *t, int tp, int dp, const mg_options *o)
      * parts); the accounting's count of them is the row's measured activ_block */
     const double a0 = held(t, SL_MEM_ACTIV);
     for (int b = 0; b < s->L; b++) {
-        s->res[b + 1] = alloc(t, SL_MEM_ACTIV, NlC * es);
+        s->res[b + 1] = sl_train_alloc(t, SL_MEM_ACTIV, NlC * es);
         mg_block_alloc(t, s, &s->blk[b], NULL);
     }
     s->activ_block = s->L ? (held(t, SL_MEM_ACTIV) - a0) / s->L : 0;
-    s->res[s->L + 1] = alloc(t, SL_MEM_ACTIV, NlC * es);
-    s->lnf = alloc(t, SL_MEM_ACTIV, NlC * es);
-    s->mf = alloc(t, SL_MEM_ACTIV, Nl * f4), s->rf = alloc(t, SL_MEM_ACTIV, Nl * f4);
+    s->res[s->L + 1] = sl_train_alloc(t, SL_MEM_ACTIV, NlC * es);
+    s->lnf = sl_train_alloc(t, SL_MEM_ACTIV, NlC * es);
+    s->mf = sl_train_alloc(t, SL_MEM_ACTIV, Nl * f4), s->rf = sl_train_alloc(t, SL_MEM_ACTIV, Nl * f4);
     /* the tokens; the gradients between layers and the partial sums the group reduces */
-    s->tok = alloc(t, SL_MEM_DATA, N * sizeof(int32_t)), s->tgt = alloc(t, SL_MEM_DATA, N * sizeof(int32_t));
-    s->tokl = alloc(t, SL_MEM_DATA, N * sizeof(int32_t));
+    s->tok = sl_train_alloc(t, SL_MEM_DATA, N * sizeof(int32_t));
+    s->tgt = sl_train_alloc(t, SL_MEM_DATA, N * sizeof(int32_t));
+    s->tokl = sl_train_alloc(t, SL_MEM_DATA, N * sizeof(int32_t));
     s->htok = sl_alloc(SL_MEM_DATA, N * sizeof(int32_t) + 1), s->htgt = sl_alloc(SL_MEM_DATA, N * sizeof(int32_t) + 1);
-    s->dres[0] = alloc(t, SL_MEM_COMM, NlC * es), s->dres[1] = alloc(t, SL_MEM_COMM, NlC * es);
-    s->dpart = alloc(t, SL_MEM_COMM, NC * es);
-    s->rowmax = alloc(t, SL_MEM_COMM, N * f4), s->rowtgt = alloc(t, SL_MEM_COMM, N * f4);
-    s->rowsum = alloc(t, SL_MEM_COMM, N * f4);
+    s->dres[0] = sl_train_alloc(t, SL_MEM_COMM, NlC * es), s->dres[1] = sl_train_alloc(t, SL_MEM_COMM, NlC * es);
+    s->dpart = sl_train_alloc(t, SL_MEM_COMM, NC * es);
+    s->rowmax = sl_train_alloc(t, SL_MEM_COMM, N * f4), s->rowtgt = sl_train_alloc(t, SL_MEM_COMM, N * f4);
+    s->rowsum = sl_train_alloc(t, SL_MEM_COMM, N * f4);
     if (s->sp) {
-        s->full = alloc(t, SL_MEM_COMM, NC * es), s->stage = alloc(t, SL_MEM_COMM, NC * es);
-        s->dshard = alloc(t, SL_MEM_COMM, NlC * es);
-        s->normg = alloc(t, SL_MEM_COMM, (4 * (size_t)s->L + 2) * C * f4);
+        s->full = sl_train_alloc(t, SL_MEM_COMM, NC * es), s->stage = sl_train_alloc(t, SL_MEM_COMM, NC * es);
+        s->dshard = sl_train_alloc(t, SL_MEM_COMM, NlC * es);
+        s->normg = sl_train_alloc(t, SL_MEM_COMM, (4 * (size_t)s->L + 2) * C * f4);
     }
     /* the backward's scratch and the kernels' workspaces */
-    s->dh = alloc(t, SL_MEM_OTHER, NlC * es), s->dqkv = alloc(t, SL_MEM_OTHER, 3 * N * Cl * es);
-    s->datty = alloc(t, SL_MEM_OTHER, N * Cl * es), s->dfc = alloc(t, SL_MEM_OTHER, 4 * N * Cl * es);
-    s->zero_wpe = alloc(t, SL_MEM_OTHER, (size_t)s->T * C * es);
+    s->dh = sl_train_alloc(t, SL_MEM_OTHER, NlC * es), s->dqkv = sl_train_alloc(t, SL_MEM_OTHER, 3 * N * Cl * es);
+    s->datty = sl_train_alloc(t, SL_MEM_OTHER, N * Cl * es), s->dfc = sl_train_alloc(t, SL_MEM_OTHER, 4 * N * Cl * es);
+    s->zero_wpe = sl_train_alloc(t, SL_MEM_OTHER, (size_t)s->T * C * es);
     sl_k_memset0(t->be, s->zero_wpe, (size_t)s->T * C * es);
     const size_t widest = 4 * Cl > C ? 4 * Cl : C;
-    if (!is_f32(s)) s->lin32 = alloc(t, SL_MEM_OTHER, N * widest * f4);
-    s->vec32 = alloc(t, SL_MEM_OTHER, 4 * C * f4);
+    if (!is_f32(s)) s->lin32 = sl_train_alloc(t, SL_MEM_OTHER, N * widest * f4);
+    s->vec32 = sl_train_alloc(t, SL_MEM_OTHER, 4 * C * f4);
     /* the head's logits and their gradient (f32, and a 16-bit copy of the gradient), and with
      * --no-vocab-parallel the whole vocabulary's, gathered: counted as allocated */
     const double h0 = held(t, SL_MEM_OTHER);
-    if (!is_f32(s)) s->dlog16 = alloc(t, SL_MEM_OTHER, NV * es);
-    s->logits = alloc(t, SL_MEM_OTHER, NV * f4), s->dlog = alloc(t, SL_MEM_OTHER, NV * f4);
+    if (!is_f32(s)) s->dlog16 = sl_train_alloc(t, SL_MEM_OTHER, NV * es);
+    s->logits = sl_train_alloc(t, SL_MEM_OTHER, NV * f4), s->dlog = sl_train_alloc(t, SL_MEM_OTHER, NV * f4);
     if (s->vgather && s->t > 1) {
-        s->glog = alloc(t, SL_MEM_OTHER, N * (size_t)s->V * f4);
-        s->gstage = alloc(t, SL_MEM_OTHER, N * (size_t)s->V * f4);
+        s->glog = sl_train_alloc(t, SL_MEM_OTHER, N * (size_t)s->V * f4);
+        s->gstage = sl_train_alloc(t, SL_MEM_OTHER, N * (size_t)s->V * f4);
     }
     s->head_logit_bytes = held(t, SL_MEM_OTHER) - h0;
     if (t->be != SL_BACKEND_CPU) s->hlog = sl_alloc(SL_MEM_OTHER, (2 * NV + 3 * N) * f4);
-    s->attn_work = alloc(t, SL_MEM_OTHER, sl_k_attention_work_bytes(s->dt, s->B, s->NHl, s->T));
+    s->attn_work = sl_train_alloc(t, SL_MEM_OTHER, sl_k_attention_work_bytes(s->dt, s->B, s->NHl, s->T));
 }
 
 void mg_free(sl_train *t)
@@ -849,7 +809,7 @@ void mg_attention_again(sl_train *t, mg *s, int l)
 {
     const double t0 = sl_now();
     attention(t, s, l, NULL, NULL);
-    compute_span(t, "attention (recomputed)", t0);
+    sl_train_compute_span(t, "attention (recomputed)", t0);
 }
 double mg_head(sl_train *t, mg *s, float norm, float scale, void *dx) { return head(t, s, norm, scale, dx); }
 void mg_block_backward(sl_train *t, mg *s, int l, const void *dy, void *dx) { block_backward(t, s, l, dy, dx); }

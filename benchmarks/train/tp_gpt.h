@@ -93,7 +93,6 @@ void mg_init_params(const sl_mlp *m, mg *s, uint64_t seed);
 void mg_gather(sl_train *t, float *full);
 
 /* The step and its pieces (tp_gpt.c); overlap: the overlap variant (colpar_backward). */
-void mg_setup(sl_train *t, int tp, int dp, int overlap); /* mg_setup_opts with overlap only */
 void mg_setup_opts(sl_train *t, int tp, int dp, const mg_options *o);
 void mg_step(sl_train *t);
 void mg_free(sl_train *t);

@@ -171,6 +171,14 @@ train_check train_check_run(sl_train *t)
     return c;
 }
 
+double train_mixed_tol(const sl_technique *tech, sl_dtype dt, int adamw)
+{
+    const double own = adamw ? tech->tol_mixed_adamw_l2[dt] : tech->tol_mixed_sgd_max[dt];
+    if (own > 0 || (dt != SL_F16 && dt != SL_BF16)) return own;
+    if (adamw) return dt == SL_F16 ? SL_TRAIN_TOL_MIXED_ADAMW_F16 : SL_TRAIN_TOL_MIXED_ADAMW_BF16;
+    return dt == SL_F16 ? SL_TRAIN_TOL_MIXED_SGD_F16 : SL_TRAIN_TOL_MIXED_SGD_BF16;
+}
+
 void train_check_verdict(const sl_train *t, const train_check *c, sl_result *res)
 {
     const sl_weight_diff *d = &c->diff;
@@ -180,8 +188,7 @@ void train_check_verdict(const sl_train *t, const train_check *c, sl_result *res
                        : (t->tech->tol_sgd_max > 0 ? t->tech->tol_sgd_max : SL_TRAIN_TOL_SGD_MAX);
     if (t->dtype == SL_F32 && t->size == 1 && t->tech->exact_one_rank) tol = 0;
     if (t->dtype != SL_F32) /* the technique justifies them; AdamW's in units of lr / rms(w) */
-        tol = adamw ? t->tech->tol_mixed_adamw_l2[t->dtype] * t->optim.adamw.lr / c->ref_rms
-                    : t->tech->tol_mixed_sgd_max[t->dtype];
+        tol = train_mixed_tol(t->tech, t->dtype, adamw) * (adamw ? t->optim.adamw.lr / c->ref_rms : 1);
     /* A diverged reference fails the row first: its weights say nothing (SL_TRAIN_DIVERGED_RISE). */
     const double lr = adamw ? t->optim.adamw.lr : t->optim.sgd.lr;
     char lower[64] = "lower --lr"; /* and where the rate was not this model's default, say that */

@@ -28,8 +28,15 @@ typedef struct train_check {
 } train_check;
 /* Collective; the reference is computed on rank 0 at the first run of each global batch. */
 train_check train_check_run(sl_train *t);
+/* The check's bound for a 16-bit run in dt (SGD, or AdamW's in units of lr / rms(w_ref)): the
+ * technique's, else the layer's SL_TRAIN_TOL_MIXED_*; 0 for a dtype that has none. */
+double train_mixed_tol(const sl_technique *tech, sl_dtype dt, int adamw);
 void train_check_verdict(const sl_train *t, const train_check *c, sl_result *res);
 void train_references_free(void);
+
+/* Variant v is in mask (the variants asked for) and trains in dt (sl_train_main's rows, and
+ * --predict's). */
+int train_runs(const sl_technique *tech, unsigned mask, int v, sl_dtype dt);
 
 /* Ranks of nranks that train on data (the technique's .data_ranks, else all), and the global
  * batch of a run of variant on nranks (--batch per data rank, or in all: --scaling). */

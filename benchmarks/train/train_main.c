@@ -38,7 +38,7 @@ static void validate(sl_ctx *ctx)
     train_predict_validate(ctx, tech);
     for (int d = 0; d < SL_NDTYPES; d++) /* a technique's validate may choose the precision */
         if (d != SL_F32 && (ctx->opt.dtypes & (1u << d)) &&
-            !(tech->tol_mixed_sgd_max[d] > 0 && tech->tol_mixed_adamw_l2[d] > 0))
+            !(train_mixed_tol(tech, (sl_dtype)d, 0) > 0 && train_mixed_tol(tech, (sl_dtype)d, 1) > 0))
             SL_FATAL("%s: training in %s is asked for but the technique states no tolerance for it",
                      tech->program.name, sl_dtype_name((sl_dtype)d));
     unsigned mask = *tech->variant_mask;
@@ -52,8 +52,7 @@ static void validate(sl_ctx *ctx)
     }
 }
 
-/* Variant v asked for, in a precision it trains in. */
-static int runs(const sl_technique *tech, unsigned mask, int v, sl_dtype dt)
+int train_runs(const sl_technique *tech, unsigned mask, int v, sl_dtype dt)
 {
     if (!(mask & (1u << v))) return 0;
     if (tech->dtype_variants[dt]) return (tech->dtype_variants[dt] >> v) & 1;
@@ -166,11 +165,11 @@ int sl_train_main(const sl_technique *tech, int argc, char **argv)
             for (int c = 0; c < SL_NCOLLS; c++) {
                 if (!(ctx.opt.colls & (1u << c))) continue;
                 for (int v = 0; v < tech->nvariants; v++)
-                    if (runs(tech, mask, v, dt) && !((tech->p2p_variants >> v) & 1))
+                    if (train_runs(tech, mask, v, dt) && !((tech->p2p_variants >> v) & 1))
                         train_run_variant(&ctx, tech, v, dt, (sl_coll)c, &m, &task, &optim, baselines);
             }
             for (int v = 0; v < tech->nvariants; v++) /* point to point: once, whatever -C says */
-                if (runs(tech, mask, v, dt) && ((tech->p2p_variants >> v) & 1))
+                if (train_runs(tech, mask, v, dt) && ((tech->p2p_variants >> v) & 1))
                     train_run_variant(&ctx, tech, v, dt, SL_COLL_MPI, &m, &task, &optim, baselines);
         }
     }

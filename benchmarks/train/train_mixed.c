@@ -82,6 +82,26 @@ void sl_train_mixed_init(sl_train_mixed_state *ms, sl_dtype dt)
     sl_train_scaler(dt, &ms->sc);
 }
 
+int sl_train_mixed_step(sl_train *t, sl_train_mixed_state *ms, const void *g, float *grads, float *params,
+                        float *optim, void *w, size_t n)
+{
+    if (t->dtype == SL_F32) {
+        sl_train_optimize(t, params, grads, optim, 0, n);
+        return 1;
+    }
+    const double t0 = sl_now();
+    sl_k_cast(t->be, n, g, t->dtype, grads, SL_F32, NULL);
+    const size_t bad = sl_k_scale_check(t->be, n, grads, 1.0f / (float)ms->sc.scale); /* exact: powers of two */
+    sl_optim o;
+    const int applied = sl_train_mixed_decide(t, ms, bad > 0, &o);
+    if (applied) {
+        sl_optim_step(t->be, &o, n, params, grads, optim);
+        sl_k_cast(t->be, n, params, SL_F32, w, t->dtype, NULL);
+    }
+    sl_train_compute_span(t, "unscale + optimizer (f32 master)", t0);
+    return applied;
+}
+
 int sl_train_mixed_decide(sl_train *t, sl_train_mixed_state *ms, int mine, sl_optim *o)
 {
     const int found = sl_train_overflow_any(t, mine, &ms->overflow_steps);

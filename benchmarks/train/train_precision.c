@@ -26,6 +26,20 @@ float *sl_train_twin(sl_train *t, sl_mem_cat cat, size_t n)
     return t->dtype == SL_F32 ? NULL : sl_k_malloc(t->be, cat, n * sizeof(float));
 }
 
+float *sl_train_f32(const sl_train *t, const void *p, float *ws, size_t n)
+{
+    if (t->dtype == SL_F32) return (float *)p;
+    sl_k_cast(t->be, n, p, t->dtype, ws, SL_F32, NULL);
+    return ws;
+}
+
+void sl_train_round(const sl_train *t, const float *r, void *p, size_t n)
+{
+    if ((const void *)r == p) return;
+    if (t->dtype == SL_F32) sl_k_memcpy(t->be, p, r, n * sizeof(float), SL_K_D2D);
+    else sl_k_cast(t->be, n, r, SL_F32, p, t->dtype, NULL);
+}
+
 const float *sl_train_widen(sl_train *t, const void *w, float *view, size_t n)
 {
     if (t->dtype == SL_F32) return w;
@@ -208,8 +222,7 @@ const float *sl_train_unscale(sl_train *t, const void *g, float *g32, size_t n)
     const size_t bad = sl_k_scale_check(t->be, n, g32, 1.0f / (float)t->ms.sc.scale);
     t->nonfinite += bad;
     t->cnt.nonfinite += bad;
-    sl_k_sync(t->be);
-    sl_train_span(t, SL_PHASE_COMPUTE, "unscale, inf/NaN check", t0, sl_now());
+    sl_train_compute_span(t, "unscale, inf/NaN check", t0);
     return g32;
 }
 
@@ -258,12 +271,10 @@ void sl_train_apply(sl_train *t, void *w, float *master, const float *g32, float
         sl_k_cast(t->be, n, w, t->dtype, wide, SL_F32, NULL);
         sl_optim_step(t->be, &t->optim_now, n, wide, g32, state);
         t->cnt.lost_updates += sl_k_cast_update(t->be, t->dtype, n, wide, w);
-        sl_k_sync(t->be);
-        sl_train_span(t, SL_PHASE_COMPUTE, "optimizer (no master copy)", t0, sl_now());
+        sl_train_compute_span(t, "optimizer (no master copy)", t0);
         return;
     }
     sl_optim_step(t->be, &t->optim_now, n, master ? master : (float *)w, g32, state);
     if (master) sl_k_cast(t->be, n, master, SL_F32, w, t->dtype, NULL);
-    sl_k_sync(t->be);
-    sl_train_span(t, SL_PHASE_COMPUTE, "optimizer", t0, sl_now());
+    sl_train_compute_span(t, "optimizer", t0);
 }

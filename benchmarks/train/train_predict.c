@@ -30,13 +30,6 @@ static int ranks_given_n = -1; /* --predict-ranks' values as given, before the d
 
 static const long long default_ranks[] = {8, 16, 32, 64, 128, 256, 512, 1024};
 
-/* Variant v asked for, in a precision it trains in (as sl_train_main runs them). */
-static int runs(const sl_technique *tech, int v, sl_dtype dt)
-{
-    if (!(*tech->variant_mask & (1u << v))) return 0;
-    return dt == SL_F32 ? !((tech->mixed_only_variants >> v) & 1) : (tech->mixed_variants >> v) & 1;
-}
-
 void train_predict_validate(sl_ctx *ctx, const sl_technique *tech)
 {
     if (!train_predict_file) {
@@ -356,7 +349,8 @@ int train_predict_main(sl_ctx *ctx, const sl_technique *tech, const sl_mlp *m, s
             if (!p2p && !(ctx->opt.colls & (1u << c))) continue;
             const int algo = p2p ? SL_PMA_RING : sl_pm_platform_algo(&plat, sl_coll_name((sl_coll)c), err, sizeof err);
             for (int v = 0; v < tech->nvariants; v++) {
-                if (!runs(tech, v, (sl_dtype)d) || p2p != (int)((tech->p2p_variants >> v) & 1)) continue;
+                if (!train_runs(tech, *tech->variant_mask, v, (sl_dtype)d) || p2p != (int)((tech->p2p_variants >> v) & 1))
+                    continue;
                 for (int i = 0; i < train_predict_ranks.n; i++)
                     predict_one(ctx, tech, v, (sl_dtype)d, p2p ? SL_COLL_MPI : (sl_coll)c, p2p, algo,
                                 (int)train_predict_ranks.v[i], m, task, o, self);

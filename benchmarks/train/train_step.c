@@ -43,6 +43,14 @@ double sl_train_blocking(sl_train *t, const char *name, double t0)
     return t1 - t0;
 }
 
+void sl_train_compute_span(sl_train *t, const char *name, double t0)
+{
+    sl_k_sync(t->be);
+    sl_train_span(t, SL_PHASE_COMPUTE, name, t0, sl_now());
+}
+
+void *sl_train_alloc(sl_train *t, sl_mem_cat cat, size_t bytes) { return sl_k_malloc(t->be, cat, bytes ? bytes : 1); }
+
 void sl_share(size_t n, int parts, int p, size_t *lo, size_t *hi)
 {
     size_t base = n / (size_t)parts, extra = n % (size_t)parts, up = (size_t)p;
@@ -252,8 +260,7 @@ void sl_acts_load(sl_train *t, sl_acts *a, int first, int count)
     if (t->dtype == SL_F32) return; /* the input is the layers' */
     double t0 = sl_now();
     sl_mixed_input(&a->mx, a->x);
-    sl_k_sync(t->be);
-    sl_train_span(t, SL_PHASE_COMPUTE, "input (16-bit)", t0, sl_now());
+    sl_train_compute_span(t, "input (16-bit)", t0);
 }
 
 void sl_acts_forward(sl_train *t, sl_acts *a, const void *params, int l0, int l1,
@@ -274,8 +281,7 @@ double sl_acts_loss(sl_train *t, sl_acts *a)
     double t0 = sl_now();
     /* normalised over the global batch: micro-batches and ranks sum to its gradient */
     double loss = sl_mixed_loss(&a->mx, a->y, sl_task_loss_norm(t->task, t->global_batch), (float)t->ms.sc.scale);
-    sl_k_sync(t->be);
-    sl_train_span(t, SL_PHASE_COMPUTE, "loss", t0, sl_now());
+    sl_train_compute_span(t, "loss", t0);
     t->loss += loss;
     return loss;
 }
@@ -307,6 +313,5 @@ void sl_train_optimize(sl_train *t, float *params, const float *grads, float *st
     double t0 = sl_now();
     sl_optim so = sl_optim_for_step(&t->optim, t->step);
     sl_optim_step(t->be, &so, count, params + off, grads + off, state);
-    sl_k_sync(t->be);
-    sl_train_span(t, SL_PHASE_COMPUTE, "optimizer", t0, sl_now());
+    sl_train_compute_span(t, "optimizer", t0);
 }

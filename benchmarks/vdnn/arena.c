@@ -67,9 +67,3 @@ void arena_free(arena *a, void *p)
         }
     SL_FATAL("device arena: %p is not a live tensor", p);
 }
-
-void arena_reset_peaks(arena *a)
-{
-    memcpy(a->peak, a->live, sizeof a->peak);
-    a->peak_total = a->live_total;
-}

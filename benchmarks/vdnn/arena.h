@@ -40,6 +40,5 @@ void arena_close(arena *a);
  * model. */
 void *arena_alloc(arena *a, arena_cat cat, size_t bytes);
 void arena_free(arena *a, void *p);
-void arena_reset_peaks(arena *a);
 
 #endif

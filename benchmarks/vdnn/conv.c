@@ -88,26 +88,6 @@ void vd_conv_free(sl_train *t, vd *s)
     free(c);
 }
 
-/* The f32 view of tensor p (t->dtype): p itself in f32, else widened into ws. */
-static const float *wide(sl_train *t, const vd_conv *c, const void *p, float *ws)
-{
-    if (t->dtype == SL_F32) return p;
-    sl_k_cast(t->be, c->elems, p, t->dtype, ws, SL_F32, NULL);
-    return ws;
-}
-
-/* y (f32) rounded into dst (t->dtype); nothing in f32, where y is dst. */
-static void round_into(sl_train *t, const vd_conv *c, const float *y, void *dst)
-{
-    if (t->dtype != SL_F32) sl_k_cast(t->be, c->elems, y, SL_F32, dst, t->dtype, NULL);
-}
-
-static void compute_done(sl_train *t, const char *name, double t0)
-{
-    sl_k_sync(t->be);
-    sl_train_span(t, SL_PHASE_COMPUTE, name, t0, sl_now());
-}
-
 void vd_conv_widen(sl_train *t, vd *s, const void *params)
 {
     vd_conv *c = s->conv;
@@ -121,8 +101,7 @@ void vd_conv_load(sl_train *t, vd *s, void *x)
     const size_t plane = (size_t)c->g.h * c->g.w;
     hc_load(t->be, &c->g, (uint64_t)sl_train_opt.seed, sl_train_sample(t, t->lo), s->rows,
             (hc_rect){0, c->g.h, 0, c->g.w}, c->target, plane, (size_t)c->g.w);
-    if (t->dtype == SL_F32) sl_k_memcpy(t->be, x, c->target, c->elems * sizeof(float), SL_K_D2D);
-    else round_into(t, c, c->target, x);
+    sl_train_round(t, c->target, x, c->elems); /* f32: a copy */
     sl_k_sync(t->be);
     sl_train_span(t, SL_PHASE_DATA, "data", t0, sl_now());
 }
@@ -131,14 +110,14 @@ void vd_conv_forward(sl_train *t, vd *s, int l, const void *x, void *y)
 {
     vd_conv *c = s->conv;
     const double t0 = sl_now();
-    const float *x32 = wide(t, c, x, c->ws[0]);
-    float *y32 = t->dtype == SL_F32 ? y : c->ws[1];
+    const float *x32 = sl_train_f32(t, x, c->ws[0], c->elems);
+    float *y32 = sl_train_result(t, y, c->ws[1]);
     if (l % 2 == 0)
         sl_k_conv2d_forward(t->be, &c->cv, x32, c->w32 + (size_t)(l / 2) * hc_layer_params(&c->g), y32);
     else
         sl_k_act_forward(t->be, SL_ACT_RELU, c->elems, x32, y32);
-    round_into(t, c, y32, y);
-    compute_done(t, l % 2 ? "relu" : "conv", t0);
+    sl_train_round(t, y32, y, c->elems);
+    sl_train_compute_span(t, l % 2 ? "relu" : "conv", t0);
 }
 
 /* MSE against the image over the global batch, as hc_serial_backward: dL/d(output) times the
@@ -149,18 +128,19 @@ void vd_conv_loss(sl_train *t, vd *s, const void *out, void *dout)
     const double t0 = sl_now();
     const float scale = t->dtype == SL_F32 ? 1.0f : (float)t->ms.sc.scale;
     const float norm = 1.0f / ((float)t->global_batch * c->g.c * c->g.h * c->g.w);
-    float *d32 = t->dtype == SL_F32 ? dout : c->ws[1];
-    t->loss += sl_k_mse(t->be, c->elems, wide(t, c, out, c->ws[0]), c->target, d32, norm * scale) / scale;
-    round_into(t, c, d32, dout);
-    compute_done(t, "loss", t0);
+    float *d32 = sl_train_result(t, dout, c->ws[1]);
+    const float *out32 = sl_train_f32(t, out, c->ws[0], c->elems);
+    t->loss += sl_k_mse(t->be, c->elems, out32, c->target, d32, norm * scale) / scale;
+    sl_train_round(t, d32, dout, c->elems);
+    sl_train_compute_span(t, "loss", t0);
 }
 
 void vd_conv_backward(sl_train *t, vd *s, int l, const void *x, const void *dy, void *dx, void *grads)
 {
     vd_conv *c = s->conv;
     const double t0 = sl_now();
-    const float *x32 = wide(t, c, x, c->ws[0]), *dy32 = wide(t, c, dy, c->ws[1]);
-    float *dx32 = t->dtype == SL_F32 ? dx : c->ws[2];
+    const float *x32 = sl_train_f32(t, x, c->ws[0], c->elems), *dy32 = sl_train_f32(t, dy, c->ws[1], c->elems);
+    float *dx32 = sl_train_result(t, dx, c->ws[2]);
     if (l % 2) { /* ReLU'(z) from its input z */
         sl_k_act_backward(t->be, SL_ACT_RELU, c->elems, x32, dy32, dx32);
     } else {
@@ -171,8 +151,8 @@ void vd_conv_backward(sl_train *t, vd *s, int l, const void *x, const void *dy, 
         if (gw == c->gw32) sl_k_cast(t->be, lp, gw, SL_F32, sl_train_at(t, grads, off), t->dtype, NULL);
         if (dx) sl_k_conv2d_backward_data(t->be, &c->cv, dy32, c->w32 + off, dx32);
     }
-    if (dx) round_into(t, c, dx32, dx);
-    compute_done(t, l % 2 ? "relu backward" : "conv backward", t0);
+    if (dx) sl_train_round(t, dx32, dx, c->elems);
+    sl_train_compute_span(t, l % 2 ? "relu backward" : "conv backward", t0);
 }
 
 /* A convolution is one GEMM per image after im2col (kernels' cpu/conv.c): forward

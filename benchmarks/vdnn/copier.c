@@ -120,7 +120,6 @@ void copier_close(copier *c)
     free(c);
 }
 
-int copier_emulated(const copier *c) { return c->emulated; }
 
 int copier_start(copier *c, void *dst, const void *src, size_t bytes, sl_k_copy_kind kind)
 {

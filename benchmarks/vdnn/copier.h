@@ -27,8 +27,6 @@ typedef struct copier_step {
 /* maxcopies: copies (and waits) one step may issue. */
 copier *copier_open(sl_backend be, int maxcopies);
 void copier_close(copier *c);
-/* 1 when this is the cpu emulation (a thread), 0 on a device. */
-int copier_emulated(const copier *c);
 /* Queues a copy (kind SL_K_D2H or SL_K_H2D) that starts once the compute work queued so far is
  * done; returns its ticket. */
 int copier_start(copier *c, void *dst, const void *src, size_t bytes, sl_k_copy_kind kind);
