@@ -410,9 +410,7 @@ static const sl_technique parallel3d = {
     .program = {.name = "parallel3d", .extra = p3_opts, .validate = validate,
                 .summary = "3-D parallelism of the GPT: data x tensor (Megatron) x pipeline (1F1B, interleaved) on a "
                            "rank grid",
-                .uses = SL_USES_BACKEND | SL_USES_COLL | SL_USES_DTYPE,
-                .dtypes = (1u << SL_F32) | (1u << SL_F16) | (1u << SL_BF16), .default_dtype = SL_F32,
-                .colls = (1u << SL_NCOLLS) - 1, .default_coll = SL_COLL_RING,
+                SL_TRAIN_PROGRAM_USES, .default_coll = SL_COLL_RING,
                 .default_iters = 5, .default_warmup = 2},
     .variants = variant_names, .nvariants = NVARIANTS, .variant_mask = &opt_variants,
     .data_ranks = data_ranks, .setup = setup, .step = p3_step, .free = p3_release,
@@ -421,12 +419,10 @@ static const sl_technique parallel3d = {
     .weights = p3_weights, .gather_weights = p3_gather_weights, .reference = reference,
     .memory_model = p3_memory_model, .bytes_model = p3_bytes_model, .row = row, .check = p3_check,
     .trains_gpt = 1,
-    /* f16/bf16: the data-parallel bounds (sl_train.h), for the same reason as megatron_mlp's:
+    /* f16/bf16: the layer's default (data-parallel) bounds (sl_train.h), for the same reason as megatron_mlp's:
      * the run and serial training differ in where 16-bit sums are rounded (the group's partial
      * sums, the replicas' gradient sum: one rounding per hop) */
     .mixed_variants = (1u << NVARIANTS) - 1,
-    .tol_mixed_sgd_max = {[SL_F16] = SL_TRAIN_TOL_MIXED_SGD_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_SGD_BF16},
-    .tol_mixed_adamw_l2 = {[SL_F16] = SL_TRAIN_TOL_MIXED_ADAMW_F16, [SL_BF16] = SL_TRAIN_TOL_MIXED_ADAMW_BF16},
     .columns = columns, .ncolumns = (int)(sizeof columns / sizeof columns[0]),
 };
 

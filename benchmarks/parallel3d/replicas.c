@@ -12,7 +12,7 @@ void p3_grads_zero(sl_train *t, p3 *q)
     q->dp_sent0 = sl_comm_bytes_sent(s->dp);
     const double t0 = sl_now();
     sl_k_memset0(t->be, s->grads, q->npad * sizeof(float));
-    compute_span(t, "zero grads", t0);
+    sl_train_compute_span(t, "zero grads", t0);
 }
 
 /* --bucket-mb, in the stage's last backward: layer's gradient is complete; the bucket it ends
@@ -31,7 +31,7 @@ void p3_gradient_done(sl_train *t, p3 *q, int mb, int layer)
         if (!is_f32(q)) sl_k_cast(t->be, k->count, s->grads + k->off, SL_F32, g, s->dt, NULL);
         if (sl_test_corrupt() && q->d == q->D - 1) sl_k_scale(t->be, s->dt, k->count, g, 0.5);
         sl_k_sync(t->be);
-        compute_span(t, "round bucket", t0);
+        sl_train_compute_span(t, "round bucket", t0);
         q->bstart[b] = sl_now();
         sl_train_coll_ok(sl_coll_iallreduce(s->dp, g, g, k->count, s->dt, SL_OP_SUM, &q->breq[b]),
                          "sl_coll_iallreduce (replicas)");
@@ -101,7 +101,7 @@ void p3_update(sl_train *t, p3 *q)
         const double t0 = sl_now();
         if (in_grads) round_in_place(t, q);
         else sl_k_cast(t->be, q->npad, s->grads, SL_F32, s->g, s->dt, NULL);
-        compute_span(t, "round grads", t0);
+        sl_train_compute_span(t, "round grads", t0);
     }
     /* SL_TEST_CORRUPT=1 (the tests of the check): the last replica halves its gradients before
      * the sum (an average taken where a sum is due), a defect the serial reference does not share */
@@ -129,20 +129,10 @@ void p3_update(sl_train *t, p3 *q)
         if (q->zero) dp_coll(t, q, DP_REDUCE_SCATTER, send, g, q->S);
         else dp_coll(t, q, DP_ALLREDUCE, s->g, s->g, s->np);
     }
-    int stepped = 1;
-    if (is_f32(q)) {
-        sl_train_optimize(t, s->params, s->grads, s->optim, off, n);
-    } else {
-        const double t0 = sl_now();
-        sl_k_cast(t->be, n, g, s->dt, g32, SL_F32, NULL);
-        const size_t bad = sl_k_scale_check(t->be, n, g32, 1.0f / loss_scale(q));
-        sl_optim o;
-        stepped = sl_train_mixed_decide(t, &s->ms, bad > 0, &o);
-        if (stepped) {
-            sl_optim_step(t->be, &o, n, master, g32, s->optim);
-            sl_k_cast(t->be, n, master, SL_F32, w, s->dt, NULL);
-        }
-        compute_span(t, "unscale + optimizer (f32 master)", t0);
-    }
+    /* f32: the optimizer on the weights themselves; 16 bits: unscale, the decision over every
+     * rank, the optimizer on the f32 master and the weights cast from it */
+    const int stepped = is_f32(q) ? sl_train_mixed_step(t, &s->ms, NULL, s->grads + off, s->params + off, s->optim,
+                                                        NULL, n)
+                                  : sl_train_mixed_step(t, &s->ms, g, g32, master, s->optim, w, n);
     if (q->zero && q->D > 1 && stepped) dp_coll(t, q, DP_ALLGATHER, w, s->w, q->S);
 }

@@ -9,7 +9,6 @@
 #include "gpt.h"
 #include "state.h"
 
-static void *alloc(sl_train *t, sl_mem_cat cat, size_t bytes) { return sl_k_malloc(t->be, cat, bytes ? bytes : 1); }
 
 /* In-flight micro-batches of a stage's list: the most forwards not yet matched by backwards
  * (interleaved: micro-batch chunks). */
@@ -175,17 +174,17 @@ void p3_setup(sl_train *t, const p3_layout *L, int sched, int v, double bucket_m
     const size_t f4 = sizeof(float), es = sl_dtype_size(s->dt), N = (size_t)s->N, C = (size_t)s->C;
     const size_t Cl = (size_t)s->Cl, NC = N * C, NV = N * (size_t)s->Vl;
     const size_t npad = q->npad, master = q->zero && !is_f32(q) ? q->S : npad;
-    s->params = alloc(t, SL_MEM_PARAMS, master * f4);
-    s->grads = alloc(t, SL_MEM_GRADS, npad * f4);
-    s->optim = alloc(t, SL_MEM_OPTIM, (size_t)sl_optim_state_per_param(&t->optim) * q->S * f4);
+    s->params = sl_train_alloc(t, SL_MEM_PARAMS, master * f4);
+    s->grads = sl_train_alloc(t, SL_MEM_GRADS, npad * f4);
+    s->optim = sl_train_alloc(t, SL_MEM_OPTIM, (size_t)sl_optim_state_per_param(&t->optim) * q->S * f4);
     /* the stage's f32 weights from the seed (a sharded master takes its block of them) */
-    float *init = master < npad ? alloc(t, SL_MEM_OTHER, npad * f4) : s->params;
+    float *init = master < npad ? sl_train_alloc(t, SL_MEM_OTHER, npad * f4) : s->params;
     sl_k_memset0(t->be, init, npad * f4); /* the embedding's zero row, the padding */
     init_arg ia = {t->m, init};
     p3_for_stage_runs(t, q, q->tr, init_run, &ia);
     sl_k_sync(t->be);
-    s->w = is_f32(q) ? (void *)s->params : alloc(t, SL_MEM_PARAMS, npad * es);
-    s->g = is_f32(q) ? (void *)s->grads : alloc(t, SL_MEM_GRADS, grad16_elems(q) * es);
+    s->w = is_f32(q) ? (void *)s->params : sl_train_alloc(t, SL_MEM_PARAMS, npad * es);
+    s->g = is_f32(q) ? (void *)s->grads : sl_train_alloc(t, SL_MEM_GRADS, grad16_elems(q) * es);
     if (!is_f32(q)) {
         sl_k_cast(t->be, npad, init, SL_F32, s->w, s->dt, NULL);
         sl_train_mixed_init(&s->ms, s->dt);
@@ -206,7 +205,7 @@ void p3_setup(sl_train *t, const p3_layout *L, int sched, int v, double bucket_m
     const int tokens = q->p == 0 || last_stage(q), full = q->recompute == RC_FULL;
     const int own_out = !last_stage(q) || q->v > 1; /* the output sent from a slot's own buffer */
     if (q->recompute == RC_SELECTIVE && q->nb > 0) /* one attention-probability buffer for the stage */
-        q->att = alloc(t, SL_MEM_ACTIV, (size_t)s->B * s->NHl * s->T * s->T * es);
+        q->att = sl_train_alloc(t, SL_MEM_ACTIV, (size_t)s->B * s->NHl * s->T * s->T * es);
     for (int k = -1; k < q->nslots; k++) {
         slot *sl = k < 0 ? &q->shared : &q->slots[k];
         if (k < 0 && !full) continue;
@@ -215,42 +214,42 @@ void p3_setup(sl_train *t, const p3_layout *L, int sched, int v, double bucket_m
             const int own = i == 0 || (i == nbc && own_out);
             if (full && k >= 0 && !own) sl->res[i] = q->shared.res[i];
             else if (!(full && k < 0 && own))
-                sl->res[i] = alloc(t, i == nbc && !last_stage(q) ? SL_MEM_COMM : SL_MEM_ACTIV, NC * es);
+                sl->res[i] = sl_train_alloc(t, i == nbc && !last_stage(q) ? SL_MEM_COMM : SL_MEM_ACTIV, NC * es);
         }
         if (full && k >= 0) memcpy(sl->blk, q->shared.blk, sizeof sl->blk);
         for (int i = 0; i < nbc && !(full && k >= 0); i++) mg_block_alloc(t, s, &sl->blk[i], q->att);
         if (k < 0) continue;
         if (tokens) {
-            sl->tok = alloc(t, SL_MEM_DATA, N * sizeof(int32_t)), sl->tgt = alloc(t, SL_MEM_DATA, N * sizeof(int32_t));
-            sl->tokl = alloc(t, SL_MEM_DATA, N * sizeof(int32_t));
+            sl->tok = sl_train_alloc(t, SL_MEM_DATA, N * sizeof(int32_t)), sl->tgt = sl_train_alloc(t, SL_MEM_DATA, N * sizeof(int32_t));
+            sl->tokl = sl_train_alloc(t, SL_MEM_DATA, N * sizeof(int32_t));
             sl->htok = sl_alloc(SL_MEM_DATA, N * sizeof(int32_t) + 1);
             sl->htgt = sl_alloc(SL_MEM_DATA, N * sizeof(int32_t) + 1);
         }
-        if (q->p > 0 || q->v > 1) sl->dsend = alloc(t, SL_MEM_COMM, NC * es);
+        if (q->p > 0 || q->v > 1) sl->dsend = sl_train_alloc(t, SL_MEM_COMM, NC * es);
     }
     if (last_stage(q)) { /* the head's forward and backward run at once: not kept across operations */
-        s->lnf = alloc(t, SL_MEM_ACTIV, NC * es);
-        s->mf = alloc(t, SL_MEM_ACTIV, N * f4), s->rf = alloc(t, SL_MEM_ACTIV, N * f4);
+        s->lnf = sl_train_alloc(t, SL_MEM_ACTIV, NC * es);
+        s->mf = sl_train_alloc(t, SL_MEM_ACTIV, N * f4), s->rf = sl_train_alloc(t, SL_MEM_ACTIV, N * f4);
     }
-    s->dres[0] = alloc(t, SL_MEM_COMM, NC * es), s->dres[1] = alloc(t, SL_MEM_COMM, NC * es);
-    s->dpart = alloc(t, SL_MEM_COMM, NC * es);
-    s->rowmax = alloc(t, SL_MEM_COMM, N * f4), s->rowtgt = alloc(t, SL_MEM_COMM, N * f4);
-    s->rowsum = alloc(t, SL_MEM_COMM, N * f4);
-    s->dh = alloc(t, SL_MEM_OTHER, NC * es), s->dqkv = alloc(t, SL_MEM_OTHER, 3 * N * Cl * es);
-    s->datty = alloc(t, SL_MEM_OTHER, N * Cl * es), s->dfc = alloc(t, SL_MEM_OTHER, 4 * N * Cl * es);
-    s->zero_wpe = alloc(t, SL_MEM_OTHER, (size_t)s->T * C * es);
+    s->dres[0] = sl_train_alloc(t, SL_MEM_COMM, NC * es), s->dres[1] = sl_train_alloc(t, SL_MEM_COMM, NC * es);
+    s->dpart = sl_train_alloc(t, SL_MEM_COMM, NC * es);
+    s->rowmax = sl_train_alloc(t, SL_MEM_COMM, N * f4), s->rowtgt = sl_train_alloc(t, SL_MEM_COMM, N * f4);
+    s->rowsum = sl_train_alloc(t, SL_MEM_COMM, N * f4);
+    s->dh = sl_train_alloc(t, SL_MEM_OTHER, NC * es), s->dqkv = sl_train_alloc(t, SL_MEM_OTHER, 3 * N * Cl * es);
+    s->datty = sl_train_alloc(t, SL_MEM_OTHER, N * Cl * es), s->dfc = sl_train_alloc(t, SL_MEM_OTHER, 4 * N * Cl * es);
+    s->zero_wpe = sl_train_alloc(t, SL_MEM_OTHER, (size_t)s->T * C * es);
     sl_k_memset0(t->be, s->zero_wpe, (size_t)s->T * C * es);
     const size_t widest = 4 * Cl > C ? 4 * Cl : C;
     if (!is_f32(q)) {
-        s->lin32 = alloc(t, SL_MEM_OTHER, N * widest * f4);
-        if (last_stage(q)) s->dlog16 = alloc(t, SL_MEM_OTHER, NV * es);
+        s->lin32 = sl_train_alloc(t, SL_MEM_OTHER, N * widest * f4);
+        if (last_stage(q)) s->dlog16 = sl_train_alloc(t, SL_MEM_OTHER, NV * es);
     }
-    s->vec32 = alloc(t, SL_MEM_OTHER, 4 * C * f4);
+    s->vec32 = sl_train_alloc(t, SL_MEM_OTHER, 4 * C * f4);
     if (last_stage(q)) {
-        s->logits = alloc(t, SL_MEM_OTHER, NV * f4), s->dlog = alloc(t, SL_MEM_OTHER, NV * f4);
+        s->logits = sl_train_alloc(t, SL_MEM_OTHER, NV * f4), s->dlog = sl_train_alloc(t, SL_MEM_OTHER, NV * f4);
         if (t->be != SL_BACKEND_CPU) s->hlog = sl_alloc(SL_MEM_OTHER, (2 * NV + 3 * N) * f4);
     }
-    s->attn_work = alloc(t, SL_MEM_OTHER, sl_k_attention_work_bytes(s->dt, s->B, s->NHl, s->T));
+    s->attn_work = sl_train_alloc(t, SL_MEM_OTHER, sl_k_attention_work_bytes(s->dt, s->B, s->NHl, s->T));
     for (int k = 0; k < SL_MEM_NCATS; k++) q->held[k] += (double)sl_mem_current(space, (sl_mem_cat)k);
 }
 

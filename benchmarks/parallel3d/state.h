@@ -71,12 +71,6 @@ static inline int last_stage(const p3 *q) { return q->p == q->P - 1; }
 static inline size_t grad16_elems(const p3 *q) { return q->zero == 2 && q->D > 1 ? q->S : q->npad; }
 static inline float loss_scale(const p3 *q) { return is_f32(q) ? 1.0f : (float)q->s.ms.sc.scale; }
 
-static inline void compute_span(sl_train *t, const char *name, double t0)
-{
-    sl_k_sync(t->be);
-    sl_train_span(t, SL_PHASE_COMPUTE, name, t0, sl_now());
-}
-
 /* The micro-batch k of the replica's Bd sequences: [*first, *first + *count). */
 static inline void micro(const p3 *q, int k, int *first, int *count)
 {
