@@ -9,7 +9,6 @@
 #include "gpt.h"
 #include "state.h"
 
-
 /* In-flight micro-batches of a stage's list: the most forwards not yet matched by backwards
  * (interleaved: micro-batch chunks). */
 static int inflight(const op *ops, int n)
