@@ -119,8 +119,9 @@ static const sl_opt p3_opts[] = {
      "all-reduce after the last micro-batch)"},
     {"search", 0, SL_OPT_FLAG, &opt_search, 0, 0, NULL, 0,
      "find the fastest layout: predict every (D, T, P, micro-batches, zero, recompute) that divides the ranks, the "
-     "model and the batch and fits --mem-limit, run the fastest predictions and a sample of the rest, and print "
-     "them by measured step beside the prediction (--batch is then the global batch)"},
+     "model and the batch and fits --mem-limit (--schedule interleaved: each with every --virtual v >= 2 that its "
+     "rules allow, P 1 left out), run the fastest predictions and a sample of the rest, and print them by measured "
+     "step beside the prediction (--batch is then the global batch)"},
     {"search-top", 0, SL_OPT_INT, &opt_search_top, 1, 1000, NULL, 0,
      "--search: the fastest predictions to run (default 3)"},
     {"search-sample", 0, SL_OPT_INT, &opt_search_sample, 0, 1000, NULL, 0,
@@ -137,19 +138,21 @@ static const sl_opt p3_opts[] = {
 
 /* The technique's entries on parallel3d/ ------------------------------------------------------ */
 
-/* The layout the options ask for (the search sets them to each layout it runs). */
-static p3_layout asked(void)
-{
-    return (p3_layout){(int)opt_dp, (int)opt_tp, (int)opt_pp, (int)opt_micro, (int)opt_zero, opt_recompute};
-}
-
 /* Chunks a stage for schedule variant (pipeline.c's rule: interleaved's --virtual, default 2). */
 static int virtual_of(int variant) { return variant == V_INTERLEAVED ? (opt_virtual > 0 ? (int)opt_virtual : 2) : 1; }
 
+/* The layout the options ask for under schedule variant (the search sets them to each layout it
+ * runs). */
+static p3_layout asked(int variant)
+{
+    return (p3_layout){(int)opt_dp,   (int)opt_tp,   (int)opt_pp,         (int)opt_micro,
+                       (int)opt_zero, opt_recompute, virtual_of(variant)};
+}
+
 static void setup(sl_train *t)
 {
-    const p3_layout one = {1, 1, 1, 1, 0, 0}, L = t->baseline ? one : asked();
-    p3_setup(t, &L, variant_schedule[t->variant], t->baseline ? 1 : virtual_of(t->variant), opt_bucket_mb);
+    const p3_layout one = {1, 1, 1, 1, 0, 0, 1}, L = t->baseline ? one : asked(t->variant);
+    p3_setup(t, &L, variant_schedule[t->variant], opt_bucket_mb);
 }
 
 static void row(sl_train *t, sl_result *res)
@@ -200,6 +203,7 @@ static double layout_memory(const p3_layout *L)
 static void use_layout(const p3_layout *L)
 {
     opt_dp = L->D, opt_tp = L->T, opt_pp = L->P, opt_micro = L->m, opt_zero = L->zero, opt_recompute = L->recompute;
+    opt_virtual = L->v; /* read under interleaved alone (virtual_of) */
 }
 
 /* --mem-limit, or what a rank can hold here: the device's free memory, or the node's available
@@ -253,7 +257,7 @@ static void row_done(sl_train *t, const sl_result *res)
 /* --search's checks, and the layout of the first run (the sweep sets each). */
 static void validate_search(sl_ctx *ctx)
 {
-    static const char *const chosen[] = {"dp", "tp", "pp", "micro-batches", "zero", "recompute"};
+    static const char *const chosen[] = {"dp", "tp", "pp", "micro-batches", "zero", "recompute", "virtual"};
     static const char *const own[] = {"search-top", "search-sample", "mem-limit", "predict-only"};
     if (!opt_search) {
         for (size_t i = 0; i < sizeof own / sizeof *own; i++)
@@ -263,13 +267,14 @@ static void validate_search(sl_ctx *ctx)
     for (size_t i = 0; i < sizeof chosen / sizeof *chosen; i++)
         if (sl_option_given(&ctx->opt, chosen[i]))
             sl_usage_error("--%s: --search chooses the layout; leave out --dp --tp --pp --micro-batches --zero "
-                           "--recompute", chosen[i]);
+                           "--recompute --virtual", chosen[i]);
     if (__builtin_popcount(ctx->opt.dtypes) != 1)
         sl_usage_error("--dtype (-d): --search ranks layouts in one precision; give one of f32, f16, bf16");
     if (__builtin_popcount(ctx->opt.colls) != 1)
         sl_usage_error("--coll (-C): --search ranks layouts over one collective implementation; give one");
-    if (__builtin_popcount(opt_variants) != 1 || (opt_variants & (1u << V_INTERLEAVED)))
-        sl_usage_error("--schedule: --search ranks layouts of one pipeline schedule; give one of 1f1b, gpipe");
+    if (__builtin_popcount(opt_variants) != 1)
+        sl_usage_error("--schedule: --search ranks layouts of one pipeline schedule; give one of 1f1b, gpipe, "
+                       "interleaved");
     if (sl_option_given(&ctx->opt, "scaling") && sl_train_opt.scaling == 0)
         sl_usage_error("--scaling weak: --search compares layouts on the same global batch (strong scaling: --batch "
                        "is the global batch)");
@@ -291,13 +296,14 @@ static void validate_search(sl_ctx *ctx)
                          .d_model = (int)g.d_model, .vocab = (int)g.vocab, .global_batch = (int)sl_train_opt.batch,
                          .zero_ok = (ctx->opt.colls & gather_scatter_colls()) != 0, .top = (int)opt_search_top,
                          .sample = (int)opt_search_sample, .variant = __builtin_ctz(opt_variants),
+                         .interleaved = opt_variants == 1u << V_INTERLEAVED,
                          .dt = (sl_dtype)__builtin_ctz(ctx->opt.dtypes), .impl = (sl_coll)__builtin_ctz(ctx->opt.colls),
                          .memory = layout_memory, .use = use_layout};
     search.mem_limit = opt_mem_limit ? (double)opt_mem_limit : INFINITY; /* the sweep sets the default */
     p3_search_validate(&search, opt_mem_limit != 0);
     if (sl_no_predict())
         sl_usage_error("--search: the layouts are ranked by the performance model, which SL_NO_PREDICT=1 switches off");
-    use_layout(&(p3_layout){ctx->nranks, 1, 1, 1, 0, 0});
+    use_layout(&(p3_layout){ctx->nranks, 1, 1, 1, 0, 0, 1});
 }
 
 static void validate(sl_ctx *ctx)
@@ -309,7 +315,7 @@ static void validate(sl_ctx *ctx)
         sl_usage_error("--order %s: expected tp, dp and pp once each, fastest first, joined by '-' (e.g. tp-dp-pp)",
                        opt_order);
     if (sl_gpt_resolve(&sl_gpt_opt).dropout > 0) sl_usage_error("--dropout: parallel3d trains without dropout (0)");
-    if (opt_virtual > 0 && !(opt_variants & (1u << V_INTERLEAVED)))
+    if (sl_option_given(&ctx->opt, "virtual") && !(opt_variants & (1u << V_INTERLEAVED)))
         sl_usage_error("--virtual: only the interleaved schedule has chunks (--schedule interleaved)");
     if (!(opt_bucket_mb >= 0 && opt_bucket_mb <= 1e6))
         sl_usage_error("--bucket-mb %g: expected MiB in [0, 1e6] (0: one all-reduce after the step)", opt_bucket_mb);

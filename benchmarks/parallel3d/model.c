@@ -193,9 +193,9 @@ void p3_row(sl_train *t, sl_result *res, const char *schedule)
 }
 
 /* A layout's memory for the search: the busiest rank's bytes by the combined model
- * (p3_memory_model: parameters, gradients, optimizer state, activations), plus the last stage's
- * head logits and their gradient (f32, and a 16-bit copy of the gradient): the largest buffers
- * the four categories leave out. */
+ * (p3_memory_model: parameters, gradients, optimizer state, activations; the stage's L->v chunks
+ * under sched), plus the last stage's head logits and their gradient (f32, and a 16-bit copy of
+ * the gradient): the largest buffers the four categories leave out. */
 double p3_layout_memory(const p3_layout *L, const sl_gpt_dims *g, sl_dtype dt, int global_batch, int sched,
                         sl_optim_kind optim)
 {
@@ -210,7 +210,7 @@ double p3_layout_memory(const p3_layout *L, const sl_gpt_dims *g, sl_dtype dt, i
     for (int p = 0; p < L->P; p++) { /* the replicas hold equal batches (D divides it): stage p's ranks alike */
         const int dims[NDIMS] = {L->T, L->D, L->P}, c[NDIMS] = {[DIM_TP] = 0, [DIM_DP] = 0, [DIM_PP] = p};
         memset(q, 0, sizeof *q);
-        p3_place(q, g, dt, global_batch, L, sched, 1, p3_rank_of(dims, c));
+        p3_place(q, g, dt, global_batch, L, sched, p3_rank_of(dims, c));
         t.state = q;
         double mem[SL_MEM_NCATS] = {0};
         p3_memory_model(&t, mem);

@@ -12,6 +12,11 @@
  * measured step with the prediction beside each, whether the predicted best was the measured
  * best, and the median |measured / predicted - 1|.
  *
+ * Under --schedule interleaved a layout is also its chunks a stage: each of the above with every
+ * v >= 2 whose P·v divides the blocks, where m is a multiple of P (Megatron-LM's rules, as the
+ * program's own --virtual checks). One whose P is 1 has no pipeline to go round and the program
+ * refuses it: left out, counted with those whose P allows no v and whose m is no multiple of P.
+ *
  * Every layout trains the same global batch (strong scaling), so their steps compare. */
 #include <limits.h>
 #include <math.h>
@@ -19,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chunks.h"
 #include "search.h"
 #include "sl_stats.h"
 
@@ -39,6 +45,8 @@ static int ncands, nfit;        /* layouts, those that fit */
 static int uneven_d, uneven_m;  /* layouts left out: of grids whose D does not divide the batch (m from 1 to
                                    the fewest sequences a replica would hold), and those whose m does not
                                    divide a replica's sequences */
+static int one_stage, no_v, m_not_p; /* interleaved, left out before v (each counted once): P 1, no v >= 2 with
+                                        P·v dividing the blocks, m not a multiple of P */
 static int *runs, nruns, running = -1;
 static double plan_seconds;
 static int unpredicted; /* layouts whose schedule overflowed the model's tables (prediction NAN) */
@@ -57,9 +65,14 @@ static void add(const p3_layout *l)
 static void enumerate(const p3_search *cfg)
 {
     const int R = cfg->ranks;
-    ncands = nfit = uneven_d = uneven_m = 0;
+    ncands = nfit = uneven_d = uneven_m = one_stage = no_v = m_not_p = 0;
     for (int P = 1; P <= R && P <= cfg->layers; P++) {
         if (R % P) continue;
+        int vs[P3_MAX_CHUNKS], nv = 0; /* the chunks a stage that P allows (1: not interleaved) */
+        if (!cfg->interleaved) vs[nv++] = 1;
+        else /* up to the most the program holds, --virtual's bound */
+            for (int v = 2; v <= P3_MAX_CHUNKS && P * v <= cfg->layers; v++)
+                if (P > 1 && cfg->layers % (P * v) == 0) vs[nv++] = v;
         for (int T = 1; T <= R / P; T++) {
             if ((R / P) % T || cfg->heads % T || cfg->d_model % T || cfg->vocab % T) continue;
             /* ZeRO over one replica: nothing. In f32, stage 2 holds and moves exactly what stage 1
@@ -75,8 +88,15 @@ static void enumerate(const p3_search *cfg)
                     uneven_m += zeros * 3;
                     continue;
                 }
+                int *left = NULL; /* interleaved's rules: left out, once whatever v */
+                if (cfg->interleaved) left = P == 1 ? &one_stage : !nv ? &no_v : m % P ? &m_not_p : NULL;
+                if (left) {
+                    *left += zeros * 3;
+                    continue;
+                }
                 for (int z = 0; z < zeros; z++)
-                    for (int r = 0; r < 3; r++) add(&(p3_layout){D, T, P, m, z, r});
+                    for (int r = 0; r < 3; r++)
+                        for (int k = 0; k < nv; k++) add(&(p3_layout){D, T, P, m, z, r, vs[k]});
             }
         }
     }
@@ -100,7 +120,9 @@ static const char *const rc_text[] = {"", " sel", " full"}, *const rc_names[] = 
 
 static void layout_text(const p3_layout *l, char *buf, size_t len)
 {
-    snprintf(buf, len, "%dx%dx%d m%d z%d%s", l->D, l->T, l->P, l->m, l->zero, rc_text[l->recompute]);
+    char v[16] = ""; /* the chunks a stage, where there are several (interleaved) */
+    if (l->v > 1) snprintf(v, sizeof v, " v%d", l->v);
+    snprintf(buf, len, "%dx%dx%d m%d%s z%d%s", l->D, l->T, l->P, l->m, v, l->zero, rc_text[l->recompute]);
 }
 
 /* Every layout and its memory; the least of them (INFINITY: no layout). */
@@ -118,6 +140,10 @@ static double enumerate_memory(const p3_search *cfg)
 void p3_search_validate(const p3_search *cfg, int limit_given)
 {
     const double least = enumerate_memory(cfg);
+    if (!ncands && one_stage + no_v + m_not_p)
+        sl_usage_error("--schedule interleaved: --search finds no layout of %d ranks with P >= 2 stages, P x v "
+                       "dividing --layers %d for some v >= 2 and micro-batches a multiple of P (--batch %d)",
+                       cfg->ranks, cfg->layers, cfg->global_batch);
     if (!ncands)
         sl_usage_error("--batch %d: --search finds no layout of %d ranks whose replicas split it equally (D must "
                        "divide the global batch)", cfg->global_batch, cfg->ranks);
@@ -137,14 +163,20 @@ static void plan(sl_ctx *ctx, const p3_search *cfg)
     if (!nfit) /* the machine's own limit (an explicit one is checked up front) */
         sl_usage_error("--mem-limit: none of the %d layouts fits %s; the smallest needs %.0f bytes a rank", ncands,
                        cfg->mem_source, least);
+    char rules[256] = "";
+    if (cfg->interleaved)
+        snprintf(rules, sizeof rules, ", %d of one stage (interleaved needs P >= 2), %d whose P x v divides the %d "
+                 "layers for no v >= 2, %d whose m is no multiple of P; each left out once, the others once a v",
+                 one_stage, no_v, cfg->layers, m_not_p);
     sl_note(ctx, "search: %d layouts of %d ranks (%d more left out: %d whose D does not divide the batch of %d, %d "
-                 "whose m does not divide a replica's sequences), %d fit in memory (%s); predicting each %s",
-            ncands, cfg->ranks, uneven_d + uneven_m, uneven_d, cfg->global_batch, uneven_m, nfit, cfg->mem_source,
+                 "whose m does not divide a replica's sequences%s), %d fit in memory (%s); predicting each %s",
+            ncands, cfg->ranks, uneven_d + uneven_m + one_stage + no_v + m_not_p, uneven_d, cfg->global_batch,
+            uneven_m, rules, nfit, cfg->mem_source,
             cfg->mode == P3_SEARCH_PLATFORM ? "on the platform" : "from primitives measured now");
     char path[PATH_MAX + 64], line[512];
     FILE *f = ctx->rank == 0 ? sl_results_file_open(ctx, "search.tsv", path, sizeof path) : NULL;
     if (f)
-        sl_results_append_line(f, path, "run_id\tdp\ttp\tpp\tmicro_batches\tzero\trecompute\tmem_model\tfits\tpred_step"
+        sl_results_append_line(f, path, "run_id\tdp\ttp\tpp\tmicro_batches\tvirtual\tzero\trecompute\tmem_model\tfits\tpred_step"
                                         "\tpred_compute\tpred_exposed\tpred_idle\tpred_dominant");
     const double t0 = sl_now();
     for (int i = 0; i < ncands; i++) {
@@ -162,8 +194,8 @@ static void plan(sl_ctx *ctx, const p3_search *cfg)
         }
         if (!f) continue;
         const p3_layout *l = &c->l;
-        snprintf(line, sizeof line, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t%.0f\t%d\t%.9g\t%.9g\t%.9g\t%.9g\t%s", ctx->run_id,
-                 l->D, l->T, l->P, l->m, l->zero, rc_names[l->recompute], c->mem, c->fits, c->pred.step,
+        snprintf(line, sizeof line, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%.0f\t%d\t%.9g\t%.9g\t%.9g\t%.9g\t%s",
+                 ctx->run_id, l->D, l->T, l->P, l->m, l->v, l->zero, rc_names[l->recompute], c->mem, c->fits, c->pred.step,
                  c->pred.compute, c->pred.exposed, c->pred.idle, c->fits ? sl_pm_dominant(&c->pred) : "-");
         sl_results_append_line(f, path, line);
     }
@@ -203,8 +235,9 @@ static void plan(sl_ctx *ctx, const p3_search *cfg)
 static void predicted_table(sl_ctx *ctx, const p3_search *cfg)
 {
     sl_note(ctx, "search: the %d fastest predictions and %d more spread over the rest, by predicted step (D x T x P, "
-                 "m micro-batches, zero stage z, recomputation sel(ective) or full; rank of %d)",
-            cfg->top < nruns ? cfg->top : nruns, nruns > cfg->top ? nruns - cfg->top : 0, nfit);
+                 "m micro-batches,%s zero stage z, recomputation sel(ective) or full; rank of %d)",
+            cfg->top < nruns ? cfg->top : nruns, nruns > cfg->top ? nruns - cfg->top : 0,
+            cfg->interleaved ? " v chunks a stage," : "", nfit);
     sl_note(ctx, "  %-22s %5s %11s %11s %11s %11s %-12s %9s", "layout", "rank", "pred ms", "compute ms", "exposed ms",
             "idle ms", "dominant", "mem GiB");
     for (int k = 0; k < nruns; k++) {
@@ -218,14 +251,15 @@ static void predicted_table(sl_ctx *ctx, const p3_search *cfg)
 }
 
 /* The pass after the last: the runs sorted by measured step, the prediction beside each. */
-static void summary(sl_ctx *ctx)
+static void summary(sl_ctx *ctx, const p3_search *cfg)
 {
     int *order = malloc((size_t)nruns * sizeof *order + 1);
     if (!order) SL_FATAL("out of memory");
     memcpy(order, runs, (size_t)nruns * sizeof *order);
     qsort(order, (size_t)nruns, sizeof *order, by_step);
-    sl_note(ctx, "search: the %d layouts run, by measured step (D x T x P, m micro-batches, zero stage z, rc: "
-                 "recomputation sel(ective) or full; rank: by prediction, of %d)", nruns, nfit);
+    sl_note(ctx, "search: the %d layouts run, by measured step (D x T x P, m micro-batches,%s zero stage z, rc: "
+                 "recomputation sel(ective) or full; rank: by prediction, of %d)", nruns,
+            cfg->interleaved ? " v chunks a stage," : "", nfit);
     sl_note(ctx, "  %-22s %5s %10s %10s %9s %-12s %-6s %s", "layout", "rank", "step ms", "pred ms", "step/pred",
             "dominant", "check", "picked");
     double *err = malloc((size_t)nruns * sizeof *err + 1);
@@ -278,7 +312,7 @@ int p3_search_sweep(sl_ctx *ctx, int pass, const p3_search *cfg)
                 cands[running].rank, 1e3 * cands[running].pred.step);
         return 1;
     }
-    summary(ctx);
+    summary(ctx, cfg);
     running = -1;
     return 0;
 }

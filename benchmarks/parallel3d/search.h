@@ -9,9 +9,10 @@
 #include "sl_train.h"
 
 /* One layout: D x T x P ranks, m micro-batches a replica, ZeRO stage, recomputation (0 none,
- * 1 selective, 2 full: parallel3d's --recompute). */
+ * 1 selective, 2 full: parallel3d's --recompute), v model chunks a stage (--virtual: 1 but under
+ * the interleaved schedule). */
 typedef struct p3_layout {
-    int D, T, P, m, zero, recompute;
+    int D, T, P, m, zero, recompute, v;
 } p3_layout;
 
 /* What the search does with the layouts it predicts. */
@@ -31,6 +32,8 @@ typedef struct p3_search {
     double mem_limit;           /* bytes a rank may hold (INFINITY: no limit known) */
     char mem_source[96];        /* where that limit comes from */
     int variant;                /* the pipeline schedule */
+    int interleaved;            /* it is interleaved 1F1B: each layout once per v >= 2 with P·v dividing the
+                                   layers, where m is a multiple of P; P 1 left out */
     sl_dtype dt;
     sl_coll impl;
     double (*memory)(const p3_layout *l); /* the busiest rank's bytes by the memory model */
@@ -38,7 +41,7 @@ typedef struct p3_search {
 } p3_search;
 
 /* The checks the options allow before anything runs (in validate; exit 2 naming the option): some
- * layout splits the batch, and with limit_given some layout fits cfg->mem_limit. */
+ * layout splits the batch (and under interleaved keeps its rules), and with limit_given some layout fits cfg->mem_limit. */
 void p3_search_validate(const p3_search *cfg, int limit_given);
 /* sl_technique.sweep under --search. Pass 0 enumerates every layout, keeps those whose memory
  * fits, predicts each (sl_train_predict_plan, or sl_train_predict_platform) into

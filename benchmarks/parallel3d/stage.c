@@ -94,11 +94,10 @@ static void init_run(size_t full, size_t local, size_t count, void *arg)
 
 
 /* Rank `rank`'s place in layout L and what follows from it before anything is allocated: its
- * coordinates, the stage's chunks of v and its part of the flat vector (p3_chunks), the
+ * coordinates, the stage's L->v chunks and its part of the flat vector (p3_chunks), the
  * replica's sequences and micro-batches, ZeRO's blocks. p3_setup's first half, and the search's
  * memory model of a layout. */
-void p3_place(p3 *q, const sl_gpt_dims *g, sl_dtype dt, int global_batch, const p3_layout *L, int sched, int v,
-              int rank)
+void p3_place(p3 *q, const sl_gpt_dims *g, sl_dtype dt, int global_batch, const p3_layout *L, int sched, int rank)
 {
     mg *s = &q->s;
     q->D = L->D, q->T = L->T, q->P = L->P;
@@ -112,7 +111,7 @@ void p3_place(p3 *q, const sl_gpt_dims *g, sl_dtype dt, int global_batch, const 
     s->dt = dt;
     mg_layout(s);
     memcpy(q->lw_full, s->lw, sizeof q->lw_full);
-    q->v = v;
+    q->v = L->v;
     p3_chunks(q);
     /* the replica's sequences and its micro-batches */
     size_t lo, hi;
@@ -135,7 +134,7 @@ void p3_place(p3 *q, const sl_gpt_dims *g, sl_dtype dt, int global_batch, const 
 }
 
 /* sl_technique.setup for layout L under pipeline schedule sched; bucket_mb: --bucket-mb. */
-void p3_setup(sl_train *t, const p3_layout *L, int sched, int v, double bucket_mb)
+void p3_setup(sl_train *t, const p3_layout *L, int sched, double bucket_mb)
 {
     p3 *q = calloc(1, sizeof *q);
     if (!q) SL_FATAL("out of memory");
@@ -143,7 +142,7 @@ void p3_setup(sl_train *t, const p3_layout *L, int sched, int v, double bucket_m
     mg *s = &q->s;
     const sl_mem_space space = t->be == SL_BACKEND_CUDA ? SL_MEM_DEVICE : SL_MEM_HOST;
     for (int k = 0; k < SL_MEM_NCATS; k++) q->held[k] = -(double)sl_mem_current(space, (sl_mem_cat)k);
-    p3_place(q, &t->m->gpt, t->dtype, t->global_batch, L, sched, v, t->rank);
+    p3_place(q, &t->m->gpt, t->dtype, t->global_batch, L, sched, t->rank);
     q->bucket_bytes = !t->baseline && bucket_mb > 0 && q->D > 1 && !q->zero ? bucket_mb * 1048576 : 0;
     t->lo = q->lo, t->hi = q->lo + q->Bd;
     if (t->planning == 2) return; /* a rank not launched: what the schedule reads, and no more */

@@ -93,10 +93,9 @@ void p3_open_groups(sl_train *t, p3 *q);
 void p3_record_grid(sl_train *t, const p3 *q);
 
 /* stage.c: a rank's place in a layout, its allocations, their release */
-void p3_place(p3 *q, const sl_gpt_dims *g, sl_dtype dt, int global_batch, const p3_layout *L, int sched, int v,
-              int rank);
+void p3_place(p3 *q, const sl_gpt_dims *g, sl_dtype dt, int global_batch, const p3_layout *L, int sched, int rank);
 void p3_chunks(p3 *q);
-void p3_setup(sl_train *t, const p3_layout *L, int sched, int v, double bucket_mb);
+void p3_setup(sl_train *t, const p3_layout *L, int sched, double bucket_mb);
 void p3_release(sl_train *t);
 void p3_for_stage_runs(const sl_train *t, p3 *q, int tr, void (*fn)(size_t, size_t, size_t, void *), void *arg);
 

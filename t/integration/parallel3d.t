@@ -207,7 +207,7 @@ for p in plan:
         bad.append(f"layout {p}: not fitted, or pred_step != compute + exposed + idle")
 picks = sorted(r["params"]["search_pick"] for r in rows)
 if picks != ["sample", "top"]: bad.append(f"rows picked {picks}, expected one top and one sample")
-key = lambda x: tuple(int(x[k]) for k in ("dp", "tp", "pp", "micro_batches", "zero")) + (x["recompute"],)
+key = lambda x: tuple(int(x[k]) for k in ("dp", "tp", "pp", "micro_batches", "virtual", "zero")) + (x["recompute"],)
 preds = {key(p): float(p["pred_step"]) for p in plan}
 for r in rows:
     p = r["params"]
@@ -227,7 +227,8 @@ ok $? "--search: the summary says whether the predicted best was the measured be
 
 # --predict-only with --mem-limit between the layouts' memories: those above it are not predicted,
 # nothing is run
-lim=$(awk -F'\t' 'NR > 1 {print $8}' "$out/search/parallel3d.search.tsv" | sort -n | awk '{v[NR] = $1} END {print v[int(NR / 2)]}')
+lim=$(awk -F'\t' 'NR == 1 {for (i = 1; i <= NF; i++) if ($i == "mem_model") c = i; next} {print $c}' \
+  "$out/search/parallel3d.search.tsv" | sort -n | awk '{v[NR] = $1} END {print v[int(NR / 2)]}')
 # shellcheck disable=SC2086
 env -u SL_NO_PREDICT "$top/scripts/sl-launch" -np 2 "$top/bin/parallel3d" ${gpt/--batch 4/--batch 2} --search --predict-only --mem-limit "$lim" \
   -o "$out/search2" >"$out/search2.txt" 2>&1 </dev/null
@@ -254,8 +255,55 @@ ok $? "--search --predict-only --predict FILE --predict-ranks 8: the rule's $(la
 grep -q "search: $(layouts 8 4) layouts of 8 ranks ($(layouts 8 4 left) more left out:" "$out/search3.txt"
 ok $? "--search: the note counts the layouts left out for unequal replicas or micro-batches ($(layouts 8 4 left), by the rule)"
 
+# --search --schedule interleaved: each layout once per v >= 2 with P x v dividing the 4 blocks, where
+# m is a multiple of P (Megatron-LM's rules; P 1 left out), predicted on 2 ranks, none run
+ilayouts() { # ilayouts RANKS BATCH: "layouts left-out one-stage no-v m-not-P" of the tiny model, by those rules
+  python3 - "$1" "$2" <<'PY'
+import sys
+R, L, heads, C, V, B = int(sys.argv[1]), 4, 4, 32, 64, int(sys.argv[2])
+n, left, why = 0, 0, {"P 1": 0, "no v": 0, "m % P": 0}
+for P in range(1, min(R, L) + 1):
+    vs = [v for v in range(2, L // P + 1) if P > 1 and L % (P * v) == 0]
+    for T in range(1, R // P + 1):
+        if R % P or (R // P) % T or heads % T or C % T or V % T: continue
+        D = R // P // T
+        zeros = 2 if D > 1 else 1
+        for m in range(1, B // D + 1):
+            if B % D or B // D % m: left += zeros * 3  # replicas or micro-batches of unequal sizes
+            elif P == 1: why["P 1"] += zeros * 3
+            elif not vs: why["no v"] += zeros * 3
+            elif m % P: why["m % P"] += zeros * 3
+            else: n += zeros * 3 * len(vs)
+print(n, left + sum(why.values()), *why.values())
+PY
+}
+read -r n left one nov mp <<<"$(ilayouts 2 4)"
+# shellcheck disable=SC2086
+env -u SL_NO_PREDICT "$top/scripts/sl-launch" -np 2 "$top/bin/parallel3d" $gpt --search --predict-only --schedule interleaved \
+  -o "$out/searchi" >"$out/searchi.txt" 2>&1 </dev/null
+rc=$?
+python3 - "$out/searchi" "$n" <<'PY'
+import csv, os, sys
+d, want = sys.argv[1], int(sys.argv[2])
+plan = list(csv.DictReader(open(d + "/parallel3d.search.tsv"), delimiter="\t"))
+bad = [] if len(plan) == want else [f"{len(plan)} layouts predicted, the rules give {want}"]
+for p in plan:
+    P, v, m = int(p["pp"]), int(p["virtual"]), int(p["micro_batches"])
+    if P < 2 or v < 2 or 4 % (P * v) or m % P: bad.append(f"layout {p} breaks the rules")
+    if p["fits"] != "1" or not float(p["pred_step"]) > 0: bad.append(f"layout {p} not predicted")
+if len({(p["micro_batches"], p["virtual"], p["recompute"]) for p in plan}) != len(plan): bad.append("a layout twice")
+if os.path.exists(d + "/parallel3d.jsonl") and os.path.getsize(d + "/parallel3d.jsonl"): bad.append("a layout ran")
+print("\n".join(bad), file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+ok $(( rc || $? )) "--search --predict-only --schedule interleaved on 2 ranks: the rules' $n layouts (v >= 2) predicted, none run (rc=$rc)"
+grep -q "search: $n layouts of 2 ranks ($left more left out: .*, $one of one stage (interleaved needs P >= 2), $nov whose P x v divides the 4 layers for no v >= 2, $mp whose m is no multiple of P;" "$out/searchi.txt" &&
+  grep -Eq "^#   1x1x2 m[0-9]+ v2 z0" "$out/searchi.txt"
+ok $? "--search --schedule interleaved: the note counts those left out by the rules ($left: $one of one stage, $mp whose m is no multiple of P), the table names v"
+
 # (one process: the checks are the options', not the ranks')
 expect_usage_of parallel3d "--tp: --search chooses the layout" $gpt --search --tp 2
+expect_usage_of parallel3d "--virtual: --search chooses the layout" $gpt --search --schedule interleaved --virtual 2
 expect_usage_of parallel3d "--mem-limit 1024: none of the" $gpt --search --mem-limit 1K
 expect_usage_of parallel3d "--dtype (-d): --search ranks layouts in one precision" $gpt --search -d f32,bf16
 expect_usage_of parallel3d "--search-top: only with --search" $gpt --search-top 2
