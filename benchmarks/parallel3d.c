@@ -65,7 +65,6 @@
  * performance model reads it (pm_schedule.c), --bucket-mb's buckets (buckets.c) and --search
  * (search.c). */
 #include <math.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
