@@ -32,8 +32,10 @@ def is_num(v):
 # between identical runs, so a row keyed on them would go MISSING on one side. allreduce's
 # iterations (a time budget per size), kernels' bound (which side of the measured ridge point),
 # pipeline's idle_stages (each stage's idle share), the training programs' eff_note ("superlinear"
-# when the measured efficiency came out above 1).
-MEASURED_PARAMS = frozenset({"iterations", "bound", "idle_stages", "eff_note"})
+# when the measured efficiency came out above 1), and the performance model's pred_fit (the α-β it
+# fitted to the collectives timed in the run) and pred_dominant (the term its prediction found
+# largest, which can change with those timings).
+MEASURED_PARAMS = frozenset({"iterations", "bound", "idle_stages", "eff_note", "pred_fit", "pred_dominant"})
 
 
 # parameters that describe the hardware's expected value (docs/expected.md), not what was run:

@@ -208,17 +208,20 @@ ok $? "one round a side, quiet machine: mae_threads 70% slower is a REGRESSION (
 
 # Parameters a program derives from its measurements (allreduce's iterations, kernels' bound,
 # pipeline's idle_stages, the training programs' eff_note, "superlinear" in one run and absent
-# in the next) differ between identical runs: they do not tell rows apart.
+# in the next, the performance model's pred_fit and pred_dominant) differ between identical runs:
+# they do not tell rows apart.
 for side in a b; do
   it=$([ $side = a ] && echo 5 || echo 4); bd=$([ $side = a ] && echo memory || echo compute)
-  note=$([ $side = a ] && echo ',\"eff_note\":\"superlinear\"')
-  row steady 10 0.01 pass | sed "s/\"params\":{\"bytes\":1024}/\"params\":{\"bytes\":1024,\"iterations\":$it,\"bound\":\"$bd\",\"idle_stages\":\"3$it.1\"$note}/" >"$out/measured_$side.jsonl"
+  note=$([ $side = a ] && echo ',\"eff_note\":\"superlinear\",\"pred_fit\":\"allreduce 9.0 us + 5.494 GB/s\",\"pred_dominant\":\"gemm\"' ||
+    echo ',\"pred_fit\":\"allreduce 9.4 us + 5.123 GB/s\",\"pred_dominant\":\"elementwise\"')
+  row steady 10 0.01 pass | sed "s|\"params\":{\"bytes\":1024}|\"params\":{\"bytes\":1024,\"iterations\":$it,\"bound\":\"$bd\",\"idle_stages\":\"3$it.1\"$note}|" >"$out/measured_$side.jsonl"
 done
-grep -q '"iterations":4' "$out/measured_b.jsonl" && grep -q '"eff_note":"superlinear"' "$out/measured_a.jsonl"
+grep -q '"iterations":4' "$out/measured_b.jsonl" && grep -q '"eff_note":"superlinear"' "$out/measured_a.jsonl" &&
+  grep -q '"pred_dominant":"elementwise"' "$out/measured_b.jsonl"
 "$top/scripts/compare" --absolute yes "$out/measured_a.jsonl" "$out/measured_b.jsonl" >"$out/log" 2>&1
 rc=$?
 [ $rc = 0 ] && ! grep -q MISSING "$out/log" && grep -q 'b/steady.*ok' "$out/log"
-ok $? "rows that differ only in measured parameters (iterations, bound, idle_stages, eff_note) are the same row (rc=$rc)"
+ok $? "rows that differ only in measured parameters (iterations, bound, idle_stages, eff_note, pred_fit, pred_dominant) are the same row (rc=$rc)"
 [ $rc = 0 ] || diag "$(cat "$out/log")"
 
 done_testing
